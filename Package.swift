@@ -1,0 +1,28 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Recall",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Recall", targets: ["Recall"]),
+        .library(name: "RecallTesting", targets: ["RecallTesting"]),
+        .executable(name: "recall", targets: ["RecallCLI"]),
+    ],
+    targets: [
+        .target(name: "Recall", swiftSettings: strict),
+        .target(name: "RecallTesting", dependencies: ["Recall"], swiftSettings: strict),
+        .executableTarget(name: "RecallCLI", dependencies: ["Recall"], swiftSettings: strict),
+        .testTarget(
+            name: "RecallTests",
+            dependencies: ["Recall", "RecallTesting"],
+            resources: [.copy("Support/origin_server.py")],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

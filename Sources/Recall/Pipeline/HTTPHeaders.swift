@@ -1,0 +1,151 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An ordered list of HTTP header fields whose names compare case-insensitively.
+///
+/// Order and repeated fields are kept exactly as added, which matters for fields such as
+/// `Set-Cookie`, `Vary` or `Cache-Control` that may appear more than once. Reading a name
+/// through the subscript joins its values with `", "`, as RFC 9110 §5.3 allows for list fields.
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    /// One header field: a name and a value, both as received.
+    public struct Field: Sendable, Hashable {
+        /// The field name with its original spelling.
+        public var name: String
+        /// The field value, trimmed of surrounding whitespace.
+        public var value: String
+
+        /// Creates a field; surrounding whitespace of the value is trimmed.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value.trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    /// The fields in the order they were added.
+    public private(set) var fields: [Field]
+
+    /// Creates an empty list or one holding `fields` in order.
+    public init(_ fields: [Field] = []) {
+        self.fields = fields
+    }
+
+    /// Creates a list from name-value pairs, keeping their order.
+    public init(_ pairs: [(String, String)]) {
+        self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    /// Creates a list from a dictionary literal, keeping the literal's order.
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    /// Creates a list from a Foundation header dictionary (such as `allHTTPHeaderFields`),
+    /// sorted by name so that the result does not depend on dictionary order.
+    public init(_ dictionary: [String: String]) {
+        self.init(dictionary.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    /// The number of fields, counting repeated names separately.
+    public var count: Int { fields.count }
+
+    /// Whether there are no fields.
+    public var isEmpty: Bool { fields.isEmpty }
+
+    /// Iterates over the fields in order.
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// All values of fields named `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.compactMap { Self.namesEqual($0.name, name) ? $0.value : nil }
+    }
+
+    /// Whether a field named `name` is present.
+    public func contains(_ name: String) -> Bool {
+        fields.contains { Self.namesEqual($0.name, name) }
+    }
+
+    /// The values of `name` joined by `", "`, or `nil` when absent. Setting replaces every
+    /// field of that name (at the position of the first one); setting `nil` removes them.
+    public subscript(name: String) -> String? {
+        get {
+            let values = values(for: name)
+            return values.isEmpty ? nil : values.joined(separator: ", ")
+        }
+        set {
+            if let newValue { replace(name, with: newValue) } else { remove(name) }
+        }
+    }
+
+    /// Appends a field, keeping any existing fields of the same name.
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(_ name: String) {
+        fields.removeAll { Self.namesEqual($0.name, name) }
+    }
+
+    /// Replaces every field named `name` with a single field holding `value`.
+    public mutating func replace(_ name: String, with value: String) {
+        if let first = fields.firstIndex(where: { Self.namesEqual($0.name, name) }) {
+            fields[first] = Field(name: fields[first].name, value: value)
+            var index = fields.index(after: first)
+            while index < fields.endIndex {
+                if Self.namesEqual(fields[index].name, name) { fields.remove(at: index) } else { index += 1 }
+            }
+        } else {
+            add(name, value)
+        }
+    }
+
+    /// The fields as a Foundation dictionary; repeated names are joined with `", "`.
+    public var dictionary: [String: String] {
+        var result: [String: String] = [:]
+        var spelling: [String: String] = [:]
+        for field in fields {
+            let lower = field.name.lowercased()
+            if let existing = spelling[lower] {
+                result[existing] = result[existing].map { $0 + ", " + field.value } ?? field.value
+            } else {
+                spelling[lower] = field.name
+                result[field.name] = field.value
+            }
+        }
+        return result
+    }
+
+    /// One `Name: value` line per field.
+    public var description: String {
+        fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+    }
+
+    /// ASCII case-insensitive comparison of two field names, without allocating.
+    @inlinable
+    public static func namesEqual(_ lhs: String, _ rhs: String) -> Bool {
+        var left = lhs.utf8.makeIterator()
+        var right = rhs.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case let (l?, r?):
+                if l != r && lowercase(l) != lowercase(r) { return false }
+            default: return false
+            }
+        }
+    }
+
+    @inlinable
+    static func lowercase(_ byte: UInt8) -> UInt8 {
+        (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
+    }
+}
+
+extension URLRequest {
+    /// The request's header fields as ``HTTPHeaders`` (sorted by name: Foundation keeps no order).
+    public var headers: HTTPHeaders {
+        HTTPHeaders(allHTTPHeaderFields ?? [:])
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The request pipeline: service hooks around a retrier around a transport.
+///
+/// ```swift
+/// let pipeline = Pipeline(
+///     transport: URLSessionTransport(),
+///     hooks: [LoggingHook(), HTTPCache(storage: MemoryStorage())],
+///     retrierFactory: .none
+/// )
+/// let (data, response) = try await pipeline.data(for: URLRequest(url: url))
+/// ```
+///
+/// `hooks` are listed outermost first. A pipeline is itself a ``Transport``, so pipelines
+/// nest. See ``ServiceHook`` for the order of events and ``Retrier`` for retries.
+///
+/// Cancelling the calling task cancels the attempt in flight (or the wait before a retry)
+/// and the call throws `CancellationError`, whatever spelling the transport used.
+public struct Pipeline: Transport {
+    /// What the pipeline sends through, innermost.
+    public let transport: any Transport
+    /// The hooks, outermost first.
+    public let hooks: [any ServiceHook]
+    /// Makes the retrier for each request.
+    public let retrierFactory: any RetrierFactory
+    /// The clock retries wait on; inject a manual clock in tests.
+    public let clock: any Clock<Duration>
+    private let startStopwatch: @Sendable () -> @Sendable () -> Duration
+
+    /// Creates a pipeline.
+    /// - Parameters:
+    ///   - transport: what finally answers requests.
+    ///   - hooks: middleware, outermost first.
+    ///   - retrierFactory: the retry strategy; `.none` by default.
+    ///   - clock: the clock retry delays are waited on; `ContinuousClock()` by default.
+    public init(
+        transport: any Transport,
+        hooks: [any ServiceHook] = [],
+        retrierFactory: any RetrierFactory = NilRetrierFactory(),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
+        self.transport = transport
+        self.hooks = hooks
+        self.retrierFactory = retrierFactory
+        self.clock = clock
+        self.startStopwatch = Self.stopwatchFactory(clock)
+    }
+
+    /// Sends `request` through the hooks, the retrier and the transport.
+    public func send(_ request: URLRequest) async throws -> Response {
+        try await send(request, context: RequestContext(originalRequest: request))
+    }
+
+    /// Sends `request` with a context the caller created, to read ``RequestContext/attempts``
+    /// or hook state afterwards.
+    public func send(_ request: URLRequest, context: RequestContext) async throws -> Response {
+        do {
+            let response = try await run(hookAt: 0, request, context: context)
+            try Task.checkCancellation()
+            return response
+        } catch {
+            throw Task.isCancelled || error.isCancellation ? CancellationError() : error
+        }
+    }
+
+    private func run(hookAt index: Int, _ request: URLRequest, context: RequestContext) async throws -> Response {
+        guard index < hooks.count else { return try await attempt(request, context: context) }
+        let hook = hooks[index]
+        let forwarded: URLRequest
+        switch try await hook.onSchedule(request, context: context) {
+        case .respond(let response):
+            return response
+        case .proceed(let rewritten):
+            forwarded = rewritten
+        }
+        let response: Response
+        do {
+            response = try await run(hookAt: index + 1, forwarded, context: context)
+        } catch {
+            let cancelled = Task.isCancelled || error.isCancellation
+            let failure: any Error = cancelled ? CancellationError() : error
+            let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
+            guard let recovered, !cancelled else { throw failure }
+            return recovered
+        }
+        return try await hook.onSuccess(response, for: forwarded, context: context)
+    }
+
+    private func attempt(_ request: URLRequest, context: RequestContext) async throws -> Response {
+        var retrier = retrierFactory.makeRetrier(for: request)
+        var current = request
+        let elapsed = startStopwatch()
+        while true {
+            try Task.checkCancellation()
+            let number = context.recordAttempt()
+            let outcome: Result<Response, any Error>
+            do {
+                outcome = .success(try await transport.send(current))
+            } catch {
+                if Task.isCancelled || error.isCancellation { throw CancellationError() }
+                outcome = .failure(error)
+            }
+            let record = Attempt(request: current, outcome: outcome, number: number, elapsed: elapsed())
+            switch try await retrier.decide(after: record) {
+            case .stop:
+                return try outcome.get()
+            case .fail(let error):
+                throw error
+            case .retry(let delay, let next):
+                if delay > .zero { try await clock.sleep(for: delay) }
+                current = next ?? current
+            }
+        }
+    }
+
+    /// Makes stopwatches on `clock`: each returns the time since it was started.
+    private static func stopwatchFactory<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> @Sendable () -> Duration {
+        {
+            let start = clock.now
+            return { start.duration(to: clock.now) }
+        }
+    }
+}

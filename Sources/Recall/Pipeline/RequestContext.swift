@@ -1,0 +1,54 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// A key for a value that hooks attach to a ``RequestContext``.
+///
+/// Declare a type per piece of state: `enum StartTime: ContextKey { typealias Value = ContinuousClock.Instant }`.
+public protocol ContextKey {
+    /// The type of the value stored under this key.
+    associatedtype Value: Sendable
+}
+
+/// What the pipeline knows about one logical request while it runs: how many attempts were
+/// made, and values that hooks attach to carry state from `onSchedule` to `onSuccess`.
+///
+/// One context lives for one call of ``Pipeline/send(_:)``; it is safe to use from any task.
+public final class RequestContext: Sendable {
+    private struct State {
+        var attempts = 0
+        var values: [ObjectIdentifier: any Sendable] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// The request as the caller gave it, before any hook rewrote it.
+    public let originalRequest: URLRequest
+
+    /// Creates a context for `request`.
+    public init(originalRequest: URLRequest) {
+        self.originalRequest = originalRequest
+    }
+
+    /// How many times the transport was called for this request so far (0 when a hook answered).
+    public var attempts: Int { state.withLock { $0.attempts } }
+
+    /// The number of retries made so far (attempts beyond the first).
+    public var retries: Int { max(0, attempts - 1) }
+
+    /// Counts one more transport attempt; the pipeline calls this before each attempt.
+    func recordAttempt() -> Int {
+        state.withLock { state in
+            state.attempts += 1
+            return state.attempts
+        }
+    }
+
+    /// The value stored under `key`, if any.
+    public subscript<Key: ContextKey>(key: Key.Type) -> Key.Value? {
+        get { state.withLock { $0.values[ObjectIdentifier(key)] as? Key.Value } }
+        set { state.withLock { $0.values[ObjectIdentifier(key)] = newValue } }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An HTTP response as it travels through a ``Pipeline``: a Sendable value with the status,
+/// the header fields in order, the body, the URL and where the answer came from.
+public struct Response: Sendable, Hashable {
+    /// Where a response came from, so that outer hooks and callers can tell a cached answer
+    /// from a network one.
+    public enum Source: String, Sendable, Hashable, CaseIterable {
+        /// Fetched from the transport on this request.
+        case network
+        /// Served from a cache without contacting the origin.
+        case cache
+        /// A stored response confirmed by the origin (a `304 Not Modified`).
+        case revalidated
+        /// A stored response served although stale (allowed by `max-stale`,
+        /// `stale-while-revalidate` or `stale-if-error`).
+        case stale
+    }
+
+    /// The status code, such as 200 or 404.
+    public var status: Int
+    /// The header fields, in order, repeated names kept.
+    public var headers: HTTPHeaders
+    /// The body bytes (empty for no body).
+    public var body: Data
+    /// The URL the response answers, if known.
+    public var url: URL?
+    /// Where the response came from.
+    public var source: Source
+
+    /// Creates a response.
+    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data(), url: URL? = nil, source: Source = .network) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.url = url
+        self.source = source
+    }
+
+    /// Creates a response from a Foundation response and its body.
+    public init(_ response: HTTPURLResponse, body: Data, source: Source = .network) {
+        var headers = HTTPHeaders()
+        for (name, value) in response.allHeaderFields.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            headers.add("\(name)", "\(value)")
+        }
+        self.init(status: response.statusCode, headers: headers, body: body, url: response.url, source: source)
+    }
+
+    /// A response with a UTF-8 text body and `Content-Type: text/plain; charset=utf-8`.
+    public static func text(_ text: String, status: Int = 200, headers: HTTPHeaders = [:], url: URL? = nil) -> Response {
+        var headers = headers
+        if !headers.contains("Content-Type") { headers.add("Content-Type", "text/plain; charset=utf-8") }
+        return Response(status: status, headers: headers, body: Data(text.utf8), url: url)
+    }
+
+    /// Whether the status is in the 2xx range.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+
+    /// The body decoded as UTF-8 (invalid sequences repaired), for display and tests.
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    /// The response as Foundation's `HTTPURLResponse`, for code written against `URLSession`.
+    /// Repeated header names are joined with `", "`. `fallbackURL` is used when ``url`` is nil.
+    public func httpURLResponse(fallbackURL: URL? = nil) -> HTTPURLResponse {
+        let target = url ?? fallbackURL ?? URL(string: "about:blank")!
+        // HTTPURLResponse's initializer only fails for malformed arguments it never gets here.
+        return HTTPURLResponse(url: target, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers.dictionary)!
+    }
+}

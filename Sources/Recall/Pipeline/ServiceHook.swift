@@ -1,0 +1,51 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A middleware step in a ``Pipeline``: the HTTP cache, request coalescing, logging, metrics
+/// and auth headers are all hooks.
+///
+/// The pipeline calls `onSchedule` from the outermost hook to the innermost, then (unless a
+/// hook answered) runs the retrier and transport, then calls `onSuccess` or `onFailure` from
+/// the innermost hook to the outermost. `onSuccess`/`onFailure` run **once per logical
+/// request**, never once per attempt. Every method has a default that does nothing, so a hook
+/// implements only the events it needs.
+///
+/// - A hook that answers in `onSchedule` does not get its own `onSuccess`; the hooks outside it
+///   do, and see the answer's ``Response/source`` (for example `.cache`).
+/// - A response returned by `onFailure` recovers the request: hooks further out see it
+///   through `onSuccess`.
+/// - An error thrown by any method fails the request with that error (hooks further out see
+///   it through `onFailure`).
+public protocol ServiceHook: Sendable {
+    /// Called before the request goes on. Return `.proceed(request)` (possibly rewritten)
+    /// or `.respond(response)` to answer it here.
+    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction
+
+    /// Called with the response from further in. Return it, or a replacement.
+    /// `request` is the request this hook passed on from `onSchedule`.
+    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response
+
+    /// Called with the error from further in. Return a response to recover, or `nil` to let
+    /// the error through. `request` is the request this hook passed on from `onSchedule`.
+    /// A `CancellationError` is reported but cannot be recovered from.
+    func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response?
+}
+
+extension ServiceHook {
+    /// Passes the request on unchanged.
+    public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        .proceed(request)
+    }
+
+    /// Returns the response unchanged.
+    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+        response
+    }
+
+    /// Lets the error through.
+    public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
+        nil
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A retry strategy for one logical request: it sees each attempt's outcome and decides
+/// whether to try again, after what delay and with which request.
+///
+/// A ``RetrierFactory`` makes a fresh retrier for each request, so a retrier may keep state
+/// (attempt counts, the previous delay, whether a credential was already refreshed). The
+/// pipeline calls it from one task, one attempt at a time.
+public protocol Retrier {
+    /// Decides what follows `attempt`. Throwing ends the request with that error.
+    mutating func decide(after attempt: Attempt) async throws -> RetryDecision
+}
+
+/// The outcome of one transport attempt, as a ``Retrier`` sees it.
+public struct Attempt: Sendable {
+    /// The request that was sent.
+    public var request: URLRequest
+    /// The response, or the error the transport threw.
+    public var outcome: Result<Response, any Error>
+    /// 1 for the first attempt, 2 for the first retry, and so on.
+    public var number: Int
+    /// Time since the first attempt started, on the pipeline's clock.
+    public var elapsed: Duration
+
+    /// Creates an attempt record.
+    public init(request: URLRequest, outcome: Result<Response, any Error>, number: Int, elapsed: Duration) {
+        self.request = request
+        self.outcome = outcome
+        self.number = number
+        self.elapsed = elapsed
+    }
+
+    /// The response, when the attempt produced one.
+    public var response: Response? { try? outcome.get() }
+
+    /// The error, when the attempt failed without a response.
+    public var error: (any Error)? {
+        if case .failure(let error) = outcome { return error }
+        return nil
+    }
+}
+
+/// What a ``Retrier`` answers after an attempt.
+public enum RetryDecision: Sendable {
+    /// Return the attempt's outcome to the caller.
+    case stop
+    /// Wait `delay` on the pipeline's clock, then send `request` (or the same request when nil).
+    case retry(after: Duration, request: URLRequest? = nil)
+    /// End the request with this error instead of the attempt's outcome (for example a
+    /// deadline that a `Retry-After` hint cannot fit in).
+    case fail(any Error)
+}

@@ -1,0 +1,48 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An in-process service reachable through a ``ServiceRouter`` at
+/// `http://<host>/<identifier>/…`.
+///
+/// Services are Sendable and may be called concurrently. `registered` and `unregistered`
+/// tell a service when the router starts and stops routing to it; both default to nothing.
+public protocol ServiceProtocol: Sendable {
+    /// Answers one request. A thrown error becomes a `500` response with the error as text.
+    func handle(_ request: ServiceRequest) async throws -> Response
+
+    /// Called once the service is registered under `identifier`.
+    func registered(as identifier: String) async
+
+    /// Called once the service is no longer registered under `identifier`.
+    func unregistered(from identifier: String) async
+}
+
+extension ServiceProtocol {
+    /// Does nothing.
+    public func registered(as identifier: String) async {}
+
+    /// Does nothing.
+    public func unregistered(from identifier: String) async {}
+
+    /// An error answer: `status`, an optional `text/plain` body and extra header fields.
+    public func respondWithErrorStatus(_ status: Int, text: String? = nil, headers: HTTPHeaders = [:]) -> Response {
+        ServiceRouter.errorResponse(status, text: text, headers: headers)
+    }
+
+    /// A response with `status`, header fields and body; `Content-Length` is set.
+    public func createResponse(status: Int = 200, headers: HTTPHeaders = [:], body: Data = Data()) -> Response {
+        var headers = headers
+        headers["Content-Length"] = String(body.count)
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// A `200` (or `status`) response whose body is `value` encoded as JSON.
+    public func createResponse<Body: Encodable>(status: Int = 200, headers: HTTPHeaders = [:], json value: Body,
+                                                encoder: JSONEncoder = JSONEncoder()) throws -> Response {
+        var headers = headers
+        if !headers.contains("Content-Type") { headers.add("Content-Type", "application/json") }
+        return createResponse(status: status, headers: headers, body: try encoder.encode(value))
+    }
+}

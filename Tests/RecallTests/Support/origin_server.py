@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Loopback origin server for Recall's integration tests and benchmarks.
+
+Every path answers; the query string says how:
+  status=N            response status (default 200)
+  cc=...              Cache-Control value
+  etag=...            ETag (quoted if given bare); If-None-Match matching it answers 304
+  lm=SECONDS          Last-Modified SECONDS before now; If-Modified-Since at or after it answers 304
+  expires=SECONDS     Expires SECONDS from now (negative for the past); expires=bad sends garbage
+  vary=...            Vary value
+  retry_after=...     Retry-After value, sent verbatim
+  date=omit|SECONDS   omit Date, or send Date shifted by SECONDS
+  size=N              body of N bytes (default: a small JSON description of the request)
+  delay_ms=N          wait N ms before answering
+  drop=1              close the connection without answering
+  fail_first=N        the first N hits of this path answer fail_status (default 503)
+  header=Name:Value   an extra header field (repeatable)
+  echo=1              answer with the request body
+Hits are counted per path (query excluded):
+  GET /__hits?path=/p answers {"path": "/p", "hits": N}; GET /__reset forgets all counts.
+The server prints "PORT <n>" once listening and exits when its standard input closes.
+"""
+import email.utils
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+HITS = {}
+LOCK = threading.Lock()
+
+
+def http_date(offset=0.0):
+    return email.utils.formatdate(time.time() + offset, usegmt=True)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.answer()
+
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
+
+    def answer(self):
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        one = lambda name, default=None: query.get(name, [default])[0]
+        length = int(self.headers.get("Content-Length") or 0)
+        request_body = self.rfile.read(length) if length else b""
+
+        if parts.path == "/__hits":
+            with LOCK:
+                hits = HITS.get(one("path", "/"), 0)
+            return self.send(200, {"Content-Type": "application/json"},
+                             json.dumps({"path": one("path", "/"), "hits": hits}).encode())
+        if parts.path == "/__reset":
+            with LOCK:
+                HITS.clear()
+            return self.send(204, {}, b"")
+
+        with LOCK:
+            HITS[parts.path] = HITS.get(parts.path, 0) + 1
+            hit = HITS[parts.path]
+
+        if one("delay_ms"):
+            time.sleep(int(one("delay_ms")) / 1000.0)
+        if one("drop") == "1":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+
+        status = int(one("status", "200"))
+        if hit <= int(one("fail_first", "0")):
+            status = int(one("fail_status", "503"))
+        headers = []
+        if one("cc") is not None:
+            headers.append(("Cache-Control", one("cc")))
+        etag = one("etag")
+        if etag is not None:
+            etag = etag if etag.startswith('"') or etag.startswith("W/") else '"%s"' % etag
+            headers.append(("ETag", etag))
+        last_modified = None
+        if one("lm") is not None:
+            last_modified = time.time() - float(one("lm"))
+            headers.append(("Last-Modified", email.utils.formatdate(last_modified, usegmt=True)))
+        if one("expires") is not None:
+            value = one("expires")
+            headers.append(("Expires", "bad date" if value == "bad" else http_date(float(value))))
+        if one("vary") is not None:
+            headers.append(("Vary", one("vary")))
+        if one("retry_after") is not None:
+            headers.append(("Retry-After", one("retry_after")))
+        date = one("date")
+        if date != "omit":
+            headers.append(("Date", http_date(float(date or 0))))
+        for field in query.get("header", []):
+            name, _, value = field.partition(":")
+            headers.append((name.strip(), value.strip()))
+        headers.append(("X-Hits", str(hit)))
+
+        if status < 400 and self.not_modified(etag, last_modified):
+            return self.send(304, headers, b"")
+
+        if one("echo") == "1":
+            body = request_body
+            headers.append(("Content-Type", self.headers.get("Content-Type") or "application/octet-stream"))
+        elif one("size") is not None:
+            body = b"x" * int(one("size"))
+            headers.append(("Content-Type", "application/octet-stream"))
+        else:
+            body = json.dumps({
+                "method": self.command,
+                "path": parts.path,
+                "hit": hit,
+                "headers": {k: v for k, v in self.headers.items()},
+                "bodyLength": len(request_body),
+            }, sort_keys=True).encode()
+            headers.append(("Content-Type", "application/json"))
+        self.send(status, headers, body)
+
+    def not_modified(self, etag, last_modified):
+        inm = self.headers.get("If-None-Match")
+        if inm is not None and etag is not None:
+            tags = [t.strip() for t in inm.split(",")]
+            weak = lambda t: t[2:] if t.startswith("W/") else t
+            return "*" in tags or weak(etag) in [weak(t) for t in tags]
+        ims = self.headers.get("If-Modified-Since")
+        if ims is not None and last_modified is not None:
+            try:
+                since = email.utils.parsedate_to_datetime(ims).timestamp()
+            except (TypeError, ValueError):
+                return False
+            return int(last_modified) <= since
+        return False
+
+    def send(self, status, headers, body):
+        if isinstance(headers, dict):
+            headers = list(headers.items())
+        self.send_response_only(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        if status != 304 and status != 204:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and status not in (204, 304):
+            self.wfile.write(body)
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print("PORT %d" % server.server_address[1], flush=True)
+
+    def watch_stdin():
+        try:
+            while sys.stdin.buffer.read(1):
+                pass
+        finally:
+            os._exit(0)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
