@@ -1,0 +1,97 @@
+import Foundation
+import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("RecallTesting doubles and HTTPHeaders")
+struct TestDoublesTests {
+    @Test("MockTransport routes by method and path, plays sequences, records requests")
+    func mockRouting() async throws {
+        let mock = MockTransport()
+        mock.route("GET", "/a", .error(TransportError(.connectionLost)), .status(503), .text("ok"))
+        mock.route("POST", "/a", .text("posted", status: 201))
+        mock.route(nil, "/any") { request in .text(request.httpMethod ?? "?") }
+        let url = URL(string: "https://x.test/a")!
+        await #expect(throws: TransportError(.connectionLost)) { try await mock.send(URLRequest(url: url)) }
+        #expect(try await mock.send(URLRequest(url: url)).status == 503)
+        #expect(try await mock.send(URLRequest(url: url)).bodyText == "ok")
+        #expect(try await mock.send(URLRequest(url: url)).bodyText == "ok")
+        var post = URLRequest(url: url)
+        post.httpMethod = "POST"
+        #expect(try await mock.send(post).status == 201)
+        var delete = URLRequest(url: URL(string: "https://x.test/any")!)
+        delete.httpMethod = "DELETE"
+        #expect(try await mock.send(delete).bodyText == "DELETE")
+        let unrouted = try await mock.send(URLRequest(url: URL(string: "https://x.test/nothing")!))
+        #expect(unrouted.status == 501)
+        #expect(mock.count(for: "/a") == 5)
+        #expect(mock.requests.count == 7)
+        mock.reset()
+        #expect(mock.requests.isEmpty)
+        await #expect(throws: TransportError.self) { try await mock.send(URLRequest(url: url)) }
+    }
+
+    @Test("MockTransport matches path and query when the route has a query")
+    func mockQuery() async throws {
+        let mock = MockTransport()
+        mock.route("GET", "/q?x=1", .text("one"))
+        #expect(try await mock.send(URLRequest(url: URL(string: "https://x.test/q?x=1")!)).bodyText == "one")
+        #expect(try await mock.send(URLRequest(url: URL(string: "https://x.test/q?x=2")!)).status == 501)
+    }
+
+    @Test("ManualClock wakes sleepers only when advanced past their deadline")
+    func manualClock() async throws {
+        let clock = ManualClock()
+        let task = Task { try await clock.sleep(for: .seconds(5)) }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(4))
+        #expect(clock.sleeperCount == 1)
+        clock.advance(by: .seconds(1))
+        try await task.value
+        #expect(clock.sleeperCount == 0)
+        #expect(clock.now.offset == .seconds(5))
+        #expect(clock.sleeps == [.seconds(5)])
+    }
+
+    @Test("ManualClock sleep is cancellable")
+    func manualClockCancel() async throws {
+        let clock = ManualClock()
+        let task = Task { try await clock.sleep(for: .seconds(5)) }
+        await clock.waitForSleepers(1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("HTTPHeaders: case-insensitive names, order and repeated fields kept")
+    func headers() {
+        var headers: HTTPHeaders = ["Cache-Control": "max-age=1", "Set-Cookie": "a=1", "set-cookie": "b=2"]
+        #expect(headers["cache-control"] == "max-age=1")
+        #expect(headers.values(for: "SET-COOKIE") == ["a=1", "b=2"])
+        #expect(headers["Set-Cookie"] == "a=1, b=2")
+        headers["set-cookie"] = "c=3"
+        #expect(headers.fields.map(\.name) == ["Cache-Control", "Set-Cookie"])
+        #expect(headers.values(for: "Set-Cookie") == ["c=3"])
+        headers.add("Vary", "  Accept  ")
+        #expect(headers["vary"] == "Accept")
+        headers["Cache-Control"] = nil
+        #expect(!headers.contains("cache-control"))
+        #expect(headers.count == 2)
+        #expect(HTTPHeaders.namesEqual("ETag", "etag"))
+        #expect(!HTTPHeaders.namesEqual("ETag", "etags"))
+    }
+
+    @Test("Response converts to HTTPURLResponse")
+    func httpURLResponse() {
+        let response = Response(status: 304, headers: ["ETag": "\"x\""], url: URL(string: "https://x.test/a"))
+        let http = response.httpURLResponse()
+        #expect(http.statusCode == 304)
+        #expect(http.value(forHTTPHeaderField: "etag") == "\"x\"")
+        #expect(http.url?.absoluteString == "https://x.test/a")
+        let back = Response(http, body: Data())
+        #expect(back.headers["ETag"] == "\"x\"")
+    }
+}

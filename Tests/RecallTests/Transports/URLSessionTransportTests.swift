@@ -1,0 +1,123 @@
+import Foundation
+import Recall
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("URLSessionTransport end to end against the loopback origin")
+struct URLSessionTransportTests {
+    let transport = URLSessionTransport()
+
+    @Test("GET returns status, headers and body from the origin")
+    func get() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("get")
+        let url = server.url(path, ["cc": "max-age=60", "etag": "v1"], extra: [.init(name: "header", value: "X-Multi: a")])
+        let response = try await transport.send(URLRequest(url: url))
+        #expect(response.status == 200)
+        #expect(response.source == .network)
+        #expect(response.headers["cache-control"] == "max-age=60")
+        #expect(response.headers["ETag"] == "\"v1\"")
+        #expect(response.headers["X-Multi"] == "a")
+        let json = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        #expect(json["method"] as? String == "GET")
+        #expect(json["path"] as? String == path)
+        #expect(try await server.hits(path) == 1)
+    }
+
+    @Test("POST sends its body and header fields; the origin echoes the body")
+    func postWithBody() async throws {
+        let server = try await OriginServer.shared.value
+        var request = URLRequest(url: server.url(OriginServer.uniquePath("post"), ["echo": "1"]))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"name":"recall"}"#.utf8)
+        let response = try await transport.send(request)
+        #expect(response.status == 200)
+        #expect(response.bodyText == #"{"name":"recall"}"#)
+        #expect(response.headers["Content-Type"] == "application/json")
+    }
+
+    @Test("request header fields reach the origin")
+    func requestHeaders() async throws {
+        let server = try await OriginServer.shared.value
+        var request = URLRequest(url: server.url(OriginServer.uniquePath("headers")))
+        request.setValue("yes", forHTTPHeaderField: "X-Recall-Test")
+        let response = try await transport.send(request)
+        let json = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        let headers = try #require(json["headers"] as? [String: String])
+        #expect(headers.first { $0.key.lowercased() == "x-recall-test" }?.value == "yes")
+    }
+
+    @Test("404 and 503 are responses, not errors", arguments: [404, 503])
+    func errorStatuses(status: Int) async throws {
+        let server = try await OriginServer.shared.value
+        let response = try await transport.send(URLRequest(url: server.url(OriginServer.uniquePath("status"), ["status": "\(status)", "retry_after": "5"])))
+        #expect(response.status == status)
+        #expect(response.headers["Retry-After"] == "5")
+    }
+
+    @Test("connection refused is TransportError.cannotConnect")
+    func connectionRefused() async throws {
+        // Port 9 (discard) on loopback has no listener here; bind-and-close would race.
+        let request = URLRequest(url: URL(string: "http://127.0.0.1:9/nothing")!)
+        let error = await #expect(throws: TransportError.self) { try await transport.send(request) }
+        #expect(error?.kind == .cannotConnect)
+        #expect(error?.requestNeverSent == true)
+    }
+
+    @Test("a dropped connection is a transport error")
+    func droppedConnection() async throws {
+        let server = try await OriginServer.shared.value
+        let request = URLRequest(url: server.url(OriginServer.uniquePath("drop"), ["drop": "1"]))
+        let error = await #expect(throws: TransportError.self) { try await transport.send(request) }
+        #expect(error.map { [.connectionLost, .other].contains($0.kind) } == true)
+    }
+
+    @Test("cancelling the task cancels the request and throws CancellationError")
+    func cancellation() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("slow")
+        let request = URLRequest(url: server.url(path, ["delay_ms": "3000"]))
+        let task = Task { try await transport.send(request) }
+        // Wait until the request reached the origin, then cancel it mid-flight.
+        while try await server.hits(path) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let start = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(2))
+    }
+
+    @Test("a pipeline over URLSessionTransport maps cancellation to CancellationError")
+    func pipelineCancellation() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("slow-pipeline")
+        let pipeline = Pipeline(transport: transport)
+        let task = Task { try await pipeline.data(for: URLRequest(url: server.url(path, ["delay_ms": "3000"]))) }
+        while try await server.hits(path) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+}
+
+@Suite("TransportError taxonomy")
+struct TransportErrorTests {
+    @Test("URLError codes map to kinds", arguments: [
+        (URLError.Code.timedOut, TransportError.Kind.timedOut),
+        (.cannotConnectToHost, .cannotConnect),
+        (.networkConnectionLost, .connectionLost),
+        (.cannotFindHost, .dnsFailure),
+        (.dnsLookupFailed, .dnsFailure),
+        (.secureConnectionFailed, .tls),
+        (.serverCertificateUntrusted, .tls),
+        (.cancelled, .cancelled),
+        (.badURL, .other),
+    ])
+    func mapping(code: URLError.Code, kind: TransportError.Kind) {
+        let error = TransportError(URLError(code), url: URL(string: "https://example.com"))
+        #expect(error.kind == kind)
+        #expect(error.urlErrorCode == code.rawValue)
+        #expect(error.description.contains("example.com"))
+    }
+}
