@@ -26,32 +26,36 @@ public struct Pipeline: Transport {
     public let hooks: [any ServiceHook]
     /// Makes the retrier for each request.
     public let retrierFactory: any RetrierFactory
-    /// The clock retries wait on; inject a manual clock in tests.
-    public let clock: any Clock<Duration>
-    private let startStopwatch: @Sendable () -> @Sendable () -> Duration
+    /// The clock retries and per-attempt timeouts wait on; inject a manual clock in tests.
+    public var clock: any Clock<Duration> { time.clock }
+    /// Sees every ``RecallEvent`` of every request, as it happens.
+    public let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+    private let time: TimeSource
 
     /// Creates a pipeline.
     /// - Parameters:
     ///   - transport: what finally answers requests.
     ///   - hooks: middleware, outermost first.
     ///   - retrierFactory: the retry strategy; `.none` by default.
-    ///   - clock: the clock retry delays are waited on; `ContinuousClock()` by default.
+    ///   - clock: the clock retry delays and attempt timeouts run on; `ContinuousClock()` by default.
+    ///   - observer: called with every event (attempts, retries, budget, deadline, giving up).
     public init(
         transport: any Transport,
         hooks: [any ServiceHook] = [],
         retrierFactory: any RetrierFactory = NilRetrierFactory(),
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = ContinuousClock(),
+        observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil
     ) {
         self.transport = transport
         self.hooks = hooks
         self.retrierFactory = retrierFactory
-        self.clock = clock
-        self.startStopwatch = Self.stopwatchFactory(clock)
+        self.time = TimeSource(clock)
+        self.observer = observer
     }
 
     /// Sends `request` through the hooks, the retrier and the transport.
     public func send(_ request: URLRequest) async throws -> Response {
-        try await send(request, context: RequestContext(originalRequest: request))
+        try await send(request, context: RequestContext(originalRequest: request, observer: observer))
     }
 
     /// Sends `request` with a context the caller created, to read ``RequestContext/attempts``
@@ -92,35 +96,52 @@ public struct Pipeline: Transport {
     private func attempt(_ request: URLRequest, context: RequestContext) async throws -> Response {
         var retrier = retrierFactory.makeRetrier(for: request)
         var current = request
-        let elapsed = startStopwatch()
+        let start = time.now()
         while true {
             try Task.checkCancellation()
             let number = context.recordAttempt()
+            let timeout = retrier.attemptTimeout(elapsed: time.now() - start)
             let outcome: Result<Response, any Error>
             do {
-                outcome = .success(try await transport.send(current))
+                outcome = .success(try await send(current, timeout: timeout))
             } catch {
                 if Task.isCancelled || error.isCancellation { throw CancellationError() }
-                outcome = .failure(error)
+                if let timeout, error is AttemptTimeout {
+                    context.record(.attemptTimedOut(number: number, after: timeout))
+                    outcome = .failure(TransportError(.timedOut, url: current.url,
+                                                      message: "the attempt took longer than its \(timeout.formatted) timeout"))
+                } else {
+                    outcome = .failure(error)
+                }
             }
-            let record = Attempt(request: current, outcome: outcome, number: number, elapsed: elapsed())
+            let record = Attempt(request: current, outcome: outcome, number: number, elapsed: time.now() - start, context: context)
             switch try await retrier.decide(after: record) {
             case .stop:
                 return try outcome.get()
             case .fail(let error):
                 throw error
             case .retry(let delay, let next):
-                if delay > .zero { try await clock.sleep(for: delay) }
+                try await time.sleep(for: delay)
                 current = next ?? current
             }
         }
     }
 
-    /// Makes stopwatches on `clock`: each returns the time since it was started.
-    private static func stopwatchFactory<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> @Sendable () -> Duration {
-        {
-            let start = clock.now
-            return { start.duration(to: clock.now) }
+    /// Sends one attempt, cut after `timeout` on the pipeline's clock when there is one.
+    private func send(_ request: URLRequest, timeout: Duration?) async throws -> Response {
+        guard let timeout else { return try await transport.send(request) }
+        guard timeout > .zero else { throw AttemptTimeout() }
+        return try await withThrowingTaskGroup(of: Response.self) { group in
+            group.addTask { try await transport.send(request) }
+            group.addTask {
+                try await time.sleep(for: timeout)
+                throw AttemptTimeout()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
         }
     }
 }
+
+/// Thrown inside the pipeline when Recall's per-attempt timeout fires.
+private struct AttemptTimeout: Error {}

@@ -19,6 +19,7 @@ public protocol ContextKey {
 public final class RequestContext: Sendable {
     private struct State {
         var attempts = 0
+        var events: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
 
@@ -27,9 +28,22 @@ public final class RequestContext: Sendable {
     /// The request as the caller gave it, before any hook rewrote it.
     public let originalRequest: URLRequest
 
-    /// Creates a context for `request`.
-    public init(originalRequest: URLRequest) {
+    /// Called with every event as it is recorded.
+    public let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+
+    /// Creates a context for `request`; `observer` sees each event as it is recorded.
+    public init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil) {
         self.originalRequest = originalRequest
+        self.observer = observer
+    }
+
+    /// Every event recorded for this request so far, in order.
+    public var events: [RecallEvent] { state.withLock { $0.events } }
+
+    /// Records `event` and tells the observer.
+    public func record(_ event: RecallEvent) {
+        state.withLock { $0.events.append(event) }
+        observer?(event, self)
     }
 
     /// How many times the transport was called for this request so far (0 when a hook answered).
@@ -40,10 +54,12 @@ public final class RequestContext: Sendable {
 
     /// Counts one more transport attempt; the pipeline calls this before each attempt.
     func recordAttempt() -> Int {
-        state.withLock { state in
+        let number = state.withLock { state in
             state.attempts += 1
             return state.attempts
         }
+        record(.attemptStarted(number: number))
+        return number
     }
 
     /// The value stored under `key`, if any.

@@ -12,6 +12,16 @@ import FoundationNetworking
 public protocol Retrier {
     /// Decides what follows `attempt`. Throwing ends the request with that error.
     mutating func decide(after attempt: Attempt) async throws -> RetryDecision
+
+    /// How long the next attempt may take before Recall cuts it (it then fails with
+    /// ``TransportError/Kind/timedOut``), given the time since the first attempt started;
+    /// `nil` for no limit. The default is `nil`.
+    func attemptTimeout(elapsed: Duration) -> Duration?
+}
+
+extension Retrier {
+    /// No per-attempt timeout.
+    public func attemptTimeout(elapsed: Duration) -> Duration? { nil }
 }
 
 /// The outcome of one transport attempt, as a ``Retrier`` sees it.
@@ -24,13 +34,17 @@ public struct Attempt: Sendable {
     public var number: Int
     /// Time since the first attempt started, on the pipeline's clock.
     public var elapsed: Duration
+    /// The context of the logical request, to record events or read hook state.
+    public var context: RequestContext
 
     /// Creates an attempt record.
-    public init(request: URLRequest, outcome: Result<Response, any Error>, number: Int, elapsed: Duration) {
+    public init(request: URLRequest, outcome: Result<Response, any Error>, number: Int, elapsed: Duration,
+                context: RequestContext) {
         self.request = request
         self.outcome = outcome
         self.number = number
         self.elapsed = elapsed
+        self.context = context
     }
 
     /// The response, when the attempt produced one.

@@ -73,7 +73,7 @@ private struct CountingRetrierFactory: RetrierFactory {
     func makeRetrier(for request: URLRequest) -> any Retrier { CountingRetrier(left: retries, delay: delay) }
 }
 
-@Suite("Pipeline semantics")
+@Suite("Pipeline semantics", .timeLimit(.minutes(1)))
 struct PipelineTests {
     @Test("onSchedule runs outer to inner, onSuccess inner to outer")
     func hookOrder() async throws {

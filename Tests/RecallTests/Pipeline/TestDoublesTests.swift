@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("RecallTesting doubles and HTTPHeaders")
+@Suite("RecallTesting doubles and HTTPHeaders", .timeLimit(.minutes(1)))
 struct TestDoublesTests {
     @Test("MockTransport routes by method and path, plays sequences, records requests")
     func mockRouting() async throws {

@@ -25,7 +25,7 @@ private final class EchoService: ServiceProtocol {
     func unregistered(from identifier: String) async { events.withLock { $0.append("unregistered \(identifier)") } }
 }
 
-@Suite("ServiceRouter")
+@Suite("ServiceRouter", .timeLimit(.minutes(1)))
 struct ServiceRouterTests {
     @Test("routes http://pmapi/<identifier>/… to the service with the rest of the path")
     func routing() async throws {

@@ -5,7 +5,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("URLSessionTransport end to end against the loopback origin")
+@Suite("URLSessionTransport end to end against the loopback origin", .timeLimit(.minutes(1)))
 struct URLSessionTransportTests {
     let transport = URLSessionTransport()
 
@@ -101,7 +101,7 @@ struct URLSessionTransportTests {
     }
 }
 
-@Suite("TransportError taxonomy")
+@Suite("TransportError taxonomy", .timeLimit(.minutes(1)))
 struct TransportErrorTests {
     @Test("URLError codes map to kinds", arguments: [
         (URLError.Code.timedOut, TransportError.Kind.timedOut),

@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A retrier that answers a `401 Unauthorized` by refreshing the credential once and
+/// retrying at once with the new request, and hands every other outcome to an inner retrier
+/// (usually backoff). The refresh attempt counts towards the inner retrier's attempts.
+public struct AuthRefreshRetrier: Retrier {
+    private var inner: any Retrier
+    private let statuses: Set<Int>
+    private let refresh: @Sendable (URLRequest) async throws -> URLRequest
+    private var refreshed = false
+
+    /// Creates a retrier around `inner`.
+    public init(inner: any Retrier, statuses: Set<Int> = [401],
+                refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest) {
+        self.inner = inner
+        self.statuses = statuses
+        self.refresh = refresh
+    }
+
+    /// The inner retrier's per-attempt timeout.
+    public func attemptTimeout(elapsed: Duration) -> Duration? { inner.attemptTimeout(elapsed: elapsed) }
+
+    /// Refreshes once on an auth failure; otherwise asks the inner retrier.
+    public mutating func decide(after attempt: Attempt) async throws -> RetryDecision {
+        if let status = attempt.response?.status, statuses.contains(status), !refreshed {
+            refreshed = true
+            let next = try await refresh(attempt.request)
+            attempt.context.record(.retryScheduled(attempt: attempt.number, delay: .zero,
+                                                   reason: .custom("credential refreshed after \(status)"),
+                                                   usedRetryAfter: false))
+            return .retry(after: .zero, request: next)
+        }
+        return try await inner.decide(after: attempt)
+    }
+}
+
+/// Makes ``AuthRefreshRetrier``s around another factory's retriers.
+public struct AuthRefreshRetrierFactory: RetrierFactory {
+    /// The factory of the retriers that handle everything but auth failures.
+    public let inner: any RetrierFactory
+    /// The statuses that trigger a refresh (401 by default).
+    public let statuses: Set<Int>
+    /// Returns the request with a fresh credential (for example a new `Authorization` field).
+    public let refresh: @Sendable (URLRequest) async throws -> URLRequest
+
+    /// Creates a factory.
+    public init(inner: any RetrierFactory, statuses: Set<Int> = [401],
+                refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest) {
+        self.inner = inner
+        self.statuses = statuses
+        self.refresh = refresh
+    }
+
+    /// A refreshing retrier around a new inner retrier.
+    public func makeRetrier(for request: URLRequest) -> any Retrier {
+        AuthRefreshRetrier(inner: inner.makeRetrier(for: request), statuses: statuses, refresh: refresh)
+    }
+}
+
+extension RetrierFactory {
+    /// This strategy, plus one credential refresh and immediate retry on `401`.
+    ///
+    /// ```swift
+    /// .exponentialBackoff(maxAttempts: 4).refreshingAuth { request in
+    ///     var request = request
+    ///     request.setValue("Bearer \(try await tokens.refresh())", forHTTPHeaderField: "Authorization")
+    ///     return request
+    /// }
+    /// ```
+    public func refreshingAuth(on statuses: Set<Int> = [401],
+                               _ refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest) -> AuthRefreshRetrierFactory {
+        AuthRefreshRetrierFactory(inner: self, statuses: statuses, refresh: refresh)
+    }
+}

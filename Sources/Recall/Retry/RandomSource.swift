@@ -1,0 +1,49 @@
+import Foundation
+import Synchronization
+
+/// Where retry jitter gets its randomness; inject ``SeededRandomSource`` for reproducible
+/// delays in tests and simulations.
+public protocol RandomSource: Sendable {
+    /// A uniformly distributed number in `0..<1`.
+    func nextUnit() -> Double
+}
+
+extension RandomSource {
+    /// A uniformly distributed duration in `lower...upper` (just `lower` when the range is empty).
+    public func duration(between lower: Duration, and upper: Duration) -> Duration {
+        guard upper > lower else { return lower }
+        return lower + (upper - lower) * nextUnit()
+    }
+}
+
+/// The system's random number generator.
+public struct SystemRandomSource: RandomSource {
+    /// Creates the source.
+    public init() {}
+
+    /// A number from `SystemRandomNumberGenerator`.
+    public func nextUnit() -> Double { Double.random(in: 0..<1) }
+}
+
+/// A deterministic source (SplitMix64): the same seed gives the same sequence on every
+/// platform, so golden tests can pin delay sequences.
+public final class SeededRandomSource: RandomSource {
+    private let state: Mutex<UInt64>
+
+    /// Creates a source starting from `seed`.
+    public init(seed: UInt64) {
+        state = Mutex(seed)
+    }
+
+    /// The next number of the sequence.
+    public func nextUnit() -> Double {
+        let bits = state.withLock { state -> UInt64 in
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        return Double(bits >> 11) * 0x1.0p-53
+    }
+}

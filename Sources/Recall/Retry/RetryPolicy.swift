@@ -1,0 +1,51 @@
+import Foundation
+
+/// The configuration of a ``BackoffRetrier``: how many attempts, how long to wait, what is
+/// retryable, and the limits (deadline, budget) that keep retries from doing harm.
+///
+/// The defaults: 3 attempts; exponential backoff from 100 ms doubling up to 10 s with full
+/// jitter; `Retry-After` honoured up to 60 s; idempotent methods only; a token-bucket budget
+/// per host; no deadline and no per-attempt timeout. See docs/retry.md for why.
+public struct RetryPolicy: Sendable {
+    /// Attempts in all, counting the first (not retries). Clamped to `1...10`.
+    public var maxAttempts: Int {
+        get { storedMaxAttempts }
+        set { storedMaxAttempts = min(max(1, newValue), Self.attemptLimit) }
+    }
+    private var storedMaxAttempts = 3
+
+    /// The hard cap on ``maxAttempts``.
+    public static let attemptLimit = 10
+
+    /// How delays grow.
+    public var backoff: Backoff = .exponential()
+    /// How delays are randomized.
+    public var jitter: Jitter = .full
+    /// What is retryable.
+    public var classifier: RetryClassifier = .default
+    /// Which methods may be repeated.
+    public var idempotency: IdempotencyPolicy = .default
+    /// Whether a `Retry-After` field sets a lower bound on the next delay.
+    public var honorsRetryAfter = true
+    /// The longest `Retry-After` wait honoured; longer hints are cut to this.
+    public var maxRetryAfter: Duration = .seconds(60)
+    /// The total time for all attempts and waits, measured from the first attempt; nil for none.
+    public var deadline: Duration?
+    /// The longest one attempt may take before Recall cuts it; nil for none.
+    public var attemptTimeout: Duration?
+    /// The retry budget shared by every retrier of the factory; nil to retry without limit.
+    public var budget: (any RetryBudget)? = TokenBucketBudget()
+    /// How requests share the budget.
+    public var partitioning: Partitioning = .perHost
+    /// The randomness of jitter.
+    public var random: any RandomSource = SystemRandomSource()
+    /// The current date, for `Retry-After` dates.
+    public var now: @Sendable () -> Date = { Date() }
+
+    /// Creates the default policy; change properties or use the parameters.
+    public init(maxAttempts: Int = 3, backoff: Backoff = .exponential(), jitter: Jitter = .full) {
+        self.maxAttempts = maxAttempts
+        self.backoff = backoff
+        self.jitter = jitter
+    }
+}
