@@ -77,6 +77,17 @@ public struct Pipeline: Transport {
         switch try await hook.onSchedule(request, context: context) {
         case .respond(let response):
             return response
+        case .respondThenRefresh(let response, let refresh):
+            let background = context.derived(for: refresh)
+            Task.detached { [self] in
+                do {
+                    let fresh = try await run(hookAt: index + 1, refresh, context: background)
+                    _ = try await hook.onSuccess(fresh, for: refresh, context: background)
+                } catch {
+                    _ = try? await hook.onFailure(error, for: refresh, context: background)
+                }
+            }
+            return response
         case .proceed(let rewritten):
             forwarded = rewritten
         }

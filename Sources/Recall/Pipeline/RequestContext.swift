@@ -62,6 +62,15 @@ public final class RequestContext: Sendable {
         return number
     }
 
+    /// A context for a background request started on behalf of this one, with the same
+    /// hook values and observer.
+    func derived(for request: URLRequest) -> RequestContext {
+        let child = RequestContext(originalRequest: request, observer: observer)
+        let values = state.withLock { $0.values }
+        child.state.withLock { $0.values = values }
+        return child
+    }
+
     /// The value stored under `key`, if any.
     public subscript<Key: ContextKey>(key: Key.Type) -> Key.Value? {
         get { state.withLock { $0.values[ObjectIdentifier(key)] as? Key.Value } }

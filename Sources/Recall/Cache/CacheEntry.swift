@@ -1,0 +1,66 @@
+import Foundation
+
+/// One stored response: what the origin sent, when, and for which request header values
+/// (the fields named by its `Vary`).
+public struct CacheEntry: Sendable, Hashable {
+    /// The status of the stored response.
+    public var status: Int
+    /// The stored header fields, in order.
+    public var headers: HTTPHeaders
+    /// The stored body.
+    public var body: Data
+    /// The URL of the response.
+    public var url: URL?
+    /// When the request that produced the response was sent (`request_time`, RFC 9111 §4.2.3).
+    public var requestTime: Date
+    /// When the response was received (`response_time`).
+    public var responseTime: Date
+    /// The normalized values of the request fields named by the response's `Vary`
+    /// (name lowercased; an absent field has no entry). Empty when the response has no `Vary`.
+    public var varyValues: [HTTPHeaders.Field]
+
+    /// Creates an entry.
+    public init(status: Int, headers: HTTPHeaders, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+                varyValues: [HTTPHeaders.Field] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.url = url
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.varyValues = varyValues
+    }
+
+    /// The response's `Cache-Control`.
+    public var cacheControl: CacheControl { CacheControl(headers.values(for: "Cache-Control")) }
+
+    /// The strong or weak entity tag, if any.
+    public var etag: String? { headers["ETag"] }
+
+    /// `Last-Modified`, as sent.
+    public var lastModified: String? { headers["Last-Modified"] }
+
+    /// An estimate of the memory the entry takes, for byte limits.
+    public var byteCount: Int {
+        body.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+            + varyValues.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count } + 64
+    }
+}
+
+/// Everything stored under one cache key: the full key (compared on every read, so a hash
+/// collision can never serve another resource) and the variants selected by `Vary`.
+public struct CacheRecord: Sendable, Hashable {
+    /// The canonical cache key.
+    public var key: String
+    /// The stored responses for this key, most recent first.
+    public var variants: [CacheEntry]
+
+    /// Creates a record.
+    public init(key: String, variants: [CacheEntry]) {
+        self.key = key
+        self.variants = variants
+    }
+
+    /// The estimated size of the record.
+    public var byteCount: Int { key.utf8.count + variants.reduce(0) { $0 + $1.byteCount } }
+}

@@ -1,0 +1,229 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The decisions of RFC 9111 and RFC 5861 as pure functions of (entry, request, now):
+/// what may be stored, how old and how fresh an entry is, and whether a request may be
+/// answered from it. No I/O, so every rule is tested on values.
+public struct CacheRules: Sendable {
+    /// The cache settings the rules read (heuristics, limits).
+    public var configuration: CacheConfiguration
+
+    /// Creates the rules.
+    public init(configuration: CacheConfiguration = CacheConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// Statuses cacheable by default, without explicit freshness (RFC 9110 §15.1).
+    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// Statuses whose meaning this cache understands (for `must-understand`).
+    static let understood: Set<Int> = [200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]
+
+    /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
+    /// no `Cache-Control` (RFC 9111 §5.4).
+    public func requestDirectives(_ request: URLRequest) -> CacheControl {
+        let values = request.headers.values(for: "Cache-Control")
+        if values.isEmpty, let pragma = request.value(forHTTPHeaderField: "Pragma"),
+           pragma.lowercased().contains("no-cache") {
+            return CacheControl("no-cache")
+        }
+        return CacheControl(values)
+    }
+
+    // MARK: Storing
+
+    /// Whether `response` to `request` may be stored (RFC 9111 §3).
+    public func isStorable(_ response: Response, for request: URLRequest) -> Bool {
+        guard (request.httpMethod ?? "GET").uppercased() == "GET" else { return false }
+        guard response.status >= 200, response.status != 206, response.status != 304 else { return false }
+        guard request.value(forHTTPHeaderField: "Range") == nil, !response.headers.contains("Content-Range") else { return false }
+        let directives = CacheControl(response.headers.values(for: "Cache-Control"))
+        if directives.mustUnderstand {
+            guard Self.understood.contains(response.status) else { return false }
+        } else if directives.noStore || requestDirectives(request).noStore {
+            return false
+        }
+        if varyNames(of: response.headers).contains("*") { return false }
+        let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+        guard headerBytes <= configuration.maxHeaderBytes else { return false }
+        return directives.maxAge != nil || response.headers.contains("Expires") || directives.isPublic
+            || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
+    }
+
+    /// The lowercased field names in the `Vary` fields of `headers`.
+    public func varyNames(of headers: HTTPHeaders) -> [String] {
+        headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+    }
+
+    /// The normalized values of `request`'s fields named in `names` (absent fields omitted).
+    public func varyValues(for names: [String], in request: URLRequest) -> [HTTPHeaders.Field] {
+        let headers = request.headers
+        return Array(Set(names)).sorted().compactMap { name in
+            let values = headers.values(for: name)
+            guard !values.isEmpty else { return nil }
+            return HTTPHeaders.Field(name: name, value: CacheKeyPolicy.normalizeFieldValue(values.joined(separator: ", ")))
+        }
+    }
+
+    /// Whether `entry` was stored for a request matching `request` on its `Vary` fields.
+    public func varyMatches(_ entry: CacheEntry, _ request: URLRequest) -> Bool {
+        let names = varyNames(of: entry.headers)
+        guard !names.contains("*") else { return false }
+        return varyValues(for: names, in: request) == entry.varyValues
+    }
+
+    // MARK: Age and freshness
+
+    /// The `Date` of `entry`, or its response time when `Date` is missing or invalid.
+    public func dateValue(_ entry: CacheEntry) -> Date {
+        entry.headers["Date"].flatMap { HTTPDate.parse($0) } ?? entry.responseTime
+    }
+
+    /// The current age of `entry` in seconds (RFC 9111 §4.2.3).
+    public func currentAge(_ entry: CacheEntry, now: Date) -> Double {
+        let ageValue = entry.headers.values(for: "Age").first.flatMap { CacheControl.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let apparentAge = max(0, entry.responseTime.timeIntervalSince(dateValue(entry)))
+        let responseDelay = max(0, entry.responseTime.timeIntervalSince(entry.requestTime))
+        let correctedAgeValue = Double(ageValue) + responseDelay
+        let correctedInitialAge = max(apparentAge, correctedAgeValue)
+        let residentTime = max(0, now.timeIntervalSince(entry.responseTime))
+        return correctedInitialAge + residentTime
+    }
+
+    /// The freshness lifetime of `entry` in seconds (RFC 9111 §4.2.1, §4.2.2): `max-age`,
+    /// else `Expires − Date` (an invalid or repeated-and-conflicting `Expires` means 0),
+    /// else the heuristic for cacheable statuses with `Last-Modified`, else 0.
+    public func freshnessLifetime(_ entry: CacheEntry) -> Double {
+        let directives = entry.cacheControl
+        if let maxAge = directives.maxAge { return Double(maxAge) }
+        let expires = entry.headers.values(for: "Expires")
+        if !expires.isEmpty {
+            guard Set(expires).count == 1, let date = HTTPDate.parse(expires[0]) else { return 0 }
+            return date.timeIntervalSince(dateValue(entry))
+        }
+        guard Self.heuristicallyCacheable.contains(entry.status) || directives.isPublic,
+              let modified = entry.headers["Last-Modified"].flatMap({ HTTPDate.parse($0) }) else { return 0 }
+        let interval = dateValue(entry).timeIntervalSince(modified)
+        guard interval > 0 else { return 0 }
+        return min(interval * configuration.heuristicFraction, configuration.heuristicCap)
+    }
+
+    // MARK: Serving
+
+    /// What a request may do with a stored entry.
+    public enum Use: Sendable, Equatable {
+        /// Serve the entry as fresh.
+        case fresh
+        /// Serve the entry although stale, for this reason.
+        case stale(StaleReason)
+        /// Serve the entry stale and refresh it in the background (`stale-while-revalidate`).
+        case staleWhileRevalidate
+        /// Ask the origin: conditionally when the entry has validators.
+        case validate
+    }
+
+    /// How `request` may use `entry` at `now` (the entry already matched key and `Vary`).
+    public func use(of entry: CacheEntry, for request: URLRequest, now: Date) -> Use {
+        let requestDirectives = requestDirectives(request)
+        let responseDirectives = entry.cacheControl
+        let age = currentAge(entry, now: now)
+        let lifetime = freshnessLifetime(entry)
+        switch request.cachePolicy {
+        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+            return age < lifetime ? .fresh : .stale(.cachePolicy)
+        case .reloadRevalidatingCacheData:
+            // A reload: an immutable response is not revalidated while fresh (RFC 8246).
+            return responseDirectives.immutable && age < lifetime ? .fresh : .validate
+        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
+            return .validate
+        default:
+            break
+        }
+        if requestDirectives.noCache || responseDirectives.noCache || !responseDirectives.noCacheFields.isEmpty {
+            return .validate
+        }
+        var acceptable = age < lifetime
+        if let maxAge = requestDirectives.maxAge, age > Double(maxAge) { acceptable = false }
+        if let minFresh = requestDirectives.minFresh, lifetime - age < Double(minFresh) { acceptable = false }
+        if acceptable { return .fresh }
+        guard age >= lifetime else { return .validate } // fresh, but the request wants fresher
+        let staleness = age - lifetime
+        if responseDirectives.mustRevalidate { return .validate }
+        if case .some(let limit) = requestDirectives.maxStale, limit.map({ staleness <= Double($0) }) ?? true {
+            return .stale(.maxStale)
+        }
+        if let window = responseDirectives.staleWhileRevalidate, staleness <= Double(window) {
+            return .staleWhileRevalidate
+        }
+        return .validate
+    }
+
+    /// Whether a stale `entry` may be served because the origin failed (RFC 5861
+    /// `stale-if-error`, from the response or the request), at `now`.
+    public func allowsStaleIfError(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
+        let responseDirectives = entry.cacheControl
+        guard !responseDirectives.mustRevalidate, !responseDirectives.noCache else { return false }
+        let staleness = max(0, currentAge(entry, now: now) - freshnessLifetime(entry))
+        let window = [responseDirectives.staleIfError, requestDirectives(request).staleIfError].compactMap { $0 }.max()
+        guard let window else { return false }
+        return staleness <= Double(window)
+    }
+
+    /// The conditional request that revalidates `entry`: `If-None-Match` for an ETag,
+    /// `If-Modified-Since` for a `Last-Modified`; `nil` when the entry has neither.
+    public func conditionalRequest(_ request: URLRequest, for entry: CacheEntry) -> URLRequest? {
+        guard entry.etag != nil || entry.lastModified != nil else { return nil }
+        var conditional = request
+        if let etag = entry.etag { conditional.setValue(etag, forHTTPHeaderField: "If-None-Match") }
+        if let modified = entry.lastModified { conditional.setValue(modified, forHTTPHeaderField: "If-Modified-Since") }
+        return conditional
+    }
+
+    /// Whether a 304 answers for `entry` (RFC 9111 §4.3.4): same entity tag (weak comparison)
+    /// when the 304 carries one, else same `Last-Modified` when it carries one, else yes.
+    public func notModified(_ response: Response, matches entry: CacheEntry) -> Bool {
+        if let etag = response.headers["ETag"] {
+            guard let stored = entry.etag else { return false }
+            return Self.weakTag(etag) == Self.weakTag(stored)
+        }
+        if let modified = response.headers["Last-Modified"] {
+            return entry.lastModified == modified
+        }
+        return true
+    }
+
+    /// `entry` updated with the header fields of a 304 (RFC 9111 §3.2): each field in the 304
+    /// replaces the stored fields of that name, except the framing fields.
+    public func merge(_ entry: CacheEntry, with notModified: Response, requestTime: Date, responseTime: Date) -> CacheEntry {
+        var updated = entry
+        let excluded: Set<String> = ["content-length", "content-encoding", "transfer-encoding", "content-range", "connection"]
+        var replaced = Set<String>()
+        for field in notModified.headers {
+            let name = field.name.lowercased()
+            guard !excluded.contains(name) else { continue }
+            if replaced.insert(name).inserted { updated.headers.remove(field.name) }
+            updated.headers.add(field.name, field.value)
+        }
+        updated.requestTime = requestTime
+        updated.responseTime = responseTime
+        return updated
+    }
+
+    /// The response served from `entry`: its status, fields with a current `Age`, and body
+    /// (none for HEAD).
+    public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: Response.Source) -> Response {
+        var headers = entry.headers
+        headers["Age"] = String(Int(currentAge(entry, now: now).rounded(.down)))
+        let isHead = (request.httpMethod ?? "GET").uppercased() == "HEAD"
+        return Response(status: entry.status, headers: headers, body: isHead ? Data() : entry.body,
+                        url: entry.url ?? request.url, source: source)
+    }
+
+    private static func weakTag(_ tag: String) -> String {
+        let trimmed = tag.trimmingCharacters(in: .whitespaces)
+        return trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed
+    }
+}

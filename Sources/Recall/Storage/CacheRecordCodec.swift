@@ -1,0 +1,146 @@
+import Foundation
+
+/// The binary file format of a ``CacheRecord`` on disk.
+///
+/// `RCL1` · version (1 byte) · payload length (UInt64 LE) · FNV-1a 64 of the payload (UInt64 LE) · payload.
+/// A record whose length or checksum does not match (truncated by a crash, overwritten with
+/// garbage) fails to decode with ``CacheStorageError/corrupt(_:)`` and is treated as a miss.
+enum CacheRecordCodec {
+    static let magic: [UInt8] = Array("RCL1".utf8)
+    static let version: UInt8 = 1
+    static let headerSize = 4 + 1 + 8 + 8
+
+    static func encode(_ record: CacheRecord) -> Data {
+        var payload = Writer()
+        payload.string(record.key)
+        payload.uint64(UInt64(record.variants.count))
+        for entry in record.variants {
+            payload.uint64(UInt64(entry.status))
+            payload.string(entry.url?.absoluteString ?? "")
+            payload.uint64(entry.requestTime.timeIntervalSince1970.bitPattern)
+            payload.uint64(entry.responseTime.timeIntervalSince1970.bitPattern)
+            payload.fields(entry.headers.fields)
+            payload.fields(entry.varyValues)
+            payload.bytes(entry.body)
+        }
+        var output = Data(capacity: headerSize + payload.data.count)
+        output.append(contentsOf: magic)
+        output.append(version)
+        var header = Writer()
+        header.uint64(UInt64(payload.data.count))
+        header.uint64(fnv1a(payload.data))
+        output.append(header.data)
+        output.append(payload.data)
+        return output
+    }
+
+    static func decode(_ data: Data) throws -> CacheRecord {
+        guard data.count >= headerSize, data.prefix(4).elementsEqual(magic) else {
+            throw CacheStorageError.corrupt("not a Recall cache file (bad magic or too short)")
+        }
+        guard data[data.startIndex + 4] == version else {
+            throw CacheStorageError.corrupt("unknown format version \(data[data.startIndex + 4])")
+        }
+        var header = Reader(data.subdata(in: (data.startIndex + 5)..<(data.startIndex + headerSize)))
+        let length = try header.uint64()
+        let checksum = try header.uint64()
+        guard UInt64(data.count - headerSize) == length else {
+            throw CacheStorageError.corrupt("length \(data.count - headerSize) does not match the recorded \(length) (truncated?)")
+        }
+        let payload = data.subdata(in: (data.startIndex + headerSize)..<data.endIndex)
+        guard fnv1a(payload) == checksum else { throw CacheStorageError.corrupt("checksum mismatch") }
+        var reader = Reader(payload)
+        let key = try reader.string()
+        let count = try reader.uint64()
+        guard count <= 1024 else { throw CacheStorageError.corrupt("implausible variant count \(count)") }
+        var variants: [CacheEntry] = []
+        for _ in 0..<count {
+            let status = Int(try reader.uint64())
+            let url = try reader.string()
+            let requestTime = Date(timeIntervalSince1970: Double(bitPattern: try reader.uint64()))
+            let responseTime = Date(timeIntervalSince1970: Double(bitPattern: try reader.uint64()))
+            let headers = HTTPHeaders(try reader.fields())
+            let vary = try reader.fields()
+            let body = try reader.bytes()
+            variants.append(CacheEntry(status: status, headers: headers, body: body, url: url.isEmpty ? nil : URL(string: url),
+                                       requestTime: requestTime, responseTime: responseTime, varyValues: vary))
+        }
+        guard reader.isAtEnd else { throw CacheStorageError.corrupt("trailing bytes after the record") }
+        return CacheRecord(key: key, variants: variants)
+    }
+
+    /// FNV-1a, 64 bits: cheap, and enough to detect torn or garbage files (not an adversary).
+    static func fnv1a(_ data: Data) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        data.withUnsafeBytes { raw in
+            for byte in raw {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+        }
+        return hash
+    }
+
+    struct Writer {
+        var data = Data()
+
+        mutating func uint64(_ value: UInt64) {
+            withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+        }
+
+        mutating func bytes(_ bytes: Data) {
+            uint64(UInt64(bytes.count))
+            data.append(bytes)
+        }
+
+        mutating func string(_ text: String) {
+            bytes(Data(text.utf8))
+        }
+
+        mutating func fields(_ fields: [HTTPHeaders.Field]) {
+            uint64(UInt64(fields.count))
+            for field in fields {
+                string(field.name)
+                string(field.value)
+            }
+        }
+    }
+
+    struct Reader {
+        let data: Data
+        var offset: Int
+
+        init(_ data: Data) {
+            self.data = data
+            self.offset = data.startIndex
+        }
+
+        var isAtEnd: Bool { offset == data.endIndex }
+
+        mutating func uint64() throws -> UInt64 {
+            guard data.endIndex - offset >= 8 else { throw CacheStorageError.corrupt("unexpected end of record") }
+            var value: UInt64 = 0
+            for index in 0..<8 { value |= UInt64(data[offset + index]) << (8 * UInt64(index)) }
+            offset += 8
+            return value
+        }
+
+        mutating func bytes() throws -> Data {
+            let count = try uint64()
+            guard count <= UInt64(data.endIndex - offset) else { throw CacheStorageError.corrupt("length \(count) runs past the end") }
+            let slice = data.subdata(in: offset..<(offset + Int(count)))
+            offset += Int(count)
+            return slice
+        }
+
+        mutating func string() throws -> String {
+            String(decoding: try bytes(), as: UTF8.self)
+        }
+
+        mutating func fields() throws -> [HTTPHeaders.Field] {
+            let count = try uint64()
+            guard count <= 10_000 else { throw CacheStorageError.corrupt("implausible field count \(count)") }
+            return try (0..<count).map { _ in HTTPHeaders.Field(name: try string(), value: try string()) }
+        }
+    }
+}

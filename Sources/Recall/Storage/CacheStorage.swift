@@ -1,0 +1,42 @@
+/// Where an ``HTTPCache`` keeps its records: in memory, on disk, or both.
+///
+/// Storage never throws at the cache: a record that cannot be read is a miss, a write that
+/// fails is counted in ``statistics``. Implementations must be safe to call concurrently.
+public protocol CacheStorage: Sendable {
+    /// The record stored under `key`, or `nil`. Implementations compare the stored full key
+    /// with `key` and answer `nil` on a mismatch.
+    func record(for key: String) async -> CacheRecord?
+    /// Stores `record` under its key, replacing what was there. It may complete later, but
+    /// a following ``record(for:)`` sees it.
+    func store(_ record: CacheRecord) async
+    /// Removes the record under `key`.
+    func remove(_ key: String) async
+    /// Removes every record.
+    func removeAll() async
+    /// Counters and sizes.
+    var statistics: StorageStatistics { get }
+}
+
+/// What a storage holds and what happened to it.
+public struct StorageStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// Records held.
+    public var count = 0
+    /// Bytes held.
+    public var bytes = 0
+    /// Records evicted to stay within the limits.
+    public var evictions = 0
+    /// Records refused because they exceed the per-entry limit.
+    public var rejected = 0
+    /// Records found corrupt, removed and treated as misses.
+    public var corruptRemoved = 0
+    /// Writes that failed (disk full, permissions…).
+    public var writeFailures = 0
+
+    /// Creates zeroed statistics.
+    public init() {}
+
+    /// One line with every counter.
+    public var description: String {
+        "\(count) records, \(bytes) bytes, \(evictions) evicted, \(rejected) rejected, \(corruptRemoved) corrupt removed, \(writeFailures) write failures"
+    }
+}

@@ -1,0 +1,30 @@
+/// Chooses which record a bounded storage drops when it is full. Storages call it under
+/// their own lock, so implementations need no synchronization.
+public protocol EvictionPolicy {
+    /// A record was added (or replaced) with this size.
+    mutating func recordInsert(_ key: String, size: Int)
+    /// A record was read.
+    mutating func recordAccess(_ key: String)
+    /// A record was removed (evicted, invalidated or found corrupt).
+    mutating func recordRemoval(_ key: String)
+    /// The key to evict next, or `nil` when nothing is tracked. The storage then removes it
+    /// and calls ``recordRemoval(_:)``.
+    mutating func victim() -> String?
+}
+
+/// A way to make an ``EvictionPolicy`` for a storage: `.lru` or your own.
+public struct Eviction: Sendable {
+    /// The name shown in statistics and benchmarks.
+    public let name: String
+    /// Makes a fresh policy.
+    public let make: @Sendable () -> any EvictionPolicy
+
+    /// Creates an eviction choice.
+    public init(name: String, make: @escaping @Sendable () -> any EvictionPolicy) {
+        self.name = name
+        self.make = make
+    }
+
+    /// Least recently used.
+    public static let lru = Eviction(name: "LRU") { LRUPolicy() }
+}
