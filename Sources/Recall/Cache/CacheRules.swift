@@ -146,7 +146,8 @@ public struct CacheRules: Sendable {
             return .validate
         }
         var acceptable = age < lifetime
-        if let maxAge = requestDirectives.maxAge, age > Double(maxAge) { acceptable = false }
+        // max-age=0 asks for validation; otherwise an age above the limit is refused.
+        if let maxAge = requestDirectives.maxAge, maxAge == 0 || age > Double(maxAge) { acceptable = false }
         if let minFresh = requestDirectives.minFresh, lifetime - age < Double(minFresh) { acceptable = false }
         if acceptable { return .fresh }
         guard age >= lifetime else { return .validate } // fresh, but the request wants fresher

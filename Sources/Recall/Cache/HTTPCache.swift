@@ -204,8 +204,10 @@ public final class HTTPCache: ServiceHook {
                                    url: response.url ?? request.url, requestTime: state.requestTime, responseTime: receivedAt,
                                    varyValues: rules.varyValues(for: names, in: request))
             await store(entry, key: state.key)
-        } else if state.candidate != nil, (request.httpMethod ?? "GET").uppercased() == "GET" {
-            await storage.remove(state.key) // the stored response is outdated and cannot be replaced
+        } else if state.candidate != nil, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
+            // A new representation (or its absence) that cannot be stored: the stored one is outdated.
+            // A 5xx says nothing about the resource, so the stored response is kept.
+            await storage.remove(state.key)
         }
         return response
     }

@@ -1,0 +1,73 @@
+import Foundation
+import Recall
+import RecallTesting
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A manual "now" for HTTP dates.
+final class TestNow: Sendable {
+    private let date = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+
+    var value: Date { date.withLock { $0 } }
+
+    func advance(_ seconds: Double) {
+        date.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+}
+
+/// An HTTPCache over a mock origin on a manual clock, for exact cache tests.
+struct CacheHarness {
+    let now = TestNow()
+    let mock = MockTransport()
+    let cache: HTTPCache
+    let pipeline: Pipeline
+    let base = "https://origin.test"
+
+    init(configuration: CacheConfiguration = CacheConfiguration(), storage: any CacheStorage = MemoryStorage(),
+         retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
+        let now = self.now
+        cache = HTTPCache(storage: storage, configuration: configuration, now: { now.value })
+        pipeline = Pipeline(transport: transport?(mock) ?? mock, hooks: [cache], retrierFactory: retrierFactory,
+                            clock: ManualClock(autoAdvance: true))
+    }
+
+    /// Routes GET `path` to responses made at request time, with `Date` set to the manual now
+    /// unless given. Each call of the route plays the next of `replies` (the last repeats).
+    func origin(_ path: String, method: String = "GET", _ replies: [(status: Int, headers: HTTPHeaders, body: String)]) {
+        let now = self.now
+        let played = Mutex(0)
+        mock.route(method, path) { request in
+            let index = played.withLock { count -> Int in
+                defer { count += 1 }
+                return min(count, replies.count - 1)
+            }
+            let reply = replies[index]
+            var headers = reply.headers
+            if !headers.contains("Date") { headers.add("Date", HTTPDate.format(now.value)) }
+            return Response(status: reply.status, headers: headers, body: Data(reply.body.utf8), url: request.url)
+        }
+    }
+
+    /// A one-reply origin.
+    func origin(_ path: String, method: String = "GET", status: Int = 200, headers: HTTPHeaders = [:], body: String = "body") {
+        origin(path, method: method, [(status, headers, body)])
+    }
+
+    func request(_ path: String, method: String = "GET", headers: [String: String] = [:],
+                 cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy) -> URLRequest {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        request.cachePolicy = cachePolicy
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return request
+    }
+
+    @discardableResult
+    func get(_ path: String, headers: [String: String] = [:], cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy) async throws -> Response {
+        try await pipeline.send(request(path, headers: headers, cachePolicy: cachePolicy))
+    }
+
+    func hits(_ path: String) -> Int { mock.count(for: path) }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("HTTPCache: what is stored and for how long", .timeLimit(.minutes(1)))
+struct CacheStoringTests {
+    @Test("a max-age response is served from cache with zero further origin hits, with a correct Age")
+    func maxAgeHit() async throws {
+        let h = CacheHarness()
+        h.origin("/a", headers: ["Cache-Control": "max-age=60", "ETag": "\"1\""], body: "hello")
+        let first = try await h.get("/a")
+        #expect(first.source == .network)
+        h.now.advance(10)
+        let second = try await h.get("/a")
+        #expect(second.source == .cache)
+        #expect(second.bodyText == "hello")
+        #expect(second.headers["Age"] == "10")
+        #expect(second.headers["ETag"] == "\"1\"")
+        #expect(h.hits("/a") == 1)
+        h.now.advance(51) // age 61 > 60: stale, back to the origin
+        #expect(try await h.get("/a").source != .cache)
+        #expect(h.hits("/a") == 2)
+    }
+
+    @Test("no-store on the response or the request: never stored", arguments: ["response", "request"])
+    func noStore(side: String) async throws {
+        let h = CacheHarness()
+        h.origin("/a", headers: ["Cache-Control": side == "response" ? "max-age=60, no-store" : "max-age=60"])
+        let headers = side == "request" ? ["Cache-Control": "no-store"] : [:]
+        try await h.get("/a", headers: headers)
+        try await h.get("/a", headers: headers)
+        #expect(h.hits("/a") == 2)
+        #expect(h.cache.statistics.stores == 0)
+    }
+
+    @Test("private is stored (a private cache); s-maxage is ignored")
+    func privateAndSMaxAge() async throws {
+        let h = CacheHarness()
+        h.origin("/private", headers: ["Cache-Control": "private, max-age=60"])
+        h.origin("/shared", headers: ["Cache-Control": "s-maxage=600"])
+        try await h.get("/private")
+        #expect(try await h.get("/private").source == .cache)
+        try await h.get("/shared")
+        try await h.get("/shared")
+        #expect(h.hits("/shared") == 2) // s-maxage gives no freshness to a private cache
+    }
+
+    @Test("heuristically cacheable statuses are stored with Last-Modified heuristics; others only with explicit freshness",
+          arguments: [(200, true), (203, true), (204, true), (300, true), (301, true), (308, true), (404, true), (405, true),
+                      (410, true), (414, true), (501, true), (302, false), (307, false), (400, false), (403, false), (500, false), (503, false)])
+    func heuristicStatuses(status: Int, cacheable: Bool) async throws {
+        let h = CacheHarness()
+        let modified = HTTPDate.format(h.now.value.addingTimeInterval(-100_000))
+        h.origin("/s", status: status, headers: ["Last-Modified": modified])
+        try await h.get("/s")
+        h.now.advance(60) // heuristic lifetime: 10 % of 100 000 s = 10 000 s
+        let second = try await h.get("/s")
+        #expect((second.source == .cache) == cacheable)
+    }
+
+    @Test("any final status with explicit freshness is stored", arguments: [302, 400, 403, 500, 503])
+    func explicitFreshnessAnyStatus(status: Int) async throws {
+        let h = CacheHarness()
+        h.origin("/e", status: status, headers: ["Cache-Control": "max-age=60"])
+        try await h.get("/e")
+        #expect(try await h.get("/e").source == .cache)
+    }
+
+    @Test("Vary: * is never served from cache")
+    func varyStar() async throws {
+        let h = CacheHarness()
+        h.origin("/v", headers: ["Cache-Control": "max-age=60", "Vary": "*"])
+        try await h.get("/v")
+        try await h.get("/v")
+        #expect(h.hits("/v") == 2)
+    }
+
+    @Test("Range requests and 206 responses pass through uncached")
+    func ranges() async throws {
+        let h = CacheHarness()
+        h.origin("/r", status: 206, headers: ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-1/10"])
+        try await h.get("/r", headers: ["Range": "bytes=0-1"])
+        try await h.get("/r", headers: ["Range": "bytes=0-1"])
+        try await h.get("/r")
+        #expect(h.hits("/r") == 3)
+        #expect(h.cache.statistics.stores == 0)
+        // A stored full response is not used to answer a Range request either.
+        h.origin("/full", headers: ["Cache-Control": "max-age=60"])
+        try await h.get("/full")
+        try await h.get("/full", headers: ["Range": "bytes=0-1"])
+        #expect(h.hits("/full") == 2)
+    }
+
+    @Test("HEAD is answered from a stored GET, without a body; HEAD responses are not stored")
+    func head() async throws {
+        let h = CacheHarness()
+        h.origin("/h", headers: ["Cache-Control": "max-age=60"], body: "content")
+        h.origin("/h", method: "HEAD", status: 200, headers: ["Cache-Control": "max-age=60"], body: "")
+        try await h.pipeline.send(h.request("/h", method: "HEAD"))
+        try await h.pipeline.send(h.request("/h", method: "HEAD"))
+        #expect(h.mock.requests.filter { $0.httpMethod == "HEAD" }.count == 2)
+        try await h.get("/h")
+        let head = try await h.pipeline.send(h.request("/h", method: "HEAD"))
+        #expect(head.source == .cache)
+        #expect(head.body.isEmpty)
+    }
+
+    @Test("POST responses are not stored")
+    func postNotStored() async throws {
+        let h = CacheHarness()
+        h.origin("/p", method: "POST", status: 200, headers: ["Cache-Control": "max-age=60"], body: "x")
+        try await h.pipeline.send(h.request("/p", method: "POST"))
+        try await h.pipeline.send(h.request("/p", method: "POST"))
+        #expect(h.hits("/p") == 2)
+    }
+
+    @Test("Expires is relative to Date; an invalid Expires means stale")
+    func expires() async throws {
+        let h = CacheHarness()
+        // The origin's clock is 1000 s behind: Expires − Date is what counts, not Expires − now.
+        let originDate = h.now.value.addingTimeInterval(-1000)
+        h.origin("/x", headers: ["Date": HTTPDate.format(originDate), "Expires": HTTPDate.format(originDate.addingTimeInterval(100))])
+        h.origin("/bad", headers: ["Expires": "not a date"])
+        h.origin("/zero", headers: ["Expires": "0"])
+        try await h.get("/x")
+        // Apparent age is 1000 s (the Date is 1000 s old), lifetime 100 s: stale at once.
+        #expect(try await h.get("/x").source != .cache)
+        try await h.get("/bad")
+        #expect(try await h.get("/bad").source != .cache)
+        try await h.get("/zero")
+        #expect(try await h.get("/zero").source != .cache)
+
+        let fresh = CacheHarness()
+        fresh.origin("/x", headers: ["Expires": HTTPDate.format(fresh.now.value.addingTimeInterval(100))])
+        try await fresh.get("/x")
+        fresh.now.advance(99)
+        #expect(try await fresh.get("/x").source == .cache)
+        fresh.now.advance(2)
+        #expect(try await fresh.get("/x").source != .cache)
+    }
+
+    @Test("max-age wins over Expires")
+    func maxAgeOverExpires() async throws {
+        let h = CacheHarness()
+        h.origin("/m", headers: ["Cache-Control": "max-age=100", "Expires": HTTPDate.format(h.now.value.addingTimeInterval(-10))])
+        try await h.get("/m")
+        h.now.advance(50)
+        #expect(try await h.get("/m").source == .cache)
+    }
+
+    @Test("an Age header from upstream counts toward the age")
+    func upstreamAge() async throws {
+        let h = CacheHarness()
+        h.origin("/age", headers: ["Cache-Control": "max-age=60", "Age": "50"])
+        try await h.get("/age")
+        h.now.advance(5)
+        let hit = try await h.get("/age")
+        #expect(hit.source == .cache)
+        #expect(hit.headers["Age"] == "55")
+        h.now.advance(6)
+        #expect(try await h.get("/age").source != .cache)
+    }
+
+    @Test("the response delay counts: a response that took 30 s to arrive is 30 s old")
+    func responseDelay() async throws {
+        let h = CacheHarness()
+        let now = h.now
+        let sentAt = now.value
+        h.mock.route("GET", "/slow") { request in
+            now.advance(30)
+            return Response(status: 200, headers: ["Cache-Control": "max-age=40", "Date": HTTPDate.format(sentAt)], url: request.url)
+        }
+        try await h.get("/slow")
+        let hit = try await h.get("/slow")
+        #expect(hit.headers["Age"] == "30")
+        h.now.advance(11)
+        #expect(try await h.get("/slow").source != .cache)
+    }
+
+    @Test("heuristic freshness: 10 % of Date − Last-Modified, capped, only without explicit freshness")
+    func heuristic() async throws {
+        let h = CacheHarness()
+        h.origin("/h", headers: ["Last-Modified": HTTPDate.format(h.now.value.addingTimeInterval(-1000))])
+        try await h.get("/h")
+        h.now.advance(99)
+        #expect(try await h.get("/h").source == .cache)
+        h.now.advance(2)
+        #expect(try await h.get("/h").source != .cache)
+
+        let capped = CacheHarness()
+        capped.origin("/c", headers: ["Last-Modified": HTTPDate.format(capped.now.value.addingTimeInterval(-100 * 86_400))])
+        try await capped.get("/c")
+        capped.now.advance(86_401) // 10 % would be 10 days; the cap is one day
+        #expect(try await capped.get("/c").source != .cache)
+
+        let explicit = CacheHarness()
+        explicit.origin("/e", headers: ["Cache-Control": "max-age=10", "Last-Modified": HTTPDate.format(explicit.now.value.addingTimeInterval(-100_000))])
+        try await explicit.get("/e")
+        explicit.now.advance(11)
+        #expect(try await explicit.get("/e").source != .cache)
+    }
+
+    @Test("invalid or conflicting max-age counts as stale", arguments: ["max-age=abc", "max-age=-1", "max-age=1.5", "max-age=60, max-age=0"])
+    func invalidMaxAge(value: String) async throws {
+        let h = CacheHarness()
+        h.origin("/i", headers: ["Cache-Control": value])
+        try await h.get("/i")
+        #expect(try await h.get("/i").source != .cache)
+    }
+
+    @Test("quoted and upper-case directives are understood")
+    func lenientParsing() async throws {
+        let h = CacheHarness()
+        h.origin("/q", headers: ["Cache-Control": "MAX-AGE=\"60\""])
+        try await h.get("/q")
+        #expect(try await h.get("/q").source == .cache)
+    }
+}
