@@ -20,6 +20,8 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var invalidations = 0
     /// Requests that waited for an identical request in flight instead of contacting the origin.
     public var coalesced = 0
+    /// Requests waiting right now for an identical request in flight (a gauge, not a count).
+    public var waiting = 0
     /// Requests passed through without looking at the cache (unsafe methods, ranges, bypass).
     public var bypassed = 0
     /// `only-if-cached` requests answered 504 for want of a usable entry.

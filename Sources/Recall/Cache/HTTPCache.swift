@@ -130,8 +130,12 @@ public final class HTTPCache: ServiceHook {
             }
             if leader {
                 flightKey = coalescingKey
+                // Another leader may have stored the entry between our lookup and our registration.
+                decision = await decide(request, key: key, now: requestTime)
             } else {
+                count { $0.waiting += 1 }
                 await flight.wait()
+                count { $0.waiting -= 1 }
                 try Task.checkCancellation()
                 count { $0.coalesced += 1 }
                 decision = await decide(request, key: key, now: now())

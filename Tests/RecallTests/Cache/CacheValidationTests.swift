@@ -1,0 +1,227 @@
+import Foundation
+import Recall
+import RecallTesting
+import Synchronization
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("HTTPCache: validation, Vary, invalidation, coalescing, statistics", .timeLimit(.minutes(1)))
+struct CacheValidationTests {
+    @Test("ETag: a stale entry is revalidated with If-None-Match; the 304's fields update the entry")
+    func etagRevalidation() async throws {
+        let h = CacheHarness()
+        h.origin("/e", [(200, ["Cache-Control": "max-age=10", "ETag": "\"e1\"", "X-Version": "1", "Content-Type": "text/plain"], "payload"),
+                        (304, ["Cache-Control": "max-age=100", "ETag": "\"e1\"", "X-Version": "2", "Content-Length": "0"], "")])
+        try await h.get("/e")
+        h.now.advance(20)
+        let revalidated = try await h.get("/e")
+        #expect(revalidated.source == .revalidated)
+        #expect(revalidated.status == 200)
+        #expect(revalidated.bodyText == "payload")
+        #expect(revalidated.headers["X-Version"] == "2")
+        #expect(revalidated.headers.values(for: "X-Version") == ["2"])
+        #expect(revalidated.headers["Content-Type"] == "text/plain")
+        #expect(revalidated.headers["Content-Length"] == nil)
+        #expect(h.mock.requests.last?.value(forHTTPHeaderField: "If-None-Match") == "\"e1\"")
+        // The 304 made it fresh for 100 s more.
+        h.now.advance(90)
+        #expect(try await h.get("/e").source == .cache)
+        #expect(h.cache.statistics.revalidated == 1)
+    }
+
+    @Test("Last-Modified: revalidated with If-Modified-Since")
+    func lastModifiedRevalidation() async throws {
+        let h = CacheHarness()
+        let modified = HTTPDate.format(h.now.value.addingTimeInterval(-50))
+        h.origin("/l", [(200, ["Cache-Control": "max-age=10", "Last-Modified": modified], "text"), (304, [:], "")])
+        try await h.get("/l")
+        h.now.advance(20)
+        let response = try await h.get("/l")
+        #expect(response.source == .revalidated)
+        #expect(response.bodyText == "text")
+        #expect(h.mock.requests.last?.value(forHTTPHeaderField: "If-Modified-Since") == modified)
+    }
+
+    @Test("a 200 to a revalidation replaces the entry")
+    func changedOnRevalidation() async throws {
+        let h = CacheHarness()
+        h.origin("/c", [(200, ["Cache-Control": "max-age=10", "ETag": "\"1\""], "old"), (200, ["Cache-Control": "max-age=10", "ETag": "\"2\""], "new")])
+        try await h.get("/c")
+        h.now.advance(20)
+        #expect(try await h.get("/c").bodyText == "new")
+        #expect(try await h.get("/c").source == .cache)
+        #expect(try await h.get("/c").bodyText == "new")
+        #expect(h.cache.statistics.revalidatedChanged == 1)
+    }
+
+    @Test("a 304 whose validators do not match the entry is not merged")
+    func unmatchedNotModified() async throws {
+        let h = CacheHarness()
+        h.origin("/u", [(200, ["Cache-Control": "max-age=10", "ETag": "\"mine\""], "mine"), (304, ["ETag": "\"other\""], "")])
+        try await h.get("/u")
+        h.now.advance(20)
+        await #expect(throws: CacheError.self) { try await h.get("/u") }
+        // The entry was dropped: the next request fetches in full, unconditionally.
+        h.origin("/u", headers: ["Cache-Control": "max-age=10"], body: "full")
+        #expect(try await h.get("/u").bodyText == "full")
+        #expect(h.mock.requests.last?.value(forHTTPHeaderField: "If-None-Match") == nil)
+    }
+
+    @Test("a caller's own conditional request is passed through, not answered with an unrequested 200")
+    func callerConditional() async throws {
+        let h = CacheHarness()
+        h.origin("/k", [(200, ["Cache-Control": "max-age=100", "ETag": "\"k\""], "body"), (304, ["ETag": "\"k\"", "Cache-Control": "max-age=100"], "")])
+        try await h.get("/k")
+        let response = try await h.get("/k", headers: ["If-None-Match": "\"k\""])
+        #expect(response.status == 304)
+        #expect(response.source == .network)
+        #expect(h.hits("/k") == 2)
+    }
+
+    @Test("Vary: variants of one URL are kept side by side; header values are normalized")
+    func varyVariants() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/v") { request in
+            let language = request.value(forHTTPHeaderField: "Accept-Language") ?? "none"
+            return .text("in \(language)", headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language", "Date": HTTPDate.format(h.now.value)])
+        }
+        #expect(try await h.get("/v", headers: ["Accept-Language": "en"]).bodyText == "in en")
+        #expect(try await h.get("/v", headers: ["Accept-Language": "fr"]).bodyText == "in fr")
+        #expect(try await h.get("/v").bodyText == "in none")
+        let en = try await h.get("/v", headers: ["Accept-Language": "en"])
+        #expect(en.source == .cache)
+        #expect(en.bodyText == "in en")
+        let fr = try await h.get("/v", headers: ["Accept-Language": "fr"])
+        #expect(fr.source == .cache)
+        #expect(fr.bodyText == "in fr")
+        #expect(try await h.get("/v").bodyText == "in none")
+        #expect(h.hits("/v") == 3)
+
+        h.mock.route("GET", "/w") { request in
+            .text(request.value(forHTTPHeaderField: "Accept") ?? "", headers: ["Cache-Control": "max-age=60", "Vary": "accept", "Date": HTTPDate.format(h.now.value)])
+        }
+        try await h.get("/w", headers: ["Accept": "text/html,  application/json"])
+        #expect(try await h.get("/w", headers: ["Accept": "text/html, application/json"]).source == .cache)
+    }
+
+    @Test("the number of variants per URL is bounded")
+    func variantLimit() async throws {
+        var configuration = CacheConfiguration()
+        configuration.maxVariants = 2
+        let h = CacheHarness(configuration: configuration)
+        h.mock.route("GET", "/v") { request in
+            .text("x", headers: ["Cache-Control": "max-age=60", "Vary": "X-Variant", "Date": HTTPDate.format(h.now.value)])
+        }
+        for variant in ["a", "b", "c"] { try await h.get("/v", headers: ["X-Variant": variant]) }
+        #expect(try await h.get("/v", headers: ["X-Variant": "c"]).source == .cache)
+        #expect(try await h.get("/v", headers: ["X-Variant": "b"]).source == .cache)
+        #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .network) // the oldest went
+    }
+
+    @Test("unsafe methods invalidate the target URI and same-origin Location / Content-Location", arguments: ["POST", "PUT", "DELETE", "PATCH"])
+    func invalidation(method: String) async throws {
+        let h = CacheHarness()
+        for path in ["/items", "/items/1", "/items/2", "/elsewhere"] {
+            h.origin(path, headers: ["Cache-Control": "max-age=600"])
+            try await h.get(path)
+        }
+        h.origin("/items", method: method, status: 201,
+                 headers: ["Location": "/items/1", "Content-Location": "https://other.test/items/2"], body: "")
+        try await h.pipeline.send(h.request("/items", method: method))
+        #expect(try await h.get("/items").source == .network)
+        #expect(try await h.get("/items/1").source == .network)
+        #expect(try await h.get("/items/2").source == .cache) // Content-Location of another origin is ignored
+        #expect(try await h.get("/elsewhere").source == .cache)
+        #expect(h.cache.statistics.invalidations == 2)
+    }
+
+    @Test("an error response to an unsafe method does not invalidate")
+    func noInvalidationOnError() async throws {
+        let h = CacheHarness()
+        h.origin("/items", headers: ["Cache-Control": "max-age=600"])
+        try await h.get("/items")
+        h.origin("/items", method: "POST", status: 500, body: "")
+        try await h.pipeline.send(h.request("/items", method: "POST"))
+        #expect(try await h.get("/items").source == .cache)
+    }
+
+    @Test("coalescing: a burst of identical misses costs the origin one request")
+    func coalescing() async throws {
+        let h = CacheHarness()
+        let gate = AsyncStream<Void>.makeStream()
+        let arrived = Mutex(0)
+        h.mock.route("GET", "/burst") { request in
+            arrived.withLock { $0 += 1 }
+            var iterator = gate.stream.makeAsyncIterator()
+            await iterator.next() // hold the origin until every follower is waiting
+            return .text("once", headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(h.now.value)])
+        }
+        let responses = try await withThrowingTaskGroup(of: Response.self) { group in
+            for _ in 0..<20 { group.addTask { try await h.get("/burst") } }
+            // Open the origin once the leader reached it and the other 19 wait on it.
+            while arrived.withLock({ $0 }) == 0 || h.cache.statistics.waiting < 19 { await Task.yield() }
+            gate.continuation.yield()
+            gate.continuation.finish()
+            return try await group.reduce(into: [Response]()) { $0.append($1) }
+        }
+        #expect(responses.count == 20)
+        #expect(responses.allSatisfy { $0.bodyText == "once" })
+        #expect(h.hits("/burst") == 1)
+        #expect(h.cache.statistics.coalesced == 19)
+    }
+
+    @Test("coalescing can be switched off")
+    func coalescingOff() async throws {
+        var configuration = CacheConfiguration()
+        configuration.coalescesRequests = false
+        let h = CacheHarness(configuration: configuration)
+        let arrived = Mutex(0)
+        h.mock.route("GET", "/burst") { _ in
+            arrived.withLock { $0 += 1 }
+            while arrived.withLock({ $0 }) < 5 { try await Task.sleep(for: .milliseconds(1)) }
+            return .text("x", headers: ["Cache-Control": "max-age=60"])
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<5 { group.addTask { try await h.get("/burst") } }
+            try await group.waitForAll()
+        }
+        #expect(h.hits("/burst") == 5)
+    }
+
+    @Test("requests with different credentials never share an entry")
+    func credentialPartition() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/me") { request in
+            .text("user \(request.value(forHTTPHeaderField: "Authorization") ?? "anonymous")", headers: ["Cache-Control": "private, max-age=60"])
+        }
+        #expect(try await h.get("/me", headers: ["Authorization": "Bearer alice"]).bodyText == "user Bearer alice")
+        #expect(try await h.get("/me", headers: ["Authorization": "Bearer bob"]).bodyText == "user Bearer bob")
+        #expect(try await h.get("/me").bodyText == "user anonymous")
+        let alice = try await h.get("/me", headers: ["Authorization": "Bearer alice"])
+        #expect(alice.source == .cache)
+        #expect(alice.bodyText == "user Bearer alice")
+        #expect(h.cache.key(for: h.request("/me", headers: ["Authorization": "Bearer alice"]))?.contains("alice") == false)
+    }
+
+    @Test("statistics count hits, misses, revalidations, stale answers and the hit ratio")
+    func statistics() async throws {
+        let h = CacheHarness()
+        h.origin("/s", [(200, ["Cache-Control": "max-age=10", "ETag": "\"s\""], "x"), (304, ["ETag": "\"s\""], "")])
+        try await h.get("/s") // miss
+        try await h.get("/s") // hit
+        try await h.get("/s") // hit
+        h.now.advance(20)
+        try await h.get("/s") // revalidated
+        let statistics = h.cache.statistics
+        #expect(statistics.misses == 1)
+        #expect(statistics.hits == 2)
+        #expect(statistics.revalidated == 1)
+        #expect(statistics.stores == 2)
+        #expect(statistics.lookups == 4)
+        #expect(statistics.hitRatio == 0.75)
+        #expect(statistics.storage.count == 1)
+        #expect(statistics.description.contains("hit ratio 75.0 %"))
+    }
+}
