@@ -114,7 +114,7 @@ public final class DiskStorage: CacheStorage {
     }
 
     deinit {
-        queue.sync {}
+        // Queued writes hold a strong reference, so by now every write has landed.
         flock(lockDescriptor, LOCK_UN)
         close(lockDescriptor)
     }

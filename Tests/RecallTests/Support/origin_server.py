@@ -14,6 +14,7 @@ Every path answers; the query string says how:
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   fail_first=N        the first N hits of this path answer fail_status (default 503)
+  fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
   echo=1              answer with the request body
 Hits are counted per path (query excluded):
@@ -78,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
             return
 
         status = int(one("status", "200"))
-        if hit <= int(one("fail_first", "0")):
+        if hit <= int(one("fail_first", "0")) or (one("fail_after") is not None and hit > int(one("fail_after"))):
             status = int(one("fail_status", "503"))
         headers = []
         if one("cc") is not None:
