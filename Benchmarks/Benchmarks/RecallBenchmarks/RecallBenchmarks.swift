@@ -1,0 +1,141 @@
+import Benchmark
+import Foundation
+import Recall
+import RecallTesting
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// Each benchmark does `scaledIterations` operations per sample, so that sub-microsecond work
+// is measured in batches (single samples that short are noise). Results are reported per
+// operation in docs/benchmarks.md, always next to a baseline measured in the same run.
+
+let benchmarks: @Sendable () -> Void = {
+    let batch = Benchmark.Configuration(metrics: [.wallClock, .throughput, .mallocCountTotal],
+                                        scalingFactor: .kilo, maxDuration: .seconds(3))
+    let single = Benchmark.Configuration(metrics: [.wallClock, .throughput], scalingFactor: .one, maxDuration: .seconds(3))
+
+    let url = URL(string: "https://bench.test/items/42?b=2&a=1")!
+    let request = URLRequest(url: url)
+    let body = Data(repeating: 0x61, count: 1024)
+
+    // MARK: memory hit through the full pipeline
+
+    let mock = MockTransport()
+    mock.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
+    let memoryCache = HTTPCache(storage: MemoryStorage())
+    let memoryPipeline = Pipeline(transport: mock, hooks: [memoryCache])
+
+    Benchmark("MemoryHitPipeline", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? await memoryPipeline.send(request))
+        }
+    } setup: {
+        _ = try await memoryPipeline.send(request)
+    }
+
+    // MARK: bare transport (the baseline of the miss benchmark) and a miss with its store
+
+    Benchmark("BareTransport", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? await mock.send(request))
+        }
+    }
+
+    let missCache = HTTPCache(storage: MemoryStorage())
+    let missPipeline = Pipeline(transport: mock, hooks: [missCache])
+    var noStore = request
+    noStore.setValue("no-cache", forHTTPHeaderField: "Cache-Control") // forces the origin and a store every time
+    Benchmark("MissWithStore", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? await missPipeline.send(noStore))
+        }
+    }
+
+    // MARK: the canonical key alone
+
+    let keyPolicy = CacheKeyPolicy(ignoredQueryParameters: ["utm_*"])
+    let messy = URLRequest(url: URL(string: "HTTPS://Bench.TEST:443/a/./b/../items/%7E42?utm_source=x&z=1&b=2&a=1#top")!)
+    Benchmark("CanonicalKey", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(keyPolicy.key(for: messy))
+        }
+    }
+
+    // MARK: Foundation's URLCache, the baseline a user would otherwise reach for
+
+    let urlCache = URLCache(memoryCapacity: 64 << 20, diskCapacity: 0, diskPath: nil)
+    let foundationResponse = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                                             headerFields: ["Cache-Control": "max-age=86400"])!
+    urlCache.storeCachedResponse(CachedURLResponse(response: foundationResponse, data: body), for: request)
+    Benchmark("URLCacheLookup", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(urlCache.cachedResponse(for: request))
+        }
+    }
+    Benchmark("URLCacheStore", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            urlCache.storeCachedResponse(CachedURLResponse(response: foundationResponse, data: body), for: request)
+        }
+    }
+
+    let lookupStorage = MemoryStorage()
+    let lookupCache = HTTPCache(storage: lookupStorage)
+    let lookupPipeline = Pipeline(transport: mock, hooks: [lookupCache])
+    Benchmark("RecallLookup", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(await lookupStorage.record(for: lookupCache.key(for: request)!))
+        }
+    } setup: {
+        _ = try await lookupPipeline.send(request)
+    }
+
+    // MARK: disk hit with a cold memory tier
+
+    for size in [1 << 10, 16 << 10, 256 << 10] {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-bench-\(size)-\(getpid())")
+        try? FileManager.default.removeItem(at: directory)
+        guard let disk = try? DiskStorage(directory: directory) else { continue }
+        let diskMock = MockTransport()
+        diskMock.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400"],
+                                                              body: Data(repeating: 0x62, count: size))))
+        let diskPipeline = Pipeline(transport: diskMock, hooks: [HTTPCache(storage: disk)])
+        Benchmark("DiskHit\(size >> 10)KB", configuration: single) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try? await diskPipeline.send(request))
+            }
+        } setup: {
+            _ = try await diskPipeline.send(request)
+            await disk.flush()
+        } teardown: {
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    // MARK: concurrent hits
+
+    for tasks in [8, 64] {
+        Benchmark("ConcurrentHits\(tasks)Tasks", configuration: single) { benchmark in
+            for _ in benchmark.scaledIterations {
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<tasks {
+                        group.addTask { for _ in 0..<100 { blackHole(try? await memoryPipeline.send(request)) } }
+                    }
+                }
+            }
+        } setup: {
+            _ = try await memoryPipeline.send(request)
+        }
+    }
+
+    // MARK: an exponential-backoff retrier on first-try successes, against no retrier
+
+    let retrying = Pipeline(transport: mock, retrierFactory: .exponentialBackoff(maxAttempts: 3))
+    let plain = Pipeline(transport: mock)
+    Benchmark("PipelineNoRetrier", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try? await plain.send(request)) }
+    }
+    Benchmark("PipelineBackoffRetrier", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try? await retrying.send(request)) }
+    }
+}

@@ -1,0 +1,26 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Recall's benchmarks: their own package, so the library keeps no dependencies.
+// Run everything with `swift package benchmark` from this folder.
+let package = Package(
+    name: "RecallBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(name: "Recall", path: ".."),
+    ],
+    targets: [
+        .executableTarget(
+            name: "RecallBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "RecallTesting", package: "Recall"),
+            ],
+            path: "Benchmarks/RecallBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
