@@ -21,6 +21,11 @@ let package = Package(
             path: "Benchmarks/RecallBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "HitRates",
+            dependencies: [.product(name: "Recall", package: "Recall")],
+            path: "HitRates"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -99,9 +99,16 @@ enum DemoCommand {
             rows.append(["\(number + 1)", "GET \(step.path)" + (step.concurrency > 1 ? " ×\(step.concurrency)" : ""), statuses, sources,
                          "\(attempts)", step.note])
         }
+        // The same service through the typed API: an OutEndpoint decoded from the cached entry.
+        let hitsBefore = cache.statistics.hits
+        let originBefore = service.totalHits
+        let item = try await DemoAPI.GetItem(id: 2).call(on: DemoAPI(router: router, cache: cache))
+        rows.append(["\(workload.count + 1)", "GetItem(id: 2) (typed endpoint)", "200",
+                     cache.statistics.hits > hitsBefore ? "hit" : "network", "\(service.totalHits - originBefore)",
+                     "decoded Item(name: \"\(item.name)\") from the same cache"])
         let elapsed = start.duration(to: clock.now)
         let statistics = cache.statistics
-        let requests = workload.reduce(0) { $0 + $1.concurrency }
+        let requests = workload.reduce(0) { $0 + $1.concurrency } + 1
         if !quiet {
             print("recall demo — \(requests) requests through Pipeline(HTTPCache + exponential backoff) to an in-process service\n")
             print(table(header: ["#", "request", "status", "outcome", "attempts", "what happened"], rows: rows))
