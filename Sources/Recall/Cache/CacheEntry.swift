@@ -6,7 +6,9 @@ public struct CacheEntry: Sendable, Hashable {
     /// The status of the stored response.
     public var status: Int
     /// The stored header fields, in order.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders {
+        didSet { facts = Facts(headers) }
+    }
     /// The stored body.
     public var body: Data
     /// The URL of the response.
@@ -24,6 +26,7 @@ public struct CacheEntry: Sendable, Hashable {
                 varyValues: [HTTPHeaders.Field] = []) {
         self.status = status
         self.headers = headers
+        self.facts = Facts(headers)
         self.body = body
         self.url = url
         self.requestTime = requestTime
@@ -31,14 +34,42 @@ public struct CacheEntry: Sendable, Hashable {
         self.varyValues = varyValues
     }
 
+    /// What the rules read from the header fields, parsed once when the fields are set
+    /// rather than on every lookup.
+    struct Facts: Sendable, Hashable {
+        let cacheControl: CacheControl
+        let date: Date?
+        let age: Int
+        let expires: [String]
+        let lastModifiedDate: Date?
+        let varyNames: [String]
+        let etag: String?
+        let lastModified: String?
+
+        init(_ headers: HTTPHeaders) {
+            cacheControl = CacheControl(headers.values(for: "Cache-Control"))
+            date = headers["Date"].flatMap { HTTPDate.parse($0) }
+            age = headers.values(for: "Age").first.flatMap { CacheControl.deltaSeconds($0.trimmingOWS) } ?? 0
+            expires = headers.values(for: "Expires")
+            lastModified = headers["Last-Modified"]
+            lastModifiedDate = lastModified.flatMap { HTTPDate.parse($0) }
+            varyNames = headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
+                .map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
+            etag = headers["ETag"]
+        }
+    }
+
+    /// Parsed header facts (see ``Facts``).
+    private(set) var facts: Facts
+
     /// The response's `Cache-Control`.
-    public var cacheControl: CacheControl { CacheControl(headers.values(for: "Cache-Control")) }
+    public var cacheControl: CacheControl { facts.cacheControl }
 
     /// The strong or weak entity tag, if any.
-    public var etag: String? { headers["ETag"] }
+    public var etag: String? { facts.etag }
 
     /// `Last-Modified`, as sent.
-    public var lastModified: String? { headers["Last-Modified"] }
+    public var lastModified: String? { facts.lastModified }
 
     /// An estimate of the memory the entry takes, for byte limits.
     public var byteCount: Int {

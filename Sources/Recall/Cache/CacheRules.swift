@@ -24,12 +24,13 @@ public struct CacheRules: Sendable {
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
     public func requestDirectives(_ request: URLRequest) -> CacheControl {
-        let values = request.headers.values(for: "Cache-Control")
-        if values.isEmpty, let pragma = request.value(forHTTPHeaderField: "Pragma"),
-           pragma.lowercased().contains("no-cache") {
-            return CacheControl("no-cache")
+        guard let value = request.value(forHTTPHeaderField: "Cache-Control") else {
+            if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
+                return CacheControl("no-cache")
+            }
+            return CacheControl(nil as String?)
         }
-        return CacheControl(values)
+        return CacheControl(value)
     }
 
     // MARK: Storing
@@ -55,22 +56,23 @@ public struct CacheRules: Sendable {
     /// The lowercased field names in the `Vary` fields of `headers`.
     public func varyNames(of headers: HTTPHeaders) -> [String] {
         headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+            .map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
     }
 
     /// The normalized values of `request`'s fields named in `names` (absent fields omitted).
     public func varyValues(for names: [String], in request: URLRequest) -> [HTTPHeaders.Field] {
-        let headers = request.headers
-        return Array(Set(names)).sorted().compactMap { name in
-            let values = headers.values(for: name)
-            guard !values.isEmpty else { return nil }
-            return HTTPHeaders.Field(name: name, value: CacheKeyPolicy.normalizeFieldValue(values.joined(separator: ", ")))
+        Array(Set(names)).sorted().compactMap { name in
+            // URLRequest joins repeated fields with ","; fold the spacing so both spellings match.
+            guard let value = request.value(forHTTPHeaderField: name) else { return nil }
+            let parts = value.split(separator: ",").map { CacheKeyPolicy.normalizeFieldValue(String($0)) }
+            return HTTPHeaders.Field(name: name, value: parts.joined(separator: ", "))
         }
     }
 
     /// Whether `entry` was stored for a request matching `request` on its `Vary` fields.
     public func varyMatches(_ entry: CacheEntry, _ request: URLRequest) -> Bool {
-        let names = varyNames(of: entry.headers)
+        let names = entry.facts.varyNames
+        if names.isEmpty { return entry.varyValues.isEmpty }
         guard !names.contains("*") else { return false }
         return varyValues(for: names, in: request) == entry.varyValues
     }
@@ -79,12 +81,12 @@ public struct CacheRules: Sendable {
 
     /// The `Date` of `entry`, or its response time when `Date` is missing or invalid.
     public func dateValue(_ entry: CacheEntry) -> Date {
-        entry.headers["Date"].flatMap { HTTPDate.parse($0) } ?? entry.responseTime
+        entry.facts.date ?? entry.responseTime
     }
 
     /// The current age of `entry` in seconds (RFC 9111 §4.2.3).
     public func currentAge(_ entry: CacheEntry, now: Date) -> Double {
-        let ageValue = entry.headers.values(for: "Age").first.flatMap { CacheControl.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let ageValue = entry.facts.age
         let apparentAge = max(0, entry.responseTime.timeIntervalSince(dateValue(entry)))
         let responseDelay = max(0, entry.responseTime.timeIntervalSince(entry.requestTime))
         let correctedAgeValue = Double(ageValue) + responseDelay
@@ -99,13 +101,13 @@ public struct CacheRules: Sendable {
     public func freshnessLifetime(_ entry: CacheEntry) -> Double {
         let directives = entry.cacheControl
         if let maxAge = directives.maxAge { return Double(maxAge) }
-        let expires = entry.headers.values(for: "Expires")
+        let expires = entry.facts.expires
         if !expires.isEmpty {
             guard Set(expires).count == 1, let date = HTTPDate.parse(expires[0]) else { return 0 }
             return date.timeIntervalSince(dateValue(entry))
         }
         guard Self.heuristicallyCacheable.contains(entry.status) || directives.isPublic,
-              let modified = entry.headers["Last-Modified"].flatMap({ HTTPDate.parse($0) }) else { return 0 }
+              let modified = entry.facts.lastModifiedDate else { return 0 }
         let interval = dateValue(entry).timeIntervalSince(modified)
         guard interval > 0 else { return 0 }
         return min(interval * configuration.heuristicFraction, configuration.heuristicCap)
@@ -224,7 +226,7 @@ public struct CacheRules: Sendable {
     }
 
     private static func weakTag(_ tag: String) -> String {
-        let trimmed = tag.trimmingCharacters(in: .whitespaces)
+        let trimmed = tag.trimmingOWS
         return trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed
     }
 }

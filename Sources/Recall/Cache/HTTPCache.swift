@@ -96,8 +96,8 @@ public final class HTTPCache: ServiceHook {
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
         let method = (request.httpMethod ?? "GET").uppercased()
-        let headers = request.headers
-        guard !configuration.bypassFields.contains(where: { headers.contains($0) }), let key = key(for: request) else {
+        func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
+        guard !configuration.bypassFields.contains(where: has), let key = key(for: request) else {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
@@ -107,11 +107,11 @@ public final class HTTPCache: ServiceHook {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
-        guard method == "GET" || method == "HEAD", !headers.contains("Range") else {
+        guard method == "GET" || method == "HEAD", !has("Range") else {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
-        if Self.conditionalFields.contains(where: { headers.contains($0) }) {
+        if Self.conditionalFields.contains(where: has) {
             // The caller's own conditional request: pass it through, freshen on a matching 304.
             context[StateKey.self] = State(key: key, requestTime: requestTime, callerConditional: true)
             count { $0.bypassed += 1 }
@@ -121,7 +121,7 @@ public final class HTTPCache: ServiceHook {
         var decision = await decide(request, key: key, now: requestTime)
         var flightKey: String?
         if case .network = decision, configuration.coalescesRequests {
-            let coalescingKey = key + "\n" + headers.map { "\($0.name.lowercased()): \($0.value)" }.sorted().joined(separator: "\n")
+            let coalescingKey = key + "\n" + request.headers.map { "\($0.name.lowercased()): \($0.value)" }.sorted().joined(separator: "\n")
             let (flight, leader) = flights.withLock { flights -> (InFlight, Bool) in
                 if let existing = flights[coalescingKey] { return (existing, false) }
                 let flight = InFlight()

@@ -90,7 +90,7 @@ public struct CacheControl: Sendable, Hashable {
 
     private static func fieldNames(_ value: String?) -> [String] {
         guard let value else { return [] }
-        return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        return value.split(separator: ",").map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
     }
 
     private mutating func parse(_ text: String) {
@@ -120,10 +120,10 @@ public struct CacheControl: Sendable, Hashable {
                 } else {
                     let raw = chars.prefix { $0 != "," }
                     chars = chars.dropFirst(raw.count)
-                    value = raw.trimmingCharacters(in: .whitespaces)
+                    value = raw.trimmingOWS
                 }
             }
-            let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
+            let trimmed = name.trimmingOWS.lowercased()
             if !trimmed.isEmpty { directives.append((trimmed, value)) }
         }
     }

@@ -19,7 +19,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         /// Creates a field; surrounding whitespace of the value is trimmed.
         public init(name: String, value: String) {
             self.name = name
-            self.value = value.trimmingCharacters(in: .whitespaces)
+            self.value = value.trimmingOWS
         }
     }
 

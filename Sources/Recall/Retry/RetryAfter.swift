@@ -9,7 +9,7 @@ public enum RetryAfter {
     /// The wait that `value` asks for, measured from `now`, or `nil` when it is not a valid
     /// `Retry-After` (negative, fractional, garbage). A date in the past asks for zero.
     public static func parse(_ value: String, now: Date) -> Duration? {
-        let text = value.trimmingCharacters(in: .whitespaces)
+        let text = value.trimmingOWS
         guard !text.isEmpty else { return nil }
         if text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
             // All digits: delta-seconds. Anything over the ceiling (even 10^30) is the ceiling.

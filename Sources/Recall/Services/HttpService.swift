@@ -81,7 +81,7 @@ extension HttpService {
 
     /// The URL of `path` (and query items) on this service; `scheme` overrides the service's.
     public func url(path: String, query: [URLQueryItem] = [], scheme: String? = nil) throws -> URL {
-        var base = apiUrl.trimmingCharacters(in: .whitespaces)
+        var base = apiUrl.trimmingOWS
         if !base.contains("://") { base = "\(scheme ?? self.scheme)://" + base }
         else if let scheme, let range = base.range(of: "://") { base = scheme + base[range.lowerBound...] }
         while base.hasSuffix("/") { base.removeLast() }

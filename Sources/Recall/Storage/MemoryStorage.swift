@@ -29,8 +29,8 @@ public final class MemoryStorage: CacheStorage {
     /// The record under `key`, if held and its full key matches.
     public func record(for key: String) async -> CacheRecord? { recordNow(for: key) }
 
-    /// Synchronous lookup, for storages layered on this one.
-    func recordNow(for key: String) -> CacheRecord? {
+    /// The same lookup without suspending (memory never blocks), for layered storages and replays.
+    public func recordNow(for key: String) -> CacheRecord? {
         state.withLock { state in
             guard let held = state.records[key], held.record.key == key else { return nil }
             state.policy.recordAccess(key)
@@ -42,9 +42,9 @@ public final class MemoryStorage: CacheStorage {
     /// older record under its key removed, so a stale copy is not kept).
     public func store(_ record: CacheRecord) async { storeNow(record) }
 
-    /// Synchronous store, for storages layered on this one. Returns the keys evicted.
+    /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult
-    func storeNow(_ record: CacheRecord) -> [String] {
+    public func storeNow(_ record: CacheRecord) -> [String] {
         let size = record.byteCount
         return state.withLock { state in
             removeLocked(record.key, from: &state)
@@ -70,7 +70,8 @@ public final class MemoryStorage: CacheStorage {
     /// Removes the record under `key`.
     public func remove(_ key: String) async { removeNow(key) }
 
-    func removeNow(_ key: String) {
+    /// The same removal without suspending.
+    public func removeNow(_ key: String) {
         state.withLock { state in _ = removeLocked(key, from: &state) }
     }
 
