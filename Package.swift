@@ -17,6 +17,8 @@ let package = Package(
         .target(name: "Recall", swiftSettings: strict),
         .target(name: "RecallTesting", dependencies: ["Recall"], swiftSettings: strict),
         .executableTarget(name: "RecallCLI", dependencies: ["Recall"], swiftSettings: strict),
+        // A child process the reliability tests kill with SIGKILL mid-write (not a product).
+        .executableTarget(name: "recall-crash-writer", dependencies: ["Recall"], path: "Tests/CrashWriter", swiftSettings: strict),
         .testTarget(
             name: "RecallTests",
             dependencies: ["Recall", "RecallTesting"],

@@ -24,7 +24,7 @@ let package = Package(
         .executableTarget(
             name: "HitRates",
             dependencies: [.product(name: "Recall", package: "Recall")],
-            path: "HitRates"
+            path: "Tools/HitRates"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,130 @@
+import Foundation
+import Recall
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the `recall-crash-writer` child process (built next to the test bundle).
+enum CrashWriter {
+    static var executable: URL {
+        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall-crash-writer")
+    }
+
+    static func launch(_ arguments: [String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, output)
+    }
+
+    /// The body the writer stores for `index` at `version` (mirrors Tests/CrashWriter/main.swift).
+    static func body(index: Int, version: Int) -> Data {
+        let size = 64 + (index * 7919 + version * 104_729) % 20_000
+        return Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &+ version) })
+    }
+}
+
+@Suite("Reliability: crash safety with SIGKILL, real write failures", .serialized, .timeLimit(.minutes(3)))
+struct CrashSafetyTests {
+    @Test("20+ rounds of SIGKILL mid-write: reopening never fails, never serves a torn or mismatched body, keeps committed entries")
+    func killNine() async throws {
+        guard FileManager.default.isExecutableFile(atPath: CrashWriter.executable.path) else {
+            Issue.record("recall-crash-writer was not built next to the tests at \(CrashWriter.executable.path)")
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-crash-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var committed: [Int: Int] = [:] // index → last version the writer reported on disk
+        var generator = SystemRandomNumberGenerator()
+        var verified = 0
+        for round in 1...24 {
+            let (process, output) = try CrashWriter.launch([directory.path, String(round)])
+            // Let it write for a random while, reading what it reports as committed.
+            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 20...150, using: &generator))
+            var pending = Data()
+            while ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal)
+            pending.append(output.fileHandleForReading.readDataToEndOfFile())
+            for line in String(decoding: pending, as: UTF8.self).split(separator: "\n") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 3, parts[0] == "committed", let index = Int(parts[1]), let version = Int(parts[2]) else { continue }
+                committed[index] = max(committed[index] ?? 0, version)
+            }
+
+            let storage = try DiskStorage(directory: directory, byteLimit: 1 << 30, entryLimit: 1 << 20)
+            for index in 0..<500 {
+                guard let record = await storage.record(for: "https://crash.test/entry/\(index)") else {
+                    #expect(committed[index] == nil, "round \(round): committed entry \(index) is missing")
+                    continue
+                }
+                let entry = try #require(record.variants.first)
+                let version = Int(entry.headers["X-Version"] ?? "") ?? -1
+                #expect(record.key == "https://crash.test/entry/\(index)")
+                #expect(entry.headers["X-Index"] == String(index))
+                #expect(entry.body == CrashWriter.body(index: index, version: version), "round \(round): torn or mismatched body for \(index)")
+                #expect(version >= (committed[index] ?? 0), "round \(round): entry \(index) went back to an older version")
+                verified += 1
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp-") }
+            #expect(leftovers.isEmpty)
+        }
+        #expect(!committed.isEmpty)
+        #expect(verified > 0)
+    }
+
+    @Test("real write failures (file size limit, EFBIG): counted, nothing half-written, small entries still stored")
+    func writeFailures() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-efbig-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (process, output) = try CrashWriter.launch([directory.path, "1", "--fsize-limit", "8000"])
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let parts = text.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(parts.first == "stats")
+        let failures = Int(parts.dropFirst().first ?? "") ?? -1
+        let stored = Int(parts.dropFirst(2).first ?? "") ?? -1
+        #expect(failures > 0, "some entries are larger than the limit and must fail: \(text)")
+        #expect(stored > 0)
+        #expect(failures + stored == 40)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(files.filter { $0.contains(".tmp-") }.isEmpty)
+        // Everything on disk reads back whole.
+        let storage = try DiskStorage(directory: directory)
+        var readable = 0
+        for index in 0..<40 {
+            if let record = await storage.record(for: "https://crash.test/entry/\(index)") {
+                #expect(record.variants.first?.body == CrashWriter.body(index: index, version: 1))
+                readable += 1
+            }
+        }
+        #expect(readable == stored)
+        #expect(storage.statistics.corruptRemoved == 0)
+    }
+
+    @Test("a second process on the same cache directory gets a clear error")
+    func secondProcessLocked() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-lock-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (process, output) = try CrashWriter.launch([directory.path, "1"])
+        // Wait until the writer has the directory open (it reports its first commit).
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("committed") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        #expect(throws: CacheStorageError.self) { try DiskStorage(directory: directory) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        _ = try DiskStorage(directory: directory) // free again once the holder is gone
+    }
+}
