@@ -33,7 +33,13 @@ public struct CacheKeyPolicy: Sendable, Hashable {
 
     /// The key of `request`, or `nil` when it cannot be cached (not http(s), no host, too long).
     public func key(for request: URLRequest) -> String? {
-        guard let url = request.url, var key = canonicalURL(url) else { return nil }
+        key(for: request, memo: nil)
+    }
+
+    /// ``key(for:)``, taking the canonical URL from `memo` when it has it.
+    func key(for request: URLRequest, memo: CanonicalURLMemo?) -> String? {
+        guard let url = request.url,
+              var key = memo.map({ $0.canonicalURL(url, policy: self) }) ?? canonicalURL(url) else { return nil }
         for name in headersInKey {
             let value = request.value(forHTTPHeaderField: name).map(Self.normalizeFieldValue) ?? ""
             key += "\n\(name): \(value)"

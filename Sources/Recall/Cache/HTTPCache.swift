@@ -33,6 +33,7 @@ public final class HTTPCache: ServiceHook {
     private let counters = Mutex(CacheStatistics())
     private let flights = Mutex<[String: InFlight]>([:])
     private let refreshes = Mutex<[String: InFlight]>([:])
+    private let memo = CanonicalURLMemo()
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
@@ -58,7 +59,7 @@ public final class HTTPCache: ServiceHook {
     /// The storage key of `request`: namespace, canonical URL, configured header fields and a
     /// hash of the credential fields; `nil` when the request cannot be cached.
     public func key(for request: URLRequest) -> String? {
-        guard var key = configuration.keyPolicy.key(for: request) else { return nil }
+        guard var key = configuration.keyPolicy.key(for: request, memo: memo) else { return nil }
         let credentials = configuration.credentialFields.compactMap { name in
             request.value(forHTTPHeaderField: name).map { "\(name.lowercased())=\($0)" }
         }
