@@ -20,7 +20,7 @@ import Darwin
 /// - Writes happen on a background queue, off the caller's path; until a write lands, reads
 ///   are answered from the pending record, so a store is visible to the next read at once.
 /// - The index (file sizes and recency) is rebuilt from the directory when the storage is
-///   opened; a total byte limit is kept by evicting with the chosen policy (LRU by default).
+///   opened; a total byte limit is kept by evicting with the chosen policy (S3-FIFO by default).
 /// - The directory is locked (`flock`) while open: a second storage on the same directory,
 ///   in this process or another, gets ``CacheStorageError/locked(_:)`` instead of corrupting it.
 public final class DiskStorage: CacheStorage {
@@ -58,7 +58,7 @@ public final class DiskStorage: CacheStorage {
     /// Opens (creating if needed) a cache in `directory`.
     /// - Throws: ``CacheStorageError/directory(_:)`` when the directory cannot be made or
     ///   read; ``CacheStorageError/locked(_:)`` when another storage has it open.
-    public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, eviction: Eviction = .lru) throws {
+    public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, eviction: Eviction = .s3fifo) throws {
         self.directory = directory
         self.byteLimit = max(0, byteLimit)
         self.entryLimit = max(0, entryLimit)

@@ -34,9 +34,35 @@ struct StorageTests {
         #expect(policy.count == 0)
     }
 
+    @Test("S3-FIFO keeps hot keys through a scan of one-hit wonders that flushes LRU")
+    func s3fifoScanResistance() async {
+        for (eviction, survives) in [(Eviction.s3fifo, true), (Eviction.lru, false)] {
+            let storage = MemoryStorage(byteLimit: 1 << 30, countLimit: 20, entryLimit: 1 << 20, eviction: eviction)
+            for hot in 0..<10 { storage.storeNow(makeRecord("hot\(hot)")) }
+            for _ in 0..<3 { for hot in 0..<10 { _ = storage.recordNow(for: "hot\(hot)") } }
+            for cold in 0..<100 { storage.storeNow(makeRecord("cold\(cold)")) } // a scan, each read once
+            let kept = (0..<10).filter { storage.recordNow(for: "hot\($0)") != nil }.count
+            #expect((kept == 10) == survives, "\(eviction.name) kept \(kept) of 10 hot keys")
+            #expect(storage.statistics.count <= 20)
+        }
+    }
+
+    @Test("S3-FIFO: a key evicted early and seen again goes to the main queue (ghost)")
+    func s3fifoGhost() {
+        var policy = S3FIFOPolicy()
+        for key in ["a", "b", "c"] { policy.recordInsert(key, size: 1) }
+        let first = policy.victim()
+        #expect(first == "a")
+        policy.recordRemoval("a")
+        policy.recordInsert("a", size: 1) // back from the ghost: into main
+        #expect(policy.victim() == "b")
+        policy.recordRemoval("b")
+        #expect(policy.victim() == "c")
+    }
+
     @Test("MemoryStorage is bounded by count and by bytes, evicting LRU")
     func memoryBounds() async {
-        let byCount = MemoryStorage(byteLimit: 1 << 20, countLimit: 2)
+        let byCount = MemoryStorage(byteLimit: 1 << 20, countLimit: 2, eviction: .lru)
         await byCount.store(makeRecord("a"))
         await byCount.store(makeRecord("b"))
         _ = await byCount.record(for: "a")
@@ -48,7 +74,7 @@ struct StorageTests {
         #expect(byCount.statistics.count == 2)
 
         let size = makeRecord("k1", bodySize: 1000).byteCount
-        let byBytes = MemoryStorage(byteLimit: size * 3, countLimit: 100, entryLimit: size * 2)
+        let byBytes = MemoryStorage(byteLimit: size * 3, countLimit: 100, entryLimit: size * 2, eviction: .lru)
         for index in 0..<5 { await byBytes.store(makeRecord("k\(index)", bodySize: 1000)) }
         #expect(byBytes.statistics.count == 3)
         #expect(byBytes.statistics.bytes <= size * 3)
