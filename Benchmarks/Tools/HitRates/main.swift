@@ -8,16 +8,6 @@ import Recall
 //
 // Prints a markdown table and writes one SVG chart per trace to DIR (default ../docs).
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 struct Trace {
     let name: String
@@ -27,7 +17,7 @@ struct Trace {
 
 /// Zipf(α) over `objects` ids, `count` requests; ids are shuffled so popularity is not id order.
 func zipfTrace(name: String, alpha: Double, objects: Int, count: Int, seed: UInt64, sizes: [Int]) -> Trace {
-    var rng = SplitMix(state: seed)
+    var rng = SeededRandomSource(seed: seed)
     var cdf = [Double](repeating: 0, count: objects)
     var total = 0.0
     for rank in 0..<objects {
@@ -176,7 +166,7 @@ while let argument = arguments.next() {
     }
 }
 
-var sizeRNG = SplitMix(state: 99)
+var sizeRNG = SeededRandomSource(seed: 99)
 let uniform = [Int](repeating: 1024, count: objectCount)
 // Varied sizes: log-uniform between 256 B and 1 MiB, independent of popularity.
 let varied = (0..<objectCount).map { _ in Int(pow(2, Double.random(in: 8...20, using: &sizeRNG))) }

@@ -26,8 +26,9 @@ public struct SystemRandomSource: RandomSource {
 }
 
 /// A deterministic source (SplitMix64): the same seed gives the same sequence on every
-/// platform, so golden tests can pin delay sequences.
-public final class SeededRandomSource: RandomSource {
+/// platform, so golden tests can pin delay sequences. It is also a `RandomNumberGenerator`,
+/// for reproducible simulations and property tests (`Int.random(in:using:)`).
+public final class SeededRandomSource: RandomSource, RandomNumberGenerator {
     private let state: Mutex<UInt64>
 
     /// Creates a source starting from `seed`.
@@ -35,15 +36,19 @@ public final class SeededRandomSource: RandomSource {
         state = Mutex(seed)
     }
 
-    /// The next number of the sequence.
-    public func nextUnit() -> Double {
-        let bits = state.withLock { state -> UInt64 in
+    /// The next 64 random bits of the sequence.
+    public func next() -> UInt64 {
+        state.withLock { state -> UInt64 in
             state &+= 0x9E37_79B9_7F4A_7C15
             var z = state
             z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
             z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
-        return Double(bits >> 11) * 0x1.0p-53
+    }
+
+    /// The next number of the sequence, in `0..<1`.
+    public func nextUnit() -> Double {
+        Double(next() >> 11) * 0x1.0p-53
     }
 }

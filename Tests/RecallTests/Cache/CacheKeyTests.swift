@@ -80,21 +80,10 @@ struct CacheKeyTests {
         #expect(key("http://x.test/" + String(repeating: "a", count: 9000)) == nil)
     }
 
-    /// A deterministic generator for the property tests.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// Rewrites `url` into an equivalent spelling: case, default port, encoded unreserved
     /// characters, lowercase hex, dot segments, shuffled distinct query names, a fragment.
-    static func respell(host: String, segments: [String], query: [(String, String)], using rng: inout Generator) -> String {
+    static func respell(host: String, segments: [String], query: [(String, String)], using rng: inout SeededRandomSource) -> String {
         let scheme = Bool.random(using: &rng) ? "HTTP" : "http"
         let port = Bool.random(using: &rng) ? ":80" : ""
         let hostSpelling = Bool.random(using: &rng) ? host.uppercased() : host
@@ -114,7 +103,7 @@ struct CacheKeyTests {
 
     @Test("property: 2,000 random equivalent spellings share a key; different resources do not collide")
     func properties() {
-        var rng = Generator(state: 2026)
+        var rng = SeededRandomSource(seed: 2026)
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789-._~")
         var seen: [String: String] = [:]
         for _ in 0..<2000 {

@@ -11,19 +11,9 @@ import FoundationNetworking
 struct FuzzTests {
     static let iterations = ProcessInfo.processInfo.environment["RECALL_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 20_000
 
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// Text built from pieces that parsers care about, plus random bytes and Unicode.
-    static func hostile(_ rng: inout Generator, pieces: [String]) -> String {
+    static func hostile(_ rng: inout SeededRandomSource, pieces: [String]) -> String {
         let extra = ["\"", "\\", ",", "=", ";", " ", "\t", "%", "%%", "%zz", "%2", "..", "/", "?", "#", "&", "\u{0}", "é", "😀",
                      "-1", "99999999999999999999999", "0", "1.5", "GMT", "Sun,", "Nov", "-", ":", "[", "]", "@"]
         let all = pieces + extra
@@ -40,7 +30,7 @@ struct FuzzTests {
 
     @Test("Cache-Control: never crashes; delta-seconds are never negative nor above 2^31")
     func cacheControl() {
-        var rng = Generator(state: 1)
+        var rng = SeededRandomSource(seed: 1)
         let pieces = ["max-age", "s-maxage", "no-cache", "no-store", "max-stale", "min-fresh", "stale-if-error", "stale-while-revalidate",
                       "private", "public", "must-revalidate", "immutable", "60", "\"60\""]
         for _ in 0..<Self.iterations {
@@ -54,7 +44,7 @@ struct FuzzTests {
 
     @Test("HTTP dates: never crash; whatever parses formats back to the same instant")
     func httpDates() {
-        var rng = Generator(state: 2)
+        var rng = SeededRandomSource(seed: 2)
         let pieces = ["Sun, ", "Sunday, ", "06", " Nov ", "1994", "94", " 08:49:37", " GMT", "Feb", "29", "-Nov-", "  6", "24:00:00", "23:59:60"]
         var parsed = 0
         for iteration in 0..<Self.iterations {
@@ -78,7 +68,7 @@ struct FuzzTests {
 
     @Test("Retry-After: never crashes; the hint is between zero and the ceiling")
     func retryAfter() {
-        var rng = Generator(state: 3)
+        var rng = SeededRandomSource(seed: 3)
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         let pieces = ["120", "0", "Sun, 06 Nov 1994 08:49:37 GMT", "Wed, 21 Oct 2099 07:28:00 GMT", "18446744073709551616"]
         for _ in 0..<Self.iterations {
@@ -90,7 +80,7 @@ struct FuzzTests {
 
     @Test("Vary: never crashes; names are lowercased and trimmed")
     func vary() {
-        var rng = Generator(state: 4)
+        var rng = SeededRandomSource(seed: 4)
         let rules = CacheRules()
         let pieces = ["Accept", "accept-encoding", "*", "Cookie", ", ", "User-Agent"]
         for _ in 0..<Self.iterations {
@@ -104,7 +94,7 @@ struct FuzzTests {
 
     @Test("key canonicalization: never crashes, is idempotent, and keeps scheme and host")
     func canonicalization() {
-        var rng = Generator(state: 5)
+        var rng = SeededRandomSource(seed: 5)
         let policy = CacheKeyPolicy(ignoredQueryParameters: ["utm_*"])
         let pieces = ["http://", "https://", "HTTP://", "a.test", "A.Test", ":80", ":443", ":8080", "/", "./", "../", "%2e", "%7E", "%7e",
                       "?", "&", "=", "utm_x", "b=2", "a=1", "#frag", "user@", "[::1]"]
