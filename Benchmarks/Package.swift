@@ -26,6 +26,11 @@ let package = Package(
             dependencies: [.product(name: "Recall", package: "Recall")],
             path: "Tools/HitRates"
         ),
+        .executableTarget(
+            name: "MissOverhead",
+            dependencies: [.product(name: "Recall", package: "Recall")],
+            path: "Tools/MissOverhead"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

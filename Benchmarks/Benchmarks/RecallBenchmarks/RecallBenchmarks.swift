@@ -14,6 +14,9 @@ let benchmarks: @Sendable () -> Void = {
     let batch = Benchmark.Configuration(metrics: [.wallClock, .throughput, .mallocCountTotal],
                                         scalingFactor: .kilo, maxDuration: .seconds(3))
     let single = Benchmark.Configuration(metrics: [.wallClock, .throughput], scalingFactor: .one, maxDuration: .seconds(3))
+    // Disk reads of large bodies: batches small enough to give a few dozen samples.
+    let hundred = Benchmark.Configuration(metrics: [.wallClock, .throughput], scalingFactor: .kilo, maxDuration: .seconds(5),
+                                          maxIterations: 20)
 
     let url = URL(string: "https://bench.test/items/42?b=2&a=1")!
     let request = URLRequest(url: url)
@@ -121,7 +124,7 @@ let benchmarks: @Sendable () -> Void = {
         diskMock.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400"],
                                                               body: Data(repeating: 0x62, count: size))))
         let diskPipeline = Pipeline(transport: diskMock, hooks: [HTTPCache(storage: disk)])
-        Benchmark("DiskHit\(size >> 10)KB", configuration: single) { benchmark in
+        Benchmark("DiskHit\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
             for _ in benchmark.scaledIterations {
                 blackHole(try? await diskPipeline.send(request))
             }

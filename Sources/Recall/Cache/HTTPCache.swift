@@ -122,7 +122,7 @@ public final class HTTPCache: ServiceHook {
         var decision = await decide(request, key: key, now: requestTime)
         var flightKey: String?
         if case .network = decision, configuration.coalescesRequests {
-            let coalescingKey = key + "\n" + request.headers.map { "\($0.name.lowercased()): \($0.value)" }.sorted().joined(separator: "\n")
+            let coalescingKey = Self.coalescingKey(key, request)
             let (flight, leader) = flights.withLock { flights -> (InFlight, Bool) in
                 if let existing = flights[coalescingKey] { return (existing, false) }
                 let flight = InFlight()
@@ -321,6 +321,17 @@ public final class HTTPCache: ServiceHook {
 
     private func count(_ update: (inout CacheStatistics) -> Void) {
         counters.withLock { update(&$0) }
+    }
+
+    /// Requests coalesce only when they also carry the same header fields, so a response that
+    /// varies on any of them is never handed to a request it was not made for.
+    private static func coalescingKey(_ key: String, _ request: URLRequest) -> String {
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return key }
+        var result = key
+        for (name, value) in fields.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
+            result += "\n" + name.lowercased() + ": " + value
+        }
+        return result
     }
 
     static func gatewayTimeout(_ request: URLRequest, reason: String) -> Response {

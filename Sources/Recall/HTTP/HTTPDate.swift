@@ -15,6 +15,7 @@ public enum HTTPDate {
     /// - `Sun Nov  6 08:49:37 1994` (asctime)
     public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
         guard text.utf8.count <= 64 else { return nil }
+        if let date = parseIMFFixdate(Array(text.utf8)) { return date }
         let tokens = String(text).split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         if tokens.count == 6, tokens[0].hasSuffix(","), tokens[5].uppercased() == "GMT" {
             // IMF-fixdate: day, DD Mon YYYY HH:MM:SS GMT
@@ -59,15 +60,38 @@ public enum HTTPDate {
             + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
+    /// The common case without allocating strings: `Www, DD Mmm YYYY HH:MM:SS GMT` at fixed offsets.
+    private static func parseIMFFixdate(_ b: [UInt8]) -> Date? {
+        guard b.count == 29, b[3] == UInt8(ascii: ","), b[4] == 0x20, b[7] == 0x20, b[11] == 0x20, b[16] == 0x20,
+              b[19] == UInt8(ascii: ":"), b[22] == UInt8(ascii: ":"), b[25] == 0x20,
+              b[26] == UInt8(ascii: "G"), b[27] == UInt8(ascii: "M"), b[28] == UInt8(ascii: "T") else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                guard b[index] >= 0x30, b[index] <= 0x39 else { return nil }
+                value = value * 10 + Int(b[index] - 0x30)
+            }
+            return value
+        }
+        let name = String(decoding: b[8..<11], as: UTF8.self)
+        guard let day = number(5..<7), let year = number(12..<16), let hour = number(17..<19), let minute = number(20..<22),
+              let second = number(23..<25) else { return nil }
+        return make(day: day, month: month(name), year: year, hour: hour, minute: minute, second: second)
+    }
+
     private static func month(_ name: String) -> Int? {
         months.firstIndex(of: name.lowercased()).map { $0 + 1 }
     }
 
     private static func make(day: Int?, month: Int?, year: Int?, time: String) -> Date? {
         let clock = time.split(separator: ":", omittingEmptySubsequences: false)
-        guard let day, let month, let year, (1...31).contains(day), (1...9999).contains(year), clock.count == 3,
-              clock.allSatisfy({ $0.count == 2 }),
-              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]) else { return nil }
+        return make(day: day, month: month, year: year, hour: hour, minute: minute, second: second)
+    }
+
+    private static func make(day: Int?, month: Int?, year: Int?, hour: Int, minute: Int, second: Int) -> Date? {
+        guard let day, let month, let year, (1...31).contains(day), (1...9999).contains(year),
               (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
         let daysInMonth = [31, (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
         guard day <= daysInMonth[month - 1] else { return nil }
