@@ -1,6 +1,5 @@
 import Foundation
 import Recall
-import Synchronization
 
 /// The in-process API behind `recall demo`: a small catalog that is cacheable, versioned
 /// with ETags, and flaky in scripted ways.
@@ -11,7 +10,7 @@ import Synchronization
 /// - `/news`: `max-age=1, stale-if-error=300`; after the first hit it fails with 500.
 /// - `/down`: always 503.
 final class DemoService: ServiceProtocol {
-    private let hits = Mutex<[String: Int]>([:])
+    private let hits = Locked<[String: Int]>([:])
 
     /// How many requests reached the service, per path.
     var hitCounts: [String: Int] { hits.withLock { $0 } }

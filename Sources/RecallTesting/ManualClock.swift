@@ -1,5 +1,4 @@
 import Recall
-import Synchronization
 
 /// A `Clock` whose time moves only when a test says so, for retry and freshness tests that
 /// never sleep for real.
@@ -49,7 +48,7 @@ public final class ManualClock: Clock, Sendable {
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let autoAdvance: Bool
 
     /// Creates a clock at zero. With `autoAdvance`, sleeps complete at once and move time forward.

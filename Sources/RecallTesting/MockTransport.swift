@@ -1,6 +1,5 @@
 import Foundation
 import Recall
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -47,7 +46,7 @@ public final class MockTransport: Transport {
         var requests: [URLRequest] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a transport with no routes.
     public init() {}

@@ -1,6 +1,5 @@
 import Foundation
 import Recall
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -40,7 +39,7 @@ public struct RecordingHook: ServiceHook {
 
 /// An ordered, thread-safe list of recorded events.
 public final class HookLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
 
     /// Creates an empty log.
     public init() {}

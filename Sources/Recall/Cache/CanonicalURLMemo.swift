@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 
 /// Remembers the canonical form of recently seen URLs: canonicalization is a pure function
 /// of the URL text, and a cache sees the same URLs again and again (that is what makes hits),
 /// so the hit path skips it. Bounded; forgets everything when full.
 final class CanonicalURLMemo: Sendable {
     private let capacity: Int
-    private let table = Mutex<[String: String]>([:])
+    private let table = Locked<[String: String]>([:])
 
     init(capacity: Int = 4096) {
         self.capacity = capacity

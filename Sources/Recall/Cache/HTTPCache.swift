@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -30,9 +29,9 @@ public final class HTTPCache: ServiceHook {
     /// The RFC rules, as pure functions.
     public let rules: CacheRules
     private let now: @Sendable () -> Date
-    private let counters = Mutex(CacheStatistics())
-    private let flights = Mutex<[String: InFlight]>([:])
-    private let refreshes = Mutex<[String: InFlight]>([:])
+    private let counters = Locked(CacheStatistics())
+    private let flights = Locked<[String: InFlight]>([:])
+    private let refreshes = Locked<[String: InFlight]>([:])
     private let memo = CanonicalURLMemo()
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).

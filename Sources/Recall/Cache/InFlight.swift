@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One origin request that other requests wait for (coalescing), resumed when it finishes.
 final class InFlight: Sendable {
@@ -8,7 +7,7 @@ final class InFlight: Sendable {
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Waits until ``finish()`` is called, or the waiting task is cancelled.
     func wait() async {

@@ -54,12 +54,14 @@ public struct Pipeline: Transport {
     }
 
     /// Sends `request` through the hooks, the retrier and the transport.
+    @discardableResult
     public func send(_ request: URLRequest) async throws -> Response {
         try await send(request, context: RequestContext(originalRequest: request, observer: observer))
     }
 
     /// Sends `request` with a context the caller created, to read ``RequestContext/attempts``
     /// or hook state afterwards.
+    @discardableResult
     public func send(_ request: URLRequest, context: RequestContext) async throws -> Response {
         do {
             let response = try await run(hookAt: 0, request, context: context)

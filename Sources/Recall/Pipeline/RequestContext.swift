@@ -2,7 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// A key for a value that hooks attach to a ``RequestContext``.
 ///
@@ -23,7 +22,7 @@ public final class RequestContext: Sendable {
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The request as the caller gave it, before any hook rewrote it.
     public let originalRequest: URLRequest

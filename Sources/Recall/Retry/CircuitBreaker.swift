@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -41,7 +40,7 @@ public final class CircuitBreaker: Sendable {
     }
 
     private let time: TimeSource
-    private let circuits = Mutex<[String: Circuit]>([:])
+    private let circuits = Locked<[String: Circuit]>([:])
 
     /// Creates a breaker; time is measured on `clock`.
     public init(failureRatio: Double = 0.5, minimumThroughput: Int = 10, samplingWindow: Duration = .seconds(30),

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A retry budget as a share of recent traffic (Finagle's `RetryBudget`): within a sliding
 /// window, retries may add at most `percent` of the requests started, plus a small reserve
@@ -17,7 +16,7 @@ public final class PercentageBudget: RetryBudget {
     }
 
     private let time: TimeSource
-    private let partitions = Mutex<[String: Counts]>([:])
+    private let partitions = Locked<[String: Counts]>([:])
 
     /// Creates a budget measuring its window on `clock`.
     public init(percent: Double = 0.2, minRetriesPerSecond: Double = 1, window: Duration = .seconds(10),

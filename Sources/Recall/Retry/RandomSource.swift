@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where retry jitter gets its randomness; inject ``SeededRandomSource`` for reproducible
 /// delays in tests and simulations.
@@ -29,11 +28,11 @@ public struct SystemRandomSource: RandomSource {
 /// platform, so golden tests can pin delay sequences. It is also a `RandomNumberGenerator`,
 /// for reproducible simulations and property tests (`Int.random(in:using:)`).
 public final class SeededRandomSource: RandomSource, RandomNumberGenerator {
-    private let state: Mutex<UInt64>
+    private let state: Locked<UInt64>
 
     /// Creates a source starting from `seed`.
     public init(seed: UInt64) {
-        state = Mutex(seed)
+        state = Locked(seed)
     }
 
     /// The next 64 random bits of the sequence.

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A retry budget as a token bucket per partition (the AWS SDKs' "standard" retry quota):
 /// each retry takes `retryCost` tokens, each success gives back `successRefund`, up to
@@ -15,7 +14,7 @@ public final class TokenBucketBudget: RetryBudget {
     /// Tokens one success gives back.
     public let successRefund: Double
 
-    private let buckets = Mutex<[String: Double]>([:])
+    private let buckets = Locked<[String: Double]>([:])
 
     /// Creates a budget.
     public init(capacity: Double = 100, retryCost: Double = 5, successRefund: Double = 1) {

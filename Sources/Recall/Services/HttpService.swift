@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -121,7 +120,7 @@ extension HttpService {
 
 /// The default transports of service types, made once per type.
 enum ServiceTransports {
-    private static let transports = Mutex<[ObjectIdentifier: any Transport]>([:])
+    private static let transports = Locked<[ObjectIdentifier: any Transport]>([:])
 
     static func transport(for type: Any.Type, make: () -> any Transport) -> any Transport {
         transports.withLock { transports in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -21,7 +20,7 @@ public final class ServiceRouter: Transport {
     /// The host name requests must be addressed to (compared case-insensitively).
     public let host: String
 
-    private let services = Mutex<[String: any ServiceProtocol]>([:])
+    private let services = Locked<[String: any ServiceProtocol]>([:])
 
     /// Creates a router answering for `host`.
     public init(host: String = "pmapi") {

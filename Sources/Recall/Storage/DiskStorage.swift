@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -51,7 +50,7 @@ public final class DiskStorage: CacheStorage {
     }
 
     private static let suffix = ".rce"
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
     private let lockDescriptor: Int32
 
@@ -110,7 +109,7 @@ public final class DiskStorage: CacheStorage {
             state.statistics.bytes += file.size
         }
         state.statistics.count = state.sizes.count
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     deinit {

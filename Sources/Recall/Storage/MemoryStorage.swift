@@ -1,4 +1,3 @@
-import Synchronization
 
 /// An in-memory ``CacheStorage`` bounded by bytes and by record count, evicting with a
 /// pluggable policy (S3-FIFO by default: it beats LRU on skewed workloads, see docs/benchmarks.md).
@@ -16,14 +15,14 @@ public final class MemoryStorage: CacheStorage {
         var statistics = StorageStatistics()
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a storage. `entryLimit` defaults to a quarter of `byteLimit`.
     public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000, entryLimit: Int? = nil, eviction: Eviction = .s3fifo) {
         self.byteLimit = max(0, byteLimit)
         self.countLimit = max(0, countLimit)
         self.entryLimit = entryLimit ?? max(0, byteLimit) / 4
-        self.state = Mutex(State(policy: eviction.make()))
+        self.state = Locked(State(policy: eviction.make()))
     }
 
     /// The record under `key`, if held and its full key matches.

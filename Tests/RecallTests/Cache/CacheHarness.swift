@@ -1,14 +1,13 @@
 import Foundation
 import Recall
 import RecallTesting
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 /// A manual "now" for HTTP dates.
 final class TestNow: Sendable {
-    private let date = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+    private let date = Locked(Date(timeIntervalSince1970: 1_700_000_000))
 
     var value: Date { date.withLock { $0 } }
 
@@ -37,7 +36,7 @@ struct CacheHarness {
     /// unless given. Each call of the route plays the next of `replies` (the last repeats).
     func origin(_ path: String, method: String = "GET", _ replies: [(status: Int, headers: HTTPHeaders, body: String)]) {
         let now = self.now
-        let played = Mutex(0)
+        let played = Locked(0)
         mock.route(method, path) { request in
             let index = played.withLock { count -> Int in
                 defer { count += 1 }

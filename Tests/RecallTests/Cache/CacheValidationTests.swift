@@ -1,7 +1,6 @@
 import Foundation
 import Recall
 import RecallTesting
-import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -151,7 +150,7 @@ struct CacheValidationTests {
     func coalescing() async throws {
         let h = CacheHarness()
         let gate = AsyncStream<Void>.makeStream()
-        let arrived = Mutex(0)
+        let arrived = Locked(0)
         h.mock.route("GET", "/burst") { request in
             arrived.withLock { $0 += 1 }
             var iterator = gate.stream.makeAsyncIterator()
@@ -177,7 +176,7 @@ struct CacheValidationTests {
         var configuration = CacheConfiguration()
         configuration.coalescesRequests = false
         let h = CacheHarness(configuration: configuration)
-        let arrived = Mutex(0)
+        let arrived = Locked(0)
         h.mock.route("GET", "/burst") { _ in
             arrived.withLock { $0 += 1 }
             while arrived.withLock({ $0 }) < 5 { try await Task.sleep(for: .milliseconds(1)) }

@@ -1,7 +1,6 @@
 import Foundation
 import Recall
 import RecallTesting
-import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -17,7 +16,7 @@ struct StressTests {
         let memory = MemoryStorage(byteLimit: 64 << 10, countLimit: 40)
         let cache = HTTPCache(storage: TieredStorage(memory: memory, lower: disk))
         let mock = MockTransport()
-        let versions = Mutex([Int: Int]())
+        let versions = Locked([Int: Int]())
         mock.route(nil, "/any", .status(500))
         for index in 0..<100 {
             mock.route("GET", "/item/\(index)") { request in

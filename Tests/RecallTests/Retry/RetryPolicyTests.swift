@@ -1,7 +1,6 @@
 import Foundation
 import Recall
 import RecallTesting
-import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -176,7 +175,7 @@ struct RetryPolicyTests {
     func attemptTimeout() async throws {
         let clock = ManualClock()
         let mock = MockTransport()
-        let calls = Mutex(0)
+        let calls = Locked(0)
         mock.route("GET", "/items") { _ in
             let call = calls.withLock { $0 += 1; return $0 }
             if call == 1 { try await clock.sleep(for: .seconds(100)) }
@@ -249,7 +248,7 @@ struct RetryPolicyTests {
     func idempotencyKey() async throws {
         let mock = MockTransport()
         mock.route("POST", "/items", .status(503), .text("created", status: 201))
-        let counter = Mutex(0)
+        let counter = Locked(0)
         let hook = IdempotencyKeyHook { counter.withLock { $0 += 1; return "key-\($0)" } }
         let pipeline = Pipeline(transport: mock, hooks: [hook], retrierFactory: .policy(exactPolicy()), clock: ManualClock(autoAdvance: true))
         let response = try await pipeline.send(request("POST"))
@@ -337,8 +336,8 @@ struct RetryPolicyTests {
             default: return Response(status: 401)
             }
         }
-        let refreshes = Mutex(0)
-        let outageLeft = Mutex(1)
+        let refreshes = Locked(0)
+        let outageLeft = Locked(1)
         let flaky = MockTransport()
         flaky.route("GET", "/items") { request in
             // The first request with the fresh credential meets a 503.

@@ -1,7 +1,6 @@
 import Foundation
 import Recall
 import RecallTesting
-import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -9,7 +8,7 @@ import FoundationNetworking
 
 /// A service that records its lifecycle callbacks and answers by path.
 private final class EchoService: ServiceProtocol {
-    let events = Mutex<[String]>([])
+    let events = Locked<[String]>([])
 
     func handle(_ request: ServiceRequest) async throws -> Response {
         switch request.path {
@@ -104,7 +103,7 @@ struct ServiceRouterTests {
     @Test("services are called concurrently")
     func concurrency() async throws {
         let router = ServiceRouter()
-        let inFlight = Mutex((now: 0, peak: 0))
+        let inFlight = Locked((now: 0, peak: 0))
         try await router.register(as: "slow") { request in
             inFlight.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
             try await Task.sleep(for: .milliseconds(20))

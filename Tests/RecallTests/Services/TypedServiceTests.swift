@@ -1,7 +1,6 @@
 import Foundation
 import Recall
 import RecallTesting
-import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -12,7 +11,7 @@ enum CatalogParts {
     static let mock = MockTransport()
     static let log = HookLog()
     static let cache = HTTPCache()
-    static let errors = Mutex<[String]>([])
+    static let errors = Locked<[String]>([])
 }
 
 struct Catalog: HttpService {
