@@ -22,8 +22,19 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
-            name: "HitRates",
+            name: "HitRateReplay",
+            dependencies: [.product(name: "Benchmark", package: "benchmark"), "ReplayKit"],
+            path: "Benchmarks/HitRateReplay",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .target(
+            name: "ReplayKit",
             dependencies: [.product(name: "Recall", package: "Recall")],
+            path: "Tools/ReplayKit"
+        ),
+        .executableTarget(
+            name: "HitRates",
+            dependencies: ["ReplayKit"],
             path: "Tools/HitRates"
         ),
         .executableTarget(

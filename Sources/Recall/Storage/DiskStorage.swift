@@ -148,7 +148,7 @@ public final class DiskStorage: CacheStorage {
                 state.statistics.count -= 1
                 state.statistics.bytes -= size
                 state.statistics.corruptRemoved += 1
-                unlink(file.path)
+                if unlink(file.path) != 0 { rmdir(file.path) } // an empty directory squatting on the name
             }
             return nil
         }

@@ -70,6 +70,9 @@ struct BackoffTests {
             #expect(HTTPDate.parse(bad) == nil, "\(bad) should not parse")
         }
         #expect(HTTPDate.parse("Thu, 29 Feb 2024 00:00:00 GMT") != nil)
+        // Found by scripts/fuzz.sh: years before 1000 must be zero-padded to four digits.
+        let early = try #require(HTTPDate.parse("Sun, 05 Dec 0559 01:53:15 GMT"))
+        #expect(HTTPDate.format(early) == "Sun, 05 Dec 0559 01:53:15 GMT")
     }
 
     @Test("format and parse round-trip over a wide range of dates")

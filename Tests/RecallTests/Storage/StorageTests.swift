@@ -191,11 +191,33 @@ struct StorageTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".rce") }.isEmpty)
     }
 
+    @Test("DiskStorage: an entry that cannot be read as a file (a directory in its place) is a miss, not a crash")
+    func diskUnreadable() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let storage = try DiskStorage(directory: directory)
+            await storage.store(makeRecord("https://x.test/unreadable"))
+            await storage.flush()
+        }
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".rce") })
+        let path = directory.appendingPathComponent(file)
+        try FileManager.default.removeItem(at: path)
+        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: false)
+        let reopened = try DiskStorage(directory: directory)
+        #expect(await reopened.record(for: "https://x.test/unreadable") == nil)
+        #expect(reopened.statistics.corruptRemoved == 1)
+        #expect(!FileManager.default.fileExists(atPath: path.path)) // cleaned up
+        await reopened.store(makeRecord("https://x.test/unreadable"))
+        await reopened.flush()
+        #expect(await reopened.record(for: "https://x.test/unreadable") == makeRecord("https://x.test/unreadable"))
+    }
+
     @Test("DiskStorage: per-entry limit and total byte limit with LRU eviction")
     func diskLimits() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let storage = try DiskStorage(directory: directory, byteLimit: 5_000, entryLimit: 2_000)
+        let storage = try DiskStorage(directory: directory, byteLimit: 5_000, entryLimit: 2_000, eviction: .lru)
         await storage.store(makeRecord("big", bodySize: 3_000))
         await storage.flush()
         #expect(await storage.record(for: "big") == nil)
