@@ -71,8 +71,8 @@ struct BackoffTests {
         }
         #expect(HTTPDate.parse("Thu, 29 Feb 2024 00:00:00 GMT") != nil)
         // Found by scripts/fuzz.sh: years before 1000 must be zero-padded to four digits.
-        let early = try #require(HTTPDate.parse("Sun, 05 Dec 0559 01:53:15 GMT"))
-        #expect(HTTPDate.format(early) == "Sun, 05 Dec 0559 01:53:15 GMT")
+        let early = try #require(HTTPDate.parse("Wed, 05 Dec 0559 01:53:15 GMT"))
+        #expect(HTTPDate.format(early) == "Wed, 05 Dec 0559 01:53:15 GMT") // weekday checked with Python
     }
 
     @Test("format and parse round-trip over a wide range of dates")
