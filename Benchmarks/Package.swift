@@ -39,7 +39,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "MissOverhead",
-            dependencies: [.product(name: "Recall", package: "Recall")],
+            dependencies: [.product(name: "Recall", package: "Recall"), .product(name: "RecallTesting", package: "Recall")],
             path: "Tools/MissOverhead"
         ),
     ],

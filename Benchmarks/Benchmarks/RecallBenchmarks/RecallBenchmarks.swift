@@ -57,7 +57,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: a miss over a real loopback socket, against the bare transport's round trip
 
-    let origin = LoopbackOrigin()
+    let origin = LoopbackOrigin_()
     let bareSession = URLSessionTransport()
     let loopbackPipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: MemoryStorage())])
     let missCounter = Counter()
@@ -164,42 +164,26 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-/// The loopback origin server of the integration tests (python3), started once.
-final class LoopbackOrigin: @unchecked Sendable {
+/// The loopback origin server of the integration tests, started once (see RecallTesting's
+/// `LoopbackOrigin`).
+final class LoopbackOrigin_: @unchecked Sendable {
     private let lock = NSLock()
-    private var process: Process?
-    private var input: Pipe?
-    private var port = 0
+    private var origin: LoopbackOrigin?
 
     func start() throws {
         lock.lock()
         defer { lock.unlock() }
-        guard process == nil else { return }
+        guard origin == nil else { return }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).dropFirst(5)) ?? 0
-        self.process = process
-        self.input = input
+        origin = try LoopbackOrigin(script: script)
     }
 
     /// A distinct, cacheable 1 KB resource for request `number`.
     func url(_ number: Int) -> URL {
         lock.lock()
         defer { lock.unlock() }
-        return URL(string: "http://127.0.0.1:\(port)/bench?n=\(number)&cc=max-age%3D600&size=1024")!
+        return origin!.url("/bench", [("n", String(number)), ("cc", "max-age=600"), ("size", "1024")])
     }
 }
 

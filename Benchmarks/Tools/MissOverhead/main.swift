@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallTesting
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -21,26 +22,13 @@ while let argument = arguments.next() {
 
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
-let server = Process()
-server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-server.arguments = ["python3", script.path]
-let input = Pipe(), output = Pipe()
-server.standardInput = input
-server.standardOutput = output
-try server.run()
-var line = Data()
-while !line.contains(UInt8(ascii: "\n")) {
-    let chunk = output.fileHandleForReading.availableData
-    if chunk.isEmpty { break }
-    line.append(chunk)
-}
-let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).dropFirst(5)) ?? 0
+let server = try LoopbackOrigin(script: script)
 
 let bare = URLSessionTransport()
 let cache = HTTPCache(storage: MemoryStorage())
 let cached = Pipeline(transport: URLSessionTransport(), hooks: [cache])
 func url(_ kind: String, _ number: Int) -> URL {
-    URL(string: "http://127.0.0.1:\(port)/\(kind)?n=\(number)&cc=max-age%3D600&size=1024")!
+    server.url("/\(kind)", [("n", String(number)), ("cc", "max-age=600"), ("size", "1024")])
 }
 
 let clock = ContinuousClock()
