@@ -9,13 +9,18 @@ import FoundationNetworking
 // alternating order (bare, cached, cached, bare, …) to the same origin, so that the server's
 // and the machine's drift affect both sides alike. Every cached request is a miss that stores.
 //
-//   swift run -c release MissOverhead [--pairs N]
+//   swift run -c release MissOverhead [--pairs N] [--no-cache]
 
 var pairs = 2000
+var withCache = true
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
-    if argument == "--pairs", let value = arguments.next().flatMap(Int.init) { pairs = value } else {
-        print("usage: MissOverhead [--pairs N]")
+    if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
+        pairs = value
+    } else if argument == "--no-cache" {
+        withCache = false // the pipeline alone, to separate its cost from the cache's
+    } else {
+        print("usage: MissOverhead [--pairs N] [--no-cache]")
         exit(2)
     }
 }
@@ -26,7 +31,7 @@ let server = try LoopbackOrigin(script: script)
 
 let bare = URLSessionTransport()
 let cache = HTTPCache(storage: MemoryStorage())
-let cached = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+let cached = Pipeline(transport: URLSessionTransport(), hooks: withCache ? [cache] : [])
 func url(_ kind: String, _ number: Int) -> URL {
     server.url("/\(kind)", [("n", String(number)), ("cc", "max-age=600"), ("size", "1024")])
 }
@@ -55,7 +60,8 @@ for number in 0..<pairs {
         }
     }
 }
-precondition(cache.statistics.misses >= pairs && cache.statistics.stores >= pairs, "every cached request must be a miss that stores")
+precondition(!withCache || (cache.statistics.misses >= pairs && cache.statistics.stores >= pairs),
+             "every cached request must be a miss that stores")
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()

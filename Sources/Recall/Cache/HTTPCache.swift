@@ -275,7 +275,9 @@ public final class HTTPCache: ServiceHook {
     // MARK: Writing
 
     private func store(_ entry: CacheEntry, key: String) async {
-        let existing = await storage.record(for: key)?.variants ?? []
+        // An entry without Vary answers every request for the key: older variants are unreachable,
+        // so the record is just this entry (and the miss path saves a storage read).
+        let existing = entry.facts.varyNames.isEmpty ? [] : await storage.record(for: key)?.variants ?? []
         let variants = [entry] + existing.filter { $0.varyValues != entry.varyValues }
         await storage.store(CacheRecord(key: key, variants: Array(variants.prefix(max(1, configuration.maxVariants)))))
         count { $0.stores += 1 }
