@@ -114,6 +114,21 @@ let benchmarks: @Sendable () -> Void = {
         _ = try await lookupPipeline.send(request)
     }
 
+    // The store half of the same work: a response for the request, keyed and stored.
+    let storeStorage = MemoryStorage()
+    let storeCache = HTTPCache(storage: storeStorage)
+    let storedRecord = CacheRecord(key: storeCache.key(for: request)!, variants: [
+        CacheEntry(status: 200, headers: ["Cache-Control": "max-age=86400"], body: body, url: url,
+                   requestTime: Date(), responseTime: Date()),
+    ])
+    Benchmark("RecallStore", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            var record = storedRecord
+            record.key = storeCache.key(for: request)!
+            await storeStorage.store(record)
+        }
+    }
+
     // MARK: disk hit with a cold memory tier
 
     for size in [1 << 10, 16 << 10, 256 << 10] {
