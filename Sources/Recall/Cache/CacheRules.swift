@@ -129,7 +129,12 @@ public struct CacheRules: Sendable {
 
     /// How `request` may use `entry` at `now` (the entry already matched key and `Vary`).
     public func use(of entry: CacheEntry, for request: URLRequest, now: Date) -> Use {
-        let requestDirectives = requestDirectives(request)
+        use(of: entry, for: request, directives: requestDirectives(request), now: now)
+    }
+
+    /// ``use(of:for:now:)`` with the request's directives already parsed (the cache parses them
+    /// once per lookup).
+    func use(of entry: CacheEntry, for request: URLRequest, directives requestDirectives: CacheControl, now: Date) -> Use {
         let responseDirectives = entry.cacheControl
         let age = currentAge(entry, now: now)
         let lifetime = freshnessLifetime(entry)

@@ -244,7 +244,7 @@ public final class HTTPCache: ServiceHook {
         guard let entry = await candidate(for: request, key: key) else {
             return onlyIfCached ? .gatewayTimeout : .network(request, candidate: nil, validating: false)
         }
-        switch rules.use(of: entry, for: request, now: now) {
+        switch rules.use(of: entry, for: request, directives: directives, now: now) {
         case .fresh:
             count { $0.hits += 1 }
             return .serve(rules.response(from: entry, for: request, now: now, source: .cache))

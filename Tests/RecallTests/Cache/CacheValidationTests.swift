@@ -79,6 +79,20 @@ struct CacheValidationTests {
         #expect(h.hits("/k") == 2)
     }
 
+    @Test("a caller's matching 304 freshens the stored response")
+    func callerConditionalFreshens() async throws {
+        let h = CacheHarness()
+        h.origin("/f", [(200, ["Cache-Control": "max-age=10", "ETag": "\"f\""], "body"),
+                        (304, ["ETag": "\"f\"", "Cache-Control": "max-age=100"], "")])
+        try await h.get("/f")
+        h.now.advance(20) // stale
+        #expect(try await h.get("/f", headers: ["If-None-Match": "\"f\""]).status == 304)
+        let after = try await h.get("/f")
+        #expect(after.source == .cache) // fresh again for 100 s, without another origin request
+        #expect(after.bodyText == "body")
+        #expect(h.hits("/f") == 2)
+    }
+
     @Test("Vary: variants of one URL are kept side by side; header values are normalized")
     func varyVariants() async throws {
         let h = CacheHarness()
