@@ -69,7 +69,7 @@ enum GetCommand {
         var request = URLRequest(url: url)
         for (name, value) in fields { request.addValue(value, forHTTPHeaderField: name) }
         let context = RequestContext(originalRequest: request)
-        defer { if let disk = (storage as? TieredStorage)?.lower as? DiskStorage { flushSynchronously(disk) } }
+        let status: Int32
         do {
             let response = try await pipeline.send(request, context: context)
             print("HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status))")
@@ -82,12 +82,15 @@ enum GetCommand {
             }
             print("\n— \(describe(response.source)), \(context.attempts) attempt\(context.attempts == 1 ? "" : "s"), \(response.body.count) bytes")
             if verbose { context.events.forEach { print("  \($0)") } }
-            return 0
+            status = 0
         } catch {
             printError("recall get: \(error)")
             if verbose { context.events.forEach { printError("  \($0)") } }
-            return 1
+            status = 1
         }
+        // Let the disk cache's queued writes land before the process exits.
+        if let disk = (storage as? TieredStorage)?.lower as? DiskStorage { await disk.flush() }
+        return status
     }
 
     static func describe(_ source: Response.Source) -> String {
@@ -102,12 +105,5 @@ enum GetCommand {
     static func usage(_ problem: String) -> Int32 {
         printError("recall get: \(problem)\n\n\(Usage.get)")
         return 2
-    }
-
-    /// Waits for the disk cache's pending writes so they survive the process exit.
-    static func flushSynchronously(_ disk: DiskStorage) {
-        let done = DispatchSemaphore(value: 0)
-        Task { await disk.flush(); done.signal() }
-        done.wait()
     }
 }

@@ -5,7 +5,7 @@
 //   recall-crash-writer DIR SEED [--fsize-limit BYTES]
 //
 // With --fsize-limit the process limits the size of any file it writes (RLIMIT_FSIZE), so large
-// entries fail for real with EFBIG; it then writes a fixed set of entries, prints its storage
+// entries fail for real with EFBIG; it then writes two versions of 40 entries, prints its storage
 // statistics as "stats <writeFailures> <count>" and exits.
 import Foundation
 import Recall
@@ -40,8 +40,12 @@ if arguments.count >= 5, arguments[3] == "--fsize-limit", let limit = Int(argume
     var rlimit = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
     setrlimit(Int32(RLIMIT_FSIZE.rawValue), &rlimit)
     let storage = try DiskStorage(directory: directory)
-    for index in 0..<40 { await storage.store(record(index: index, version: 1)) }
-    await storage.flush()
+    // Version 1 of 40 entries, then version 2 of each: where version 2 is too large to write,
+    // the older version 1 must not survive in its place.
+    for version in 1...2 {
+        for index in 0..<40 { await storage.store(record(index: index, version: version)) }
+        await storage.flush()
+    }
     FileHandle.standardOutput.write(Data("stats \(storage.statistics.writeFailures) \(storage.statistics.count)\n".utf8))
     exit(0)
 }

@@ -24,9 +24,16 @@ public struct CacheEntry: Sendable, Hashable {
     /// Creates an entry.
     public init(status: Int, headers: HTTPHeaders, body: Data, url: URL?, requestTime: Date, responseTime: Date,
                 varyValues: [HTTPHeaders.Field] = []) {
+        self.init(status: status, headers: headers, facts: Facts(headers), body: body, url: url,
+                  requestTime: requestTime, responseTime: responseTime, varyValues: varyValues)
+    }
+
+    /// Creates an entry whose header facts were already parsed from `headers`.
+    init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+         varyValues: [HTTPHeaders.Field]) {
         self.status = status
         self.headers = headers
-        self.facts = Facts(headers)
+        self.facts = facts
         self.body = body
         self.url = url
         self.requestTime = requestTime
@@ -53,9 +60,14 @@ public struct CacheEntry: Sendable, Hashable {
             expires = headers.values(for: "Expires")
             lastModified = headers["Last-Modified"]
             lastModifiedDate = lastModified.flatMap { HTTPDate.parse($0) }
-            varyNames = headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
-                .map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
+            varyNames = Self.varyNames(headers)
             etag = headers["ETag"]
+        }
+
+        /// The lowercased field names listed in the `Vary` fields of `headers`.
+        static func varyNames(_ headers: HTTPHeaders) -> [String] {
+            headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
+                .map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
         }
     }
 

@@ -167,15 +167,9 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         }
     }
 
-    /// Decodes percent-encoded unreserved characters, uppercases the hex of the rest and
-    /// encodes characters that must not appear raw (a lone `%` becomes `%25`).
-    static func normalizePercentEncoding(_ text: String) -> String {
-        var output: [UInt8] = []
-        appendNormalized(Array(text.utf8)[...], to: &output)
-        return String(decoding: output, as: UTF8.self)
-    }
-
-    /// ``normalizePercentEncoding(_:)`` on bytes, appending to `output`.
+    /// Appends `bytes` to `output` with percent-encoding normalized: unreserved characters
+    /// decoded, the hex of the rest uppercased, and anything that must not appear raw encoded
+    /// (a lone `%` becomes `%25`).
     static func appendNormalized(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) {
         var index = bytes.startIndex
         while index < bytes.endIndex {
@@ -197,12 +191,7 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         output.append(hex[Int(byte & 0x0F)])
     }
 
-    /// RFC 3986 §5.2.4 `remove_dot_segments`.
-    static func removeDotSegments(_ path: String) -> String {
-        String(decoding: removeDotSegments(Array(path.utf8)), as: UTF8.self)
-    }
-
-    /// `remove_dot_segments` on bytes, in one pass.
+    /// RFC 3986 §5.2.4 `remove_dot_segments`, on bytes, in one pass.
     static func removeDotSegments(_ bytes: [UInt8]) -> [UInt8] {
         let dot = UInt8(ascii: "."), slash = UInt8(ascii: "/")
         var output: [UInt8] = []

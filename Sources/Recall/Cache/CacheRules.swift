@@ -37,26 +37,31 @@ public struct CacheRules: Sendable {
 
     /// Whether `response` to `request` may be stored (RFC 9111 §3).
     public func isStorable(_ response: Response, for request: URLRequest) -> Bool {
+        isStorable(response, facts: CacheEntry.Facts(response.headers), for: request)
+    }
+
+    /// ``isStorable(_:for:)`` with the response's header facts already parsed (the cache parses
+    /// them once, for the decision and for the entry it stores).
+    func isStorable(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
         guard (request.httpMethod ?? "GET").uppercased() == "GET" else { return false }
         guard response.status >= 200, response.status != 206, response.status != 304 else { return false }
         guard request.value(forHTTPHeaderField: "Range") == nil, !response.headers.contains("Content-Range") else { return false }
-        let directives = CacheControl(response.headers.values(for: "Cache-Control"))
+        let directives = facts.cacheControl
         if directives.mustUnderstand {
             guard Self.understood.contains(response.status) else { return false }
         } else if directives.noStore || requestDirectives(request).noStore {
             return false
         }
-        if varyNames(of: response.headers).contains("*") { return false }
+        if facts.varyNames.contains("*") { return false }
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
         guard headerBytes <= configuration.maxHeaderBytes else { return false }
-        return directives.maxAge != nil || response.headers.contains("Expires") || directives.isPublic
+        return directives.maxAge != nil || !facts.expires.isEmpty || directives.isPublic
             || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
     }
 
     /// The lowercased field names in the `Vary` fields of `headers`.
     public func varyNames(of headers: HTTPHeaders) -> [String] {
-        headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
+        CacheEntry.Facts.varyNames(headers)
     }
 
     /// The normalized values of `request`'s fields named in `names` (absent fields omitted).

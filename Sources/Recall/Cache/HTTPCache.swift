@@ -83,7 +83,7 @@ public final class HTTPCache: ServiceHook {
 
     private enum Decision {
         case serve(Response)
-        case serveAndRefresh(Response, refresh: URLRequest)
+        case serveAndRefresh(Response, refresh: URLRequest, entry: CacheEntry, validating: Bool)
         case network(URLRequest, candidate: CacheEntry?, validating: Bool)
         case gatewayTimeout
     }
@@ -146,7 +146,7 @@ public final class HTTPCache: ServiceHook {
         case .serve(let response):
             finishFlight(flightKey)
             return .respond(response)
-        case .serveAndRefresh(let response, let refresh):
+        case .serveAndRefresh(let response, let refresh, let entry, let validating):
             finishFlight(flightKey)
             let started = refreshes.withLock { refreshes -> Bool in
                 guard refreshes[key] == nil else { return false }
@@ -154,11 +154,7 @@ public final class HTTPCache: ServiceHook {
                 return true
             }
             guard started else { return .respond(response) } // one refresh at a time per key
-            var state = State(key: key, requestTime: requestTime, isRefresh: true)
-            state.candidate = await candidate(for: request, key: key)
-            state.validating = refresh.value(forHTTPHeaderField: "If-None-Match") != nil
-                || refresh.value(forHTTPHeaderField: "If-Modified-Since") != nil
-            context[StateKey.self] = state
+            context[StateKey.self] = State(key: key, requestTime: requestTime, candidate: entry, validating: validating, isRefresh: true)
             return .respondThenRefresh(response, refresh: refresh)
         case .gatewayTimeout:
             finishFlight(flightKey)
@@ -202,11 +198,11 @@ public final class HTTPCache: ServiceHook {
             return rules.response(from: candidate, for: request, now: receivedAt, source: .stale)
         }
         if state.validating, !state.isRefresh { count { $0.revalidatedChanged += 1 } }
-        if rules.isStorable(response, for: request) {
-            let names = rules.varyNames(of: response.headers)
-            let entry = CacheEntry(status: response.status, headers: response.headers, body: response.body,
+        let facts = CacheEntry.Facts(response.headers)
+        if rules.isStorable(response, facts: facts, for: request) {
+            let entry = CacheEntry(status: response.status, headers: response.headers, facts: facts, body: response.body,
                                    url: response.url ?? request.url, requestTime: state.requestTime, responseTime: receivedAt,
-                                   varyValues: rules.varyValues(for: names, in: request))
+                                   varyValues: rules.varyValues(for: facts.varyNames, in: request))
             await store(entry, key: state.key)
         } else if state.candidate != nil, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
             // A new representation (or its absence) that cannot be stored: the stored one is outdated.
@@ -254,9 +250,10 @@ public final class HTTPCache: ServiceHook {
         case .staleWhileRevalidate:
             count { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
             let stale = rules.response(from: entry, for: request, now: now, source: .stale)
-            var refresh = rules.conditionalRequest(request, for: entry) ?? request
+            let conditional = rules.conditionalRequest(request, for: entry)
+            var refresh = conditional ?? request
             refresh.httpMethod = "GET"
-            return .serveAndRefresh(stale, refresh: refresh)
+            return .serveAndRefresh(stale, refresh: refresh, entry: entry, validating: conditional != nil)
         case .validate:
             if onlyIfCached { return .gatewayTimeout }
             if let conditional = rules.conditionalRequest(request, for: entry) {
@@ -268,6 +265,7 @@ public final class HTTPCache: ServiceHook {
 
     /// The stored variant of `key` matching `request`'s `Vary` fields.
     private func candidate(for request: URLRequest, key: String) async -> CacheEntry? {
+        // Storages compare keys too; checking here keeps the guarantee for any storage a user plugs in.
         guard let record = await storage.record(for: key), record.key == key else { return nil }
         return record.variants.first { rules.varyMatches($0, request) }
     }

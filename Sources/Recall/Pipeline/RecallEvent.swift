@@ -71,7 +71,11 @@ public enum GiveUpReason: String, Sendable, Hashable, CustomStringConvertible {
 extension Duration {
     /// Seconds with up to three decimals, such as `0.25 s`.
     var formatted: String {
-        let seconds = Double(components.seconds) + Double(components.attoseconds) * 1e-18
-        return "\((seconds * 1000).rounded() / 1000) s"
+        "\((seconds * 1000).rounded() / 1000) s"
+    }
+
+    /// The duration in seconds as a `Double`.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }

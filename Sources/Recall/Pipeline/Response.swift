@@ -42,10 +42,9 @@ public struct Response: Sendable, Hashable {
 
     /// Creates a response from a Foundation response and its body.
     public init(_ response: HTTPURLResponse, body: Data, source: Source = .network) {
-        var headers = HTTPHeaders()
-        for (name, value) in response.allHeaderFields.sorted(by: { "\($0.key)" < "\($1.key)" }) {
-            headers.add("\(name)", "\(value)")
-        }
+        // Foundation keeps no order; sort by name so equal responses give equal values.
+        let fields = response.allHeaderFields.map { (name: ($0.key as? String) ?? "\($0.key)", value: ($0.value as? String) ?? "\($0.value)") }
+        let headers = HTTPHeaders(fields.sorted { $0.name < $1.name }.map { HTTPHeaders.Field(name: $0.name, value: $0.value) })
         self.init(status: response.statusCode, headers: headers, body: body, url: response.url, source: source)
     }
 

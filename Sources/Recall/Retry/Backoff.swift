@@ -62,9 +62,3 @@ public struct Backoff: Sendable, Hashable {
     }
 }
 
-extension Duration {
-    /// The duration in seconds as a `Double`.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) * 1e-18
-    }
-}

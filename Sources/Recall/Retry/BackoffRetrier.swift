@@ -42,17 +42,23 @@ public struct BackoffRetrier: Retrier {
             }
             return .stop
         }
-        func giveUp(_ why: GiveUpReason) -> RetryDecision {
+        func giveUp(_ why: GiveUpReason) {
             context.record(.gaveUp(attempts: attempt.number, reason: why))
-            return .stop
         }
         if let deadline = policy.deadline, attempt.elapsed >= deadline {
             context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
-            _ = giveUp(.deadline)
+            giveUp(.deadline)
+            // An attempt the deadline cut short has no outcome worth returning.
             return attempt.response == nil ? .fail(RetryError.deadlineExceeded(deadline: deadline, attempts: attempt.number)) : .stop
         }
-        if attempt.number >= policy.maxAttempts { return giveUp(.maxAttempts) }
-        if !policy.idempotency.allowsRetry(of: attempt.request, after: attempt.error) { return giveUp(.notIdempotent) }
+        if attempt.number >= policy.maxAttempts {
+            giveUp(.maxAttempts)
+            return .stop
+        }
+        if !policy.idempotency.allowsRetry(of: attempt.request, after: attempt.error) {
+            giveUp(.notIdempotent)
+            return .stop
+        }
 
         var delay = policy.jitter.apply(to: policy.backoff.delay(forRetry: attempt.number), previous: previousDelay,
                                         backoff: policy.backoff, random: policy.random)
@@ -62,7 +68,7 @@ public struct BackoffRetrier: Retrier {
             let bounded = min(hint, policy.maxRetryAfter)
             if let deadline = policy.deadline, attempt.elapsed + bounded >= deadline {
                 context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
-                context.record(.gaveUp(attempts: attempt.number, reason: .deadline))
+                giveUp(.deadline)
                 return .fail(RetryError.retryAfterExceedsDeadline(hint: hint, remaining: deadline - attempt.elapsed))
             }
             if bounded >= delay {
@@ -72,11 +78,13 @@ public struct BackoffRetrier: Retrier {
         }
         if let deadline = policy.deadline, attempt.elapsed + delay >= deadline {
             context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
-            return giveUp(.deadline)
+            giveUp(.deadline)
+            return .stop
         }
         if let budget = policy.budget, !budget.withdraw(partition: partition) {
             context.record(.retryBudgetExhausted(host: partition))
-            return giveUp(.budgetExhausted)
+            giveUp(.budgetExhausted)
+            return .stop
         }
         previousDelay = delay
         context.record(.retryScheduled(attempt: attempt.number, delay: delay, reason: reason, usedRetryAfter: usedHint))

@@ -101,15 +101,22 @@ public final class WebServiceProxy: Sendable {
     /// milliseconds, `nil` skipped.
     public static func queryItems(_ arguments: [String: (any Sendable)?]) -> [URLQueryItem] {
         arguments.keys.sorted().flatMap { name -> [URLQueryItem] in
-            guard let value = arguments[name] ?? nil else { return [] }
+            guard let value = arguments[name].flatMap({ $0.flatMap(unwrapped) }) else { return [] }
             let values: [Any] = (value as? [Any]) ?? [value]
-            return values.compactMap { element -> URLQueryItem? in
-                if case Optional<Any>.none = element as Any? { return nil }
-                if element is NSNull { return nil }
+            return values.compactMap { wrapped -> URLQueryItem? in
+                guard let element = unwrapped(wrapped), !(element is NSNull) else { return nil }
                 if let date = element as? Date { return URLQueryItem(name: name, value: String(Int64(date.timeIntervalSince1970 * 1000))) }
                 return URLQueryItem(name: name, value: "\(element)")
             }
         }
+    }
+
+    /// `value` without its Optional wrapping (`Optional("a")` → `"a"`), or nil for a nil Optional,
+    /// so arrays of optionals become repeated names with their nils skipped.
+    private static func unwrapped(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first.flatMap { unwrapped($0.value) }
     }
 
     private func send(_ method: Method, path: String, arguments: [String: (any Sendable)?], content: Data?,

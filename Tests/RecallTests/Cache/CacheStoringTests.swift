@@ -70,6 +70,17 @@ struct CacheStoringTests {
         #expect(try await h.get("/e").source == .cache)
     }
 
+    @Test("must-understand: stored despite no-store for a status the cache understands, not for one it does not")
+    func mustUnderstand() async throws {
+        let h = CacheHarness()
+        h.origin("/u", headers: ["Cache-Control": "max-age=60, no-store, must-understand"])
+        h.origin("/odd", status: 299, headers: ["Cache-Control": "max-age=60, no-store, must-understand"])
+        try await h.get("/u")
+        #expect(try await h.get("/u").source == .cache)
+        try await h.get("/odd")
+        #expect(try await h.get("/odd").source == .network)
+    }
+
     @Test("Vary: * is never served from cache")
     func varyStar() async throws {
         let h = CacheHarness()

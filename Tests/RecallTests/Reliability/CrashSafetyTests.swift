@@ -81,7 +81,7 @@ struct CrashSafetyTests {
         #expect(verified > 0)
     }
 
-    @Test("real write failures (file size limit, EFBIG): counted, nothing half-written, small entries still stored")
+    @Test("real write failures (file size limit, EFBIG): counted, nothing half-written, no older copy left in place")
     func writeFailures() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-efbig-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -94,19 +94,23 @@ struct CrashSafetyTests {
         let stored = Int(parts.dropFirst(2).first ?? "") ?? -1
         #expect(failures > 0, "some entries are larger than the limit and must fail: \(text)")
         #expect(stored > 0)
-        #expect(failures + stored == 40)
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         #expect(files.filter { $0.contains(".tmp-") }.isEmpty)
-        // Everything on disk reads back whole.
+        // Everything on disk reads back whole, and it is always the newer version: where version 2
+        // failed, version 1 was removed rather than left to be served as if current.
         let storage = try DiskStorage(directory: directory)
-        var readable = 0
+        var readable = 0, replacedByFailure = 0
         for index in 0..<40 {
             if let record = await storage.record(for: "https://crash.test/entry/\(index)") {
-                #expect(record.variants.first?.body == CrashWriter.body(index: index, version: 1))
+                #expect(record.variants.first?.headers["X-Version"] == "2", "entry \(index) kept an older version")
+                #expect(record.variants.first?.body == CrashWriter.body(index: index, version: 2))
                 readable += 1
+            } else if CrashWriter.body(index: index, version: 1).count < 7000 {
+                replacedByFailure += 1 // version 1 fitted, so it was written and then removed
             }
         }
         #expect(readable == stored)
+        #expect(replacedByFailure > 0, "the test must cover an older copy being removed")
         #expect(storage.statistics.corruptRemoved == 0)
     }
 

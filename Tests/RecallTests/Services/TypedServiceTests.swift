@@ -211,6 +211,9 @@ struct TypedServiceTests {
         ])
         #expect(sum == 6)
         #expect(mock.requests.last?.url?.query == "text=a%2Bb%20c&values=1&values=2&values=3&when=1500")
+        // Optionals inside arrays are unwrapped and their nils skipped, never sent as "Optional(…)".
+        let tags: [String?] = ["a", nil, "b"]
+        #expect(WebServiceProxy.queryItems(["tags": tags]).map { "\($0.name)=\($0.value ?? "")" } == ["tags=a", "tags=b"])
     }
 
     @Test("WebServiceProxy: invoke overloads — no result, Decodable, Encodable body, raw content, response handler")
