@@ -4,10 +4,22 @@ public struct CacheConfiguration: Sendable {
     public var keyPolicy = CacheKeyPolicy()
     /// A namespace joined to every key, so caches sharing a storage never see each other's entries.
     public var namespace = ""
-    /// Request fields whose values partition the cache: a response fetched with one
-    /// `Authorization` or `Cookie` is never served to a request with another (or none). The
-    /// values are hashed before they join the key. Empty to share entries across credentials.
-    public var credentialFields: [String] = ["Authorization", "Cookie"]
+    /// Request fields that carry credentials. Their values partition the cache: a response
+    /// fetched with one `Authorization`, `Cookie` or API key is never served to a request with
+    /// another (or none). Values are combined into a keyed hash (HMAC-SHA256 under the
+    /// storage's ``CacheStorage/secret``) before anything is stored, and when a response
+    /// varies on one of these fields its stored `Vary` value is such a hash too.
+    ///
+    /// The user name and password of a URL always partition the cache the same way, and so
+    /// do fields named in ``HTTPCache/credentialFieldsInScope`` (the typed layer names the
+    /// field of an ``Authorization/header(name:value:)`` there). Empty to share entries
+    /// across credentials (only for a cache that is never shared between users).
+    public var credentialFields: [String] = CacheConfiguration.defaultCredentialFields
+    /// Query parameters whose values are secrets (tokens, signatures, passwords): in the cache
+    /// key their values are replaced by a keyed hash, so they never reach storage in clear.
+    /// Requests still partition by them (two tokens never share an entry). Names compare
+    /// case-insensitively; a trailing `*` matches a prefix.
+    public var secretQueryParameters: [String] = CacheConfiguration.defaultSecretQueryParameters
     /// Requests carrying any of these fields bypass the cache entirely (neither served nor stored).
     public var bypassFields: [String] = []
     /// The share of (Date − Last-Modified) used as a heuristic freshness lifetime when a
@@ -15,13 +27,34 @@ public struct CacheConfiguration: Sendable {
     public var heuristicFraction = 0.1
     /// The longest heuristic freshness lifetime, in seconds (one day by default).
     public var heuristicCap: Double = 86_400
-    /// The most `Vary` variants kept per URL; the oldest goes first.
-    public var maxVariants = 8
+    /// The most responses kept per URL, across `Vary` variants and credential partitions; the
+    /// oldest goes first. At most 64.
+    public var maxVariants = 8 {
+        didSet { maxVariants = min(max(1, maxVariants), CacheRecordCodec.maxVariants) }
+    }
     /// Responses whose header fields exceed this many bytes are not stored.
     public var maxHeaderBytes = 64 << 10
+    /// Responses with more header fields than this are not stored. At most 1,000 (the limit
+    /// stored records are read back with, so nothing stored ever reads back as corrupt).
+    public var maxHeaderFields = CacheRecordCodec.maxFields {
+        didSet { maxHeaderFields = min(max(0, maxHeaderFields), CacheRecordCodec.maxFields) }
+    }
     /// Concurrent misses on one key share one origin request.
     public var coalescesRequests = true
 
     /// The defaults: described on each property.
     public init() {}
+
+    /// `Authorization`, `Proxy-Authorization`, `Cookie` and the common API-key fields.
+    public static let defaultCredentialFields = [
+        "Authorization", "Proxy-Authorization", "Cookie",
+        "X-API-Key", "Api-Key", "X-Auth-Token", "X-Access-Token", "X-Amz-Security-Token",
+    ]
+
+    /// Common names of query parameters that carry secrets.
+    public static let defaultSecretQueryParameters = [
+        "access_token", "id_token", "refresh_token", "token", "auth", "api_key", "apikey", "key",
+        "client_secret", "secret", "password", "passwd", "pwd", "signature", "sig", "code", "session", "sessionid",
+        "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+    ]
 }

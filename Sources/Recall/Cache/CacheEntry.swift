@@ -20,17 +20,22 @@ public struct CacheEntry: Sendable, Hashable {
     /// The normalized values of the request fields named by the response's `Vary`
     /// (name lowercased; an absent field has no entry). Empty when the response has no `Vary`.
     public var varyValues: [HTTPHeaders.Field]
+    /// Who the response was made for: the values of the cache key's header fields and a keyed
+    /// hash of the request's credentials (empty for an anonymous request without such fields).
+    /// A stored response answers only requests of the same partition.
+    public var partition: String
 
     /// Creates an entry.
     public init(status: Int, headers: HTTPHeaders, body: Data, url: URL?, requestTime: Date, responseTime: Date,
-                varyValues: [HTTPHeaders.Field] = []) {
+                varyValues: [HTTPHeaders.Field] = [], partition: String = "") {
         self.init(status: status, headers: headers, facts: Facts(headers), body: body, url: url,
-                  requestTime: requestTime, responseTime: responseTime, varyValues: varyValues)
+                  requestTime: requestTime, responseTime: responseTime, varyValues: varyValues, partition: partition)
     }
 
     /// Creates an entry whose header facts were already parsed from `headers`.
     init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
-         varyValues: [HTTPHeaders.Field]) {
+         varyValues: [HTTPHeaders.Field], partition: String) {
+        self.partition = partition
         self.status = status
         self.headers = headers
         self.facts = facts

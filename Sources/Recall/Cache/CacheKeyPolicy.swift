@@ -8,10 +8,13 @@ import FoundationNetworking
 ///
 /// Canonicalization (RFC 3986 §6.2.2 syntax-based normalization, plus query rules):
 /// - scheme and host lowercased; only `http` and `https` are cached;
+/// - the user name and password dropped (an ``HTTPCache`` partitions by them instead, hashed);
 /// - the default port (80, 443) dropped; an empty path becomes `/`;
 /// - percent-encoding normalized: hex digits uppercased, unreserved characters
-///   (`A–Z a–z 0–9 - . _ ~`) decoded, anything else that needs encoding encoded;
-/// - dot segments (`.`, `..`) removed; the fragment dropped;
+///   (`A–Z a–z 0–9 - _ ~`) decoded, anything else that needs encoding encoded; an encoded
+///   dot (`%2E`) stays encoded, because servers may read `%2E%2E` as `..` while the transport
+///   sends it as it is: decoding it would give `/a/%2e%2e/admin` the key of `/admin`;
+/// - literal dot segments (`.`, `..`) removed, as clients do before sending; the fragment dropped;
 /// - query parameters sorted by name, stably (repeated names keep their order);
 ///   empty parameters and an empty query dropped; `+` is kept distinct from `%20`;
 /// - parameters matching ``ignoredQueryParameters`` dropped (`utm_*` matches a prefix);
@@ -31,15 +34,12 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         self.maximumLength = maximumLength
     }
 
-    /// The key of `request`, or `nil` when it cannot be cached (not http(s), no host, too long).
+    /// The canonical URL of `request` followed by the values of its ``headersInKey`` fields,
+    /// or `nil` when it cannot be cached (not http(s), no host, too long). An ``HTTPCache``
+    /// keys its storage by the canonical URL alone and keeps the header values in each stored
+    /// response's partition, so that invalidating a URL reaches every partition.
     public func key(for request: URLRequest) -> String? {
-        key(for: request, memo: nil)
-    }
-
-    /// ``key(for:)``, taking the canonical URL from `memo` when it has it.
-    func key(for request: URLRequest, memo: CanonicalURLMemo?) -> String? {
-        guard let url = request.url,
-              var key = memo.map({ $0.canonicalURL(url, policy: self) }) ?? canonicalURL(url) else { return nil }
+        guard let url = request.url, var key = canonicalURL(url) else { return nil }
         for name in headersInKey {
             let value = request.value(forHTTPHeaderField: name).map(Self.normalizeFieldValue) ?? ""
             key += "\n\(name): \(value)"
@@ -72,9 +72,7 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         let authorityEnd = bytes[index...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.endIndex
         var authority = bytes[index..<authorityEnd]
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-            Self.appendNormalized(authority[..<at], to: &out)
-            out.append(UInt8(ascii: "@"))
-            authority = authority[(at + 1)...]
+            authority = authority[(at + 1)...] // userinfo: a credential, never part of the key
         }
         var host = authority
         var port: Int?
@@ -150,12 +148,14 @@ public struct CacheKeyPolicy: Sendable, Hashable {
 
     private static let hex = Array("0123456789ABCDEF".utf8)
 
-    /// Per byte: 1 unreserved, 2 allowed raw (sub-delims, `:`, `@`, `/`, `?`), 0 must be encoded.
+    /// Per byte: 1 unreserved and decoded when percent-encoded, 2 allowed raw (sub-delims,
+    /// `:`, `@`, `/`, `?`, and `.`, which is unreserved but never decoded: see the type's
+    /// documentation), 0 must be encoded.
     private static let classes: [UInt8] = (0..<256).map { value in
         let byte = UInt8(value)
         if (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E { return 1 }
-        return Array("!$&'()*+,;=:@/?".utf8).contains(byte) ? 2 : 0
+            || byte == 0x2D || byte == 0x5F || byte == 0x7E { return 1 }
+        return Array("!$&'()*+,;=:@/?.".utf8).contains(byte) ? 2 : 0
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -168,7 +168,7 @@ public struct CacheKeyPolicy: Sendable, Hashable {
     }
 
     /// Appends `bytes` to `output` with percent-encoding normalized: unreserved characters
-    /// decoded, the hex of the rest uppercased, and anything that must not appear raw encoded
+    /// but `.` decoded, the hex of the rest uppercased, and anything that must not appear raw encoded
     /// (a lone `%` becomes `%25`).
     static func appendNormalized(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) {
         var index = bytes.startIndex

@@ -54,9 +54,27 @@ public struct CacheRules: Sendable {
         }
         if facts.varyNames.contains("*") { return false }
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
-        guard headerBytes <= configuration.maxHeaderBytes else { return false }
+        guard headerBytes <= configuration.maxHeaderBytes, response.headers.count <= configuration.maxHeaderFields else { return false }
         return directives.maxAge != nil || !facts.expires.isEmpty || directives.isPublic
             || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
+    }
+
+    /// Response fields never stored nor replayed from the cache: per-response secrets
+    /// (`Set-Cookie` and its kin: replaying a session cookie to another caller hands it over)
+    /// and the connection-specific fields of RFC 9111 §3.1.
+    public static let unstoredFields: Set<String> = [
+        "set-cookie", "set-cookie2", "authentication-info", "proxy-authentication-info",
+        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+    ]
+
+    /// `headers` without the fields that are never stored: ``unstoredFields`` and the fields
+    /// named by `Connection`.
+    public func storedHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
+        let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
+        guard headers.contains(where: { Self.unstoredFields.contains($0.name.lowercased()) || named.contains($0.name.lowercased()) }) else {
+            return headers
+        }
+        return HTTPHeaders(headers.filter { !Self.unstoredFields.contains($0.name.lowercased()) && !named.contains($0.name.lowercased()) })
     }
 
     /// The lowercased field names in the `Vary` fields of `headers`.
@@ -209,12 +227,13 @@ public struct CacheRules: Sendable {
     }
 
     /// `entry` updated with the header fields of a 304 (RFC 9111 §3.2): each field in the 304
-    /// replaces the stored fields of that name, except the framing fields.
+    /// replaces the stored fields of that name, except the framing fields and those never
+    /// stored (``unstoredFields``).
     public func merge(_ entry: CacheEntry, with notModified: Response, requestTime: Date, responseTime: Date) -> CacheEntry {
         var updated = entry
-        let excluded: Set<String> = ["content-length", "content-encoding", "transfer-encoding", "content-range", "connection"]
+        let excluded: Set<String> = ["content-length", "content-encoding", "content-range"]
         var replaced = Set<String>()
-        for field in notModified.headers {
+        for field in storedHeaders(notModified.headers) {
             let name = field.name.lowercased()
             guard !excluded.contains(name) else { continue }
             if replaced.insert(name).inserted { updated.headers.remove(field.name) }

@@ -1,25 +1,52 @@
 import Foundation
 
-/// Remembers the canonical form of recently seen URLs: canonicalization is a pure function
-/// of the URL text, and a cache sees the same URLs again and again (that is what makes hits),
-/// so the hit path skips it. Bounded; forgets everything when full.
+/// Remembers the keys of recently seen URLs: making a key is a pure function of the URL text,
+/// and a cache sees the same URLs again and again (that is what makes hits), so the hit path
+/// skips it.
+///
+/// Bounded by entries and by bytes, and URLs longer than ``maximumURLBytes`` are never kept
+/// (a key made from them would be too long to cache anyway, or rare enough not to matter), so
+/// hostile or unusual traffic costs at most ``byteLimit`` of memory. Forgets everything when full.
 final class CanonicalURLMemo: Sendable {
-    private let capacity: Int
-    private let table = Locked<[String: String]>([:])
+    /// The most URLs remembered.
+    let capacity: Int
+    /// The most bytes of URL and key text remembered.
+    let byteLimit: Int
+    /// URLs longer than this are not remembered.
+    let maximumURLBytes: Int
 
-    init(capacity: Int = 4096) {
+    private struct Table {
+        var keys: [String: String] = [:]
+        var bytes = 0
+    }
+
+    private let table = Locked(Table())
+
+    init(capacity: Int = 4096, byteLimit: Int = 1 << 20, maximumURLBytes: Int = 2048) {
         self.capacity = capacity
+        self.byteLimit = byteLimit
+        self.maximumURLBytes = maximumURLBytes
     }
 
-    /// The canonical form of `url` under `policy`, from memory when seen before.
-    func canonicalURL(_ url: URL, policy: CacheKeyPolicy) -> String? {
+    /// The key for `url`, from memory when seen before, else made by `make` (and remembered).
+    func key(for url: URL, make: (URL) -> String?) -> String? {
         let text = url.absoluteString
-        if let known = table.withLock({ $0[text] }) { return known }
-        guard let canonical = policy.canonicalURL(url) else { return nil }
+        let length = text.utf8.count
+        guard length <= maximumURLBytes else { return make(url) }
+        if let known = table.withLock({ $0.keys[text] }) { return known }
+        guard let key = make(url) else { return nil }
+        let cost = length + key.utf8.count + 64 // the strings plus the table slot
         table.withLock { table in
-            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
-            table[text] = canonical
+            if table.keys.count >= capacity || table.bytes + cost > byteLimit {
+                table.keys.removeAll(keepingCapacity: true)
+                table.bytes = 0
+            }
+            table.keys[text] = key
+            table.bytes += cost
         }
-        return canonical
+        return key
     }
+
+    /// How many URLs and bytes are remembered (for tests).
+    var usage: (count: Int, bytes: Int) { table.withLock { ($0.keys.count, $0.bytes) } }
 }

@@ -33,6 +33,21 @@ public final class HTTPCache: ServiceHook {
     private let flights = Locked<[String: InFlight]>([:])
     private let refreshes = Locked<[String: InFlight]>([:])
     private let memo = CanonicalURLMemo()
+    private let partitioner: CachePartitioner
+    private let writes = KeyedLock()
+
+    /// Names of request header fields that carry credentials in requests sent from the current
+    /// task, in addition to ``CacheConfiguration/credentialFields``: they partition the cache
+    /// the same way. The typed layer sets it for the field of an
+    /// ``Authorization/header(name:value:)``; set it around your own calls when a custom field
+    /// carries a credential:
+    ///
+    /// ```swift
+    /// try await HTTPCache.$credentialFieldsInScope.withValue(["X-Tenant-Token"]) {
+    ///     try await pipeline.send(request)
+    /// }
+    /// ```
+    @TaskLocal public static var credentialFieldsInScope: Set<String> = []
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
@@ -41,6 +56,7 @@ public final class HTTPCache: ServiceHook {
         self.configuration = configuration
         self.rules = CacheRules(configuration: configuration)
         self.now = now
+        self.partitioner = CachePartitioner(secret: storage.secret, configuration: configuration)
     }
 
     /// What the cache did so far, with the storage's counters.
@@ -55,23 +71,37 @@ public final class HTTPCache: ServiceHook {
         for flight in refreshes.withLock({ Array($0.values) }) { await flight.wait() }
     }
 
-    /// The storage key of `request`: namespace, canonical URL, configured header fields and a
-    /// hash of the credential fields; `nil` when the request cannot be cached.
+    /// The storage key of `request`: the namespace and the canonical URL (see
+    /// ``CacheKeyPolicy``), with the values of secret query parameters replaced by keyed
+    /// hashes; `nil` when the request cannot be cached.
+    ///
+    /// Requests that differ in credentials or in the key's header fields share the key: they
+    /// are told apart by the partition of each stored response, so one removal of the key (an
+    /// invalidation) removes the URL for everyone.
     public func key(for request: URLRequest) -> String? {
-        guard var key = configuration.keyPolicy.key(for: request, memo: memo) else { return nil }
-        let credentials = configuration.credentialFields.compactMap { name in
-            request.value(forHTTPHeaderField: name).map { "\(name.lowercased())=\($0)" }
-        }
-        if !credentials.isEmpty { key += "\ncredentials: " + SHA256.hex(credentials.joined(separator: "\n")) }
-        return configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
+        guard let url = request.url else { return nil }
+        let policy = configuration.keyPolicy, partitioner = self.partitioner
+        guard let canonical = memo.key(for: url, make: { policy.canonicalURL($0).map(partitioner.redactingSecrets) }),
+              canonical.utf8.count <= policy.maximumLength else { return nil }
+        return configuration.namespace.isEmpty ? canonical : configuration.namespace + "|" + canonical
+    }
+
+    /// The names of the credential fields in scope for the current task, lowercased.
+    private static var inScope: Set<String> {
+        let names = credentialFieldsInScope
+        return names.isEmpty ? names : Set(names.map { $0.lowercased() })
     }
 
     // MARK: Per-request state
 
     struct State: Sendable {
         var key: String
+        var partition = ""
+        var inScope: Set<String> = []
         var requestTime: Date
         var candidate: CacheEntry?
+        /// The record as the lookup found it (`nil`: there was none).
+        var record: CacheRecord?
         var validating = false
         var callerConditional = false
         var unsafeMethod = false
@@ -84,7 +114,7 @@ public final class HTTPCache: ServiceHook {
     private enum Decision {
         case serve(Response)
         case serveAndRefresh(Response, refresh: URLRequest, entry: CacheEntry, validating: Bool)
-        case network(URLRequest, candidate: CacheEntry?, validating: Bool)
+        case network(URLRequest, candidate: CacheEntry?, record: CacheRecord?, validating: Bool)
         case gatewayTimeout
     }
 
@@ -102,6 +132,7 @@ public final class HTTPCache: ServiceHook {
             return .proceed(request)
         }
         let requestTime = now()
+        let inScope = Self.inScope
         if Self.unsafeMethods.contains(method) {
             context[StateKey.self] = State(key: key, requestTime: requestTime, unsafeMethod: true)
             count { $0.bypassed += 1 }
@@ -113,12 +144,14 @@ public final class HTTPCache: ServiceHook {
         }
         if Self.conditionalFields.contains(where: has) {
             // The caller's own conditional request: pass it through, freshen on a matching 304.
-            context[StateKey.self] = State(key: key, requestTime: requestTime, callerConditional: true)
+            context[StateKey.self] = State(key: key, partition: partitioner.partition(for: request, inScope: inScope), inScope: inScope,
+                                           requestTime: requestTime, callerConditional: true)
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
 
-        var decision = await decide(request, key: key, now: requestTime)
+        let partition = partitioner.partition(for: request, inScope: inScope)
+        var decision = await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime)
         var flightKey: String?
         if case .network = decision, configuration.coalescesRequests {
             let coalescingKey = Self.coalescingKey(key, request)
@@ -131,14 +164,14 @@ public final class HTTPCache: ServiceHook {
             if leader {
                 flightKey = coalescingKey
                 // Another leader may have stored the entry between our lookup and our registration.
-                decision = await decide(request, key: key, now: requestTime)
+                decision = await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime)
             } else {
                 count { $0.waiting += 1 }
                 await flight.wait()
                 count { $0.waiting -= 1 }
                 try Task.checkCancellation()
                 count { $0.coalesced += 1 }
-                decision = await decide(request, key: key, now: now())
+                decision = await decide(request, key: key, partition: partition, inScope: inScope, now: now())
             }
         }
 
@@ -154,41 +187,62 @@ public final class HTTPCache: ServiceHook {
                 return true
             }
             guard started else { return .respond(response) } // one refresh at a time per key
-            context[StateKey.self] = State(key: key, requestTime: requestTime, candidate: entry, validating: validating, isRefresh: true)
+            context[StateKey.self] = State(key: key, partition: partition, inScope: inScope, requestTime: requestTime,
+                                           candidate: entry, record: CacheRecord(key: key, variants: [entry]),
+                                           validating: validating, isRefresh: true)
             return .respondThenRefresh(response, refresh: refresh)
         case .gatewayTimeout:
             finishFlight(flightKey)
             count { $0.gatewayTimeouts += 1 }
             return .respond(Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response"))
-        case .network(let outgoing, let candidate, let validating):
+        case .network(let outgoing, let candidate, let record, let validating):
             if !validating { count { $0.misses += 1 } }
-            context[StateKey.self] = State(key: key, requestTime: requestTime, candidate: candidate,
-                                           validating: validating, flightKey: flightKey)
+            context[StateKey.self] = State(key: key, partition: partition, inScope: inScope, requestTime: requestTime,
+                                           candidate: candidate, record: record, validating: validating, flightKey: flightKey)
             return .proceed(outgoing)
         }
     }
 
     /// Stores, merges 304s, serves stale on 5xx where allowed, invalidates on unsafe methods.
+    ///
+    /// What is stored is decided on the request that actually went out (``RequestContext/lastSentRequest``:
+    /// a credential added by a retrier or an inner hook partitions the entry) and under the URL
+    /// that answered (a redirected response is stored for its own URL, never for the one that
+    /// redirected).
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
         guard let state = context[StateKey.self] else { return response }
         defer { finish(state) }
         let receivedAt = now()
+        let sent = context.lastSentRequest ?? request
         if state.unsafeMethod {
-            if (200..<400).contains(response.status) { await invalidate(after: request, response: response) }
+            if (200..<400).contains(response.status) { await invalidate(after: sent, response: response) }
             return response
         }
         guard response.source == .network else { return response }
+        // Where the response belongs: the URL that answered, the partition of what was sent.
+        var answered = sent
+        if let url = response.url { answered.url = url }
+        let target = key(for: answered)
+        let redirected = target != key(for: sent)
+        let partition = partitioner.partition(for: answered, inScope: state.inScope)
         if state.callerConditional {
-            if response.status == 304 { await freshen(key: state.key, request: request, with: response, state: state, at: receivedAt) }
+            if response.status == 304, !redirected, let target {
+                await freshen(key: target, partition: partition, request: answered, with: response, state: state, at: receivedAt)
+            }
             return response
         }
         if response.status == 304, state.validating, let candidate = state.candidate {
-            guard rules.notModified(response, matches: candidate) else {
-                await storage.remove(state.key)
+            guard !redirected, rules.notModified(response, matches: candidate) else {
+                if !redirected { await remove(state.key) }
                 throw CacheError.unmatchedNotModified(request.url)
             }
-            let merged = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
-            await store(merged, key: state.key)
+            var merged = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
+            if merged.partition != partition {
+                // A credential was added on the way out: the merged response belongs to the new partition.
+                merged.partition = partition
+                merged.varyValues = varyValues(for: merged.facts.varyNames, in: answered, inScope: state.inScope)
+            }
+            if let target { await store(merged, key: target, lookedUp: state.key == target ? state.record : nil) }
             if !state.isRefresh { count { $0.revalidated += 1 } }
             return rules.response(from: merged, for: request, now: receivedAt, source: .revalidated)
         }
@@ -199,15 +253,16 @@ public final class HTTPCache: ServiceHook {
         }
         if state.validating, !state.isRefresh { count { $0.revalidatedChanged += 1 } }
         let facts = CacheEntry.Facts(response.headers)
-        if rules.isStorable(response, facts: facts, for: request) {
-            let entry = CacheEntry(status: response.status, headers: response.headers, facts: facts, body: response.body,
-                                   url: response.url ?? request.url, requestTime: state.requestTime, responseTime: receivedAt,
-                                   varyValues: rules.varyValues(for: facts.varyNames, in: request))
-            await store(entry, key: state.key)
-        } else if state.candidate != nil, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
+        if let target, rules.isStorable(response, facts: facts, for: answered) {
+            let headers = rules.storedHeaders(response.headers)
+            let entry = CacheEntry(status: response.status, headers: headers, facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
+                                   body: response.body, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
+                                   varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
+            await store(entry, key: target, lookedUp: state.key == target ? state.record : nil)
+        } else if state.candidate != nil, !redirected, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
             // A new representation (or its absence) that cannot be stored: the stored one is outdated.
             // A 5xx says nothing about the resource, so the stored response is kept.
-            await storage.remove(state.key)
+            await remove(state.key)
         }
         return response
     }
@@ -234,11 +289,14 @@ public final class HTTPCache: ServiceHook {
 
     // MARK: Decisions
 
-    private func decide(_ request: URLRequest, key: String, now: Date) async -> Decision {
+    private func decide(_ request: URLRequest, key: String, partition: String, inScope: Set<String>, now: Date) async -> Decision {
         let directives = rules.requestDirectives(request)
         let onlyIfCached = directives.onlyIfCached || request.cachePolicy == .returnCacheDataDontLoad
-        guard let entry = await candidate(for: request, key: key) else {
-            return onlyIfCached ? .gatewayTimeout : .network(request, candidate: nil, validating: false)
+        // Storages compare keys too; checking here keeps the guarantee for any storage a user plugs in.
+        let found = await storage.record(for: key)
+        let record = found?.key == key ? found : nil
+        guard let entry = record.flatMap({ candidate(in: $0, for: request, partition: partition, inScope: inScope) }) else {
+            return onlyIfCached ? .gatewayTimeout : .network(request, candidate: nil, record: record, validating: false)
         }
         switch rules.use(of: entry, for: request, directives: directives, now: now) {
         case .fresh:
@@ -257,34 +315,56 @@ public final class HTTPCache: ServiceHook {
         case .validate:
             if onlyIfCached { return .gatewayTimeout }
             if let conditional = rules.conditionalRequest(request, for: entry) {
-                return .network(conditional, candidate: entry, validating: true)
+                return .network(conditional, candidate: entry, record: record, validating: true)
             }
-            return .network(request, candidate: entry, validating: false)
+            return .network(request, candidate: entry, record: record, validating: false)
         }
     }
 
-    /// The stored variant of `key` matching `request`'s `Vary` fields.
-    private func candidate(for request: URLRequest, key: String) async -> CacheEntry? {
-        // Storages compare keys too; checking here keeps the guarantee for any storage a user plugs in.
-        guard let record = await storage.record(for: key), record.key == key else { return nil }
-        return record.variants.first { rules.varyMatches($0, request) }
+    /// The stored response in `record` for `request`: same partition, matching `Vary` fields.
+    private func candidate(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
+        record.variants.first { entry in
+            guard entry.partition == partition else { return false }
+            let names = entry.facts.varyNames
+            if names.isEmpty { return entry.varyValues.isEmpty }
+            guard !names.contains("*") else { return false }
+            return varyValues(for: names, in: request, inScope: inScope) == entry.varyValues
+        }
+    }
+
+    /// The values of `request`'s fields named by a `Vary`, with credential fields as keyed hashes.
+    private func varyValues(for names: [String], in request: URLRequest, inScope: Set<String>) -> [HTTPHeaders.Field] {
+        names.isEmpty ? [] : partitioner.protect(rules.varyValues(for: names, in: request), inScope: inScope)
     }
 
     // MARK: Writing
 
-    private func store(_ entry: CacheEntry, key: String) async {
-        // An entry without Vary answers every request for the key: older variants are unreachable,
-        // so the record is just this entry (and the miss path saves a storage read).
-        let existing = entry.facts.varyNames.isEmpty ? [] : await storage.record(for: key)?.variants ?? []
-        let variants = [entry] + existing.filter { $0.varyValues != entry.varyValues }
-        await storage.store(CacheRecord(key: key, variants: Array(variants.prefix(max(1, configuration.maxVariants)))))
+    /// Stores `entry` in the record of `key`, keeping the other partitions' responses and this
+    /// partition's other `Vary` variants. `lookedUp` is the record as this request's lookup
+    /// found it: when there was none, nothing needs keeping and the read is saved.
+    private func store(_ entry: CacheEntry, key: String, lookedUp: CacheRecord?) async {
+        await writes.withLock(key) {
+            let existing = lookedUp == nil ? [] : await storage.record(for: key).map { $0.key == key ? $0.variants : [] } ?? []
+            let kept = existing.filter { old in
+                old.partition != entry.partition
+                    || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
+            }
+            await storage.store(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants))))
+        }
         count { $0.stores += 1 }
     }
 
-    private func freshen(key: String, request: URLRequest, with response: Response, state: State, at date: Date) async {
-        guard let entry = await candidate(for: request, key: key), rules.notModified(response, matches: entry),
+    /// Removes every stored response of `key`, in every partition.
+    private func remove(_ key: String) async {
+        await writes.withLock(key) { await storage.remove(key) }
+    }
+
+    private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date) async {
+        guard let record = await storage.record(for: key), record.key == key,
+              let entry = candidate(in: record, for: request, partition: partition, inScope: state.inScope),
+              rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
-        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key)
+        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, lookedUp: record)
     }
 
     private func invalidate(after request: URLRequest, response: Response) async {
@@ -301,8 +381,9 @@ public final class HTTPCache: ServiceHook {
             lookup.url = target
             lookup.httpMethod = "GET"
             guard let key = key(for: lookup) else { continue }
+            // The key holds every partition of the URL: one removal invalidates it for everyone.
             if await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
-            await storage.remove(key)
+            await remove(key)
         }
     }
 

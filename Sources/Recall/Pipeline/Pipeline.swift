@@ -8,7 +8,7 @@ import FoundationNetworking
 /// ```swift
 /// let pipeline = Pipeline(
 ///     transport: URLSessionTransport(),
-///     hooks: [LoggingHook(), HTTPCache(storage: MemoryStorage())],
+///     hooks: [HTTPCache(storage: MemoryStorage())],
 ///     retrierFactory: .none
 /// )
 /// let (data, response) = try await pipeline.data(for: URLRequest(url: url))
@@ -112,7 +112,7 @@ public struct Pipeline: Transport {
         let start = time.now()
         while true {
             try Task.checkCancellation()
-            let number = context.recordAttempt()
+            let number = context.recordAttempt(current)
             let timeout = retrier.attemptTimeout(elapsed: time.now() - start)
             let outcome: Result<Response, any Error>
             do {

@@ -18,6 +18,7 @@ public protocol ContextKey {
 public final class RequestContext: Sendable {
     private struct State {
         var attempts = 0
+        var lastSentRequest: URLRequest?
         var events: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
@@ -51,10 +52,16 @@ public final class RequestContext: Sendable {
     /// The number of retries made so far (attempts beyond the first).
     public var retries: Int { max(0, attempts - 1) }
 
-    /// Counts one more transport attempt; the pipeline calls this before each attempt.
-    func recordAttempt() -> Int {
+    /// The request of the latest transport attempt, as it went out after every hook and the
+    /// retrier changed it (a refreshed credential, a rewritten URL); `nil` before the first
+    /// attempt and when a hook answered. The HTTP cache stores a response for this request.
+    public var lastSentRequest: URLRequest? { state.withLock { $0.lastSentRequest } }
+
+    /// Counts one more transport attempt with `request`; the pipeline calls this before each attempt.
+    func recordAttempt(_ request: URLRequest) -> Int {
         let number = state.withLock { state in
             state.attempts += 1
+            state.lastSentRequest = request
             return state.attempts
         }
         record(.attemptStarted(number: number))

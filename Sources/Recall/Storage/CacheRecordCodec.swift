@@ -5,22 +5,36 @@ import Foundation
 /// `RCL1` · version (1 byte) · payload length (UInt64 LE) · checksum of the payload (UInt64 LE) · payload.
 /// A record whose length or checksum does not match (truncated by a crash, overwritten with
 /// garbage) fails to decode with ``CacheStorageError/corrupt(_:)`` and is treated as a miss.
+/// A record that passes its checksum is still not trusted: every count, status and time is
+/// range-checked, so a crafted file is a miss, never a trap or an entry fresh forever.
+///
+/// Version 3 stores, per variant: status, request and response times, the stored header
+/// fields, the Vary values (credential fields as keyed hashes), the partition and the body.
+/// The response URL is not stored (a response is served with the URL of the request).
 enum CacheRecordCodec {
     static let magic: [UInt8] = Array("RCL1".utf8)
-    static let version: UInt8 = 2
+    static let version: UInt8 = 3
     static let headerSize = 4 + 1 + 8 + 8
+    /// The most header fields (or Vary values) one stored response may have: the cache refuses
+    /// to store more (``CacheConfiguration/maxHeaderFields`` is clamped to it), so nothing it
+    /// stores reads back as corrupt.
+    static let maxFields = 1_000
+    /// The most variants one record may hold (``CacheConfiguration/maxVariants`` is clamped to it).
+    static let maxVariants = 64
+    /// Times outside ±10¹¹ s of 1970 (about ±3,000 years) are not plausible HTTP times.
+    static let timeRange: ClosedRange<Double> = -1e11...1e11
 
     static func encode(_ record: CacheRecord) -> Data {
         var payload = Writer()
         payload.string(record.key)
         payload.uint64(UInt64(record.variants.count))
         for entry in record.variants {
-            payload.uint64(UInt64(entry.status))
-            payload.string(entry.url?.absoluteString ?? "")
+            payload.uint64(UInt64(clamping: entry.status))
             payload.uint64(entry.requestTime.timeIntervalSince1970.bitPattern)
             payload.uint64(entry.responseTime.timeIntervalSince1970.bitPattern)
             payload.fields(entry.headers.fields)
             payload.fields(entry.varyValues)
+            payload.string(entry.partition)
             payload.bytes(entry.body)
         }
         var output = Data(capacity: headerSize + payload.data.count)
@@ -52,18 +66,19 @@ enum CacheRecordCodec {
         var reader = Reader(payload)
         let key = try reader.string()
         let count = try reader.uint64()
-        guard count <= 1024 else { throw CacheStorageError.corrupt("implausible variant count \(count)") }
+        guard count >= 1, count <= maxVariants else { throw CacheStorageError.corrupt("implausible variant count \(count)") }
         var variants: [CacheEntry] = []
         for _ in 0..<count {
-            let status = Int(try reader.uint64())
-            let url = try reader.string()
-            let requestTime = Date(timeIntervalSince1970: Double(bitPattern: try reader.uint64()))
-            let responseTime = Date(timeIntervalSince1970: Double(bitPattern: try reader.uint64()))
+            let status = try reader.uint64()
+            guard (100...999).contains(status) else { throw CacheStorageError.corrupt("implausible status \(status)") }
+            let requestTime = try reader.time()
+            let responseTime = try reader.time()
             let headers = HTTPHeaders(try reader.fields())
             let vary = try reader.fields()
+            let partition = try reader.string()
             let body = try reader.bytes()
-            variants.append(CacheEntry(status: status, headers: headers, body: body, url: url.isEmpty ? nil : URL(string: url),
-                                       requestTime: requestTime, responseTime: responseTime, varyValues: vary))
+            variants.append(CacheEntry(status: Int(status), headers: headers, body: body, url: nil, requestTime: requestTime,
+                                       responseTime: responseTime, varyValues: vary, partition: partition))
         }
         guard reader.isAtEnd else { throw CacheStorageError.corrupt("trailing bytes after the record") }
         return CacheRecord(key: key, variants: variants)
@@ -132,6 +147,14 @@ enum CacheRecordCodec {
             return value
         }
 
+        /// A time stored as the bit pattern of seconds since 1970; NaN, infinities and times
+        /// beyond ``timeRange`` are corrupt.
+        mutating func time() throws -> Date {
+            let seconds = Double(bitPattern: try uint64())
+            guard seconds.isFinite, timeRange.contains(seconds) else { throw CacheStorageError.corrupt("implausible time \(seconds)") }
+            return Date(timeIntervalSince1970: seconds)
+        }
+
         mutating func bytes() throws -> Data {
             let count = try uint64()
             guard count <= UInt64(data.endIndex - offset) else { throw CacheStorageError.corrupt("length \(count) runs past the end") }
@@ -146,7 +169,7 @@ enum CacheRecordCodec {
 
         mutating func fields() throws -> [HTTPHeaders.Field] {
             let count = try uint64()
-            guard count <= 10_000 else { throw CacheStorageError.corrupt("implausible field count \(count)") }
+            guard count <= UInt64(maxFields) else { throw CacheStorageError.corrupt("implausible field count \(count)") }
             return try (0..<count).map { _ in HTTPHeaders.Field(name: try string(), value: try string()) }
         }
     }

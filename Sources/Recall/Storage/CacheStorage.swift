@@ -15,6 +15,18 @@ public protocol CacheStorage: Sendable {
     func removeAll() async
     /// Counters and sizes.
     var statistics: StorageStatistics { get }
+    /// A random secret that lives as long as the stored records: the cache hashes credentials
+    /// and secret query values with it (HMAC-SHA256), so what it stores cannot be matched
+    /// against guessed values offline. ``DiskStorage`` keeps its secret in its directory
+    /// (mode 0600); the default, for storages that do not keep one, is a secret made once per
+    /// process (records that depend on it then stop matching after a restart: misses, never
+    /// wrong answers).
+    var secret: [UInt8] { get }
+}
+
+extension CacheStorage {
+    /// A secret made once per process (see ``CacheStorage/secret``).
+    public var secret: [UInt8] { StorageSecret.processWide }
 }
 
 /// What a storage holds and what happened to it.

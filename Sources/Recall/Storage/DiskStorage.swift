@@ -10,33 +10,47 @@ import Darwin
 
 /// A ``CacheStorage`` on disk that survives restarts and crashes.
 ///
-/// - One directory (created with mode 0700), one file per key (mode 0600), named by the
-///   SHA-256 of the key: file names never come from URL text. The full key is stored in the
-///   file and compared on every read.
+/// - One directory, one file per key (mode 0600), named by the SHA-256 of the key: file names
+///   never come from URL text. The full key is stored in the file and compared on every read.
 /// - Each write goes to a temporary file that is then atomically renamed over the old one,
 ///   so a crash leaves either the old record or the new one, never half of one; a torn or
 ///   garbage file fails its length and checksum check, counts as a miss and is removed.
 /// - Writes happen on a background queue, off the caller's path; until a write lands, reads
 ///   are answered from the pending record, so a store is visible to the next read at once.
+///   Queued writes are bounded (``pendingByteLimit``): past it, a store waits for the queue.
 /// - The index (file sizes and recency) is rebuilt from the directory when the storage is
 ///   opened; a total byte limit is kept by evicting with the chosen policy (S3-FIFO by default).
 /// - The directory is locked (`flock`) while open: a second storage on the same directory,
 ///   in this process or another, gets ``CacheStorageError/locked(_:)`` instead of corrupting it.
+///
+/// **The directory belongs to the cache and to you.** It must be new, empty, or a Recall cache
+/// (it holds a `.recall-cache` file, mode 0600, with the storage's ``secret``); it must be
+/// owned by the current user and not writable by group or others. Anything else is refused
+/// with ``CacheStorageError/directory(_:)`` before a single file is written. The storage only
+/// ever creates, reads or deletes its own files (`.lock`, `.recall-cache`, `<sha-256>.rce`
+/// and their temporary `….rce.tmp-…` siblings), opens them without following symbolic links,
+/// and reads only regular files no larger than ``entryLimit``.
 public final class DiskStorage: CacheStorage {
     /// The cache directory.
     public let directory: URL
     /// The most bytes of files kept.
     public let byteLimit: Int
-    /// The largest single record written.
+    /// The largest single record written (and read: a larger file is not a record of this cache).
     public let entryLimit: Int
+    /// The most bytes of records queued for writing; a store past it waits until the queue
+    /// has written what was queued before it, so memory stays bounded under any load.
+    public let pendingByteLimit: Int
+    /// The secret an ``HTTPCache`` hashes credentials with, kept in the directory's
+    /// `.recall-cache` file so that it lives exactly as long as the entries.
+    public let secret: [UInt8]
 
     private enum Pending {
-        case store(CacheRecord, generation: UInt64)
+        case store(CacheRecord, bytes: Int, generation: UInt64)
         case remove(generation: UInt64)
 
         var generation: UInt64 {
             switch self {
-            case .store(_, let generation), .remove(let generation): generation
+            case .store(_, _, let generation), .remove(let generation): generation
             }
         }
     }
@@ -46,56 +60,79 @@ public final class DiskStorage: CacheStorage {
         var policy: any EvictionPolicy
         var statistics = StorageStatistics()
         var pending: [String: Pending] = [:]
+        var pendingBytes = 0
         var generation: UInt64 = 0
     }
 
-    private static let suffix = ".rce"
+    static let suffix = ".rce"
+    static let markerName = ".recall-cache"
+    static let lockName = ".lock"
+    private static let markerHeader = "recall-cache 1\n"
     private let state: Locked<State>
     private let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
     private let lockDescriptor: Int32
 
     /// Opens (creating if needed) a cache in `directory`.
     /// - Throws: ``CacheStorageError/directory(_:)`` when the directory cannot be made or
-    ///   read; ``CacheStorageError/locked(_:)`` when another storage has it open.
-    public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, eviction: Eviction = .s3fifo) throws {
+    ///   read, is not yours, is writable by others, or holds files that are not a Recall
+    ///   cache's; ``CacheStorageError/locked(_:)`` when another storage has it open.
+    public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, pendingByteLimit: Int = 16 << 20,
+                eviction: Eviction = .s3fifo) throws {
         self.directory = directory
         self.byteLimit = max(0, byteLimit)
         self.entryLimit = max(0, entryLimit)
+        self.pendingByteLimit = max(0, pendingByteLimit)
         let path = directory.path
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CacheStorageError.directory("cannot create \(path): \(error.localizedDescription)")
+        guard directory.isFileURL, !path.isEmpty else {
+            throw CacheStorageError.directory("'\(directory)' is not a directory path")
         }
-        _ = chmod(path, 0o700)
-        let lockPath = directory.appendingPathComponent(".lock").path
-        let descriptor = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CacheStorageError.directory("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            close(descriptor)
-            throw CacheStorageError.locked("\(path) is open in another DiskStorage (this or another process)")
-        }
-        self.lockDescriptor = descriptor
-
-        var state = State(policy: eviction.make())
+        try Self.prepare(path)
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: path)
         } catch {
-            close(descriptor)
             throw CacheStorageError.directory("cannot list \(path): \(error.localizedDescription)")
         }
+        let hasMarker = names.contains(Self.markerName)
+        if !hasMarker, let stranger = names.first(where: { !Self.isOwnName($0) }) {
+            throw CacheStorageError.directory(
+                "\(path) is not empty and is not a Recall cache (it holds '\(stranger)' and no \(Self.markerName) file); "
+                    + "give DiskStorage a new or empty directory of its own, such as ~/.cache/recall")
+        }
+        let lockPath = path + "/" + Self.lockName
+        let descriptor = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard descriptor >= 0 else {
+            throw CacheStorageError.directory("cannot open \(lockPath): \(String(cString: strerror(errno)))"
+                + (errno == ELOOP ? " (it is a symbolic link: remove it)" : ""))
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw CacheStorageError.locked("\(path) is open in another DiskStorage (this or another process)")
+        }
+        do {
+            secret = try Self.loadOrCreateSecret(in: path)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        self.lockDescriptor = descriptor
+
+        var state = State(policy: eviction.make())
         var found: [(name: String, size: Int, modified: Double)] = []
-        for name in names {
+        var cleaned = 0
+        for name in names where name.hasSuffix(Self.suffix) || name.contains(Self.suffix + ".tmp-") {
             let file = path + "/" + name
-            if name.contains(".tmp-") {
-                unlink(file) // a write interrupted by a crash
+            guard Self.isOwnName(name), name != Self.markerName, name != Self.lockName else { continue }
+            var info = stat()
+            guard lstat(file, &info) == 0 else { continue }
+            let regular = (info.st_mode & S_IFMT) == S_IFREG
+            if !name.hasSuffix(Self.suffix) || !regular || Int(info.st_size) > self.entryLimit {
+                // A write interrupted by a crash, or something that is not a record of this cache
+                // under one of its names (a link, a pipe, an oversized file): never read it.
+                if (info.st_mode & S_IFMT) == S_IFDIR { rmdir(file) } else { unlink(file) }
+                if name.hasSuffix(Self.suffix) { cleaned += 1 }
                 continue
             }
-            guard name.hasSuffix(Self.suffix) else { continue }
-            var info = stat()
-            guard stat(file, &info) == 0 else { continue }
             #if canImport(Darwin)
             let modified = info.st_mtimespec
             #else
@@ -109,7 +146,83 @@ public final class DiskStorage: CacheStorage {
             state.statistics.bytes += file.size
         }
         state.statistics.count = state.sizes.count
+        state.statistics.corruptRemoved = cleaned
         self.state = Locked(state)
+    }
+
+    /// Creates the directory (mode 0700) or checks that an existing one is safe to use: a
+    /// directory, owned by the current user, not writable by group or others.
+    private static func prepare(_ path: String) throws {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            guard errno == ENOENT else {
+                throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
+            }
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw CacheStorageError.directory("cannot create \(path): \(error.localizedDescription)")
+            }
+            guard stat(path, &info) == 0 else {
+                throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw CacheStorageError.directory("\(path) exists and is not a directory")
+        }
+        guard info.st_uid == geteuid() else {
+            throw CacheStorageError.directory(
+                "\(path) belongs to user \(info.st_uid), not to you (user \(geteuid())): another user could forge its entries; "
+                    + "use a directory of your own, such as ~/.cache/recall")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw CacheStorageError.directory(
+                "\(path) is writable by \(info.st_mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(info.st_mode & 0o777, radix: 8))): "
+                    + "others could forge its entries; run 'chmod go-w \(path)' or use a directory of your own")
+        }
+    }
+
+    /// Whether the cache could have created a file of this name.
+    static func isOwnName(_ name: String) -> Bool {
+        if name == markerName || name == lockName { return true }
+        let bytes = Array(name.utf8)
+        guard bytes.count >= 64 + suffix.utf8.count, bytes[..<64].allSatisfy(isLowerHex),
+              bytes[64..<(64 + suffix.utf8.count)].elementsEqual(suffix.utf8) else { return false }
+        let rest = bytes[(64 + suffix.utf8.count)...]
+        if rest.isEmpty { return true }
+        // `.tmp-<generation>-<pid>`
+        let tmp = Array(".tmp-".utf8)
+        guard rest.starts(with: tmp) else { return false }
+        let numbers = rest.dropFirst(tmp.count).split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+        return numbers.count == 2 && numbers.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+    }
+
+    private static func isLowerHex(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    /// Reads the secret from the `.recall-cache` file, or writes a new one (a new cache, or a
+    /// first-edition cache without one, or a damaged file).
+    private static func loadOrCreateSecret(in path: String) throws -> [UInt8] {
+        let markerPath = path + "/" + markerName
+        if let data = try? readFile(markerPath, limit: 4096), let text = String(data: data, encoding: .utf8),
+           text.hasPrefix(markerHeader) {
+            let hex = Array(text.dropFirst(markerHeader.count).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+            if hex.count == StorageSecret.byteCount * 2, hex.allSatisfy(isLowerHex) {
+                return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+            }
+        }
+        let secret = StorageSecret.make()
+        let contents = Data((markerHeader + SHA256.hexString(secret) + "\n").utf8)
+        // The directory is locked: no other storage writes the file meanwhile. A crash while it is
+        // written leaves a damaged file, which the next open replaces like this.
+        unlink(markerPath)
+        if let failure = writeFile(contents, to: markerPath) {
+            unlink(markerPath)
+            throw CacheStorageError.directory("cannot write \(markerPath): \(failure)")
+        }
+        return secret
     }
 
     deinit {
@@ -131,14 +244,14 @@ public final class DiskStorage: CacheStorage {
             return (nil, true)
         }
         switch lookup.pending {
-        case .store(let record, _)?: return record.key == key ? record : nil
+        case .store(let record, _, _)?: return record.key == key ? record : nil
         case .remove?: return nil
         case nil: break
         }
         guard lookup.onDisk else { return nil }
         let file = directory.appendingPathComponent(name)
         do {
-            let record = try CacheRecordCodec.decode(try Self.readFile(file.path))
+            let record = try CacheRecordCodec.decode(try Self.readFile(file.path, limit: entryLimit))
             return record.key == key ? record : nil
         } catch {
             state.withLock { state in
@@ -154,15 +267,19 @@ public final class DiskStorage: CacheStorage {
         }
     }
 
-    /// Queues `record` to be written; reads see it at once.
+    /// Queues `record` to be written; reads see it at once. When more than
+    /// ``pendingByteLimit`` bytes are queued, waits until the queue has caught up with it.
     public func store(_ record: CacheRecord) async {
         let name = Self.fileName(for: record.key)
-        let generation = state.withLock { state -> UInt64 in
+        let bytes = record.byteCount
+        let (generation, backlog) = state.withLock { state -> (UInt64, Int) in
             state.generation += 1
-            state.pending[name] = .store(record, generation: state.generation)
-            return state.generation
+            state.pending[name] = .store(record, bytes: bytes, generation: state.generation)
+            state.pendingBytes += bytes
+            return (state.generation, state.pendingBytes)
         }
-        queue.async { [self] in write(record, name: name, generation: generation) }
+        queue.async { [self] in write(record, name: name, bytes: bytes, generation: generation) }
+        if backlog > pendingByteLimit { await flush() }
     }
 
     /// Queues the removal of `key`; reads miss at once.
@@ -204,7 +321,8 @@ public final class DiskStorage: CacheStorage {
     /// Counters and sizes.
     public var statistics: StorageStatistics { state.withLock { $0.statistics } }
 
-    private func write(_ record: CacheRecord, name: String, generation: UInt64) {
+    private func write(_ record: CacheRecord, name: String, bytes: Int, generation: UInt64) {
+        defer { state.withLock { $0.pendingBytes -= bytes } }
         let data = CacheRecordCodec.encode(record)
         let path = directory.appendingPathComponent(name).path
         guard data.count <= entryLimit, data.count <= byteLimit else {
@@ -242,9 +360,10 @@ public final class DiskStorage: CacheStorage {
     }
 
     /// The whole file at `path`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs
-    /// more than the read itself for small files on Linux).
-    private static func readFile(_ path: String) throws -> Data {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    /// more than the read itself for small files on Linux). Only a regular file of at most
+    /// `limit` bytes is read: a symbolic link, a pipe (which would block) or a device is refused.
+    private static func readFile(_ path: String, limit: Int) throws -> Data {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         var info = stat()
@@ -252,6 +371,7 @@ public final class DiskStorage: CacheStorage {
             throw CacheStorageError.corrupt("not a regular file")
         }
         let size = Int(info.st_size)
+        guard size <= limit else { throw CacheStorageError.corrupt("\(size) bytes, more than the \(limit)-byte entry limit") }
         var data = Data(count: size)
         let read = data.withUnsafeMutableBytes { raw -> Int in
             var offset = 0
@@ -269,7 +389,7 @@ public final class DiskStorage: CacheStorage {
 
     /// Writes `data` to a new file at `path` (mode 0600); returns an error text on failure.
     private static func writeFile(_ data: Data, to path: String) -> String? {
-        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { return String(cString: strerror(errno)) }
         defer { close(descriptor) }
         return data.withUnsafeBytes { raw -> String? in

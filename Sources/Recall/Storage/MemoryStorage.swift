@@ -17,6 +17,9 @@ public final class MemoryStorage: CacheStorage {
 
     private let state: Locked<State>
 
+    /// A secret made for this storage (its records live no longer than it does).
+    public let secret = StorageSecret.make()
+
     /// Creates a storage. `entryLimit` defaults to a quarter of `byteLimit`.
     public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000, entryLimit: Int? = nil, eviction: Eviction = .s3fifo) {
         self.byteLimit = max(0, byteLimit)

@@ -61,17 +61,31 @@ public enum SHA256 {
         return digest
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    /// HMAC-SHA256 (RFC 2104) of `message` under `key`: a keyed hash, so a value cannot be
+    /// guessed offline from its digest without the key.
+    static func hmac<Bytes: Collection<UInt8>>(key: [UInt8], _ message: Bytes) -> [UInt8] {
+        var block = key.count > 64 ? hash(key) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = hash(block.map { $0 ^ 0x36 } + Array(message))
+        return hash(block.map { $0 ^ 0x5c } + inner)
+    }
 
-    /// The digest of `text`'s UTF-8 bytes as 64 lowercase hex digits.
-    public static func hex(_ text: String) -> String {
+    /// `bytes` as lowercase hex digits.
+    static func hexString<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(64)
-        for byte in hash(text.utf8) {
+        for byte in bytes {
             output.append(hexDigits[Int(byte >> 4)])
             output.append(hexDigits[Int(byte & 0xF)])
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// The digest of `text`'s UTF-8 bytes as 64 lowercase hex digits.
+    public static func hex(_ text: String) -> String {
+        hexString(hash(text.utf8))
     }
 
     private static func rotr(_ value: UInt32, _ count: UInt32) -> UInt32 {

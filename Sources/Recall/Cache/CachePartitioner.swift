@@ -1,0 +1,101 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Decides who a stored response belongs to, and keeps secrets out of what is stored.
+///
+/// - The **partition** of a request: the values of the key's header fields
+///   (``CacheKeyPolicy/headersInKey``) and one keyed hash of all its credentials (the
+///   configured credential fields, fields named in scope, the URL's user and password). A
+///   stored response answers only requests of its own partition; all partitions of a URL live
+///   in one record, so invalidating the URL removes every one of them.
+/// - **Vary values** of credential fields are stored as keyed hashes, never in clear.
+/// - **Secret query parameters** have their values replaced by keyed hashes in the key.
+///
+/// Hashes are HMAC-SHA256 under the storage's secret, so they cannot be checked against
+/// guessed values by someone who can read the storage but not the secret.
+struct CachePartitioner: Sendable {
+    private let secret: [UInt8]
+    private let credentialNames: Set<String>
+    private let keyFields: [String]
+    private let secretQueryPatterns: [String]
+    private let memo = Locked<[String: String]>([:])
+
+    init(secret: [UInt8], configuration: CacheConfiguration) {
+        self.secret = secret
+        credentialNames = Set(configuration.credentialFields.map { $0.lowercased() })
+        keyFields = configuration.keyPolicy.headersInKey
+        secretQueryPatterns = configuration.secretQueryParameters.map { $0.lowercased() }
+    }
+
+    /// Whether the field `name` (any case) carries a credential.
+    func isCredential(_ name: String, inScope: Set<String>) -> Bool {
+        let lowered = name.lowercased()
+        return credentialNames.contains(lowered) || inScope.contains(lowered)
+    }
+
+    /// The partition of `request` (empty for an anonymous request and no key fields).
+    func partition(for request: URLRequest, inScope: Set<String>) -> String {
+        var partition = ""
+        for name in keyFields {
+            var value = request.value(forHTTPHeaderField: name).map(CacheKeyPolicy.normalizeFieldValue) ?? ""
+            if isCredential(name, inScope: inScope), !value.isEmpty { value = hash(value) }
+            partition += "\(name): \(value)\n"
+        }
+        var credentials: [String] = []
+        if let fields = request.allHTTPHeaderFields, !fields.isEmpty {
+            for (name, value) in fields where isCredential(name, inScope: inScope) {
+                credentials.append(name.lowercased() + "=" + value)
+            }
+        }
+        if let url = request.url, url.user != nil || url.password != nil {
+            credentials.append("userinfo=" + (url.user ?? "") + ":" + (url.password ?? ""))
+        }
+        if !credentials.isEmpty {
+            partition += "credentials: " + hash(credentials.sorted().joined(separator: "\n"))
+        }
+        return partition
+    }
+
+    /// `values` with those of credential fields replaced by keyed hashes.
+    func protect(_ values: [HTTPHeaders.Field], inScope: Set<String>) -> [HTTPHeaders.Field] {
+        values.map { field in
+            isCredential(field.name, inScope: inScope) ? HTTPHeaders.Field(name: field.name, value: hash(field.value)) : field
+        }
+    }
+
+    /// `canonicalURL` with the values of secret query parameters replaced by keyed hashes.
+    func redactingSecrets(in canonicalURL: String) -> String {
+        guard !secretQueryPatterns.isEmpty, let question = canonicalURL.firstIndex(of: "?") else { return canonicalURL }
+        var changed = false
+        let parameters = canonicalURL[canonicalURL.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
+            .map { parameter -> Substring in
+                guard let equals = parameter.firstIndex(of: "="), isSecret(parameter[..<equals]) else { return parameter }
+                changed = true
+                return parameter[...equals] + Substring(hash(String(parameter[parameter.index(after: equals)...])))
+            }
+        guard changed else { return canonicalURL }
+        return canonicalURL[...question] + parameters.joined(separator: "&")
+    }
+
+    private func isSecret(_ encodedName: Substring) -> Bool {
+        let name = (encodedName.removingPercentEncoding ?? String(encodedName)).lowercased()
+        return secretQueryPatterns.contains { pattern in
+            pattern.hasSuffix("*") ? name.hasPrefix(pattern.dropLast()) : name == pattern
+        }
+    }
+
+    /// `h.` and the first 128 bits of HMAC-SHA256(secret, value) in hex; remembered for the
+    /// most recent values (credentials repeat on every request of a session).
+    func hash(_ value: String) -> String {
+        if let known = memo.withLock({ $0[value] }) { return known }
+        let digest = "h." + SHA256.hexString(SHA256.hmac(key: secret, value.utf8).prefix(16))
+        guard value.utf8.count <= 4096 else { return digest }
+        memo.withLock { memo in
+            if memo.count >= 256 { memo.removeAll(keepingCapacity: true) }
+            memo[value] = digest
+        }
+        return digest
+    }
+}
