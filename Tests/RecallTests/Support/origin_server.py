@@ -13,6 +13,7 @@ Every path answers; the query string says how:
   size=N              body of N bytes (default: a small JSON description of the request)
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
+  truncate=1          promise 1,000 more body bytes than are sent, then close the connection
   fail_first=N        the first N hits of this path answer fail_status (default 503)
   fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
@@ -125,6 +126,17 @@ class Handler(BaseHTTPRequestHandler):
                 "bodyLength": len(request_body),
             }, sort_keys=True).encode()
             headers.append(("Content-Type", "application/json"))
+        if one("truncate") == "1":
+            self.send_response_only(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body) + 1000))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         self.send(status, headers, body)
 
     def not_modified(self, etag, last_modified):
