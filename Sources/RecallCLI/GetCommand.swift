@@ -11,7 +11,8 @@ enum GetCommand {
         var urlText: String?
         var verbose = false
         var attempts = 3
-        var timeout: Duration?
+        var timeout = defaultTimeout
+        var timeoutGiven = false
         var cacheDirectory: String?
         var fields: [(String, String)] = []
         var index = 0
@@ -28,13 +29,19 @@ enum GetCommand {
             case "-v", "--verbose":
                 verbose = true
             case "--retries":
-                guard let text = value(), let number = Int(text), number >= 1 else { return usage("--retries needs a number ≥ 1") }
+                let limit = RetryPolicy.attemptLimit
+                guard let text = value(), let number = Int(text), (1...limit).contains(number) else {
+                    return usage("--retries takes the number of attempts in all, 1 to \(limit)")
+                }
                 attempts = number
             case "--timeout":
-                guard let text = value(), let seconds = Double(text), seconds > 0 else { return usage("--timeout needs seconds > 0") }
-                timeout = .seconds(seconds)
+                guard let text = value(), let seconds = Double(text), seconds.isFinite, seconds >= 0.001, seconds <= 86_400 else {
+                    return usage("--timeout takes seconds from 0.001 to 86400 (one day)")
+                }
+                timeout = .milliseconds(Int64((seconds * 1000).rounded()))
+                timeoutGiven = true
             case "--cache-dir":
-                guard let text = value() else { return usage("--cache-dir needs a directory") }
+                guard let text = value(), !text.isEmpty else { return usage("--cache-dir needs a directory path (not an empty one)") }
                 cacheDirectory = text
             case "-H":
                 guard let text = value(), let colon = text.firstIndex(of: ":") else { return usage("-H needs 'Name: value'") }
@@ -47,14 +54,21 @@ enum GetCommand {
             index += 1
         }
         guard let urlText else { return usage("a URL is required") }
-        guard let url = URL(string: urlText), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+        guard var components = URLComponents(string: urlText), let scheme = components.scheme?.lowercased(),
+              ["http", "https"].contains(scheme), components.host?.isEmpty == false else {
             return usage("'\(urlText)' is not an http(s) URL")
         }
+        components.scheme = scheme // `HTTP://…` is valid, but not every transport accepts it
+        guard let url = components.url else { return usage("'\(urlText)' is not an http(s) URL") }
 
         let storage: any CacheStorage
         if let cacheDirectory {
             do {
                 storage = TieredStorage(memory: MemoryStorage(), lower: try DiskStorage(directory: URL(fileURLWithPath: cacheDirectory)))
+            } catch CacheStorageError.locked(let why) {
+                // Another process has the cache open: the user's request still deserves an answer.
+                printError("recall get: warning: not using the cache in \(cacheDirectory): \(why); fetching without it")
+                storage = MemoryStorage()
             } catch {
                 printError("recall get: \(error)")
                 return 1
@@ -83,6 +97,12 @@ enum GetCommand {
             print("\n— \(describe(response.source)), \(context.attempts) attempt\(context.attempts == 1 ? "" : "s"), \(response.body.count) bytes")
             if verbose { context.events.forEach { print("  \($0)") } }
             status = 0
+        } catch let error as TransportError where error.kind == .timedOut {
+            let limit = timeoutGiven ? "the --timeout of" : "the default per-attempt timeout of"
+            printError("recall get: no response within \(limit) \(seconds(timeout)) s (\(context.attempts) attempt\(context.attempts == 1 ? "" : "s")); "
+                + "the server may be down or slow: try again later, or allow more time with --timeout SECONDS")
+            if verbose { context.events.forEach { printError("  \($0)") } }
+            status = 1
         } catch {
             printError("recall get: \(error)")
             if verbose { context.events.forEach { printError("  \($0)") } }
@@ -91,6 +111,15 @@ enum GetCommand {
         // Let the disk cache's queued writes land before the process exits.
         if let disk = (storage as? TieredStorage)?.lower as? DiskStorage { await disk.flush() }
         return status
+    }
+
+    /// The per-attempt timeout when `--timeout` is not given: a hanging server gets a clear
+    /// answer in bounded time instead of silence.
+    static let defaultTimeout: Duration = .seconds(30)
+
+    static func seconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return value == value.rounded() ? String(Int(value)) : String(format: "%g", value)
     }
 
     static func describe(_ source: Response.Source) -> String {

@@ -30,9 +30,11 @@ enum Usage {
 
     OPTIONS
       -v, --verbose        also print the response header fields and every pipeline event
-      --retries N          attempts in all, with exponential backoff (default 3; 1 disables retries)
-      --timeout SECONDS    per-attempt timeout enforced by Recall (default: none)
-      --cache-dir DIR      use (and keep) a disk cache in DIR; a second run is served from it
+      --retries N          attempts in all, 1 to 10, with exponential backoff (default 3; 1 disables retries)
+      --timeout SECONDS    per-attempt timeout enforced by Recall, 0.001 to 86400 (default 30)
+      --cache-dir DIR      use (and keep) a disk cache in DIR, a new or empty directory or one made by
+                           recall, owned by you and not writable by others (e.g. ~/.cache/recall);
+                           when another process has it open, recall fetches without it and says so
       -H 'Name: value'     add a request header field (repeatable)
       -h, --help           this help
     """

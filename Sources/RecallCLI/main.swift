@@ -8,9 +8,13 @@ case "demo":
     exitCode = await DemoCommand.run(Array(arguments.dropFirst()))
 case "get":
     exitCode = await GetCommand.run(Array(arguments.dropFirst()))
-case nil, "-h", "--help", "help":
+case nil:
+    // A mistake, not a request for help: the usage goes to standard error.
+    FileHandle.standardError.write(Data("recall: a command is required\n\n\(Usage.main)\n".utf8))
+    exitCode = 2
+case "-h", "--help", "help":
     print(Usage.main)
-    exitCode = arguments.isEmpty ? 1 : 0
+    exitCode = 0
 default:
     FileHandle.standardError.write(Data("recall: unknown command '\(arguments[0])'\n\n\(Usage.main)\n".utf8))
     exitCode = 2

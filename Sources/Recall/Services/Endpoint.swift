@@ -95,7 +95,14 @@ extension Endpoint {
             if Self.outputFormat == .xml, !header.contains("Accept") { header["Accept"] = "application/xml" }
             let request = try service.makeRequest(method: Self.method, path: path, query: query, header: header,
                                                   body: body, scheme: Self.scheme)
-            let response = try await service.pipeline.send(request)
+            // A credential in a field of the service's choosing partitions the cache like `Authorization`.
+            let credentialFields: Set<String> = switch service.authorization {
+            case .header(let name, _)? where Self.authorizationRequirement != .none: [name]
+            default: []
+            }
+            let response = try await HTTPCache.$credentialFieldsInScope.withValue(HTTPCache.credentialFieldsInScope.union(credentialFields)) {
+                try await service.pipeline.send(request)
+            }
             guard response.isSuccess else { throw ServiceError.badStatus(response.status, body: response.body) }
             return response
         } catch {

@@ -178,7 +178,7 @@ public final class DiskStorage: CacheStorage {
         }
         guard info.st_mode & 0o022 == 0 else {
             throw CacheStorageError.directory(
-                "\(path) is writable by \(info.st_mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(info.st_mode & 0o777, radix: 8))): "
+                "\(path) is writable by \(info.st_mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(info.st_mode & 0o7777, radix: 8))): "
                     + "others could forge its entries; run 'chmod go-w \(path)' or use a directory of your own")
         }
     }
