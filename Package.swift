@@ -19,8 +19,8 @@ let package = Package(
         .executableTarget(name: "RecallCLI", dependencies: ["Recall"], swiftSettings: strict),
         // A child process the reliability tests kill with SIGKILL mid-write (not a product).
         .executableTarget(name: "recall-crash-writer", dependencies: ["Recall"], path: "Tests/CrashWriter", swiftSettings: strict),
-        // A child process the liveness test runs under a deadline (not a product).
-        .executableTarget(name: "recall-timeout-race", dependencies: ["Recall"], path: "Tests/TimeoutRace", swiftSettings: strict),
+        // A child process for tests that cannot run inside the test process (not a product).
+        .executableTarget(name: "recall-test-child", dependencies: ["Recall"], path: "Tests/TestChild", swiftSettings: strict),
         .testTarget(
             name: "RecallTests",
             dependencies: ["Recall", "RecallTesting"],

@@ -256,7 +256,7 @@ public final class HTTPCache: ServiceHook {
         if let target, rules.isStorable(response, facts: facts, for: answered) {
             let headers = rules.storedHeaders(response.headers)
             let entry = CacheEntry(status: response.status, headers: headers, facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
-                                   body: response.body, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
+                                   body: response.body.exactlySized, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
                                    varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
             await store(entry, key: target, lookedUp: state.key == target ? state.record : nil)
         } else if state.candidate != nil, !redirected, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {

@@ -43,6 +43,8 @@ public struct StorageStatistics: Sendable, Hashable, CustomStringConvertible {
     public var corruptRemoved = 0
     /// Writes that failed (disk full, permissions…).
     public var writeFailures = 0
+    /// Bytes of records queued for writing and not yet written (``DiskStorage``).
+    public var pendingBytes = 0
 
     /// Creates zeroed statistics.
     public init() {}

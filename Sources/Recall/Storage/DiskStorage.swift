@@ -319,7 +319,13 @@ public final class DiskStorage: CacheStorage {
     }
 
     /// Counters and sizes.
-    public var statistics: StorageStatistics { state.withLock { $0.statistics } }
+    public var statistics: StorageStatistics {
+        state.withLock { state in
+            var statistics = state.statistics
+            statistics.pendingBytes = state.pendingBytes
+            return statistics
+        }
+    }
 
     private func write(_ record: CacheRecord, name: String, bytes: Int, generation: UInt64) {
         defer { state.withLock { $0.pendingBytes -= bytes } }

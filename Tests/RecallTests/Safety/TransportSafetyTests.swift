@@ -46,12 +46,12 @@ struct TransportSafetyTests {
     /// the old `session.data(for:)` transport this child never finished.
     @Test("600 attempt timeouts racing the answers never freeze the process (child process, 60 s deadline)")
     func racingTimeouts() async throws {
-        let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall-timeout-race")
-        try #require(FileManager.default.isExecutableFile(atPath: executable.path), "recall-timeout-race was not built next to the tests")
+        let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall-test-child")
+        try #require(FileManager.default.isExecutableFile(atPath: executable.path), "recall-test-child was not built next to the tests")
         let server = try await OriginServer.shared.value
         let process = Process()
         process.executableURL = executable
-        process.arguments = [server.url(OriginServer.uniquePath("race")).absoluteString, "4", "150"]
+        process.arguments = ["race", server.url(OriginServer.uniquePath("race")).absoluteString, "4", "150"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -1,0 +1,354 @@
+import Foundation
+@testable import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue #10, points 1–6: a stored response reaches only the caller it was made for. The
+/// security cases run through `HTTPCache` over a real `DiskStorage`.
+@Suite("Safety: a response reaches only the caller it was made for", .timeLimit(.minutes(1)))
+struct ConfidentialityTests {
+    /// A cache harness over a `DiskStorage` in a fresh directory (removed by `cleanup`).
+    static func diskHarness(configuration: CacheConfiguration = CacheConfiguration(),
+                            retrierFactory: any RetrierFactory = NilRetrierFactory()) throws -> (CacheHarness, DiskStorage, URL) {
+        let directory = temporaryDirectory()
+        let disk = try DiskStorage(directory: directory)
+        return (CacheHarness(configuration: configuration, storage: disk, retrierFactory: retrierFactory), disk, directory)
+    }
+
+    /// Every byte the cache wrote in `directory`.
+    static func bytesOnDisk(_ directory: URL) throws -> Data {
+        var all = Data()
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            all.append(try Data(contentsOf: directory.appendingPathComponent(name)))
+        }
+        return all
+    }
+
+    // MARK: 1. Credentials added inside the pipeline
+
+    @Test("a token added by an auth-refresh retrier partitions the response: an anonymous caller never gets it")
+    func refreshedCredential() async throws {
+        let (h, _, directory) = try Self.diskHarness(
+            retrierFactory: NilRetrierFactory().refreshingAuth { request in
+                var request = request
+                request.setValue("Bearer alice-token", forHTTPHeaderField: "Authorization")
+                return request
+            })
+        defer { try? FileManager.default.removeItem(at: directory) }
+        h.mock.route("GET", "/me") { request in
+            guard request.value(forHTTPHeaderField: "Authorization") == "Bearer alice-token" else {
+                return .text("who are you?", status: 401)
+            }
+            return .text("alice's private data", headers: ["Cache-Control": "private, max-age=600"])
+        }
+        #expect(try await h.get("/me").bodyText == "alice's private data") // 401, refresh, 200 stored
+        #expect(h.cache.statistics.stores == 1)
+        // Another pipeline on the same cache, without the refreshing retrier: anonymous.
+        let anonymous = Pipeline(transport: h.mock, hooks: [h.cache])
+        let response = try await anonymous.send(h.request("/me"))
+        #expect(response.status == 401)
+        #expect(response.bodyText == "who are you?")
+        #expect(response.source == .network)
+        // The token holder is served from the cache.
+        let again = try await anonymous.send(h.request("/me", headers: ["Authorization": "Bearer alice-token"]))
+        #expect(again.source == .cache)
+        #expect(again.bodyText == "alice's private data")
+    }
+
+    @Test("a service's API key in a field of its own choosing partitions a shared cache between tenants")
+    func typedApiKey() async throws {
+        TenantParts.mock.route("GET", "/v1/report") { request in
+            let tenant = request.value(forHTTPHeaderField: "X-Tenant-Key") ?? "nobody"
+            return .text(#"{"tenant":"\#(tenant)"}"#, headers: ["Cache-Control": "max-age=600", "Content-Type": "application/json"])
+        }
+        #expect(try await Report().call(on: TenantService(key: "tenant-a")).tenant == "tenant-a")
+        #expect(try await Report().call(on: TenantService(key: "tenant-b")).tenant == "tenant-b")
+        #expect(try await Report().call(on: TenantService(key: "tenant-a")).tenant == "tenant-a")
+        #expect(TenantParts.mock.count(for: "/v1/report") == 2) // one call per tenant; the repeat is a hit
+    }
+
+    // MARK: 2. Invalidation crosses partitions
+
+    @Test("a successful PUT with credentials invalidates the URL in every partition, the anonymous one included")
+    func invalidationCrossesPartitions() async throws {
+        let (h, _, directory) = try Self.diskHarness()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let version = Locked(1)
+        h.mock.route("GET", "/doc") { _ in .text("version \(version.withLock { $0 })", headers: ["Cache-Control": "max-age=600"]) }
+        h.mock.route("PUT", "/doc") { _ in
+            version.withLock { $0 += 1 }
+            return .text("saved")
+        }
+        try await h.get("/doc")
+        try await h.get("/doc", headers: ["Authorization": "Bearer editor"])
+        #expect(try await h.get("/doc").source == .cache)
+        let put = try await h.pipeline.send(h.request("/doc", method: "PUT", headers: ["Authorization": "Bearer editor"]))
+        #expect(put.status == 200)
+        let anonymous = try await h.get("/doc")
+        #expect(anonymous.source == .network)
+        #expect(anonymous.bodyText == "version 2")
+        let editor = try await h.get("/doc", headers: ["Authorization": "Bearer editor"])
+        #expect(editor.source == .network)
+        #expect(editor.bodyText == "version 2")
+    }
+
+    // MARK: 3. Secrets at rest
+
+    @Test("nothing secret reaches the disk: Vary credential values, Set-Cookie, userinfo, query tokens; Set-Cookie is never replayed")
+    func secretsAtRest() async throws {
+        let (h, disk, directory) = try Self.diskHarness()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        h.origin("/profile", headers: ["Cache-Control": "private, max-age=600", "Vary": "Cookie, Authorization",
+                                        "Set-Cookie": "session=SETCOOKIE-SECRET; HttpOnly", "Authentication-Info": "nextnonce=AUTHINFO-SECRET"])
+        h.origin("/download", headers: ["Cache-Control": "max-age=600"])
+        let first = try await h.get("/profile", headers: ["Cookie": "sid=COOKIE-SECRET", "Authorization": "Bearer TOKEN-SECRET"])
+        #expect(first.headers["Set-Cookie"] != nil) // the caller who caused it gets it
+        let hit = try await h.get("/profile", headers: ["Cookie": "sid=COOKIE-SECRET", "Authorization": "Bearer TOKEN-SECRET"])
+        #expect(hit.source == .cache)
+        #expect(hit.headers["Set-Cookie"] == nil)
+        #expect(hit.headers["Authentication-Info"] == nil)
+        var withSecrets = URLRequest(url: URL(string: "https://carol:PASSWORD-SECRET@origin.test/download?access_token=QUERY-SECRET&x=1")!)
+        withSecrets.setValue("k", forHTTPHeaderField: "Accept")
+        try await h.pipeline.send(withSecrets)
+        #expect(try await h.pipeline.send(withSecrets).source == .cache)
+        await disk.flush()
+        let text = String(decoding: try Self.bytesOnDisk(directory), as: UTF8.self)
+        for secret in ["COOKIE-SECRET", "TOKEN-SECRET", "SETCOOKIE-SECRET", "AUTHINFO-SECRET", "PASSWORD-SECRET", "QUERY-SECRET", "carol"] {
+            #expect(!text.contains(secret), "\(secret) was written to disk")
+        }
+        let secretFile = try String(contentsOf: directory.appendingPathComponent(".recall-cache"), encoding: .utf8)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(".recall-cache").path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(secretFile.hasPrefix("recall-cache 1\n"))
+    }
+
+    @Test("credential hashes are keyed by the storage's secret: not a plain SHA-256, different in every cache directory")
+    func keyedHashes() throws {
+        let request = URLRequest(url: URL(string: "https://origin.test/x")!)
+        var authorized = request
+        authorized.setValue("Bearer guessable", forHTTPHeaderField: "Authorization")
+        let one = CachePartitioner(secret: StorageSecret.make(), configuration: CacheConfiguration())
+        let two = CachePartitioner(secret: StorageSecret.make(), configuration: CacheConfiguration())
+        let first = one.partition(for: authorized, inScope: [])
+        #expect(first == one.partition(for: authorized, inScope: []))
+        #expect(first != two.partition(for: authorized, inScope: []))
+        #expect(!first.contains(SHA256.hex("authorization=Bearer guessable").prefix(32)))
+        #expect(one.partition(for: request, inScope: []).isEmpty)
+        // HMAC-SHA256 itself, against RFC 4231 test case 2.
+        #expect(SHA256.hexString(SHA256.hmac(key: Array("Jefe".utf8), "what do ya want for nothing?".utf8))
+            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+
+    @Test("the secret outlives a restart: a reopened DiskStorage still serves credentialed entries")
+    func secretSurvivesRestart() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mock = MockTransport()
+        mock.route("GET", "/mine", .text("mine", headers: ["Cache-Control": "max-age=600"]))
+        var request = URLRequest(url: URL(string: "https://origin.test/mine")!)
+        request.setValue("Bearer t", forHTTPHeaderField: "Authorization")
+        do {
+            let disk = try DiskStorage(directory: directory)
+            try await Pipeline(transport: mock, hooks: [HTTPCache(storage: disk)]).send(request)
+            await disk.flush()
+        }
+        let reopened = try DiskStorage(directory: directory)
+        #expect(try await Pipeline(transport: mock, hooks: [HTTPCache(storage: reopened)]).send(request).source == .cache)
+        #expect(mock.count(for: "/mine") == 1)
+    }
+
+    // MARK: 4. Redirects
+
+    @Test("a followed redirect is stored under the URL that answered, never under the one that redirected")
+    func redirectStoredUnderTarget() async throws {
+        let (h, _, directory) = try Self.diskHarness()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let latest = Locked("/v/1")
+        // A transport that follows redirects: /latest answers with the target's response and URL.
+        h.mock.route("GET", "/latest") { _ in
+            let target = latest.withLock { $0 }
+            return Response(status: 200, headers: ["Cache-Control": "max-age=31536000"], body: Data("body of \(target)".utf8),
+                            url: URL(string: "https://origin.test" + target))
+        }
+        h.origin("/v/1", headers: ["Cache-Control": "max-age=31536000"], body: "body of /v/1")
+        #expect(try await h.get("/latest").bodyText == "body of /v/1")
+        latest.withLock { $0 = "/v/2" }
+        let moved = try await h.get("/latest")
+        #expect(moved.source == .network)
+        #expect(moved.bodyText == "body of /v/2")
+        #expect(try await h.get("/v/1").source == .cache) // stored under the URL that answered
+    }
+
+    @Test("end to end: a 302 followed by URLSession is stored for its target; the redirecting URL always asks again")
+    func redirectEndToEnd() async throws {
+        let server = try await OriginServer.shared.value
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let target = OriginServer.uniquePath("target")
+        let targetURL = server.url(target, ["cc": "max-age=600"])
+        let source = OriginServer.uniquePath("moving")
+        let sourceURL = server.url(source, ["status": "302", "cc": "max-age=600"],
+                                   extra: [.init(name: "header", value: "Location: \(target)?cc=max-age%3D600")])
+        let first = try await pipeline.send(URLRequest(url: sourceURL))
+        #expect(first.status == 200)
+        #expect(try await pipeline.send(URLRequest(url: sourceURL)).source == .network)
+        #expect(try await server.hits(source) == 2)
+        #expect(try await pipeline.send(URLRequest(url: targetURL)).source == .cache)
+    }
+
+    // MARK: 5. Key confusion
+
+    @Test("an encoded dot is not a dot segment: /a/%2e%2e/%2e%2e/admin never shares a key or a response with /admin")
+    func encodedDots() async throws {
+        let (h, _, directory) = try Self.diskHarness()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(h.cache.key(for: h.request("/a/%2e%2e/%2e%2e/admin")) != h.cache.key(for: h.request("/admin")))
+        #expect(h.cache.key(for: h.request("/a/../../admin")) == h.cache.key(for: h.request("/admin")))
+        #expect(h.cache.key(for: h.request("/a/%2e%2E/b")) == h.cache.key(for: h.request("/a/%2E%2E/b")))
+        h.origin("/admin", headers: ["Cache-Control": "max-age=600"], body: "admin console")
+        h.mock.route("GET", "/a/../../admin") { _ in .text("not found", status: 404, headers: ["Cache-Control": "max-age=600"]) }
+        #expect(try await h.get("/admin").bodyText == "admin console")
+        let confused = try await h.get("/a/%2e%2e/%2e%2e/admin")
+        #expect(confused.source == .network)
+        #expect(confused.status == 404)
+    }
+
+    @Test("user names and passwords in URLs never reach the key and partition the cache")
+    func userinfo() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/inbox") { request in
+            .text("inbox of \(request.url?.user ?? "nobody")", headers: ["Cache-Control": "max-age=600"])
+        }
+        let alice = URLRequest(url: URL(string: "https://alice:pw1@origin.test/inbox")!)
+        let bob = URLRequest(url: URL(string: "https://bob:pw2@origin.test/inbox")!)
+        #expect(h.cache.key(for: alice) == "https://origin.test/inbox")
+        #expect(try await h.pipeline.send(alice).bodyText == "inbox of alice")
+        #expect(try await h.pipeline.send(bob).bodyText == "inbox of bob")
+        #expect(try await h.pipeline.send(alice).source == .cache)
+        #expect(try await h.get("/inbox").bodyText == "inbox of nobody")
+    }
+
+    @Test("secret query values are keyed hashes in the key; different tokens never share an entry")
+    func secretQueryValues() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/file") { request in
+            .text("file for \(request.url?.query ?? "")", headers: ["Cache-Control": "max-age=600"])
+        }
+        let key = try #require(h.cache.key(for: h.request("/file?token=abc&page=2")))
+        #expect(!key.contains("abc"))
+        #expect(key.contains("page=2"))
+        #expect(key != h.cache.key(for: h.request("/file?token=abd&page=2")))
+        #expect(try await h.get("/file?token=abc").bodyText == "file for token=abc")
+        #expect(try await h.get("/file?token=abd").bodyText == "file for token=abd")
+        #expect(try await h.get("/file?token=abc").source == .cache)
+    }
+
+    // MARK: 6. Tiered promotion race
+
+    @Test("a removal wins over a promotion from disk that started before it")
+    func promotionRace() async throws {
+        let gate = GatedStorage()
+        let memory = MemoryStorage()
+        let tiered = TieredStorage(memory: memory, lower: gate)
+        await gate.store(makeRecord("k"))
+        gate.closed.withLock { $0 = true }
+        let read = Task { await tiered.record(for: "k") }
+        while gate.waiting.withLock({ $0 }) == 0 { await Task.yield() }
+        await tiered.remove("k") // the invalidation lands while the read is under way
+        gate.open()
+        _ = await read.value
+        #expect(memory.recordNow(for: "k") == nil, "the promotion resurrected a removed record")
+        #expect(await tiered.record(for: "k") == nil)
+    }
+
+    @Test("60 GETs racing a PUT over memory + disk: every GET that starts after the PUT sees the new body")
+    func racingInvalidation() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for _ in 0..<5 {
+            let storage = TieredStorage(memory: MemoryStorage(), lower: try DiskStorage(directory: directory.appendingPathComponent(UUID().uuidString)))
+            let h = CacheHarness(storage: storage)
+            let version = Locked(1)
+            h.mock.route("GET", "/shared") { _ in .text("v\(version.withLock { $0 })", headers: ["Cache-Control": "max-age=600"]) }
+            h.mock.route("PUT", "/shared") { _ in
+                version.withLock { $0 = 2 }
+                return .text("ok")
+            }
+            try await h.get("/shared")
+            await storage.memory.removeAll() // reads now promote from disk
+            let putDone = Locked(false)
+            let stale = Locked(0)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<60 {
+                    group.addTask {
+                        if index == 30 {
+                            _ = try await h.pipeline.send(h.request("/shared", method: "PUT"))
+                            putDone.withLock { $0 = true }
+                            return
+                        }
+                        let startedAfterPut = putDone.withLock { $0 }
+                        let body = try await h.get("/shared").bodyText
+                        if startedAfterPut, body != "v2" { stale.withLock { $0 += 1 } }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(stale.withLock { $0 } == 0)
+            #expect(try await h.get("/shared").bodyText == "v2")
+        }
+    }
+}
+
+/// A storage whose reads wait at a gate while it is closed, to order a read against a removal.
+final class GatedStorage: CacheStorage {
+    let inner = MemoryStorage()
+    let closed = Locked(false)
+    let waiting = Locked(0)
+    private let waiters = Locked<[CheckedContinuation<Void, Never>]>([])
+
+    func record(for key: String) async -> CacheRecord? {
+        let record = inner.recordNow(for: key) // read before the gate: the removal comes later
+        if closed.withLock({ $0 }) {
+            await withCheckedContinuation { continuation in
+                waiters.withLock { $0.append(continuation) }
+                waiting.withLock { $0 += 1 }
+            }
+        }
+        return record
+    }
+
+    func open() {
+        closed.withLock { $0 = false }
+        for waiter in waiters.withLock({ list in defer { list.removeAll() }; return list }) { waiter.resume() }
+    }
+
+    func store(_ record: CacheRecord) async { inner.storeNow(record) }
+    func remove(_ key: String) async { inner.removeNow(key) }
+    func removeAll() async { await inner.removeAll() }
+    var statistics: StorageStatistics { inner.statistics }
+}
+
+/// A typed service whose API key travels in a field of its own (not a default credential field).
+enum TenantParts {
+    static let mock = MockTransport()
+    static let cache = HTTPCache()
+}
+
+struct TenantService: HttpService {
+    let key: String
+    var apiUrl: String { "https://tenants.test/v1" }
+    var authorization: Authorization? { .header(name: "X-Tenant-Key", value: key) }
+    var transport: any Transport { TenantParts.mock }
+    var hooks: [any ServiceHook] { [TenantParts.cache] }
+}
+
+struct Report: OutEndpoint {
+    typealias Service = TenantService
+    struct Output: Decodable, Sendable { var tenant: String }
+    static let method = "GET"
+    static var authorizationRequirement: AuthorizationRequirement { .required }
+    var path: String { "report" }
+}

@@ -1,0 +1,97 @@
+import Foundation
+@testable import Recall
+import RecallTesting
+import Testing
+
+/// Issue #10, points 11 and 12: memory stays within the limits the user set, and the limits
+/// of storing and of reading back agree.
+@Suite("Safety: bounded memory, one set of limits", .timeLimit(.minutes(1)))
+struct LimitsTests {
+    @Test("the URL memo is bounded by bytes: URLs of 100 KB are never kept, 10,000 short ones stay under 1 MiB")
+    func memoBounded() {
+        let memo = CanonicalURLMemo()
+        let policy = CacheKeyPolicy()
+        let long = String(repeating: "a", count: 100_000)
+        for index in 0..<200 {
+            let url = URL(string: "https://x.test/\(index)/" + long)!
+            #expect(memo.key(for: url) { _ in "key \(index)" } == "key \(index)")
+        }
+        #expect(memo.usage.count == 0)
+        #expect(memo.usage.bytes == 0)
+        for index in 0..<10_000 {
+            _ = memo.key(for: URL(string: "https://x.test/items/\(index)?page=\(index % 9)")!) { policy.canonicalURL($0) }
+        }
+        #expect(memo.usage.bytes <= 1 << 20)
+        #expect(memo.usage.count <= 4096)
+        #expect(memo.key(for: URL(string: "https://x.test/items/9999?page=0")!) { _ in "wrong" } == "https://x.test/items/9999?page=0")
+    }
+
+    @Test("DiskStorage's write queue is bounded: a store past the limit waits, so queued bytes never exceed it by more than one record")
+    func pendingBounded() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let limit = 512 << 10
+        let storage = try DiskStorage(directory: directory, byteLimit: 1 << 30, pendingByteLimit: limit)
+        let record = makeRecord("k", bodySize: 64 << 10)
+        var highest = 0
+        for index in 0..<300 {
+            await storage.store(makeRecord("https://x.test/\(index)", bodySize: 64 << 10))
+            highest = max(highest, storage.statistics.pendingBytes)
+        }
+        #expect(highest <= limit + record.byteCount)
+        await storage.flush()
+        #expect(storage.statistics.pendingBytes == 0)
+        #expect(storage.statistics.count == 300)
+    }
+
+    @Test("MemoryStorage accounts within ±25 % of the memory its records really take (measured in a child process)")
+    func honestAccounting() throws {
+        let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall-test-child")
+        try #require(FileManager.default.isExecutableFile(atPath: executable.path), "recall-test-child was not built next to the tests")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["memory"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let rows: [[String]] = text.split(separator: "\n").map { line in line.split(separator: " ").map(String.init) }
+            .filter { $0.count == 6 && $0[0] == "shape" }
+        #expect(rows.count == 6, "the child printed: \(text)")
+        for row in rows {
+            let measured = Double(row[3]) ?? 0
+            let accounted = Double(row[5]) ?? 0
+            let ratio = measured > 0 ? accounted / measured : 0
+            #expect((0.8...1.25).contains(ratio), "\(row[1]): accounted \(accounted) B for \(measured) B measured")
+        }
+    }
+
+    @Test("one header-field limit: more fields than records may hold are not stored; the limit itself round-trips through disk")
+    func headerFieldLimit() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try DiskStorage(directory: directory)
+        let h = CacheHarness(storage: disk)
+        func headers(_ count: Int) -> HTTPHeaders {
+            var headers: HTTPHeaders = ["Cache-Control": "max-age=600"]
+            for index in 1..<count { headers.add("X", "\(index)") }
+            return headers
+        }
+        h.origin("/too-many", headers: headers(CacheRecordCodec.maxFields + 1))
+        try await h.get("/too-many")
+        #expect(h.cache.statistics.stores == 0)
+        var configuration = CacheConfiguration()
+        configuration.maxHeaderFields = 5_000
+        #expect(configuration.maxHeaderFields == CacheRecordCodec.maxFields) // clamped to what records hold
+        h.origin("/limit", headers: headers(CacheRecordCodec.maxFields - 1)) // plus Date: exactly the limit
+        try await h.get("/limit")
+        #expect(h.cache.statistics.stores == 1)
+        await disk.flush()
+        let reopened = HTTPCache(storage: TieredStorage(memory: MemoryStorage(), lower: disk))
+        let key = try #require(h.cache.key(for: h.request("/limit")))
+        let record = try #require(await reopened.storage.record(for: key))
+        #expect(record.variants.first?.headers.count == CacheRecordCodec.maxFields)
+        #expect(disk.statistics.corruptRemoved == 0)
+    }
+}
