@@ -269,7 +269,9 @@ struct ConfidentialityTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         for _ in 0..<5 {
-            let storage = TieredStorage(memory: MemoryStorage(), lower: try DiskStorage(directory: directory.appendingPathComponent(UUID().uuidString)))
+            // Disk reads take 0–2 ms, as they do under load: long enough for a PUT to land mid-read.
+            let disk = SlowReads(try DiskStorage(directory: directory.appendingPathComponent(UUID().uuidString)))
+            let storage = TieredStorage(memory: MemoryStorage(), lower: disk)
             let h = CacheHarness(storage: storage)
             let version = Locked(1)
             h.mock.route("GET", "/shared") { _ in .text("v\(version.withLock { $0 })", headers: ["Cache-Control": "max-age=600"]) }
@@ -300,6 +302,23 @@ struct ConfidentialityTests {
             #expect(try await h.get("/shared").bodyText == "v2")
         }
     }
+}
+
+/// A storage whose reads take a random 0–2 ms longer.
+final class SlowReads: CacheStorage {
+    let inner: any CacheStorage
+    init(_ inner: any CacheStorage) { self.inner = inner }
+
+    func record(for key: String) async -> CacheRecord? {
+        let record = await inner.record(for: key)
+        try? await Task.sleep(for: .microseconds(Int.random(in: 0...2_000)))
+        return record
+    }
+
+    func store(_ record: CacheRecord) async { await inner.store(record) }
+    func remove(_ key: String) async { await inner.remove(key) }
+    func removeAll() async { await inner.removeAll() }
+    var statistics: StorageStatistics { inner.statistics }
 }
 
 /// A storage whose reads wait at a gate while it is closed, to order a read against a removal.
