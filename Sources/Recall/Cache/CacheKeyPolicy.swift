@@ -52,7 +52,12 @@ public struct CacheKeyPolicy: Sendable, Hashable {
     /// Works on the URL's bytes in one buffer (RFC 3986 §3 parsing) rather than through
     /// `URLComponents`, which is an order of magnitude slower on Linux; it is on every lookup.
     public func canonicalURL(_ url: URL) -> String? {
-        var text = url.absoluteString
+        canonicalURL(text: url.absoluteString)
+    }
+
+    /// The canonical form of an absolute URL's text.
+    func canonicalURL(text: String) -> String? {
+        var text = text
         return text.withUTF8 { canonical(Array($0)) }
     }
 

@@ -18,6 +18,9 @@ import FoundationNetworking
 struct CachePartitioner: Sendable {
     private let secret: [UInt8]
     private let credentialNames: Set<String>
+    /// The UTF-8 lengths of the credential names: most field names are ruled out by length
+    /// alone, without lowercasing them.
+    private let credentialLengths: Set<Int>
     private let keyFields: [String]
     private let secretQueryPatterns: [String]
     private let memo = Locked<[String: String]>([:])
@@ -25,18 +28,26 @@ struct CachePartitioner: Sendable {
     init(secret: [UInt8], configuration: CacheConfiguration) {
         self.secret = secret
         credentialNames = Set(configuration.credentialFields.map { $0.lowercased() })
+        credentialLengths = Set(credentialNames.map(\.utf8.count))
         keyFields = configuration.keyPolicy.headersInKey
         secretQueryPatterns = configuration.secretQueryParameters.map { $0.lowercased() }
     }
 
     /// Whether the field `name` (any case) carries a credential.
     func isCredential(_ name: String, inScope: Set<String>) -> Bool {
-        let lowered = name.lowercased()
-        return credentialNames.contains(lowered) || inScope.contains(lowered)
+        guard inScope.isEmpty else {
+            let lowered = name.lowercased()
+            return credentialNames.contains(lowered) || inScope.contains(lowered)
+        }
+        return credentialLengths.contains(name.utf8.count) && credentialNames.contains(name.lowercased())
     }
 
     /// The partition of `request` (empty for an anonymous request and no key fields).
-    func partition(for request: URLRequest, inScope: Set<String>) -> String {
+    /// `userinfo`: whether the URL has a user name or password (``hasUserinfo(_:)``, which the
+    /// cache remembers per URL).
+    func partition(for request: URLRequest, userinfo: Bool, inScope: Set<String>) -> String {
+        let fields = request.allHTTPHeaderFields ?? [:]
+        if keyFields.isEmpty, fields.isEmpty, !userinfo { return "" }
         var partition = ""
         for name in keyFields {
             var value = request.value(forHTTPHeaderField: name).map(CacheKeyPolicy.normalizeFieldValue) ?? ""
@@ -44,18 +55,36 @@ struct CachePartitioner: Sendable {
             partition += "\(name): \(value)\n"
         }
         var credentials: [String] = []
-        if let fields = request.allHTTPHeaderFields, !fields.isEmpty {
-            for (name, value) in fields where isCredential(name, inScope: inScope) {
-                credentials.append(name.lowercased() + "=" + value)
-            }
+        for (name, value) in fields where isCredential(name, inScope: inScope) {
+            credentials.append(name.lowercased() + "=" + value)
         }
-        if let url = request.url, url.user != nil || url.password != nil {
+        if userinfo, let url = request.url {
             credentials.append("userinfo=" + (url.user ?? "") + ":" + (url.password ?? ""))
         }
         if !credentials.isEmpty {
             partition += "credentials: " + hash(credentials.sorted().joined(separator: "\n"))
         }
         return partition
+    }
+
+    /// Whether the absolute URL `text` has a user name or password: an `@` in its authority.
+    static func hasUserinfo(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            var index = 0, slashes = 0
+            while index < bytes.count, slashes < 2 { // past "scheme://"
+                if bytes[index] == UInt8(ascii: "/") { slashes += 1 }
+                index += 1
+            }
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: "@"): return true
+                case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"): return false
+                default: index += 1
+                }
+            }
+            return false
+        }
     }
 
     /// `values` with those of credential fields replaced by keyed hashes.

@@ -71,11 +71,16 @@ public struct CacheRules: Sendable {
     /// named by `Connection`.
     public func storedHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
-        guard headers.contains(where: { Self.unstoredFields.contains($0.name.lowercased()) || named.contains($0.name.lowercased()) }) else {
-            return headers
+        func unstored(_ name: String) -> Bool {
+            // Most names are ruled out by their length, without lowercasing them.
+            (Self.unstoredLengths.contains(name.utf8.count) && Self.unstoredFields.contains(name.lowercased()))
+                || (!named.isEmpty && named.contains(name.lowercased()))
         }
-        return HTTPHeaders(headers.filter { !Self.unstoredFields.contains($0.name.lowercased()) && !named.contains($0.name.lowercased()) })
+        guard headers.contains(where: { unstored($0.name) }) else { return headers }
+        return HTTPHeaders(headers.filter { !unstored($0.name) })
     }
+
+    private static let unstoredLengths = Set(unstoredFields.map(\.utf8.count))
 
     /// The lowercased field names in the `Vary` fields of `headers`.
     public func varyNames(of headers: HTTPHeaders) -> [String] {

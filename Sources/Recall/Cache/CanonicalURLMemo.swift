@@ -1,13 +1,14 @@
 import Foundation
 
-/// Remembers the keys of recently seen URLs: making a key is a pure function of the URL text,
+/// Remembers what the cache derives from recently seen URLs (the key, whether the URL carries
+/// user information): it is a pure function of the URL text,
 /// and a cache sees the same URLs again and again (that is what makes hits), so the hit path
 /// skips it.
 ///
 /// Bounded by entries and by bytes, and URLs longer than ``maximumURLBytes`` are never kept
 /// (a key made from them would be too long to cache anyway, or rare enough not to matter), so
 /// hostile or unusual traffic costs at most ``byteLimit`` of memory. Forgets everything when full.
-final class CanonicalURLMemo: Sendable {
+final class CanonicalURLMemo<Value: Sendable>: Sendable {
     /// The most URLs remembered.
     let capacity: Int
     /// The most bytes of URL and key text remembered.
@@ -16,7 +17,7 @@ final class CanonicalURLMemo: Sendable {
     let maximumURLBytes: Int
 
     private struct Table {
-        var keys: [String: String] = [:]
+        var keys: [String: Value] = [:]
         var bytes = 0
     }
 
@@ -28,14 +29,15 @@ final class CanonicalURLMemo: Sendable {
         self.maximumURLBytes = maximumURLBytes
     }
 
-    /// The key for `url`, from memory when seen before, else made by `make` (and remembered).
-    func key(for url: URL, make: (URL) -> String?) -> String? {
+    /// The value for `url`, from memory when seen before, else made by `make` from the URL's
+    /// text (and remembered); `size` tells how many bytes of text a value holds.
+    func value(for url: URL, size: (Value) -> Int, make: (String) -> Value?) -> Value? {
         let text = url.absoluteString
         let length = text.utf8.count
-        guard length <= maximumURLBytes else { return make(url) }
+        guard length <= maximumURLBytes else { return make(text) }
         if let known = table.withLock({ $0.keys[text] }) { return known }
-        guard let key = make(url) else { return nil }
-        let cost = length + key.utf8.count + 64 // the strings plus the table slot
+        guard let key = make(text) else { return nil }
+        let cost = length + size(key) + 64 // the strings plus the table slot
         table.withLock { table in
             if table.keys.count >= capacity || table.bytes + cost > byteLimit {
                 table.keys.removeAll(keepingCapacity: true)

@@ -32,7 +32,7 @@ public final class HTTPCache: ServiceHook {
     private let counters = Locked(CacheStatistics())
     private let flights = Locked<[String: InFlight]>([:])
     private let refreshes = Locked<[String: InFlight]>([:])
-    private let memo = CanonicalURLMemo()
+    private let memo = CanonicalURLMemo<Location>()
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
 
@@ -79,11 +79,32 @@ public final class HTTPCache: ServiceHook {
     /// are told apart by the partition of each stored response, so one removal of the key (an
     /// invalidation) removes the URL for everyone.
     public func key(for request: URLRequest) -> String? {
-        guard let url = request.url else { return nil }
-        let policy = configuration.keyPolicy, partitioner = self.partitioner
-        guard let canonical = memo.key(for: url, make: { policy.canonicalURL($0).map(partitioner.redactingSecrets) }),
-              canonical.utf8.count <= policy.maximumLength else { return nil }
-        return configuration.namespace.isEmpty ? canonical : configuration.namespace + "|" + canonical
+        locate(request)?.key
+    }
+
+    /// Where a request's responses are stored, and whether its URL carries user information
+    /// (a credential of the partition).
+    struct Location: Sendable {
+        var key: String
+        var userinfo: Bool
+    }
+
+    /// The ``Location`` of `request`, remembered per URL text; `nil` when it cannot be cached.
+    private func locate(_ request: URLRequest) -> Location? {
+        guard let url = request.url,
+              let location = memo.value(for: url, size: { $0.key.utf8.count }, make: { text in
+                  configuration.keyPolicy.canonicalURL(text: text).map {
+                      Location(key: partitioner.redactingSecrets(in: $0), userinfo: CachePartitioner.hasUserinfo(text))
+                  }
+              }),
+              location.key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
+        guard !configuration.namespace.isEmpty else { return location }
+        return Location(key: configuration.namespace + "|" + location.key, userinfo: location.userinfo)
+    }
+
+    /// The partition of `request` (see ``CachePartitioner``).
+    private func partition(of request: URLRequest, at location: Location, inScope: Set<String>) -> String {
+        partitioner.partition(for: request, userinfo: location.userinfo, inScope: inScope)
     }
 
     /// The names of the credential fields in scope for the current task, lowercased.
@@ -96,6 +117,7 @@ public final class HTTPCache: ServiceHook {
 
     struct State: Sendable {
         var key: String
+        var userinfo = false
         var partition = ""
         var inScope: Set<String> = []
         var requestTime: Date
@@ -127,10 +149,11 @@ public final class HTTPCache: ServiceHook {
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
         let method = (request.httpMethod ?? "GET").uppercased()
         func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
-        guard !configuration.bypassFields.contains(where: has), let key = key(for: request) else {
+        guard !configuration.bypassFields.contains(where: has), let location = locate(request) else {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
+        let key = location.key
         let requestTime = now()
         let inScope = Self.inScope
         if Self.unsafeMethods.contains(method) {
@@ -144,13 +167,13 @@ public final class HTTPCache: ServiceHook {
         }
         if Self.conditionalFields.contains(where: has) {
             // The caller's own conditional request: pass it through, freshen on a matching 304.
-            context[StateKey.self] = State(key: key, partition: partitioner.partition(for: request, inScope: inScope), inScope: inScope,
-                                           requestTime: requestTime, callerConditional: true)
+            context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition(of: request, at: location, inScope: inScope),
+                                           inScope: inScope, requestTime: requestTime, callerConditional: true)
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
 
-        let partition = partitioner.partition(for: request, inScope: inScope)
+        let partition = self.partition(of: request, at: location, inScope: inScope)
         var decision = await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime)
         var flightKey: String?
         if case .network = decision, configuration.coalescesRequests {
@@ -187,7 +210,7 @@ public final class HTTPCache: ServiceHook {
                 return true
             }
             guard started else { return .respond(response) } // one refresh at a time per key
-            context[StateKey.self] = State(key: key, partition: partition, inScope: inScope, requestTime: requestTime,
+            context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition, inScope: inScope, requestTime: requestTime,
                                            candidate: entry, record: CacheRecord(key: key, variants: [entry]),
                                            validating: validating, isRefresh: true)
             return .respondThenRefresh(response, refresh: refresh)
@@ -197,7 +220,7 @@ public final class HTTPCache: ServiceHook {
             return .respond(Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response"))
         case .network(let outgoing, let candidate, let record, let validating):
             if !validating { count { $0.misses += 1 } }
-            context[StateKey.self] = State(key: key, partition: partition, inScope: inScope, requestTime: requestTime,
+            context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition, inScope: inScope, requestTime: requestTime,
                                            candidate: candidate, record: record, validating: validating, flightKey: flightKey)
             return .proceed(outgoing)
         }
@@ -221,10 +244,16 @@ public final class HTTPCache: ServiceHook {
         guard response.source == .network else { return response }
         // Where the response belongs: the URL that answered, the partition of what was sent.
         var answered = sent
-        if let url = response.url { answered.url = url }
-        let target = key(for: answered)
-        let redirected = target != key(for: sent)
-        let partition = partitioner.partition(for: answered, inScope: state.inScope)
+        var location = sent.url == request.url ? Location(key: state.key, userinfo: state.userinfo) : locate(sent)
+        var redirected = false
+        if let url = response.url, url != sent.url {
+            answered.url = url
+            let answeredLocation = locate(answered)
+            redirected = answeredLocation?.key != location?.key
+            location = answeredLocation
+        }
+        let target = location?.key
+        let partition = location.map { self.partition(of: answered, at: $0, inScope: state.inScope) } ?? ""
         if state.callerConditional {
             if response.status == 304, !redirected, let target {
                 await freshen(key: target, partition: partition, request: answered, with: response, state: state, at: receivedAt)
@@ -242,7 +271,7 @@ public final class HTTPCache: ServiceHook {
                 merged.partition = partition
                 merged.varyValues = varyValues(for: merged.facts.varyNames, in: answered, inScope: state.inScope)
             }
-            if let target { await store(merged, key: target, lookedUp: state.key == target ? state.record : nil) }
+            if let target { await store(merged, key: target, knownAbsent: state.key == target && state.record == nil) }
             if !state.isRefresh { count { $0.revalidated += 1 } }
             return rules.response(from: merged, for: request, now: receivedAt, source: .revalidated)
         }
@@ -253,12 +282,12 @@ public final class HTTPCache: ServiceHook {
         }
         if state.validating, !state.isRefresh { count { $0.revalidatedChanged += 1 } }
         let facts = CacheEntry.Facts(response.headers)
-        if let target, rules.isStorable(response, facts: facts, for: answered) {
+        if let target = target, rules.isStorable(response, facts: facts, for: answered) {
             let headers = rules.storedHeaders(response.headers)
             let entry = CacheEntry(status: response.status, headers: headers, facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
                                    body: response.body.exactlySized, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
                                    varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
-            await store(entry, key: target, lookedUp: state.key == target ? state.record : nil)
+            await store(entry, key: target, knownAbsent: state.key == target && state.record == nil)
         } else if state.candidate != nil, !redirected, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
             // A new representation (or its absence) that cannot be stored: the stored one is outdated.
             // A 5xx says nothing about the resource, so the stored response is kept.
@@ -340,11 +369,12 @@ public final class HTTPCache: ServiceHook {
     // MARK: Writing
 
     /// Stores `entry` in the record of `key`, keeping the other partitions' responses and this
-    /// partition's other `Vary` variants. `lookedUp` is the record as this request's lookup
-    /// found it: when there was none, nothing needs keeping and the read is saved.
-    private func store(_ entry: CacheEntry, key: String, lookedUp: CacheRecord?) async {
+    /// partition's other `Vary` variants, read afresh. `knownAbsent`: this request's lookup of
+    /// `key` found no record, so there is nothing to keep and the read is saved (a record
+    /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
+    private func store(_ entry: CacheEntry, key: String, knownAbsent: Bool) async {
         await writes.withLock(key) {
-            let existing = lookedUp == nil ? [] : await storage.record(for: key).map { $0.key == key ? $0.variants : [] } ?? []
+            let existing = knownAbsent ? [] : await storage.record(for: key).map { $0.key == key ? $0.variants : [] } ?? []
             let kept = existing.filter { old in
                 old.partition != entry.partition
                     || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
@@ -364,7 +394,7 @@ public final class HTTPCache: ServiceHook {
               let entry = candidate(in: record, for: request, partition: partition, inScope: state.inScope),
               rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
-        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, lookedUp: record)
+        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, knownAbsent: false)
     }
 
     private func invalidate(after request: URLRequest, response: Response) async {

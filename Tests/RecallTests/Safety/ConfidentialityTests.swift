@@ -132,11 +132,11 @@ struct ConfidentialityTests {
         authorized.setValue("Bearer guessable", forHTTPHeaderField: "Authorization")
         let one = CachePartitioner(secret: StorageSecret.make(), configuration: CacheConfiguration())
         let two = CachePartitioner(secret: StorageSecret.make(), configuration: CacheConfiguration())
-        let first = one.partition(for: authorized, inScope: [])
-        #expect(first == one.partition(for: authorized, inScope: []))
-        #expect(first != two.partition(for: authorized, inScope: []))
+        let first = one.partition(for: authorized, userinfo: false, inScope: [])
+        #expect(first == one.partition(for: authorized, userinfo: false, inScope: []))
+        #expect(first != two.partition(for: authorized, userinfo: false, inScope: []))
         #expect(!first.contains(SHA256.hex("authorization=Bearer guessable").prefix(32)))
-        #expect(one.partition(for: request, inScope: []).isEmpty)
+        #expect(one.partition(for: request, userinfo: false, inScope: []).isEmpty)
         // HMAC-SHA256 itself, against RFC 4231 test case 2.
         #expect(SHA256.hexString(SHA256.hmac(key: Array("Jefe".utf8), "what do ya want for nothing?".utf8))
             == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
@@ -197,6 +197,22 @@ struct ConfidentialityTests {
         #expect(try await pipeline.send(URLRequest(url: sourceURL)).source == .network)
         #expect(try await server.hits(source) == 2)
         #expect(try await pipeline.send(URLRequest(url: targetURL)).source == .cache)
+    }
+
+    @Test("a response stored for a URL the retrier moved to keeps that URL's other partitions")
+    func failoverKeepsPartitions() async throws {
+        let h = CacheHarness(retrierFactory: FailoverFactory())
+        h.origin("/primary", status: 503)
+        h.mock.route("GET", "/mirror") { request in
+            .text("mirror for \(request.value(forHTTPHeaderField: "Authorization") ?? "anyone")", headers: ["Cache-Control": "max-age=600"])
+        }
+        let direct = Pipeline(transport: h.mock, hooks: [h.cache])
+        try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])) // bob's partition of /mirror
+        #expect(try await h.get("/primary").bodyText == "mirror for anyone") // failed over, stored for /mirror
+        let bob = try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"]))
+        #expect(bob.source == .cache)
+        #expect(bob.bodyText == "mirror for Bearer bob")
+        #expect(try await direct.send(h.request("/mirror")).source == .cache)
     }
 
     // MARK: 5. Key confusion
@@ -302,6 +318,21 @@ struct ConfidentialityTests {
             #expect(try await h.get("/shared").bodyText == "v2")
         }
     }
+}
+
+/// Retries a 503 once at the same path on a mirror: `/primary` → `/mirror`.
+struct FailoverFactory: RetrierFactory {
+    struct Failover: Retrier {
+        var moved = false
+        mutating func decide(after attempt: Attempt) async throws -> RetryDecision {
+            guard attempt.response?.status == 503, !moved, var request = Optional(attempt.request) else { return .stop }
+            moved = true
+            request.url = URL(string: "https://origin.test/mirror")
+            return .retry(after: .zero, request: request)
+        }
+    }
+
+    func makeRetrier(for request: URLRequest) -> any Retrier { Failover() }
 }
 
 /// A storage whose reads take a random 0–2 ms longer.

@@ -9,21 +9,21 @@ import Testing
 struct LimitsTests {
     @Test("the URL memo is bounded by bytes: URLs of 100 KB are never kept, 10,000 short ones stay under 1 MiB")
     func memoBounded() {
-        let memo = CanonicalURLMemo()
+        let memo = CanonicalURLMemo<String>()
         let policy = CacheKeyPolicy()
         let long = String(repeating: "a", count: 100_000)
         for index in 0..<200 {
             let url = URL(string: "https://x.test/\(index)/" + long)!
-            #expect(memo.key(for: url) { _ in "key \(index)" } == "key \(index)")
+            #expect(memo.value(for: url, size: \.utf8.count) { _ in "key \(index)" } == "key \(index)")
         }
         #expect(memo.usage.count == 0)
         #expect(memo.usage.bytes == 0)
         for index in 0..<10_000 {
-            _ = memo.key(for: URL(string: "https://x.test/items/\(index)?page=\(index % 9)")!) { policy.canonicalURL($0) }
+            _ = memo.value(for: URL(string: "https://x.test/items/\(index)?page=\(index % 9)")!, size: \.utf8.count) { policy.canonicalURL(text: $0) }
         }
         #expect(memo.usage.bytes <= 1 << 20)
         #expect(memo.usage.count <= 4096)
-        #expect(memo.key(for: URL(string: "https://x.test/items/9999?page=0")!) { _ in "wrong" } == "https://x.test/items/9999?page=0")
+        #expect(memo.value(for: URL(string: "https://x.test/items/9999?page=0")!, size: \.utf8.count) { _ in "wrong" } == "https://x.test/items/9999?page=0")
     }
 
     @Test("DiskStorage's write queue is bounded: a store past the limit waits, so queued bytes never exceed it by more than one record")
