@@ -271,7 +271,7 @@ public final class HTTPCache: ServiceHook {
                 merged.partition = partition
                 merged.varyValues = varyValues(for: merged.facts.varyNames, in: answered, inScope: state.inScope)
             }
-            if let target { await store(merged, key: target, knownAbsent: state.key == target && state.record == nil) }
+            if let target { await store(merged, key: target, keepsNothing: keepsNothing(merged, key: target, state: state)) }
             if !state.isRefresh { count { $0.revalidated += 1 } }
             return rules.response(from: merged, for: request, now: receivedAt, source: .revalidated)
         }
@@ -287,7 +287,7 @@ public final class HTTPCache: ServiceHook {
             let entry = CacheEntry(status: response.status, headers: headers, facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
                                    body: response.body.exactlySized, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
                                    varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
-            await store(entry, key: target, knownAbsent: state.key == target && state.record == nil)
+            await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state))
         } else if state.candidate != nil, !redirected, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
             // A new representation (or its absence) that cannot be stored: the stored one is outdated.
             // A 5xx says nothing about the resource, so the stored response is kept.
@@ -369,24 +369,34 @@ public final class HTTPCache: ServiceHook {
     // MARK: Writing
 
     /// Stores `entry` in the record of `key`, keeping the other partitions' responses and this
-    /// partition's other `Vary` variants, read afresh. `knownAbsent`: this request's lookup of
-    /// `key` found no record, so there is nothing to keep and the read is saved (a record
+    /// partition's other `Vary` variants, read afresh. `keepsNothing`: what this request's
+    /// lookup found holds nothing `entry` would not replace, so the read is saved (a response
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
-    private func store(_ entry: CacheEntry, key: String, knownAbsent: Bool) async {
-        await writes.withLock(key) {
-            let existing = knownAbsent ? [] : await storage.record(for: key).map { $0.key == key ? $0.variants : [] } ?? []
-            let kept = existing.filter { old in
-                old.partition != entry.partition
-                    || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
-            }
-            await storage.store(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants))))
+    private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool) async {
+        await writes.lock(key)
+        let existing = keepsNothing ? [] : await storage.record(for: key).map { $0.key == key ? $0.variants : [] } ?? []
+        let kept = existing.filter { old in
+            old.partition != entry.partition
+                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
         }
+        await storage.store(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants))))
+        writes.unlock(key)
         count { $0.stores += 1 }
+    }
+
+    /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no
+    /// record, or only responses of the same partition that an entry without `Vary` replaces.
+    private func keepsNothing(_ entry: CacheEntry, key: String, state: State) -> Bool {
+        guard key == state.key else { return false }
+        guard let record = state.record else { return true }
+        return entry.facts.varyNames.isEmpty && record.variants.allSatisfy { $0.partition == entry.partition }
     }
 
     /// Removes every stored response of `key`, in every partition.
     private func remove(_ key: String) async {
-        await writes.withLock(key) { await storage.remove(key) }
+        await writes.lock(key)
+        await storage.remove(key)
+        writes.unlock(key)
     }
 
     private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date) async {
@@ -394,7 +404,7 @@ public final class HTTPCache: ServiceHook {
               let entry = candidate(in: record, for: request, partition: partition, inScope: state.inScope),
               rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
-        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, knownAbsent: false)
+        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, keepsNothing: false)
     }
 
     private func invalidate(after request: URLRequest, response: Response) async {

@@ -1,47 +1,46 @@
 /// An asynchronous mutual exclusion per key: the cache's read-modify-write of a record and
 /// its removals take turns, so a removal is never undone by a write that read the record
-/// before it. Waiters are served in order; uncontended, it costs two short lock sections.
+/// before it. Waiters are served in order; uncontended, `lock` and `unlock` are one short lock
+/// section each and never suspend.
 final class KeyedLock: Sendable {
-    private let waiters = Locked<[String: [CheckedContinuation<Void, Never>]]>([:])
+    /// The keys held, each with the tasks waiting for it.
+    private let held = Locked<[String: [CheckedContinuation<Void, Never>]]>([:])
 
-    /// Runs `body` while holding the lock of `key`.
-    func withLock<T: Sendable>(_ key: String, _ body: () async -> T) async -> T {
-        await acquire(key)
-        let result = await body()
-        release(key)
-        return result
-    }
-
-    private func acquire(_ key: String) async {
-        let acquired = waiters.withLock { waiters -> Bool in
-            guard waiters[key] == nil else { return false }
-            waiters[key] = []
+    /// Takes the lock of `key`, waiting while another task holds it. Pair with ``unlock(_:)``.
+    func lock(_ key: String) async {
+        let taken = held.withLock { held -> Bool in
+            guard held[key] == nil else { return false }
+            held[key] = []
             return true
         }
-        guard !acquired else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = waiters.withLock { waiters -> Bool in
-                guard waiters[key] != nil else {
-                    waiters[key] = []
-                    return true
-                }
-                waiters[key]!.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        if !taken { await wait(for: key) }
     }
 
-    private func release(_ key: String) {
-        let next = waiters.withLock { waiters -> CheckedContinuation<Void, Never>? in
-            guard var queue = waiters[key], !queue.isEmpty else {
-                waiters[key] = nil
+    /// Releases the lock of `key`, handing it to the first waiter if there is one.
+    func unlock(_ key: String) {
+        let next = held.withLock { held -> CheckedContinuation<Void, Never>? in
+            guard var waiters = held[key], !waiters.isEmpty else {
+                held[key] = nil
                 return nil
             }
-            let first = queue.removeFirst()
-            waiters[key] = queue
+            let first = waiters.removeFirst()
+            held[key] = waiters
             return first
         }
         next?.resume()
+    }
+
+    private func wait(for key: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let takenNow = held.withLock { held -> Bool in
+                guard held[key] != nil else {
+                    held[key] = []
+                    return true
+                }
+                held[key]!.append(continuation)
+                return false
+            }
+            if takenNow { continuation.resume() }
+        }
     }
 }
