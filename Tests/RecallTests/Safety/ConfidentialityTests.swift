@@ -60,6 +60,7 @@ struct ConfidentialityTests {
 
     @Test("a service's API key in a field of its own choosing partitions a shared cache between tenants")
     func typedApiKey() async throws {
+        #expect(TenantParts.cache.storage is DiskStorage)
         TenantParts.mock.route("GET", "/v1/report") { request in
             let tenant = request.value(forHTTPHeaderField: "X-Tenant-Key") ?? "nobody"
             return .text(#"{"tenant":"\#(tenant)"}"#, headers: ["Cache-Control": "max-age=600", "Content-Type": "application/json"])
@@ -384,7 +385,8 @@ final class GatedStorage: CacheStorage {
 /// A typed service whose API key travels in a field of its own (not a default credential field).
 enum TenantParts {
     static let mock = MockTransport()
-    static let cache = HTTPCache()
+    /// Over a real `DiskStorage` (in a temporary directory the system cleans).
+    static let cache = HTTPCache(storage: (try? DiskStorage(directory: temporaryDirectory())) as (any CacheStorage)? ?? MemoryStorage())
 }
 
 struct TenantService: HttpService {

@@ -14,6 +14,14 @@ struct DirectorySafetyTests {
         return stat(path, &info) == 0 ? Int(info.st_mode & 0o7777) : -1
     }
 
+    /// A sparse 1 GiB file next to `directory` (outside the cache), for links to point at.
+    static func hugeFile(beside directory: URL) throws -> String {
+        let path = directory.path + "-huge"
+        try #require(FileManager.default.createFile(atPath: path, contents: nil))
+        try #require(truncate(path, 1 << 30) == 0)
+        return path
+    }
+
     static func refusal(_ body: () throws -> Void) -> String? {
         do {
             try body()
@@ -128,10 +136,8 @@ struct DirectorySafetyTests {
     func symlinkToHugeFile() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let huge = directory.path + "-huge"
+        let huge = try Self.hugeFile(beside: directory)
         defer { unlink(huge) }
-        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
-        #expect(truncate(huge, 1 << 30) == 0) // 1 GiB, sparse
         let storage = try DiskStorage(directory: directory)
         await storage.store(makeRecord("https://x.test/link"))
         await storage.flush()
@@ -147,10 +153,8 @@ struct DirectorySafetyTests {
     func openIgnoresNonRecords() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let huge = directory.path + "-huge"
+        let huge = try Self.hugeFile(beside: directory)
         defer { unlink(huge) }
-        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
-        #expect(truncate(huge, 1 << 30) == 0)
         do { _ = try DiskStorage(directory: directory, entryLimit: 1 << 20) }
         let link = directory.appendingPathComponent(DiskStorage.fileName(for: "a")).path
         let pipe = directory.appendingPathComponent(DiskStorage.fileName(for: "b")).path
