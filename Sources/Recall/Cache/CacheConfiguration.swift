@@ -41,6 +41,16 @@ public struct CacheConfiguration: Sendable {
     }
     /// Concurrent misses on one key share one origin request.
     public var coalescesRequests = true
+    /// When the origin cannot be reached at all (connection refused or reset, DNS failure, the
+    /// retrier gave up on such failures, a circuit breaker refusing), serve a stored response
+    /// even though it is stale — RFC 9111 §4.2.4's "disconnected" cache — unless a directive
+    /// forbids it (`must-revalidate`, `no-cache`, the request's `no-cache` or `max-stale`
+    /// limit). On by default, as a private client cache that must work offline wants; such
+    /// answers have `source == .stale` and count as ``StaleReason/disconnected``. A 5xx is not
+    /// "disconnected": only `stale-if-error` serves stale for it.
+    public var servesStaleWhenDisconnected = true
+    /// The stalest response served while disconnected, in seconds past its freshness (a week).
+    public var maxDisconnectedStaleness: Double = 604_800
 
     /// The defaults: described on each property.
     public init() {}

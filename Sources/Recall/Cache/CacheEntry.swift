@@ -61,12 +61,20 @@ public struct CacheEntry: Sendable, Hashable {
         init(_ headers: HTTPHeaders) {
             cacheControl = CacheControl(headers.values(for: "Cache-Control"))
             date = headers["Date"].flatMap { HTTPDate.parse($0) }
-            age = headers.values(for: "Age").first.flatMap { CacheControl.deltaSeconds($0.trimmingOWS) } ?? 0
+            age = Self.age(headers)
             expires = headers.values(for: "Expires")
             lastModified = headers["Last-Modified"]
             lastModifiedDate = lastModified.flatMap { HTTPDate.parse($0) }
             varyNames = Self.varyNames(headers)
             etag = headers["ETag"]
+        }
+
+        /// The `Age` of `headers` (RFC 9111 §5.1): the first member when the field is a list (on
+        /// one line or several), ignored (0) when that member is not a non-negative integer.
+        static func age(_ headers: HTTPHeaders) -> Int {
+            guard let first = headers.values(for: "Age").first else { return 0 }
+            let member = first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingOWS } ?? ""
+            return CacheControl.deltaSeconds(String(member)) ?? 0
         }
 
         /// The lowercased field names listed in the `Vary` fields of `headers`.

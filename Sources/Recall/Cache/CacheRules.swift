@@ -43,9 +43,11 @@ public struct CacheRules: Sendable {
     /// ``isStorable(_:for:)`` with the response's header facts already parsed (the cache parses
     /// them once, for the decision and for the entry it stores).
     func isStorable(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
-        guard (request.httpMethod ?? "GET").uppercased() == "GET" else { return false }
+        guard HTTPMethod(request) == .get else { return false }
         guard response.status >= 200, response.status != 206, response.status != 304 else { return false }
-        guard request.value(forHTTPHeaderField: "Range") == nil, !response.headers.contains("Content-Range") else { return false }
+        // A 200 carrying Content-Range is a full response like any other (the field is stored);
+        // partial responses (206) and requests for ranges are not stored.
+        guard request.value(forHTTPHeaderField: "Range") == nil else { return false }
         let directives = facts.cacheControl
         if directives.mustUnderstand {
             guard Self.understood.contains(response.status) else { return false }
@@ -92,9 +94,29 @@ public struct CacheRules: Sendable {
         Array(Set(names)).sorted().compactMap { name in
             // URLRequest joins repeated fields with ","; fold the spacing so both spellings match.
             guard let value = request.value(forHTTPHeaderField: name) else { return nil }
+            if name == "accept-language" { return HTTPHeaders.Field(name: name, value: Self.normalizedLanguages(value)) }
             let parts = value.split(separator: ",").map { CacheKeyPolicy.normalizeFieldValue(String($0)) }
             return HTTPHeaders.Field(name: name, value: parts.joined(separator: ", "))
         }
+    }
+
+    /// An `Accept-Language` value in one spelling per meaning: tags lowercased, quality values
+    /// as numbers (`q=1` dropped, `q=0.50` → `q=0.5`), ordered by quality and then by tag — so
+    /// `en-US, fr;q=0.5` and `fr;q=0.50,en-us` select the same variant.
+    static func normalizedLanguages(_ value: String) -> String {
+        var ranges: [(tag: String, quality: Double)] = []
+        for item in value.split(separator: ",") {
+            let parameters = item.split(separator: ";").map { $0.trimmingOWS.lowercased() }
+            guard let tag = parameters.first, !tag.isEmpty else { continue }
+            var quality = 1.0
+            for parameter in parameters.dropFirst() where parameter.hasPrefix("q=") {
+                quality = Double(parameter.dropFirst(2)).map { min(max($0, 0), 1) } ?? 1
+            }
+            ranges.append((tag, quality))
+        }
+        return ranges.sorted { $0.quality != $1.quality ? $0.quality > $1.quality : $0.tag < $1.tag }
+            .map { $0.quality == 1 ? $0.tag : "\($0.tag);q=\(String(format: "%g", $0.quality))" }
+            .joined(separator: ", ")
     }
 
     /// Whether `entry` was stored for a request matching `request` on its `Vary` fields.
@@ -153,6 +175,9 @@ public struct CacheRules: Sendable {
         case staleWhileRevalidate
         /// Ask the origin: conditionally when the entry has validators.
         case validate
+        /// Ask the origin without a conditional request, ignoring the entry; the answer replaces
+        /// it (`URLRequest.cachePolicy = .reloadIgnoringLocalCacheData`).
+        case reload
     }
 
     /// How `request` may use `entry` at `now` (the entry already matched key and `Vary`).
@@ -173,7 +198,7 @@ public struct CacheRules: Sendable {
             // A reload: an immutable response is not revalidated while fresh (RFC 8246).
             return responseDirectives.immutable && age < lifetime ? .fresh : .validate
         case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
-            return .validate
+            return .reload
         default:
             break
         }
@@ -208,12 +233,44 @@ public struct CacheRules: Sendable {
         return staleness <= Double(window)
     }
 
+    /// Whether a stale `entry` may be served to `request` because the origin cannot be reached
+    /// at all (RFC 9111 §4.2.4), at `now`: allowed by ``CacheConfiguration/servesStaleWhenDisconnected``,
+    /// not forbidden by `must-revalidate` or `no-cache` (response or request), within the
+    /// request's `max-stale` and ``CacheConfiguration/maxDisconnectedStaleness``.
+    public func allowsStaleWhenDisconnected(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
+        guard configuration.servesStaleWhenDisconnected else { return false }
+        let responseDirectives = entry.cacheControl, requestDirectives = requestDirectives(request)
+        guard !responseDirectives.mustRevalidate, !responseDirectives.noCache, responseDirectives.noCacheFields.isEmpty,
+              !requestDirectives.noCache else { return false }
+        let staleness = max(0, currentAge(entry, now: now) - freshnessLifetime(entry))
+        if case .some(.some(let limit)) = requestDirectives.maxStale, staleness > Double(limit) { return false }
+        return staleness <= configuration.maxDisconnectedStaleness
+    }
+
+    /// Whether `error` means the origin could not be reached at all (not a slow or failing
+    /// origin): connection refused or reset, DNS failure, a circuit breaker refusing.
+    public static func isDisconnection(_ error: any Error) -> Bool {
+        if error is CircuitOpenError { return true }
+        guard let error = error as? TransportError else { return false }
+        return [.cannotConnect, .connectionLost, .dnsFailure].contains(error.kind)
+    }
+
+    /// Whether a `200` answer to a `HEAD` request describes the same representation as the
+    /// stored `GET` response (RFC 9111 §4.3.5): it carries a validator and the validators
+    /// match, and its `Content-Length` (if both have one) is the same.
+    public func headResponse(_ response: Response, matches entry: CacheEntry) -> Bool {
+        guard response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil,
+              notModified(response, matches: entry) else { return false }
+        if let length = response.headers["Content-Length"], let stored = entry.headers["Content-Length"] { return length == stored }
+        return true
+    }
+
     /// The conditional request that revalidates `entry`: `If-None-Match` for an ETag,
     /// `If-Modified-Since` for a `Last-Modified`; `nil` when the entry has neither.
     public func conditionalRequest(_ request: URLRequest, for entry: CacheEntry) -> URLRequest? {
         guard entry.etag != nil || entry.lastModified != nil else { return nil }
         var conditional = request
-        if let etag = entry.etag { conditional.setValue(etag, forHTTPHeaderField: "If-None-Match") }
+        if let etag = entry.etag { conditional.setValue(Self.quotedEntityTag(etag), forHTTPHeaderField: "If-None-Match") }
         if let modified = entry.lastModified { conditional.setValue(modified, forHTTPHeaderField: "If-Modified-Since") }
         return conditional
     }
@@ -254,13 +311,23 @@ public struct CacheRules: Sendable {
     public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: Response.Source) -> Response {
         var headers = entry.headers
         headers["Age"] = String(Int(currentAge(entry, now: now).rounded(.down)))
-        let isHead = (request.httpMethod ?? "GET").uppercased() == "HEAD"
+        let isHead = HTTPMethod(request) == .head
         return Response(status: entry.status, headers: headers, body: isHead ? Data() : entry.body,
                         url: entry.url ?? request.url, source: source)
     }
 
-    private static func weakTag(_ tag: String) -> String {
+    /// `tag` as an entity-tag: an unquoted tag from a sloppy origin (`abc`, `W/abc`) is sent
+    /// back quoted (`"abc"`, `W/"abc"`), as `If-None-Match` requires.
+    static func quotedEntityTag(_ tag: String) -> String {
         let trimmed = tag.trimmingOWS
-        return trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed
+        let weak = trimmed.hasPrefix("W/")
+        let opaque = weak ? String(trimmed.dropFirst(2)) : trimmed
+        guard !(opaque.hasPrefix("\"") && opaque.hasSuffix("\"") && opaque.count >= 2) else { return trimmed }
+        return (weak ? "W/" : "") + "\"" + opaque.replacingOccurrences(of: "\"", with: "") + "\""
+    }
+
+    private static func weakTag(_ tag: String) -> String {
+        let quoted = quotedEntityTag(tag)
+        return quoted.hasPrefix("W/") ? String(quoted.dropFirst(2)) : quoted
     }
 }

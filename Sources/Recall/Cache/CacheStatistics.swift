@@ -61,4 +61,7 @@ public enum StaleReason: String, Sendable, Hashable, CaseIterable {
     case staleIfError
     /// The request's `cachePolicy` asked for cached data whatever its age.
     case cachePolicy
+    /// The origin could not be reached at all (RFC 9111 §4.2.4 "disconnected"): connection
+    /// refused or reset, DNS failure, a circuit breaker refusing.
+    case disconnected
 }

@@ -140,14 +140,13 @@ public final class HTTPCache: ServiceHook {
         case gatewayTimeout
     }
 
-    private static let unsafeMethods: Set<String> = ["POST", "PUT", "DELETE", "PATCH"]
     private static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
 
     // MARK: Hook events
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        let method = (request.httpMethod ?? "GET").uppercased()
+        let method = HTTPMethod(request)
         func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
         guard !configuration.bypassFields.contains(where: has), let location = locate(request) else {
             count { $0.bypassed += 1 }
@@ -156,12 +155,12 @@ public final class HTTPCache: ServiceHook {
         let key = location.key
         let requestTime = now()
         let inScope = Self.inScope
-        if Self.unsafeMethods.contains(method) {
+        if method.invalidatesCaches {
             context[StateKey.self] = State(key: key, requestTime: requestTime, unsafeMethod: true)
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
-        guard method == "GET" || method == "HEAD", !has("Range") else {
+        guard method == .get || method == .head, !has("Range") else {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
@@ -280,6 +279,19 @@ public final class HTTPCache: ServiceHook {
             if !state.isRefresh { count { $0.staleServed[.staleIfError, default: 0] += 1 } }
             return rules.response(from: candidate, for: request, now: receivedAt, source: .stale)
         }
+        if HTTPMethod(request) == .head {
+            // RFC 9111 §4.3.5: a 200 to HEAD updates the stored GET response it describes, or
+            // shows that response is outdated.
+            if response.status == 200, let candidate = state.candidate, !redirected, let target {
+                if rules.headResponse(response, matches: candidate) {
+                    let updated = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
+                    await store(updated, key: target, keepsNothing: false)
+                } else {
+                    await remove(target)
+                }
+            }
+            return response
+        }
         if state.validating, !state.isRefresh { count { $0.revalidatedChanged += 1 } }
         let facts = CacheEntry.Facts(response.headers)
         if let target = target, rules.isStorable(response, facts: facts, for: answered) {
@@ -288,7 +300,7 @@ public final class HTTPCache: ServiceHook {
                                    body: response.body.exactlySized, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
                                    varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
             await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state))
-        } else if state.candidate != nil, !redirected, response.status < 500, (request.httpMethod ?? "GET").uppercased() == "GET" {
+        } else if state.candidate != nil, !redirected, response.status < 500, HTTPMethod(request) == .get {
             // A new representation (or its absence) that cannot be stored: the stored one is outdated.
             // A 5xx says nothing about the resource, so the stored response is kept.
             await remove(state.key)
@@ -307,6 +319,10 @@ public final class HTTPCache: ServiceHook {
         let failedAt = now()
         if rules.allowsStaleIfError(candidate, for: request, now: failedAt) {
             if !state.isRefresh { count { $0.staleServed[.staleIfError, default: 0] += 1 } }
+            return rules.response(from: candidate, for: request, now: failedAt, source: .stale)
+        }
+        if CacheRules.isDisconnection(error), rules.allowsStaleWhenDisconnected(candidate, for: request, now: failedAt) {
+            if !state.isRefresh { count { $0.staleServed[.disconnected, default: 0] += 1 } }
             return rules.response(from: candidate, for: request, now: failedAt, source: .stale)
         }
         if state.validating, !state.isRefresh { count { $0.misses += 1 } }
@@ -341,6 +357,8 @@ public final class HTTPCache: ServiceHook {
             var refresh = conditional ?? request
             refresh.httpMethod = "GET"
             return .serveAndRefresh(stale, refresh: refresh, entry: entry, validating: conditional != nil)
+        case .reload:
+            return .network(request, candidate: nil, record: record, validating: false)
         case .validate:
             if onlyIfCached { return .gatewayTimeout }
             if let conditional = rules.conditionalRequest(request, for: entry) {
@@ -419,7 +437,7 @@ public final class HTTPCache: ServiceHook {
         for target in targets {
             var lookup = request
             lookup.url = target
-            lookup.httpMethod = "GET"
+            lookup.httpMethod = HTTPMethod.get.rawValue
             guard let key = key(for: lookup) else { continue }
             // The key holds every partition of the URL: one removal invalidates it for everyone.
             if await storage.record(for: key) != nil { count { $0.invalidations += 1 } }

@@ -3,7 +3,6 @@ import Foundation
 /// Parses and formats HTTP dates (RFC 9110 §5.6.7) without `DateFormatter`: IMF-fixdate,
 /// and the obsolete RFC 850 and asctime forms, which recipients must accept.
 public enum HTTPDate {
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
@@ -13,30 +12,17 @@ public enum HTTPDate {
     /// - `Sunday, 06-Nov-94 08:49:37 GMT` (RFC 850; two-digit years more than 50 years in the
     ///   future are taken as the past century, RFC 9110 §5.6.7)
     /// - `Sun Nov  6 08:49:37 1994` (asctime)
+    ///
+    /// Strict, as RFC 9110 §5.6.7 writes them: exact spacing and punctuation, day and month names
+    /// as written there, two-digit hours, minutes and seconds, the literal `GMT`. Anything else —
+    /// extra spaces, a missing comma, dashes or periods elsewhere, a one-digit hour, a two-digit
+    /// year in IMF-fixdate, another zone — is not a date (so an `Expires` in it means stale).
     public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
-        guard text.utf8.count <= 64 else { return nil }
-        if let date = parseIMFFixdate(Array(text.utf8)) { return date }
-        let tokens = String(text).split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-        if tokens.count == 6, tokens[0].hasSuffix(","), tokens[5].uppercased() == "GMT" {
-            // IMF-fixdate: day, DD Mon YYYY HH:MM:SS GMT
-            guard tokens[1].count == 2, tokens[3].count == 4 else { return nil }
-            return make(day: Int(tokens[1]), month: month(tokens[2]), year: Int(tokens[3]), time: tokens[4])
-        }
-        if tokens.count == 4, tokens[0].hasSuffix(","), tokens[3].uppercased() == "GMT" {
-            // RFC 850: weekday, DD-Mon-YY HH:MM:SS GMT
-            let parts = tokens[1].split(separator: "-").map(String.init)
-            guard parts.count == 3, parts[0].count == 2, parts[2].count == 2, let yy = Int(parts[2]) else { return nil }
-            let thisYear = Calendar(identifier: .gregorian).component(.year, from: now)
-            var year = (thisYear / 100) * 100 + yy
-            if year > thisYear + 50 { year -= 100 }
-            return make(day: Int(parts[0]), month: month(parts[1]), year: year, time: tokens[2])
-        }
-        if tokens.count == 5, !tokens[0].hasSuffix(",") {
-            // asctime: Sun Nov  6 08:49:37 1994
-            guard tokens[2].count <= 2, tokens[4].count == 4 else { return nil }
-            return make(day: Int(tokens[2]), month: month(tokens[1]), year: Int(tokens[4]), time: tokens[3])
-        }
-        return nil
+        let bytes = Array(text.utf8)
+        guard bytes.count <= 64 else { return nil }
+        if bytes.count == 29 { return parseIMFFixdate(bytes) }
+        if bytes.count == 24 { return parseAsctime(bytes) }
+        return parseRFC850(bytes, now: now)
     }
 
     /// `date` as an IMF-fixdate, such as `Sun, 06 Nov 1994 08:49:37 GMT`.
@@ -62,34 +48,61 @@ public enum HTTPDate {
             + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
-    /// The common case without allocating strings: `Www, DD Mmm YYYY HH:MM:SS GMT` at fixed offsets.
+    /// `Www, DD Mmm YYYY HH:MM:SS GMT` at fixed offsets, without allocating strings.
     private static func parseIMFFixdate(_ b: [UInt8]) -> Date? {
         guard b.count == 29, b[3] == UInt8(ascii: ","), b[4] == 0x20, b[7] == 0x20, b[11] == 0x20, b[16] == 0x20,
-              b[19] == UInt8(ascii: ":"), b[22] == UInt8(ascii: ":"), b[25] == 0x20,
-              b[26] == UInt8(ascii: "G"), b[27] == UInt8(ascii: "M"), b[28] == UInt8(ascii: "T") else { return nil }
-        func number(_ range: Range<Int>) -> Int? {
-            var value = 0
-            for index in range {
-                guard b[index] >= 0x30, b[index] <= 0x39 else { return nil }
-                value = value * 10 + Int(b[index] - 0x30)
-            }
-            return value
+              b[25] == 0x20, b[26] == UInt8(ascii: "G"), b[27] == UInt8(ascii: "M"), b[28] == UInt8(ascii: "T"),
+              dayNames.contains(where: { $0.utf8.elementsEqual(b[0..<3]) }),
+              let day = number(b, 5..<7), let year = number(b, 12..<16), let clock = time(b, at: 17) else { return nil }
+        return make(day: day, month: monthNumber(b[8..<11]), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+    }
+
+    /// `Www Mmm DD HH:MM:SS YYYY`, the day as two digits or a space and a digit.
+    private static func parseAsctime(_ b: [UInt8]) -> Date? {
+        guard b.count == 24, b[3] == 0x20, b[7] == 0x20, b[10] == 0x20, b[19] == 0x20,
+              dayNames.contains(where: { $0.utf8.elementsEqual(b[0..<3]) }),
+              let day = b[8] == 0x20 ? number(b, 9..<10) : number(b, 8..<10),
+              let year = number(b, 20..<24), let clock = time(b, at: 11) else { return nil }
+        return make(day: day, month: monthNumber(b[4..<7]), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+    }
+
+    /// `Weekday, DD-Mmm-YY HH:MM:SS GMT`, the weekday spelled out.
+    private static func parseRFC850(_ b: [UInt8], now: Date) -> Date? {
+        guard let comma = b.firstIndex(of: UInt8(ascii: ",")), b.count == comma + 24,
+              longDayNames.contains(where: { $0.utf8.elementsEqual(b[0..<comma]) }) else { return nil }
+        let rest = Array(b[(comma + 1)...]) // " DD-Mmm-YY HH:MM:SS GMT"
+        guard rest[0] == 0x20, rest[3] == UInt8(ascii: "-"), rest[7] == UInt8(ascii: "-"), rest[10] == 0x20, rest[19] == 0x20,
+              rest[20] == UInt8(ascii: "G"), rest[21] == UInt8(ascii: "M"), rest[22] == UInt8(ascii: "T"),
+              let day = number(rest, 1..<3), let yy = number(rest, 8..<10), let clock = time(rest, at: 11) else { return nil }
+        let thisYear = Calendar(identifier: .gregorian).component(.year, from: now)
+        var year = (thisYear / 100) * 100 + yy
+        if year > thisYear + 50 { year -= 100 }
+        return make(day: day, month: monthNumber(rest[4..<7]), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+    }
+
+    private static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+    /// The decimal number in `b[range]`, all digits.
+    private static func number(_ b: [UInt8], _ range: Range<Int>) -> Int? {
+        var value = 0
+        for index in range {
+            guard b[index] >= 0x30, b[index] <= 0x39 else { return nil }
+            value = value * 10 + Int(b[index] - 0x30)
         }
-        let name = String(decoding: b[8..<11], as: UTF8.self)
-        guard let day = number(5..<7), let year = number(12..<16), let hour = number(17..<19), let minute = number(20..<22),
-              let second = number(23..<25) else { return nil }
-        return make(day: day, month: month(name), year: year, hour: hour, minute: minute, second: second)
+        return value
     }
 
-    private static func month(_ name: String) -> Int? {
-        months.firstIndex(of: name.lowercased()).map { $0 + 1 }
+    /// `HH:MM:SS` at `offset`, two digits each.
+    private static func time(_ b: [UInt8], at offset: Int) -> (hour: Int, minute: Int, second: Int)? {
+        guard b[offset + 2] == UInt8(ascii: ":"), b[offset + 5] == UInt8(ascii: ":"),
+              let hour = number(b, offset..<(offset + 2)), let minute = number(b, (offset + 3)..<(offset + 5)),
+              let second = number(b, (offset + 6)..<(offset + 8)) else { return nil }
+        return (hour, minute, second)
     }
 
-    private static func make(day: Int?, month: Int?, year: Int?, time: String) -> Date? {
-        let clock = time.split(separator: ":", omittingEmptySubsequences: false)
-        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
-              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]) else { return nil }
-        return make(day: day, month: month, year: year, hour: hour, minute: minute, second: second)
+    /// The month of a name spelled as RFC 9110 does (`Jan` … `Dec`).
+    private static func monthNumber(_ name: ArraySlice<UInt8>) -> Int? {
+        monthNames.firstIndex(where: { $0.utf8.elementsEqual(name) }).map { $0 + 1 }
     }
 
     private static func make(day: Int?, month: Int?, year: Int?, hour: Int, minute: Int, second: Int) -> Date? {

@@ -23,7 +23,7 @@ public struct IdempotencyKeyHook: ServiceHook {
 
     /// Adds the key when the method needs one and the request has none.
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        guard methods.contains((request.httpMethod ?? "GET").uppercased()),
+        guard methods.contains(HTTPMethod(request).rawValue),
               request.value(forHTTPHeaderField: field) == nil else { return .proceed(request) }
         var request = request
         request.setValue(makeKey(), forHTTPHeaderField: field)

@@ -15,7 +15,7 @@ public struct IdempotencyPolicy: Sendable, Hashable {
     public var retryAllMethods: Bool
 
     /// Creates a policy; the defaults are the safe ones described on each property.
-    public init(idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"],
+    public init(idempotentMethods: Set<String> = Set(HTTPMethod.idempotentMethods.map(\.rawValue)),
                 keyField: String? = "Idempotency-Key", retryAllMethods: Bool = false) {
         self.idempotentMethods = Set(idempotentMethods.map { $0.uppercased() })
         self.keyField = keyField
@@ -30,7 +30,7 @@ public struct IdempotencyPolicy: Sendable, Hashable {
     /// allows a retry of any method.
     public func allowsRetry(of request: URLRequest, after error: (any Error)?) -> Bool {
         if retryAllMethods { return true }
-        if idempotentMethods.contains((request.httpMethod ?? "GET").uppercased()) { return true }
+        if idempotentMethods.contains(HTTPMethod(request).rawValue) { return true }
         if let keyField, request.value(forHTTPHeaderField: keyField) != nil { return true }
         if let error = error as? TransportError, error.requestNeverSent { return true }
         return false

@@ -73,10 +73,29 @@ struct CacheDirectiveTests {
         #expect(h.mock.requests.count == 1)
     }
 
+    @Test("reloadIgnoringLocalCacheData: the origin is asked without validators and its answer replaces the entry",
+          arguments: [URLRequest.CachePolicy.reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData])
+    func reloadIgnoringLocalCacheData(policy: URLRequest.CachePolicy) async throws {
+        let h = CacheHarness()
+        h.origin("/r", [(200, ["Cache-Control": "max-age=100", "ETag": "\"v1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"], "one"),
+                        (200, ["Cache-Control": "max-age=100", "ETag": "\"v2\""], "two")])
+        try await h.get("/r")
+        let reloaded = try await h.get("/r", cachePolicy: policy)
+        #expect(reloaded.source == .network)
+        #expect(reloaded.bodyText == "two")
+        let sent = try #require(h.mock.requests(for: "/r").last)
+        #expect(sent.value(forHTTPHeaderField: "If-None-Match") == nil)
+        #expect(sent.value(forHTTPHeaderField: "If-Modified-Since") == nil)
+        #expect(h.cache.statistics.stores == 2)
+        let next = try await h.get("/r")
+        #expect(next.source == .cache)
+        #expect(next.bodyText == "two")
+        #expect(h.hits("/r") == 2)
+    }
+
     @Test("URLRequest.cachePolicy is honoured")
     func cachePolicies() async throws {
         let h = try await stored()
-        #expect(try await h.get("/a", cachePolicy: .reloadIgnoringLocalCacheData).source != .cache)
         let origin = h.hits("/a")
         h.now.advance(1000) // very stale
         #expect(try await h.get("/a", cachePolicy: .returnCacheDataElseLoad).source == .stale)

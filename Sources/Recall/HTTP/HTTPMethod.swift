@@ -1,0 +1,65 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An HTTP request method and what RFC 9110 §9.2 says about it: whether it is safe,
+/// idempotent, and whether a successful answer to it invalidates stored responses.
+///
+/// Methods are compared by their upper-cased name (URLRequest and most clients spell them so);
+/// any method not known to be safe is treated as unsafe, so an extension method such as
+/// `PROPFIND` or `M-SEARCH` invalidates caches just as `POST` does.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The method's name, upper-cased.
+    public let rawValue: String
+
+    /// A method named `rawValue` (upper-cased).
+    public init(rawValue: String) {
+        self.rawValue = rawValue.uppercased()
+    }
+
+    /// A method from a literal such as `"GET"`.
+    public init(stringLiteral value: String) {
+        self.init(rawValue: value)
+    }
+
+    /// The method of `request` (`GET` when it has none, as URLRequest does).
+    public init(_ request: URLRequest) {
+        self.init(rawValue: request.httpMethod ?? "GET")
+    }
+
+    /// `GET`.
+    public static let get: HTTPMethod = "GET"
+    /// `HEAD`.
+    public static let head: HTTPMethod = "HEAD"
+    /// `POST`.
+    public static let post: HTTPMethod = "POST"
+    /// `PUT`.
+    public static let put: HTTPMethod = "PUT"
+    /// `DELETE`.
+    public static let delete: HTTPMethod = "DELETE"
+    /// `PATCH`.
+    public static let patch: HTTPMethod = "PATCH"
+    /// `OPTIONS`.
+    public static let options: HTTPMethod = "OPTIONS"
+    /// `TRACE`.
+    public static let trace: HTTPMethod = "TRACE"
+    /// `CONNECT`.
+    public static let connect: HTTPMethod = "CONNECT"
+
+    /// The methods RFC 9110 §9.2.1 defines as safe: GET, HEAD, OPTIONS, TRACE.
+    public static let safeMethods: Set<HTTPMethod> = [.get, .head, .options, .trace]
+    /// The methods RFC 9110 §9.2.2 defines as idempotent: the safe ones, PUT and DELETE.
+    public static let idempotentMethods: Set<HTTPMethod> = safeMethods.union([.put, .delete])
+
+    /// Whether the method is read-only (RFC 9110 §9.2.1); unknown methods are not.
+    public var isSafe: Bool { Self.safeMethods.contains(self) }
+    /// Whether sending the request twice has the effect of sending it once (RFC 9110 §9.2.2).
+    public var isIdempotent: Bool { Self.idempotentMethods.contains(self) }
+    /// Whether a non-error response invalidates the target URI in caches (RFC 9111 §4.4): every
+    /// method not known to be safe.
+    public var invalidatesCaches: Bool { !isSafe }
+
+    /// The name.
+    public var description: String { rawValue }
+}

@@ -1,0 +1,273 @@
+import Foundation
+@testable import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue #11, §2: RFC 9111 / RFC 9110 rules of the second edition, over the mock transport
+/// (and the offline answer also end to end over a real socket).
+@Suite("HTTPCache: RFC rules of the second edition", .timeLimit(.minutes(1)))
+struct CacheRFCRulesTests {
+    // MARK: Methods
+
+    @Test("a non-error answer to an unknown (extension) method invalidates the URI and same-origin Location/Content-Location",
+          arguments: ["PROPFIND", "M-SEARCH", "POST"])
+    func unknownMethodsInvalidate(method: String) async throws {
+        let h = CacheHarness()
+        for path in ["/x", "/moved", "/located"] { h.origin(path, headers: ["Cache-Control": "max-age=600"]) }
+        h.origin("/x", method: method, status: 207,
+                 headers: ["Location": "/moved", "Content-Location": "https://origin.test/located"])
+        for path in ["/x", "/moved", "/located"] { try await h.get(path) }
+        try await h.pipeline.send(h.request("/x", method: method))
+        for path in ["/x", "/moved", "/located"] {
+            #expect(try await h.get(path).source == .network, "\(path) survived \(method)")
+        }
+    }
+
+    @Test("HTTPMethod: safe and idempotent as RFC 9110 defines; unknown methods are unsafe")
+    func methodSemantics() {
+        #expect(HTTPMethod.get.isSafe && HTTPMethod.head.isSafe && HTTPMethod("options").isSafe && HTTPMethod.trace.isSafe)
+        #expect(!HTTPMethod.put.isSafe && HTTPMethod.put.isIdempotent && HTTPMethod.delete.isIdempotent)
+        #expect(!HTTPMethod.post.isIdempotent && HTTPMethod.post.invalidatesCaches)
+        #expect(HTTPMethod("propfind") == HTTPMethod(rawValue: "PROPFIND"))
+        #expect(HTTPMethod("PROPFIND").invalidatesCaches && !HTTPMethod("M-SEARCH").isIdempotent)
+        #expect(HTTPMethod(URLRequest(url: URL(string: "https://x.test/")!)) == .get)
+    }
+
+    // MARK: Stored fields
+
+    @Test("Connection, the fields it names and the other hop-by-hop fields are not stored (RFC 9111 §3.1)")
+    func connectionFields() async throws {
+        let h = CacheHarness()
+        h.origin("/c", headers: ["Cache-Control": "max-age=600", "Connection": "X-Hop, close", "X-Hop": "1",
+                                 "Keep-Alive": "timeout=5", "Upgrade": "h2c", "Trailer": "X-T", "X-Kept": "yes"])
+        try await h.get("/c")
+        let hit = try await h.get("/c")
+        #expect(hit.source == .cache)
+        for name in ["Connection", "X-Hop", "Keep-Alive", "Upgrade", "Trailer"] { #expect(hit.headers[name] == nil, "\(name)") }
+        #expect(hit.headers["X-Kept"] == "yes")
+    }
+
+    @Test("a 200 carrying Content-Range is stored and returned with the field")
+    func contentRangeOn200() async throws {
+        let h = CacheHarness()
+        h.origin("/cr", headers: ["Cache-Control": "max-age=600", "Content-Range": "bytes 0-3/4"], body: "full")
+        try await h.get("/cr")
+        let hit = try await h.get("/cr")
+        #expect(hit.source == .cache)
+        #expect(hit.headers["Content-Range"] == "bytes 0-3/4")
+    }
+
+    // MARK: Age
+
+    @Test("Age: the first member of a list counts, on one line or several; invalid values are ignored",
+          arguments: [(["7200, 0"], false), (["0, 7200"], true), (["7200", "0"], false), (["0", "7200"], true),
+                      (["abc"], true), (["-5"], true), (["1.5"], true), ([" 7200 "], false)])
+    func ageParsing(values: [String], fresh: Bool) async throws {
+        let h = CacheHarness()
+        var headers: HTTPHeaders = ["Cache-Control": "max-age=3600"]
+        for value in values { headers.add("Age", value) }
+        h.origin("/age", headers: headers)
+        try await h.get("/age")
+        #expect((try await h.get("/age").source == .cache) == fresh, "Age \(values)")
+    }
+
+    @Test("a copy served after delay carries an Age")
+    func servedAge() async throws {
+        let h = CacheHarness()
+        h.origin("/aged", headers: ["Cache-Control": "max-age=600", "Age": "30"])
+        try await h.get("/aged")
+        h.now.advance(12)
+        #expect(try await h.get("/aged").headers["Age"] == "42")
+    }
+
+    // MARK: HTTP dates
+
+    @Test("HTTP dates: the three RFC 9110 forms parse", arguments: [
+        "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+    ])
+    func validDates(text: String) {
+        #expect(HTTPDate.parse(text, now: Date(timeIntervalSince1970: 1_700_000_000)) == Date(timeIntervalSince1970: 784_111_777))
+    }
+
+    @Test("HTTP dates are strict: sloppy spellings are not dates, so such an Expires means stale", arguments: [
+        "Sun, 06 Nov 1994  08:49:37 GMT", " Sun, 06 Nov 1994 08:49:37 GMT", "Sun 06 Nov 1994 08:49:37 GMT",
+        "Sun, 06-Nov-1994 08:49:37 GMT", "Sun, 06.Nov.1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
+        "Sun, 06 Nov 94 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000",
+        "Sun, 06 nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 gmt", "Sunday, 06-Nov-94 08:49:37 UTC",
+        "Sunday,06-Nov-94 08:49:37 GMT", "Sun Nov 6 08:49:37 1994", "Sun Nov  6 08:49:37 94", "Xyz, 06 Nov 1994 08:49:37 GMT",
+    ])
+    func strictDates(text: String) async throws {
+        #expect(HTTPDate.parse(text) == nil)
+        let h = CacheHarness()
+        h.origin("/exp", headers: ["Expires": text, "Date": "Sun, 06 Nov 1994 08:00:00 GMT"])
+        try await h.get("/exp")
+        #expect(try await h.get("/exp").source == .network)
+    }
+
+    // MARK: Validators
+
+    @Test("an unquoted ETag from a sloppy origin is sent back quoted, and a quoted 304 matches it")
+    func unquotedETag() async throws {
+        let h = CacheHarness()
+        h.origin("/tag", [(200, ["Cache-Control": "max-age=0", "ETag": "abc"], "body"), (304, ["ETag": "\"abc\""], "")])
+        try await h.get("/tag")
+        let second = try await h.get("/tag")
+        #expect(second.source == .revalidated)
+        #expect(second.bodyText == "body")
+        #expect(h.mock.requests(for: "/tag").last?.value(forHTTPHeaderField: "If-None-Match") == "\"abc\"")
+    }
+
+    // MARK: HEAD
+
+    @Test("a 200 to HEAD with matching validators freshens the stored GET response (RFC 9111 §4.3.5)")
+    func headFreshens() async throws {
+        let h = CacheHarness()
+        h.origin("/h", headers: ["Cache-Control": "max-age=10", "ETag": "\"a\"", "X-Version": "1"], body: "full body")
+        h.origin("/h", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"a\"", "X-Version": "2"], body: "")
+        try await h.get("/h")
+        h.now.advance(20) // stale
+        let head = try await h.pipeline.send(h.request("/h", method: "HEAD"))
+        #expect(head.status == 200)
+        let get = try await h.get("/h")
+        #expect(get.source == .cache) // fresh again, for max-age=1000
+        #expect(get.bodyText == "full body")
+        #expect(get.headers["X-Version"] == "2")
+        #expect(h.mock.count(for: "/h") == 2) // the first GET and the HEAD
+    }
+
+    @Test("a 200 to HEAD with another validator shows the stored GET response is outdated: it is dropped")
+    func headOutdates() async throws {
+        let h = CacheHarness()
+        h.origin("/h2", headers: ["Cache-Control": "max-age=10", "ETag": "\"a\""], body: "old body")
+        h.origin("/h2", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"b\""], body: "")
+        try await h.get("/h2")
+        h.now.advance(20)
+        try await h.pipeline.send(h.request("/h2", method: "HEAD"))
+        h.origin("/h2", headers: ["Cache-Control": "max-age=10", "ETag": "\"b\""], body: "new body")
+        let get = try await h.get("/h2")
+        #expect(get.source == .network)
+        #expect(get.bodyText == "new body")
+    }
+
+    // MARK: Vary
+
+    @Test("Accept-Language is normalized (order, case, quality values) before variants are compared")
+    func acceptLanguage() async throws {
+        let h = CacheHarness()
+        h.origin("/lang", headers: ["Cache-Control": "max-age=600", "Vary": "Accept-Language"])
+        try await h.get("/lang", headers: ["Accept-Language": "en-US, fr;q=0.5, de;q=0.5"])
+        #expect(try await h.get("/lang", headers: ["Accept-Language": "de;q=0.50,fr;q=.5 , EN-us"]).source == .cache)
+        #expect(try await h.get("/lang", headers: ["Accept-Language": "fr, en-US;q=0.5"]).source == .network)
+    }
+
+    // MARK: Offline answers
+
+    static func offlineHarness(cacheControl: String = "max-age=60", configuration: CacheConfiguration = CacheConfiguration(),
+                               failure: any Error = TransportError(.cannotConnect)) async throws -> CacheHarness {
+        let h = CacheHarness(configuration: configuration)
+        h.mock.route("GET", "/off", .text("stored", headers: ["Cache-Control": cacheControl]), .error(failure))
+        try await h.get("/off")
+        h.now.advance(600) // well past freshness
+        return h
+    }
+
+    @Test("disconnected: refused, reset, DNS failure or an open breaker serve the stored response stale",
+          arguments: [TransportError.Kind.cannotConnect, .connectionLost, .dnsFailure])
+    func offlineServesStale(kind: TransportError.Kind) async throws {
+        let h = try await Self.offlineHarness(failure: TransportError(kind))
+        let response = try await h.get("/off")
+        #expect(response.source == .stale)
+        #expect(response.bodyText == "stored")
+        #expect(h.cache.statistics.staleServed[.disconnected] == 1)
+    }
+
+    @Test("disconnected: a circuit breaker refusing counts as disconnected")
+    func offlineBreaker() async throws {
+        let h = try await Self.offlineHarness(failure: CircuitOpenError(partition: "origin.test", retryIn: .seconds(5)))
+        #expect(try await h.get("/off").source == .stale)
+    }
+
+    @Test("not disconnected: a timeout or a 5xx is not served stale (that is stale-if-error's job)")
+    func notOffline() async throws {
+        let timeout = try await Self.offlineHarness(failure: TransportError(.timedOut))
+        await #expect(throws: TransportError.self) { try await timeout.get("/off") }
+        let h = CacheHarness()
+        h.origin("/5xx", [(200, ["Cache-Control": "max-age=60"], "stored"), (503, [:], "down")])
+        try await h.get("/5xx")
+        h.now.advance(600)
+        #expect(try await h.get("/5xx").status == 503)
+    }
+
+    @Test("disconnected: must-revalidate, no-cache, request no-cache, request max-stale and the staleness limit forbid it")
+    func offlineForbidden() async throws {
+        let mustRevalidate = try await Self.offlineHarness(cacheControl: "max-age=60, must-revalidate")
+        #expect(try await mustRevalidate.get("/off").status == 504)
+        let noCache = try await Self.offlineHarness(cacheControl: "max-age=60, no-cache")
+        await #expect(throws: TransportError.self) { try await noCache.get("/off") }
+        let requestNoCache = try await Self.offlineHarness()
+        await #expect(throws: TransportError.self) { try await requestNoCache.get("/off", headers: ["Cache-Control": "no-cache"]) }
+        let maxStale = try await Self.offlineHarness()
+        await #expect(throws: TransportError.self) { try await maxStale.get("/off", headers: ["Cache-Control": "max-stale=10"]) }
+        var short = CacheConfiguration()
+        short.maxDisconnectedStaleness = 100
+        let limited = try await Self.offlineHarness(configuration: short)
+        await #expect(throws: TransportError.self) { try await limited.get("/off") }
+        var off = CacheConfiguration()
+        off.servesStaleWhenDisconnected = false
+        let disabled = try await Self.offlineHarness(configuration: off)
+        await #expect(throws: TransportError.self) { try await disabled.get("/off") }
+    }
+
+    @Test("end to end: the origin's port stops answering (connection refused); the stored response is served stale")
+    func offlineEndToEnd() async throws {
+        let server = try await OriginServer.shared.value
+        let refusedPort = try Self.closedPort()
+        let cache = HTTPCache()
+        let down = Locked(false)
+        let transport = ClosureTransport { request in
+            var request = request
+            if down.withLock({ $0 }), var components = URLComponents(url: request.url!, resolvingAgainstBaseURL: false) {
+                components.port = refusedPort
+                request.url = components.url
+            }
+            return try await URLSessionTransport().send(request)
+        }
+        let pipeline = Pipeline(transport: transport, hooks: [cache], retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 2))
+        let url = server.url(OriginServer.uniquePath("offline"), ["cc": "max-age=0"])
+        #expect(try await pipeline.send(URLRequest(url: url)).source == .network)
+        down.withLock { $0 = true }
+        let offline = try await pipeline.send(URLRequest(url: url))
+        #expect(offline.source == .stale)
+        #expect(offline.status == 200)
+        #expect(cache.statistics.staleServed[.disconnected] == 1)
+    }
+
+    /// A loopback port nothing listens on (bound, then closed).
+    static func closedPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        try #require(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A transport made of a closure.
+struct ClosureTransport: Transport {
+    let body: @Sendable (URLRequest) async throws -> Response
+    init(_ body: @escaping @Sendable (URLRequest) async throws -> Response) { self.body = body }
+    func send(_ request: URLRequest) async throws -> Response { try await body(request) }
+}
