@@ -14,6 +14,9 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var revalidatedChanged = 0
     /// Stale answers, by reason.
     public var staleServed: [StaleReason: Int] = [:]
+    /// Revalidations answered with a 304 that did not match the stored response, sent again
+    /// without validators (each also counts in ``revalidatedChanged``).
+    public var refetched = 0
     /// Responses stored.
     public var stores = 0
     /// Stored responses removed by an unsafe request (POST, PUT, DELETE, PATCH).

@@ -128,6 +128,8 @@ public final class HTTPCache: ServiceHook {
         var callerConditional = false
         var unsafeMethod = false
         var isRefresh = false
+        /// Sent again without validators after a 304 that did not match.
+        var refetched = false
         var flightKey: String?
     }
 
@@ -262,7 +264,18 @@ public final class HTTPCache: ServiceHook {
         if response.status == 304, state.validating, let candidate = state.candidate {
             guard !redirected, rules.notModified(response, matches: candidate) else {
                 if !redirected { await remove(state.key) }
-                throw CacheError.unmatchedNotModified(request.url)
+                // The origin is healthy; only the stored response is not the one it means. Ask
+                // once more, unconditionally, and let that answer be stored.
+                guard !state.refetched, let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
+                var unconditional = request
+                unconditional.setValue(nil, forHTTPHeaderField: "If-None-Match")
+                unconditional.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
+                var next = state
+                (next.candidate, next.record, next.validating, next.refetched) = (nil, nil, false, true)
+                context[StateKey.self] = next
+                if !state.isRefresh { count { $0.refetched += 1; $0.revalidatedChanged += 1 } }
+                let fresh = try await again(unconditional)
+                return try await onSuccess(fresh, for: unconditional, context: context)
             }
             var merged = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
             if merged.partition != partition {

@@ -84,9 +84,9 @@ public struct Pipeline: Transport {
             Task.detached { [self] in
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)
-                    _ = try await hook.onSuccess(fresh, for: refresh, context: background)
+                    _ = try await withInnerStage(after: index, background) { try await hook.onSuccess(fresh, for: refresh, context: background) }
                 } catch {
-                    _ = try? await hook.onFailure(error, for: refresh, context: background)
+                    _ = try? await withInnerStage(after: index, background) { try await hook.onFailure(error, for: refresh, context: background) }
                 }
             }
             return response
@@ -99,11 +99,22 @@ public struct Pipeline: Transport {
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
-            let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
+            let recovered = try await withInnerStage(after: index, context) { try await hook.onFailure(failure, for: forwarded, context: context) }
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
-        return try await hook.onSuccess(response, for: forwarded, context: context)
+        return try await withInnerStage(after: index, context) { try await hook.onSuccess(response, for: forwarded, context: context) }
+    }
+
+    /// Runs `body` (a hook's `onSuccess` or `onFailure`) with ``RequestContext/innerStage`` set
+    /// to the stages inside the hook at `index`, and clears it afterwards.
+    private func withInnerStage<T>(after index: Int, _ context: RequestContext, _ body: () async throws -> T) async throws -> T {
+        context.innerStage = { [weak context] request in
+            guard let context else { throw CancellationError() }
+            return try await run(hookAt: index + 1, request, context: context)
+        }
+        defer { context.innerStage = nil }
+        return try await body()
     }
 
     private func attempt(_ request: URLRequest, context: RequestContext) async throws -> Response {

@@ -19,6 +19,7 @@ public final class RequestContext: Sendable {
     private struct State {
         var attempts = 0
         var lastSentRequest: URLRequest?
+        var innerStage: (@Sendable (URLRequest) async throws -> Response)?
         var events: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
@@ -66,6 +67,15 @@ public final class RequestContext: Sendable {
         }
         record(.attemptStarted(number: number))
         return number
+    }
+
+    /// Sends a request again through the stages inside the hook whose `onSuccess` or
+    /// `onFailure` is running (its inner hooks, the retrier, the transport); set by the
+    /// pipeline before it calls either. The cache uses it to fetch a response in full when a
+    /// 304 does not match what it stored.
+    var innerStage: (@Sendable (URLRequest) async throws -> Response)? {
+        get { state.withLock { $0.innerStage } }
+        set { state.withLock { $0.innerStage = newValue } }
     }
 
     /// A context for a background request started on behalf of this one, with the same

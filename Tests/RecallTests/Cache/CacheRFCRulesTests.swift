@@ -248,6 +248,22 @@ struct CacheRFCRulesTests {
         #expect(cache.statistics.staleServed[.disconnected] == 1)
     }
 
+    @Test("end to end: a 304 that does not match is followed by one unconditional request, and the caller gets a 200")
+    func unmatched304EndToEnd() async throws {
+        let server = try await OriginServer.shared.value
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let path = OriginServer.uniquePath("bad304")
+        let url = server.url(path, ["cc": "max-age=0", "etag": "v1", "bad304": "1"])
+        #expect(try await pipeline.send(URLRequest(url: url)).status == 200)
+        let second = try await pipeline.send(URLRequest(url: url))
+        #expect(second.status == 200)
+        #expect(second.source == .network)
+        #expect(!second.body.isEmpty)
+        #expect(try await server.hits(path) == 3)
+        #expect(cache.statistics.refetched == 1)
+    }
+
     /// A loopback port nothing listens on (bound, then closed).
     static func closedPort() throws -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -14,6 +14,7 @@ Every path answers; the query string says how:
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   truncate=1          promise 1,000 more body bytes than are sent, then close the connection
+  bad304=1            answer any If-None-Match with a 304 carrying another ETag ("other")
   fail_first=N        the first N hits of this path answer fail_status (default 503)
   fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
@@ -108,6 +109,8 @@ class Handler(BaseHTTPRequestHandler):
             headers.append((name.strip(), value.strip()))
         headers.append(("X-Hits", str(hit)))
 
+        if one("bad304") == "1" and self.headers.get("If-None-Match") is not None:
+            return self.send(304, [("ETag", '"other"'), ("Date", http_date())], b"")
         if status < 400 and self.not_modified(etag, last_modified):
             return self.send(304, headers, b"")
 
