@@ -15,7 +15,8 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 
     /// A method named `rawValue` (upper-cased).
     public init(rawValue: String) {
-        self.rawValue = rawValue.uppercased()
+        // Methods are nearly always upper-case already: then no new string is made.
+        self.rawValue = rawValue.utf8.contains(where: { $0 >= 0x61 && $0 <= 0x7A }) ? rawValue.uppercased() : rawValue
     }
 
     /// A method from a literal such as `"GET"`.

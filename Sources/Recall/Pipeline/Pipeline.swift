@@ -106,15 +106,17 @@ public struct Pipeline: Transport {
         return try await withInnerStage(after: index, context) { try await hook.onSuccess(response, for: forwarded, context: context) }
     }
 
-    /// Runs `body` (a hook's `onSuccess` or `onFailure`) with ``RequestContext/innerStage`` set
-    /// to the stages inside the hook at `index`, and clears it afterwards.
+    /// Runs `body` (a hook's `onSuccess` or `onFailure`) with the context's stage set to the
+    /// hook at `index`, so the hook can send a request again through the stages inside it.
     private func withInnerStage<T>(after index: Int, _ context: RequestContext, _ body: () async throws -> T) async throws -> T {
-        context.innerStage = { [weak context] request in
-            guard let context else { throw CancellationError() }
-            return try await run(hookAt: index + 1, request, context: context)
-        }
-        defer { context.innerStage = nil }
+        context.stage = RequestContext.Stage(pipeline: self, index: index)
+        defer { context.stage = nil }
         return try await body()
+    }
+
+    /// Sends `request` through the stages inside the hook at `index`.
+    func run(after index: Int, _ request: URLRequest, context: RequestContext) async throws -> Response {
+        try await run(hookAt: index + 1, request, context: context)
     }
 
     private func attempt(_ request: URLRequest, context: RequestContext) async throws -> Response {

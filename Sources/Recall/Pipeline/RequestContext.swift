@@ -19,7 +19,7 @@ public final class RequestContext: Sendable {
     private struct State {
         var attempts = 0
         var lastSentRequest: URLRequest?
-        var innerStage: (@Sendable (URLRequest) async throws -> Response)?
+        var stage: Stage?
         var events: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
@@ -69,13 +69,24 @@ public final class RequestContext: Sendable {
         return number
     }
 
+    /// The pipeline and the index of the hook whose `onSuccess` or `onFailure` is running.
+    struct Stage: Sendable {
+        let pipeline: Pipeline
+        let index: Int
+    }
+
+    /// Set by the pipeline around a hook's `onSuccess` and `onFailure` (a struct: no allocation).
+    var stage: Stage? {
+        get { state.withLock { $0.stage } }
+        set { state.withLock { $0.stage = newValue } }
+    }
+
     /// Sends a request again through the stages inside the hook whose `onSuccess` or
-    /// `onFailure` is running (its inner hooks, the retrier, the transport); set by the
-    /// pipeline before it calls either. The cache uses it to fetch a response in full when a
-    /// 304 does not match what it stored.
+    /// `onFailure` is running (its inner hooks, the retrier, the transport). The cache uses it
+    /// to fetch a response in full when a 304 does not match what it stored.
     var innerStage: (@Sendable (URLRequest) async throws -> Response)? {
-        get { state.withLock { $0.innerStage } }
-        set { state.withLock { $0.innerStage = newValue } }
+        guard let stage else { return nil }
+        return { [self] request in try await stage.pipeline.run(after: stage.index, request, context: self) }
     }
 
     /// A context for a background request started on behalf of this one, with the same
