@@ -82,12 +82,14 @@ public struct Pipeline: Transport {
         case .respondThenRefresh(let response, let refresh):
             let background = context.derived(for: refresh)
             Task.detached { [self] in
+                background.stage = RequestContext.Stage(pipeline: self, index: index)
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)
-                    _ = try await withInnerStage(after: index, background) { try await hook.onSuccess(fresh, for: refresh, context: background) }
+                    _ = try await hook.onSuccess(fresh, for: refresh, context: background)
                 } catch {
-                    _ = try? await withInnerStage(after: index, background) { try await hook.onFailure(error, for: refresh, context: background) }
+                    _ = try? await hook.onFailure(error, for: refresh, context: background)
                 }
+                background.stage = nil
             }
             return response
         case .proceed(let rewritten):
@@ -99,19 +101,16 @@ public struct Pipeline: Transport {
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
-            let recovered = try await withInnerStage(after: index, context) { try await hook.onFailure(failure, for: forwarded, context: context) }
+            // While a hook handles the outcome, it may send again through the stages inside it.
+            context.stage = RequestContext.Stage(pipeline: self, index: index)
+            defer { context.stage = nil }
+            let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
-        return try await withInnerStage(after: index, context) { try await hook.onSuccess(response, for: forwarded, context: context) }
-    }
-
-    /// Runs `body` (a hook's `onSuccess` or `onFailure`) with the context's stage set to the
-    /// hook at `index`, so the hook can send a request again through the stages inside it.
-    private func withInnerStage<T>(after index: Int, _ context: RequestContext, _ body: () async throws -> T) async throws -> T {
         context.stage = RequestContext.Stage(pipeline: self, index: index)
         defer { context.stage = nil }
-        return try await body()
+        return try await hook.onSuccess(response, for: forwarded, context: context)
     }
 
     /// Sends `request` through the stages inside the hook at `index`.
