@@ -122,6 +122,9 @@ public final class HTTPCache: ServiceHook {
         var inScope: Set<String> = []
         var requestTime: Date
         var candidate: CacheEntry?
+        /// Other stored variants of this partition offered to the origin in `If-None-Match`
+        /// when none matched the request's `Vary` fields (RFC 9111 §4.3.1).
+        var alternates: [CacheEntry] = []
         /// The record as the lookup found it (`nil`: there was none).
         var record: CacheRecord?
         var validating = false
@@ -138,7 +141,7 @@ public final class HTTPCache: ServiceHook {
     private enum Decision {
         case serve(Response)
         case serveAndRefresh(Response, refresh: URLRequest, entry: CacheEntry, validating: Bool)
-        case network(URLRequest, candidate: CacheEntry?, record: CacheRecord?, validating: Bool)
+        case network(URLRequest, candidate: CacheEntry?, record: CacheRecord?, validating: Bool, alternates: [CacheEntry] = [])
         case gatewayTimeout
     }
 
@@ -219,10 +222,11 @@ public final class HTTPCache: ServiceHook {
             finishFlight(flightKey)
             count { $0.gatewayTimeouts += 1 }
             return .respond(Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response"))
-        case .network(let outgoing, let candidate, let record, let validating):
+        case .network(let outgoing, let candidate, let record, let validating, let alternates):
             if !validating { count { $0.misses += 1 } }
             context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition, inScope: inScope, requestTime: requestTime,
-                                           candidate: candidate, record: record, validating: validating, flightKey: flightKey)
+                                           candidate: candidate, alternates: alternates, record: record, validating: validating,
+                                           flightKey: flightKey)
             return .proceed(outgoing)
         }
     }
@@ -239,7 +243,10 @@ public final class HTTPCache: ServiceHook {
         let receivedAt = now()
         let sent = context.lastSentRequest ?? request
         if state.unsafeMethod {
-            if (200..<400).contains(response.status) { await invalidate(after: sent, response: response) }
+            if (200..<400).contains(response.status) {
+                await invalidate(after: sent, response: response)
+                if response.source == .network { await storePostResponse(response, for: sent, state: state, at: receivedAt) }
+            }
             return response
         }
         guard response.source == .network else { return response }
@@ -261,8 +268,12 @@ public final class HTTPCache: ServiceHook {
             }
             return response
         }
-        if response.status == 304, state.validating, let candidate = state.candidate {
-            guard !redirected, rules.notModified(response, matches: candidate) else {
+        if response.status == 304, state.validating, state.candidate != nil || !state.alternates.isEmpty {
+            // The stored response the 304 confirms: the candidate, or (RFC 9111 §4.3.1) the one
+            // of this partition's other variants whose entity tag it names.
+            let confirmed = state.candidate.flatMap { rules.notModified(response, matches: $0) ? $0 : nil }
+                ?? state.alternates.first { response.headers["ETag"] != nil && rules.notModified(response, matches: $0) }
+            guard !redirected, let candidate = confirmed else {
                 if !redirected { await remove(state.key) }
                 // The origin is healthy; only the stored response is not the one it means. Ask
                 // once more, unconditionally, and let that answer be stored.
@@ -271,15 +282,16 @@ public final class HTTPCache: ServiceHook {
                 unconditional.setValue(nil, forHTTPHeaderField: "If-None-Match")
                 unconditional.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
                 var next = state
-                (next.candidate, next.record, next.validating, next.refetched) = (nil, nil, false, true)
+                (next.candidate, next.alternates, next.record, next.validating, next.refetched) = (nil, [], nil, false, true)
                 context[StateKey.self] = next
                 if !state.isRefresh { count { $0.refetched += 1; $0.revalidatedChanged += 1 } }
                 let fresh = try await again(unconditional)
                 return try await onSuccess(fresh, for: unconditional, context: context)
             }
             var merged = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
-            if merged.partition != partition {
-                // A credential was added on the way out: the merged response belongs to the new partition.
+            if merged.partition != partition || state.candidate == nil {
+                // A credential was added on the way out, or another variant was confirmed for this
+                // request: the merged response is stored for this request's partition and Vary values.
                 merged.partition = partition
                 merged.varyValues = varyValues(for: merged.facts.varyNames, in: answered, inScope: state.inScope)
             }
@@ -354,7 +366,16 @@ public final class HTTPCache: ServiceHook {
         let found = await storage.record(for: key)
         let record = found?.key == key ? found : nil
         guard let entry = record.flatMap({ candidate(in: $0, for: request, partition: partition, inScope: inScope) }) else {
-            return onlyIfCached ? .gatewayTimeout : .network(request, candidate: nil, record: record, validating: false)
+            if onlyIfCached { return .gatewayTimeout }
+            // No stored variant matches the request's Vary fields; the origin may still say one
+            // of them is the right one (RFC 9111 §4.3.1): offer their entity tags.
+            let alternates = record?.variants.filter { $0.partition == partition && $0.etag != nil } ?? []
+            guard HTTPMethod(request) == .get, !alternates.isEmpty else {
+                return .network(request, candidate: nil, record: record, validating: false)
+            }
+            var conditional = request
+            conditional.setValue(alternates.map { CacheRules.quotedEntityTag($0.etag!) }.joined(separator: ", "), forHTTPHeaderField: "If-None-Match")
+            return .network(conditional, candidate: nil, record: record, validating: true, alternates: alternates)
         }
         switch rules.use(of: entry, for: request, directives: directives, now: now) {
         case .fresh:
@@ -413,6 +434,27 @@ public final class HTTPCache: ServiceHook {
         await storage.store(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants))))
         writes.unlock(key)
         count { $0.stores += 1 }
+    }
+
+    /// RFC 9110 §9.3.3: a response to POST with explicit freshness and a `Content-Location`
+    /// naming the request's own URI is a representation of that URI: stored, it answers a
+    /// later GET of it.
+    private func storePostResponse(_ response: Response, for request: URLRequest, state: State, at receivedAt: Date) async {
+        guard HTTPMethod(request) == .post, [200, 203].contains(response.status),
+              let location = response.headers["Content-Location"], let url = request.url,
+              let target = URL(string: location, relativeTo: url)?.absoluteURL else { return }
+        var asGet = request
+        asGet.httpMethod = HTTPMethod.get.rawValue
+        asGet.httpBody = nil
+        let facts = CacheEntry.Facts(response.headers)
+        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty, let here = locate(asGet),
+              locate(URLRequest(url: target))?.key == here.key, rules.isStorable(response, facts: facts, for: asGet) else { return }
+        let headers = rules.storedHeaders(response.headers)
+        let entry = CacheEntry(status: response.status, headers: headers, facts: CacheEntry.Facts(headers), body: response.body.exactlySized,
+                               url: nil, requestTime: state.requestTime, responseTime: receivedAt,
+                               varyValues: varyValues(for: facts.varyNames, in: asGet, inScope: state.inScope),
+                               partition: partition(of: asGet, at: here, inScope: state.inScope))
+        await store(entry, key: here.key, keepsNothing: false)
     }
 
     /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no

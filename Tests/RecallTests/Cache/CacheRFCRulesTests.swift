@@ -123,6 +123,50 @@ struct CacheRFCRulesTests {
         #expect(h.mock.requests(for: "/tag").last?.value(forHTTPHeaderField: "If-None-Match") == "\"abc\"")
     }
 
+    @Test("no stored variant matches the request's Vary fields: their entity tags are offered, and a 304 naming one serves it (RFC 9111 §4.3.1)")
+    func alternatesRevalidated() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/v") { request in
+            if request.value(forHTTPHeaderField: "If-None-Match") == "\"v-a\"" {
+                return Response(status: 304, headers: ["ETag": "\"v-a\"", "Cache-Control": "max-age=600", "Vary": "X-Variant"])
+            }
+            return .text("representation a", headers: ["Cache-Control": "max-age=600", "ETag": "\"v-a\"", "Vary": "X-Variant"])
+        }
+        try await h.get("/v", headers: ["X-Variant": "a"])
+        let other = try await h.get("/v", headers: ["X-Variant": "b"])
+        #expect(other.source == .revalidated)
+        #expect(other.bodyText == "representation a")
+        #expect(h.mock.requests(for: "/v").last?.value(forHTTPHeaderField: "If-None-Match") == "\"v-a\"")
+        #expect(try await h.get("/v", headers: ["X-Variant": "b"]).source == .cache) // stored for b now
+        #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .cache) // a kept
+        #expect(h.mock.count(for: "/v") == 2)
+    }
+
+    // MARK: POST
+
+    @Test("a POST response with explicit freshness and Content-Location naming its own URI answers a later GET (RFC 9110 §9.3.3)")
+    func postContentLocation() async throws {
+        let h = CacheHarness()
+        h.origin("/doc", method: "POST", headers: ["Cache-Control": "max-age=600", "Content-Location": "/doc"], body: "created")
+        h.origin("/doc", body: "from GET")
+        try await h.pipeline.send(h.request("/doc", method: "POST"))
+        let get = try await h.get("/doc")
+        #expect(get.source == .cache)
+        #expect(get.bodyText == "created")
+        #expect(h.mock.requests(for: "/doc").filter { $0.httpMethod == "GET" }.isEmpty)
+    }
+
+    @Test("a POST response without Content-Location, with another one, or without explicit freshness is not stored",
+          arguments: [["Cache-Control": "max-age=600"], ["Cache-Control": "max-age=600", "Content-Location": "/other"],
+                      ["Content-Location": "/doc2"]])
+    func postNotStored(headers: [String: String]) async throws {
+        let h = CacheHarness()
+        h.origin("/doc2", method: "POST", headers: HTTPHeaders(headers), body: "created")
+        h.origin("/doc2", body: "from GET")
+        try await h.pipeline.send(h.request("/doc2", method: "POST"))
+        #expect(try await h.get("/doc2").bodyText == "from GET")
+    }
+
     // MARK: HEAD
 
     @Test("a 200 to HEAD with matching validators freshens the stored GET response (RFC 9111 §4.3.5)")
