@@ -30,8 +30,8 @@ public final class HTTPCache: ServiceHook {
     public let rules: CacheRules
     private let now: @Sendable () -> Date
     private let counters = Locked(CacheStatistics())
-    private let flights = Locked<[String: InFlight]>([:])
-    private let refreshes = Locked<[String: InFlight]>([:])
+    private let flights = RequestCoalescer()
+    private let refreshes = RequestCoalescer()
     private let memo = CanonicalURLMemo<Location>()
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
@@ -62,13 +62,14 @@ public final class HTTPCache: ServiceHook {
     /// What the cache did so far, with the storage's counters.
     public var statistics: CacheStatistics {
         var statistics = counters.withLock { $0 }
+        statistics.waiting = flights.waiting
         statistics.storage = storage.statistics
         return statistics
     }
 
     /// Waits until every background refresh (`stale-while-revalidate`) started so far has finished.
     public func waitForBackgroundRefreshes() async {
-        for flight in refreshes.withLock({ Array($0.values) }) { await flight.wait() }
+        await refreshes.waitForAll()
     }
 
     /// The storage key of `request`: the namespace and the canonical URL (see
@@ -182,20 +183,12 @@ public final class HTTPCache: ServiceHook {
         var flightKey: String?
         if case .network = decision, configuration.coalescesRequests {
             let coalescingKey = Self.coalescingKey(key, request)
-            let (flight, leader) = flights.withLock { flights -> (InFlight, Bool) in
-                if let existing = flights[coalescingKey] { return (existing, false) }
-                let flight = InFlight()
-                flights[coalescingKey] = flight
-                return (flight, true)
-            }
-            if leader {
+            switch await flights.join(coalescingKey) {
+            case .leader:
                 flightKey = coalescingKey
                 // Another leader may have stored the entry between our lookup and our registration.
                 decision = await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime)
-            } else {
-                count { $0.waiting += 1 }
-                await flight.wait()
-                count { $0.waiting -= 1 }
+            case .follower:
                 try Task.checkCancellation()
                 count { $0.coalesced += 1 }
                 decision = await decide(request, key: key, partition: partition, inScope: inScope, now: now())
@@ -208,11 +201,7 @@ public final class HTTPCache: ServiceHook {
             return .respond(response)
         case .serveAndRefresh(let response, let refresh, let entry, let validating):
             finishFlight(flightKey)
-            let started = refreshes.withLock { refreshes -> Bool in
-                guard refreshes[key] == nil else { return false }
-                refreshes[key] = InFlight()
-                return true
-            }
+            let started = refreshes.tryLead(key)
             guard started else { return .respond(response) } // one refresh at a time per key
             context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition, inScope: inScope, requestTime: requestTime,
                                            candidate: entry, record: CacheRecord(key: key, variants: [entry]),
@@ -504,12 +493,12 @@ public final class HTTPCache: ServiceHook {
 
     private func finish(_ state: State) {
         finishFlight(state.flightKey)
-        if state.isRefresh { refreshes.withLock { $0.removeValue(forKey: state.key) }?.finish() }
+        if state.isRefresh { refreshes.finish(state.key) }
     }
 
     private func finishFlight(_ key: String?) {
         guard let key else { return }
-        flights.withLock { $0.removeValue(forKey: key) }?.finish()
+        flights.finish(key)
     }
 
     private func count(_ update: (inout CacheStatistics) -> Void) {

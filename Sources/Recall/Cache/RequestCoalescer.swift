@@ -1,0 +1,56 @@
+/// Lets concurrent requests for one key share one origin request: the first to ``join(_:)``
+/// leads (it goes to the origin), the others wait until the leader calls ``finish(_:)`` and then
+/// read what it stored. Also used for background refreshes, where a second refresh of a key
+/// simply does not start (``tryLead(_:)``).
+final class RequestCoalescer: Sendable {
+    /// What ``join(_:)`` made of the caller.
+    enum Role: Equatable {
+        /// Go to the origin, then call ``RequestCoalescer/finish(_:)``.
+        case leader
+        /// Another request led; it has finished (or the waiting task was cancelled).
+        case follower
+    }
+
+    private let flights = Locked<[String: InFlight]>([:])
+    private let waitingCount = Locked(0)
+
+    /// Leads `key` when nobody does, else waits for the leader to finish.
+    func join(_ key: String) async -> Role {
+        let (flight, leader) = flights.withLock { flights -> (InFlight, Bool) in
+            if let existing = flights[key] { return (existing, false) }
+            let flight = InFlight()
+            flights[key] = flight
+            return (flight, true)
+        }
+        guard !leader else { return .leader }
+        waitingCount.withLock { $0 += 1 }
+        await flight.wait()
+        waitingCount.withLock { $0 -= 1 }
+        return .follower
+    }
+
+    /// Leads `key` when nobody does; `false` (and no waiting) when someone already does.
+    func tryLead(_ key: String) -> Bool {
+        flights.withLock { flights in
+            guard flights[key] == nil else { return false }
+            flights[key] = InFlight()
+            return true
+        }
+    }
+
+    /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.
+    func finish(_ key: String) {
+        flights.withLock { $0.removeValue(forKey: key) }?.finish()
+    }
+
+    /// Waits until every lead started so far has finished.
+    func waitForAll() async {
+        for flight in flights.withLock({ Array($0.values) }) { await flight.wait() }
+    }
+
+    /// Requests waiting for a leader right now.
+    var waiting: Int { waitingCount.withLock { $0 } }
+
+    /// Keys led right now.
+    var leading: Int { flights.withLock { $0.count } }
+}

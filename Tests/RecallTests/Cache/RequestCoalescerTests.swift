@@ -1,0 +1,61 @@
+import Foundation
+@testable import Recall
+import Testing
+
+@Suite("RequestCoalescer: one leader per key, followers wait for it", .timeLimit(.minutes(1)))
+struct RequestCoalescerTests {
+    @Test("the first caller leads; later callers wait until it finishes, then follow")
+    func leaderAndFollowers() async {
+        let coalescer = RequestCoalescer()
+        #expect(await coalescer.join("k") == .leader)
+        let followers = (0..<5).map { _ in Task { await coalescer.join("k") } }
+        while coalescer.waiting < 5 { await Task.yield() }
+        #expect(coalescer.leading == 1)
+        coalescer.finish("k")
+        for follower in followers { #expect(await follower.value == .follower) }
+        #expect(coalescer.waiting == 0)
+        #expect(coalescer.leading == 0)
+        #expect(await coalescer.join("k") == .leader) // a new round
+    }
+
+    @Test("keys are independent; finishing a key nobody leads does nothing")
+    func independentKeys() async {
+        let coalescer = RequestCoalescer()
+        #expect(await coalescer.join("a") == .leader)
+        #expect(await coalescer.join("b") == .leader)
+        coalescer.finish("nobody")
+        #expect(coalescer.leading == 2)
+    }
+
+    @Test("tryLead never waits: it leads or declines")
+    func tryLead() {
+        let coalescer = RequestCoalescer()
+        #expect(coalescer.tryLead("r"))
+        #expect(!coalescer.tryLead("r"))
+        coalescer.finish("r")
+        #expect(coalescer.tryLead("r"))
+    }
+
+    @Test("a cancelled follower stops waiting at once")
+    func cancelledFollower() async {
+        let coalescer = RequestCoalescer()
+        #expect(await coalescer.join("k") == .leader)
+        let follower = Task { await coalescer.join("k") }
+        while coalescer.waiting < 1 { await Task.yield() }
+        follower.cancel()
+        #expect(await follower.value == .follower)
+        #expect(coalescer.waiting == 0)
+        #expect(coalescer.leading == 1) // the leader still leads
+    }
+
+    @Test("waitForAll returns once every lead has finished")
+    func waitForAll() async {
+        let coalescer = RequestCoalescer()
+        #expect(coalescer.tryLead("x"))
+        let waiter = Task { await coalescer.waitForAll() }
+        try? await Task.sleep(for: .milliseconds(5))
+        coalescer.finish("x")
+        await waiter.value
+        #expect(coalescer.leading == 0)
+    }
+}
