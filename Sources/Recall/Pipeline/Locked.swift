@@ -12,12 +12,12 @@ import Darwin
 /// built on futexes inside the (uninstrumented) standard library, so ThreadSanitizer cannot see
 /// it and reports every access it guards as a race; a pthread mutex is intercepted, so
 /// `swift test --sanitize=thread` finds real races only. Uncontended, both cost about the same.
-public final class Locked<State>: @unchecked Sendable {
+package final class Locked<State>: @unchecked Sendable {
     private var state: State
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// Creates the lock around `state`.
-    public init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -31,7 +31,7 @@ public final class Locked<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the state.
-    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)

@@ -1,21 +1,21 @@
 /// Reads any `Clock<Duration>` as a monotonic "time since start", so Sendable code can
 /// measure intervals without knowing the clock's `Instant` type.
-public struct TimeSource: Sendable {
+package struct TimeSource: Sendable {
     /// The clock being read.
-    public let clock: any Clock<Duration>
+    package let clock: any Clock<Duration>
     private let read: @Sendable () -> Duration
 
     /// Creates a time source reading `clock`; its zero is the moment of creation.
-    public init(_ clock: any Clock<Duration>) {
+    package init(_ clock: any Clock<Duration>) {
         self.clock = clock
         self.read = Self.reader(clock)
     }
 
     /// The time elapsed on the clock since this source was created.
-    public func now() -> Duration { read() }
+    package func now() -> Duration { read() }
 
     /// Waits `duration` on the clock (returns at once for zero or less).
-    public func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         if duration > .zero { try await clock.sleep(for: duration) }
     }
 

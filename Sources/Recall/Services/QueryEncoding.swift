@@ -2,7 +2,7 @@ import Foundation
 
 /// Encodes query and form parameters the way servers expect: names and values percent-encoded
 /// with only unreserved characters left raw, so `+`, `&`, `=` and spaces survive the trip.
-public enum QueryEncoding {
+package enum QueryEncoding {
     private static let unreserved: CharacterSet = {
         var set = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
         set.insert(charactersIn: "-._~")
@@ -10,12 +10,12 @@ public enum QueryEncoding {
     }()
 
     /// `value` percent-encoded for a query or form component (`+` becomes `%2B`, space `%20`).
-    public static func escape(_ value: String) -> String {
+    package static func escape(_ value: String) -> String {
         value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 
     /// `name=value&…` for `items`, in order; items without a value are written as `name`.
-    public static func encode(_ items: [URLQueryItem]) -> String {
+    package static func encode(_ items: [URLQueryItem]) -> String {
         items.map { item in
             item.value.map { "\(escape(item.name))=\(escape($0))" } ?? escape(item.name)
         }.joined(separator: "&")
@@ -23,7 +23,7 @@ public enum QueryEncoding {
 
     /// The query items of an `Encodable` value: encoded to JSON, then flattened — arrays as
     /// repeated names, nested objects as `outer[inner]`, `nil` skipped, Booleans as `true`/`false`.
-    public static func items<Value: Encodable>(from value: Value, encoder: JSONEncoder) throws -> [URLQueryItem] {
+    package static func items<Value: Encodable>(from value: Value, encoder: JSONEncoder) throws -> [URLQueryItem] {
         let data: Data
         do { data = try encoder.encode(value) } catch { throw ServiceError.coding("\(error)") }
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) as? [String: Any] else {

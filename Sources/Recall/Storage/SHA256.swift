@@ -2,7 +2,7 @@ import Foundation
 
 /// SHA-256 (FIPS 180-4), used to turn cache keys into file names without depending on a
 /// crypto package. Not constant-time; not for secrets.
-public enum SHA256 {
+package enum SHA256 {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -15,7 +15,7 @@ public enum SHA256 {
     ]
 
     /// The 32-byte digest of `data`.
-    public static func hash<Bytes: Collection<UInt8>>(_ data: Bytes) -> [UInt8] {
+    package static func hash<Bytes: Collection<UInt8>>(_ data: Bytes) -> [UInt8] {
         var h: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
             (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
         var message = Array(data)
@@ -84,7 +84,7 @@ public enum SHA256 {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// The digest of `text`'s UTF-8 bytes as 64 lowercase hex digits.
-    public static func hex(_ text: String) -> String {
+    package static func hex(_ text: String) -> String {
         hexString(hash(text.utf8))
     }
 
