@@ -326,6 +326,24 @@ public struct CacheRules: Sendable {
         return (weak ? "W/" : "") + "\"" + opaque.replacingOccurrences(of: "\"", with: "") + "\""
     }
 
+    /// The answer to a request for `range` of the full `200` response `full` (RFC 9110 §14):
+    /// a `206` with `Content-Range` and the selected bytes, or a `416` with `Content-Range:
+    /// bytes */length` when the range selects nothing.
+    public func partialResponse(_ full: Response, range: ByteRange) -> Response {
+        let length = full.body.count
+        var headers = full.headers
+        guard let bounds = range.bounds(length: length) else {
+            headers["Content-Range"] = "bytes */\(length)"
+            if headers.contains("Content-Length") { headers["Content-Length"] = "0" }
+            return Response(status: 416, headers: headers, body: Data(), url: full.url, source: full.source)
+        }
+        headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(length)"
+        if headers.contains("Content-Length") { headers["Content-Length"] = String(bounds.count) }
+        let start = full.body.startIndex
+        return Response(status: 206, headers: headers, body: full.body[(start + bounds.lowerBound)...(start + bounds.upperBound)],
+                        url: full.url, source: full.source)
+    }
+
     private static func weakTag(_ tag: String) -> String {
         let quoted = quotedEntityTag(tag)
         return quoted.hasPrefix("W/") ? String(quoted.dropFirst(2)) : quoted

@@ -166,9 +166,12 @@ public final class HTTPCache: ServiceHook {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
-        guard method == .get || method == .head, !has("Range") else {
+        guard method == .get || method == .head else {
             count { $0.bypassed += 1 }
             return .proceed(request)
+        }
+        if let field = request.value(forHTTPHeaderField: "Range") {
+            return await answerRange(field, request: request, key: key, location: location, inScope: inScope, at: requestTime)
         }
         if Self.conditionalFields.contains(where: has) {
             // The caller's own conditional request: pass it through, freshen on a matching 304.
@@ -217,6 +220,29 @@ public final class HTTPCache: ServiceHook {
                                            candidate: candidate, alternates: alternates, record: record, validating: validating,
                                            flightKey: flightKey)
             return .proceed(outgoing)
+        }
+    }
+
+    /// A `Range` request: answered from a stored full response that may be used as it is
+    /// (fresh, or stale where allowed) with a `206` or `416`; anything else — several ranges,
+    /// `If-Range`, nothing usable stored — goes to the origin untouched and is not stored.
+    private func answerRange(_ field: String, request: URLRequest, key: String, location: Location, inScope: Set<String>,
+                             at requestTime: Date) async -> HookAction {
+        guard HTTPMethod(request) == .get, let range = ByteRange(rangeField: field),
+              request.value(forHTTPHeaderField: "If-Range") == nil else {
+            count { $0.bypassed += 1 }
+            return .proceed(request)
+        }
+        let partition = self.partition(of: request, at: location, inScope: inScope)
+        switch await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime) {
+        case .serve(let full) where full.status == 200:
+            return .respond(rules.partialResponse(full, range: range))
+        case .gatewayTimeout:
+            count { $0.gatewayTimeouts += 1 }
+            return .respond(Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response"))
+        default:
+            count { $0.bypassed += 1 }
+            return .proceed(request)
         }
     }
 

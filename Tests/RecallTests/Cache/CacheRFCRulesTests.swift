@@ -210,6 +210,74 @@ struct CacheRFCRulesTests {
         #expect(try await h.get("/lang", headers: ["Accept-Language": "fr, en-US;q=0.5"]).source == .network)
     }
 
+    // MARK: Byte ranges
+
+    @Test("a Range request for a fully stored, fresh response is answered from cache with 206, Content-Range and the bytes",
+          arguments: [("bytes=2-5", "2345", "bytes 2-5/10"), ("bytes=7-", "789", "bytes 7-9/10"), ("bytes=-3", "789", "bytes 7-9/10"),
+                      ("bytes=5-100", "56789", "bytes 5-9/10"), ("bytes=0-0", "0", "bytes 0-0/10"), ("bytes=-20", "0123456789", "bytes 0-9/10"),
+                      ("Bytes= 1-2", "12", "bytes 1-2/10")])
+    func rangeFromCache(field: String, body: String, contentRange: String) async throws {
+        let h = CacheHarness()
+        h.origin("/bytes", headers: ["Cache-Control": "max-age=600", "Content-Length": "10", "ETag": "\"r\""], body: "0123456789")
+        try await h.get("/bytes")
+        let partial = try await h.get("/bytes", headers: ["Range": field])
+        #expect(partial.status == 206)
+        #expect(partial.source == .cache)
+        #expect(partial.bodyText == body)
+        #expect(partial.headers["Content-Range"] == contentRange)
+        #expect(partial.headers["Content-Length"] == String(body.count))
+        #expect(partial.headers["ETag"] == "\"r\"")
+        #expect(h.hits("/bytes") == 1)
+    }
+
+    @Test("an unsatisfiable range gets 416 with the length; several ranges, If-Range or a stale entry go to the origin")
+    func rangeEdges() async throws {
+        let h = CacheHarness()
+        h.origin("/b", headers: ["Cache-Control": "max-age=60"], body: "0123456789")
+        try await h.get("/b")
+        let unsatisfiable = try await h.get("/b", headers: ["Range": "bytes=10-20"])
+        #expect(unsatisfiable.status == 416)
+        #expect(unsatisfiable.headers["Content-Range"] == "bytes */10")
+        #expect(unsatisfiable.body.isEmpty)
+        #expect(h.hits("/b") == 1)
+        try await h.get("/b", headers: ["Range": "bytes=0-1,4-5"])
+        try await h.get("/b", headers: ["Range": "bytes=0-1", "If-Range": "\"x\""])
+        try await h.get("/b", headers: ["Range": "items=0-1"])
+        #expect(h.hits("/b") == 4)
+        h.now.advance(120) // stale
+        try await h.get("/b", headers: ["Range": "bytes=0-1"])
+        #expect(h.hits("/b") == 5)
+        #expect(try await h.get("/missing", headers: ["Range": "bytes=0-1", "Cache-Control": "only-if-cached"]).status == 504)
+    }
+
+    @Test("ByteRange parses single ranges only")
+    func byteRangeParsing() {
+        #expect(ByteRange(rangeField: "bytes=1-2") == .closed(first: 1, last: 2))
+        #expect(ByteRange(rangeField: "bytes=5-") == .from(5))
+        #expect(ByteRange(rangeField: "bytes=-5") == .suffix(5))
+        for bad in ["bytes=2-1", "bytes=-", "bytes=a-b", "bytes=1-2,3-4", "items=1-2", "bytes=1-2-3", "bytes=99999999999999999999-"] {
+            #expect(ByteRange(rangeField: bad) == nil, "\(bad)")
+        }
+        #expect(ByteRange.suffix(0).bounds(length: 10) == nil)
+        #expect(ByteRange.from(0).bounds(length: 0) == nil)
+    }
+
+    @Test("end to end: a range of a response stored from the loopback origin is served from cache")
+    func rangeEndToEnd() async throws {
+        let server = try await OriginServer.shared.value
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()])
+        let path = OriginServer.uniquePath("range")
+        let url = server.url(path, ["cc": "max-age=600", "size": "1000"])
+        #expect(try await pipeline.send(URLRequest(url: url)).body.count == 1000)
+        var request = URLRequest(url: url)
+        request.setValue("bytes=100-199", forHTTPHeaderField: "Range")
+        let partial = try await pipeline.send(request)
+        #expect(partial.status == 206)
+        #expect(partial.body.count == 100)
+        #expect(partial.headers["Content-Range"] == "bytes 100-199/1000")
+        #expect(try await server.hits(path) == 1)
+    }
+
     // MARK: Offline answers
 
     static func offlineHarness(cacheControl: String = "max-age=60", configuration: CacheConfiguration = CacheConfiguration(),
