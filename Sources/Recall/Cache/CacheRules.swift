@@ -339,9 +339,10 @@ public struct CacheRules: Sendable {
         }
         headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(length)"
         if headers.contains("Content-Length") { headers["Content-Length"] = String(bounds.count) }
+        // A copy indexed from 0 (a slice would keep the stored body's indices, and callers index from 0).
         let start = full.body.startIndex
-        return Response(status: 206, headers: headers, body: full.body[(start + bounds.lowerBound)...(start + bounds.upperBound)],
-                        url: full.url, source: full.source)
+        let body = full.body.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1))
+        return Response(status: 206, headers: headers, body: body, url: full.url, source: full.source)
     }
 
     private static func weakTag(_ tag: String) -> String {

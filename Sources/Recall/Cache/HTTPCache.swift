@@ -117,8 +117,8 @@ public final class HTTPCache: ServiceHook {
     // MARK: Per-request state
 
     struct State: Sendable {
-        var key: String
-        var userinfo = false
+        var location: Location
+        var method: HTTPMethod
         var partition = ""
         var inScope: Set<String> = []
         var requestTime: Date
@@ -135,6 +135,9 @@ public final class HTTPCache: ServiceHook {
         /// Sent again without validators after a 304 that did not match.
         var refetched = false
         var flightKey: String?
+
+        /// The storage key of the request.
+        var key: String { location.key }
     }
 
     enum StateKey: ContextKey { typealias Value = State }
@@ -162,7 +165,7 @@ public final class HTTPCache: ServiceHook {
         let requestTime = now()
         let inScope = Self.inScope
         if method.invalidatesCaches {
-            context[StateKey.self] = State(key: key, requestTime: requestTime, unsafeMethod: true)
+            context[StateKey.self] = State(location: location, method: method, requestTime: requestTime, unsafeMethod: true)
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
@@ -171,11 +174,11 @@ public final class HTTPCache: ServiceHook {
             return .proceed(request)
         }
         if let field = request.value(forHTTPHeaderField: "Range") {
-            return await answerRange(field, request: request, key: key, location: location, inScope: inScope, at: requestTime)
+            return await answerRange(field, request: request, method: method, location: location, inScope: inScope, at: requestTime)
         }
         if Self.conditionalFields.contains(where: has) {
             // The caller's own conditional request: pass it through, freshen on a matching 304.
-            context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition(of: request, at: location, inScope: inScope),
+            context[StateKey.self] = State(location: location, method: method, partition: partition(of: request, at: location, inScope: inScope),
                                            inScope: inScope, requestTime: requestTime, callerConditional: true)
             count { $0.bypassed += 1 }
             return .proceed(request)
@@ -206,17 +209,16 @@ public final class HTTPCache: ServiceHook {
             finishFlight(flightKey)
             let started = refreshes.tryLead(key)
             guard started else { return .respond(response) } // one refresh at a time per key
-            context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition, inScope: inScope, requestTime: requestTime,
+            context[StateKey.self] = State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
                                            candidate: entry, record: CacheRecord(key: key, variants: [entry]),
                                            validating: validating, isRefresh: true)
             return .respondThenRefresh(response, refresh: refresh)
         case .gatewayTimeout:
             finishFlight(flightKey)
-            count { $0.gatewayTimeouts += 1 }
-            return .respond(Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response"))
+            return .respond(onlyIfCachedMiss(request))
         case .network(let outgoing, let candidate, let record, let validating, let alternates):
             if !validating { count { $0.misses += 1 } }
-            context[StateKey.self] = State(key: key, userinfo: location.userinfo, partition: partition, inScope: inScope, requestTime: requestTime,
+            context[StateKey.self] = State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
                                            candidate: candidate, alternates: alternates, record: record, validating: validating,
                                            flightKey: flightKey)
             return .proceed(outgoing)
@@ -226,20 +228,19 @@ public final class HTTPCache: ServiceHook {
     /// A `Range` request: answered from a stored full response that may be used as it is
     /// (fresh, or stale where allowed) with a `206` or `416`; anything else — several ranges,
     /// `If-Range`, nothing usable stored — goes to the origin untouched and is not stored.
-    private func answerRange(_ field: String, request: URLRequest, key: String, location: Location, inScope: Set<String>,
+    private func answerRange(_ field: String, request: URLRequest, method: HTTPMethod, location: Location, inScope: Set<String>,
                              at requestTime: Date) async -> HookAction {
-        guard HTTPMethod(request) == .get, let range = ByteRange(rangeField: field),
+        guard method == .get, let range = ByteRange(rangeField: field),
               request.value(forHTTPHeaderField: "If-Range") == nil else {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
         let partition = self.partition(of: request, at: location, inScope: inScope)
-        switch await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime) {
+        switch await decide(request, key: location.key, partition: partition, inScope: inScope, now: requestTime) {
         case .serve(let full) where full.status == 200:
             return .respond(rules.partialResponse(full, range: range))
         case .gatewayTimeout:
-            count { $0.gatewayTimeouts += 1 }
-            return .respond(Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response"))
+            return .respond(onlyIfCachedMiss(request))
         default:
             count { $0.bypassed += 1 }
             return .proceed(request)
@@ -260,14 +261,16 @@ public final class HTTPCache: ServiceHook {
         if state.unsafeMethod {
             if (200..<400).contains(response.status) {
                 await invalidate(after: sent, response: response)
-                if response.source == .network { await storePostResponse(response, for: sent, state: state, at: receivedAt) }
+                if state.method == .post, response.source == .network {
+                    await storePostResponse(response, for: sent, state: state, at: receivedAt)
+                }
             }
             return response
         }
         guard response.source == .network else { return response }
         // Where the response belongs: the URL that answered, the partition of what was sent.
         var answered = sent
-        var location = sent.url == request.url ? Location(key: state.key, userinfo: state.userinfo) : locate(sent)
+        var location = sent.url == request.url ? state.location : locate(sent)
         var redirected = false
         if let url = response.url, url != sent.url {
             answered.url = url
@@ -319,7 +322,7 @@ public final class HTTPCache: ServiceHook {
             if !state.isRefresh { count { $0.staleServed[.staleIfError, default: 0] += 1 } }
             return rules.response(from: candidate, for: request, now: receivedAt, source: .stale)
         }
-        if HTTPMethod(request) == .head {
+        if state.method == .head {
             // RFC 9111 §4.3.5: a 200 to HEAD updates the stored GET response it describes, or
             // shows that response is outdated.
             if response.status == 200, let candidate = state.candidate, !redirected, let target {
@@ -340,7 +343,7 @@ public final class HTTPCache: ServiceHook {
                                    body: response.body.exactlySized, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
                                    varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
             await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state))
-        } else if state.candidate != nil, !redirected, response.status < 500, HTTPMethod(request) == .get {
+        } else if state.candidate != nil, !redirected, response.status < 500, state.method == .get {
             // A new representation (or its absence) that cannot be stored: the stored one is outdated.
             // A 5xx says nothing about the resource, so the stored response is kept.
             await remove(state.key)
@@ -455,7 +458,7 @@ public final class HTTPCache: ServiceHook {
     /// naming the request's own URI is a representation of that URI: stored, it answers a
     /// later GET of it.
     private func storePostResponse(_ response: Response, for request: URLRequest, state: State, at receivedAt: Date) async {
-        guard HTTPMethod(request) == .post, [200, 203].contains(response.status),
+        guard [200, 203].contains(response.status),
               let location = response.headers["Content-Location"], let url = request.url,
               let target = URL(string: location, relativeTo: url)?.absoluteURL else { return }
         var asGet = request
@@ -540,6 +543,12 @@ public final class HTTPCache: ServiceHook {
             result += "\n" + name.lowercased() + ": " + value
         }
         return result
+    }
+
+    /// The 504 for an `only-if-cached` request with nothing usable stored, counted.
+    private func onlyIfCachedMiss(_ request: URLRequest) -> Response {
+        count { $0.gatewayTimeouts += 1 }
+        return Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response")
     }
 
     static func gatewayTimeout(_ request: URLRequest, reason: String) -> Response {

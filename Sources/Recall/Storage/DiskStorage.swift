@@ -120,9 +120,8 @@ public final class DiskStorage: CacheStorage {
         var state = State(policy: eviction.make())
         var found: [(name: String, size: Int, modified: Double)] = []
         var cleaned = 0
-        for name in names where name.hasSuffix(Self.suffix) || name.contains(Self.suffix + ".tmp-") {
+        for name in names where name != Self.markerName && name != Self.lockName && Self.isOwnName(name) {
             let file = path + "/" + name
-            guard Self.isOwnName(name), name != Self.markerName, name != Self.lockName else { continue }
             var info = stat()
             guard lstat(file, &info) == 0 else { continue }
             let regular = (info.st_mode & S_IFMT) == S_IFREG

@@ -227,6 +227,7 @@ struct CacheRFCRulesTests {
         #expect(partial.headers["Content-Range"] == contentRange)
         #expect(partial.headers["Content-Length"] == String(body.count))
         #expect(partial.headers["ETag"] == "\"r\"")
+        #expect(partial.body.startIndex == 0)
         #expect(h.hits("/bytes") == 1)
     }
 
