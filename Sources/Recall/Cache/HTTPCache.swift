@@ -28,6 +28,8 @@ public final class HTTPCache: ServiceHook {
     public let configuration: CacheConfiguration
     /// The RFC rules, as pure functions.
     public let rules: CacheRules
+    /// Every decision, made of the rules.
+    let strategy: CacheStrategy
     private let now: @Sendable () -> Date
     private let counters = Locked(CacheStatistics())
     private let flights = RequestCoalescer()
@@ -57,6 +59,7 @@ public final class HTTPCache: ServiceHook {
         self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: storage.secret, configuration: configuration)
+        self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
     }
 
     /// What the cache did so far, with the storage's counters.
@@ -116,134 +119,120 @@ public final class HTTPCache: ServiceHook {
 
     // MARK: Per-request state
 
+    /// What the cache remembers about a request between `onSchedule` and its answer.
     struct State: Sendable {
         var location: Location
         var method: HTTPMethod
         var partition = ""
         var inScope: Set<String> = []
         var requestTime: Date
-        var candidate: CacheEntry?
-        /// Other stored variants of this partition offered to the origin in `If-None-Match`
-        /// when none matched the request's `Vary` fields (RFC 9111 §4.3.1).
-        var alternates: [CacheEntry] = []
-        /// The record as the lookup found it (`nil`: there was none).
+        /// The record as the lookup found it (`nil`: there was none, or no lookup).
         var record: CacheRecord?
-        var validating = false
-        var callerConditional = false
-        var unsafeMethod = false
-        var isRefresh = false
-        /// Sent again without validators after a 304 that did not match.
-        var refetched = false
-        var flightKey: String?
+        /// What the request is to the cache (see ``CacheStrategy/Mode``).
+        var mode: CacheStrategy.Mode
+        /// What the request leads, to be finished when it ends.
+        var lead: Lead?
 
         /// The storage key of the request.
         var key: String { location.key }
+        /// A background refresh: it serves nobody, so it counts nothing and answers no 504.
+        var isRefresh: Bool { lead == .refresh }
+    }
+
+    /// What a request leads for others.
+    enum Lead: Sendable, Equatable {
+        /// The origin request of a miss that concurrent misses wait for (this coalescing key).
+        case flight(String)
+        /// The background refresh of its key.
+        case refresh
     }
 
     enum StateKey: ContextKey { typealias Value = State }
-
-    private enum Decision {
-        case serve(Response)
-        case serveAndRefresh(Response, refresh: URLRequest, entry: CacheEntry, validating: Bool)
-        case network(URLRequest, candidate: CacheEntry?, record: CacheRecord?, validating: Bool, alternates: [CacheEntry] = [])
-        case gatewayTimeout
-    }
-
-    private static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
 
     // MARK: Hook events
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
         let method = HTTPMethod(request)
-        func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
-        guard !configuration.bypassFields.contains(where: has), let location = locate(request) else {
+        let route = strategy.route(request, method: method)
+        guard route != .bypass, let location = locate(request) else {
             count { $0.bypassed += 1 }
             return .proceed(request)
         }
-        let key = location.key
-        let requestTime = now()
         let inScope = Self.inScope
-        if method.invalidatesCaches {
-            context[StateKey.self] = State(location: location, method: method, requestTime: requestTime, unsafeMethod: true)
+        var state = State(location: location, method: method, inScope: inScope, requestTime: now(), mode: .invalidating)
+        switch route {
+        case .bypass, .invalidate:
+            context[StateKey.self] = state
             count { $0.bypassed += 1 }
             return .proceed(request)
-        }
-        guard method == .get || method == .head else {
+        case .callerConditional:
+            state.partition = partition(of: request, at: location, inScope: inScope)
+            state.mode = .callerConditional
+            context[StateKey.self] = state
             count { $0.bypassed += 1 }
             return .proceed(request)
-        }
-        if let field = request.value(forHTTPHeaderField: "Range") {
-            return await answerRange(field, request: request, method: method, location: location, inScope: inScope, at: requestTime)
-        }
-        if Self.conditionalFields.contains(where: has) {
-            // The caller's own conditional request: pass it through, freshen on a matching 304.
-            context[StateKey.self] = State(location: location, method: method, partition: partition(of: request, at: location, inScope: inScope),
-                                           inScope: inScope, requestTime: requestTime, callerConditional: true)
-            count { $0.bypassed += 1 }
-            return .proceed(request)
-        }
-
-        let partition = self.partition(of: request, at: location, inScope: inScope)
-        var decision = await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime)
-        var flightKey: String?
-        if case .network = decision, configuration.coalescesRequests {
-            let coalescingKey = Self.coalescingKey(key, request)
-            switch await flights.join(coalescingKey) {
-            case .leader:
-                flightKey = coalescingKey
-                // Another leader may have stored the entry between our lookup and our registration.
-                decision = await decide(request, key: key, partition: partition, inScope: inScope, now: requestTime)
-            case .follower:
-                try Task.checkCancellation()
-                count { $0.coalesced += 1 }
-                decision = await decide(request, key: key, partition: partition, inScope: inScope, now: now())
+        case .range(let range):
+            state.partition = partition(of: request, at: location, inScope: inScope)
+            let record = await lookup(location.key)
+            let before = strategy.before(request, range: range, record: record, partition: state.partition, inScope: inScope, now: state.requestTime)
+            return act(on: before, request: request, state: state, context: context)
+        case .lookup:
+            state.partition = partition(of: request, at: location, inScope: inScope)
+            let generation = flights.generation
+            state.record = await lookup(location.key)
+            var before = strategy.before(request, record: state.record, partition: state.partition, inScope: inScope, now: state.requestTime)
+            if case .send = before, configuration.coalescesRequests {
+                let flightKey = RequestCoalescer.key(location.key, request)
+                switch await flights.join(flightKey) {
+                case .leader:
+                    state.lead = .flight(flightKey)
+                    // Another leader may have stored the entry between our lookup and our lead.
+                    if flights.generation != generation {
+                        state.record = await lookup(location.key)
+                        before = strategy.before(request, record: state.record, partition: state.partition, inScope: inScope, now: state.requestTime)
+                    }
+                case .follower:
+                    try Task.checkCancellation()
+                    count { $0.coalesced += 1 }
+                    state.record = await lookup(location.key)
+                    before = strategy.before(request, record: state.record, partition: state.partition, inScope: inScope, now: now())
+                }
             }
-        }
-
-        switch decision {
-        case .serve(let response):
-            finishFlight(flightKey)
-            return .respond(response)
-        case .serveAndRefresh(let response, let refresh, let entry, let validating):
-            finishFlight(flightKey)
-            let started = refreshes.tryLead(key)
-            guard started else { return .respond(response) } // one refresh at a time per key
-            context[StateKey.self] = State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                                           candidate: entry, record: CacheRecord(key: key, variants: [entry]),
-                                           validating: validating, isRefresh: true)
-            return .respondThenRefresh(response, refresh: refresh)
-        case .gatewayTimeout:
-            finishFlight(flightKey)
-            return .respond(onlyIfCachedMiss(request))
-        case .network(let outgoing, let candidate, let record, let validating, let alternates):
-            if !validating { count { $0.misses += 1 } }
-            context[StateKey.self] = State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                                           candidate: candidate, alternates: alternates, record: record, validating: validating,
-                                           flightKey: flightKey)
-            return .proceed(outgoing)
+            return act(on: before, request: request, state: state, context: context)
         }
     }
 
-    /// A `Range` request: answered from a stored full response that may be used as it is
-    /// (fresh, or stale where allowed) with a `206` or `416`; anything else — several ranges,
-    /// `If-Range`, nothing usable stored — goes to the origin untouched and is not stored.
-    private func answerRange(_ field: String, request: URLRequest, method: HTTPMethod, location: Location, inScope: Set<String>,
-                             at requestTime: Date) async -> HookAction {
-        guard method == .get, let range = ByteRange(rangeField: field),
-              request.value(forHTTPHeaderField: "If-Range") == nil else {
+    /// Carries out what the strategy decided before the network, and counts it.
+    private func act(on before: CacheStrategy.Before, request: URLRequest, state: State, context: RequestContext) -> HookAction {
+        var state = state
+        switch before {
+        case .serve(let response, let stale):
+            finish(state)
+            count { statistics in
+                if let stale { statistics.staleServed[stale, default: 0] += 1 } else { statistics.hits += 1 }
+            }
+            return .respond(response)
+        case .serveAndRefresh(let response, let refresh, let mode):
+            finish(state)
+            count { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
+            guard refreshes.tryLead(state.key) else { return .respond(response) } // one refresh at a time per key
+            state.mode = mode
+            state.lead = .refresh
+            context[StateKey.self] = state
+            return .respondThenRefresh(response, refresh: refresh)
+        case .send(let outgoing, let mode):
+            if case .fetching = mode { count { $0.misses += 1 } }
+            state.mode = mode
+            context[StateKey.self] = state
+            return .proceed(outgoing)
+        case .bypass:
+            finish(state)
             count { $0.bypassed += 1 }
             return .proceed(request)
-        }
-        let partition = self.partition(of: request, at: location, inScope: inScope)
-        switch await decide(request, key: location.key, partition: partition, inScope: inScope, now: requestTime) {
-        case .serve(let full) where full.status == 200:
-            return .respond(rules.partialResponse(full, range: range))
         case .gatewayTimeout:
+            finish(state)
             return .respond(onlyIfCachedMiss(request))
-        default:
-            count { $0.bypassed += 1 }
-            return .proceed(request)
         }
     }
 
@@ -256,184 +245,98 @@ public final class HTTPCache: ServiceHook {
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
         guard let state = context[StateKey.self] else { return response }
         defer { finish(state) }
-        let receivedAt = now()
         let sent = context.lastSentRequest ?? request
-        if state.unsafeMethod {
-            if (200..<400).contains(response.status) {
-                await invalidate(after: sent, response: response)
-                if state.method == .post, response.source == .network {
-                    await storePostResponse(response, for: sent, state: state, at: receivedAt)
-                }
+        var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
+                                              method: state.method, requestTime: state.requestTime, now: now())
+        // Where the answer belongs: the URL that answered, the partition of what was sent.
+        var target: String?
+        if state.mode != .invalidating, response.source == .network {
+            var location = sent.url == request.url ? state.location : locate(sent)
+            if let url = response.url, url != sent.url {
+                exchange.answered.url = url
+                let answeredLocation = locate(exchange.answered)
+                exchange.redirected = answeredLocation?.key != location?.key
+                location = answeredLocation
             }
+            target = location?.key
+            exchange.partition = location.map { partition(of: exchange.answered, at: $0, inScope: state.inScope) } ?? ""
+        }
+        let after = strategy.after(response, mode: state.mode, exchange: exchange)
+        count(after, response: response, state: state)
+        switch after {
+        case .pass:
             return response
-        }
-        guard response.source == .network else { return response }
-        // Where the response belongs: the URL that answered, the partition of what was sent.
-        var answered = sent
-        var location = sent.url == request.url ? state.location : locate(sent)
-        var redirected = false
-        if let url = response.url, url != sent.url {
-            answered.url = url
-            let answeredLocation = locate(answered)
-            redirected = answeredLocation?.key != location?.key
-            location = answeredLocation
-        }
-        let target = location?.key
-        let partition = location.map { self.partition(of: answered, at: $0, inScope: state.inScope) } ?? ""
-        if state.callerConditional {
-            if response.status == 304, !redirected, let target {
-                await freshen(key: target, partition: partition, request: answered, with: response, state: state, at: receivedAt)
-            }
+        case .store(let entry):
+            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
             return response
-        }
-        if response.status == 304, state.validating, state.candidate != nil || !state.alternates.isEmpty {
-            // The stored response the 304 confirms: the candidate, or (RFC 9111 §4.3.1) the one
-            // of this partition's other variants whose entity tag it names.
-            let confirmed = state.candidate.flatMap { rules.notModified(response, matches: $0) ? $0 : nil }
-                ?? state.alternates.first { response.headers["ETag"] != nil && rules.notModified(response, matches: $0) }
-            guard !redirected, let candidate = confirmed else {
-                if !redirected { await remove(state.key) }
-                // The origin is healthy; only the stored response is not the one it means. Ask
-                // once more, unconditionally, and let that answer be stored.
-                guard !state.refetched, let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-                var unconditional = request
-                unconditional.setValue(nil, forHTTPHeaderField: "If-None-Match")
-                unconditional.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
-                var next = state
-                (next.candidate, next.alternates, next.record, next.validating, next.refetched) = (nil, [], nil, false, true)
-                context[StateKey.self] = next
-                if !state.isRefresh { count { $0.refetched += 1; $0.revalidatedChanged += 1 } }
-                let fresh = try await again(unconditional)
-                return try await onSuccess(fresh, for: unconditional, context: context)
-            }
-            var merged = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
-            if merged.partition != partition || state.candidate == nil {
-                // A credential was added on the way out, or another variant was confirmed for this
-                // request: the merged response is stored for this request's partition and Vary values.
-                merged.partition = partition
-                merged.varyValues = varyValues(for: merged.facts.varyNames, in: answered, inScope: state.inScope)
-            }
-            if let target { await store(merged, key: target, keepsNothing: keepsNothing(merged, key: target, state: state)) }
-            if !state.isRefresh { count { $0.revalidated += 1 } }
-            return rules.response(from: merged, for: request, now: receivedAt, source: .revalidated)
-        }
-        if [500, 502, 503, 504].contains(response.status), let candidate = state.candidate,
-           rules.allowsStaleIfError(candidate, for: request, now: receivedAt) {
-            if !state.isRefresh { count { $0.staleServed[.staleIfError, default: 0] += 1 } }
-            return rules.response(from: candidate, for: request, now: receivedAt, source: .stale)
-        }
-        if state.method == .head {
-            // RFC 9111 §4.3.5: a 200 to HEAD updates the stored GET response it describes, or
-            // shows that response is outdated.
-            if response.status == 200, let candidate = state.candidate, !redirected, let target {
-                if rules.headResponse(response, matches: candidate) {
-                    let updated = rules.merge(candidate, with: response, requestTime: state.requestTime, responseTime: receivedAt)
-                    await store(updated, key: target, keepsNothing: false)
-                } else {
-                    await remove(target)
-                }
-            }
-            return response
-        }
-        if state.validating, !state.isRefresh { count { $0.revalidatedChanged += 1 } }
-        let facts = CacheEntry.Facts(response.headers)
-        if let target = target, rules.isStorable(response, facts: facts, for: answered) {
-            let headers = rules.storedHeaders(response.headers)
-            let entry = CacheEntry(status: response.status, headers: headers, facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
-                                   body: response.body.exactlySized, url: nil, requestTime: state.requestTime, responseTime: receivedAt,
-                                   varyValues: varyValues(for: facts.varyNames, in: answered, inScope: state.inScope), partition: partition)
-            await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state))
-        } else if state.candidate != nil, !redirected, response.status < 500, state.method == .get {
-            // A new representation (or its absence) that cannot be stored: the stored one is outdated.
-            // A 5xx says nothing about the resource, so the stored response is kept.
+        case .revalidated(let entry):
+            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
+            return rules.response(from: entry, for: request, now: exchange.now, source: .revalidated)
+        case .serveStale(let entry, _):
+            return rules.response(from: entry, for: request, now: exchange.now, source: .stale)
+        case .remove:
             await remove(state.key)
+            return response
+        case .invalidate(let urls, let post):
+            await invalidate(urls, after: sent)
+            if let post, let key = key(for: Self.asGet(sent)) { await store(post, key: key, keepsNothing: false) }
+            return response
+        case .refetch(let unconditional, let removing):
+            if removing { await remove(state.key) }
+            guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
+            var next = state
+            (next.mode, next.record, next.lead) = (.refetching, nil, nil) // the lead ends once, with this call
+            context[StateKey.self] = next
+            let fresh = try await again(unconditional)
+            return try await onSuccess(fresh, for: unconditional, context: context)
+        case .freshen:
+            if let target { await freshen(key: target, partition: exchange.partition, request: exchange.answered, with: response, state: state, at: exchange.now) }
+            return response
         }
-        return response
     }
 
-    /// Serves stale when `stale-if-error` allows; answers 504 for `must-revalidate` entries.
+    /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
     public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
         guard let state = context[StateKey.self] else { return nil }
         defer { finish(state) }
-        guard !(error is CancellationError), let candidate = state.candidate, !state.unsafeMethod else {
-            if state.validating, !state.isRefresh { count { $0.misses += 1 } }
+        let failedAt = now()
+        let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: failedAt)
+        switch failure {
+        case .serveStale(let entry, let reason):
+            if !state.isRefresh { count { $0.staleServed[reason, default: 0] += 1 } }
+            return rules.response(from: entry, for: request, now: failedAt, source: .stale)
+        case .gatewayTimeout(let reason):
+            if state.mode.isValidating, !state.isRefresh { count { $0.misses += 1 } }
+            return state.isRefresh ? nil : Self.gatewayTimeout(request, reason: reason)
+        case .fail:
+            if state.mode.isValidating, !state.isRefresh { count { $0.misses += 1 } }
             return nil
         }
-        let failedAt = now()
-        if rules.allowsStaleIfError(candidate, for: request, now: failedAt) {
-            if !state.isRefresh { count { $0.staleServed[.staleIfError, default: 0] += 1 } }
-            return rules.response(from: candidate, for: request, now: failedAt, source: .stale)
-        }
-        if CacheRules.isDisconnection(error), rules.allowsStaleWhenDisconnected(candidate, for: request, now: failedAt) {
-            if !state.isRefresh { count { $0.staleServed[.disconnected, default: 0] += 1 } }
-            return rules.response(from: candidate, for: request, now: failedAt, source: .stale)
-        }
-        if state.validating, !state.isRefresh { count { $0.misses += 1 } }
-        if candidate.cacheControl.mustRevalidate, !state.isRefresh {
-            return Self.gatewayTimeout(request, reason: "must-revalidate and the origin could not be reached: \(error)")
-        }
-        return nil
     }
 
-    // MARK: Decisions
-
-    private func decide(_ request: URLRequest, key: String, partition: String, inScope: Set<String>, now: Date) async -> Decision {
-        let directives = rules.requestDirectives(request)
-        let onlyIfCached = directives.onlyIfCached || request.cachePolicy == .returnCacheDataDontLoad
-        // Storages compare keys too; checking here keeps the guarantee for any storage a user plugs in.
-        let found = await storage.record(for: key)
-        let record = found?.key == key ? found : nil
-        guard let entry = record.flatMap({ candidate(in: $0, for: request, partition: partition, inScope: inScope) }) else {
-            if onlyIfCached { return .gatewayTimeout }
-            // No stored variant matches the request's Vary fields; the origin may still say one
-            // of them is the right one (RFC 9111 §4.3.1): offer their entity tags.
-            let alternates = record?.variants.filter { $0.partition == partition && $0.etag != nil } ?? []
-            guard HTTPMethod(request) == .get, !alternates.isEmpty else {
-                return .network(request, candidate: nil, record: record, validating: false)
-            }
-            var conditional = request
-            conditional.setValue(alternates.map { CacheRules.quotedEntityTag($0.etag!) }.joined(separator: ", "), forHTTPHeaderField: "If-None-Match")
-            return .network(conditional, candidate: nil, record: record, validating: true, alternates: alternates)
-        }
-        switch rules.use(of: entry, for: request, directives: directives, now: now) {
-        case .fresh:
-            count { $0.hits += 1 }
-            return .serve(rules.response(from: entry, for: request, now: now, source: .cache))
-        case .stale(let reason):
+    /// Counts what the strategy decided for an answer (a background refresh counts nothing).
+    private func count(_ after: CacheStrategy.After, response: Response, state: State) {
+        guard !state.isRefresh else { return }
+        switch after {
+        case .revalidated:
+            count { $0.revalidated += 1 }
+        case .serveStale(_, let reason):
             count { $0.staleServed[reason, default: 0] += 1 }
-            return .serve(rules.response(from: entry, for: request, now: now, source: .stale))
-        case .staleWhileRevalidate:
-            count { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
-            let stale = rules.response(from: entry, for: request, now: now, source: .stale)
-            let conditional = rules.conditionalRequest(request, for: entry)
-            var refresh = conditional ?? request
-            refresh.httpMethod = "GET"
-            return .serveAndRefresh(stale, refresh: refresh, entry: entry, validating: conditional != nil)
-        case .reload:
-            return .network(request, candidate: nil, record: record, validating: false)
-        case .validate:
-            if onlyIfCached { return .gatewayTimeout }
-            if let conditional = rules.conditionalRequest(request, for: entry) {
-                return .network(conditional, candidate: entry, record: record, validating: true)
-            }
-            return .network(request, candidate: entry, record: record, validating: false)
+        case .refetch:
+            count { $0.refetched += 1; $0.revalidatedChanged += 1 }
+        case .store, .remove, .pass:
+            // A validation answered with a new representation (HEAD answers update, not replace).
+            if state.mode.isValidating, state.method != .head, response.source == .network { count { $0.revalidatedChanged += 1 } }
+        case .invalidate, .freshen:
+            break
         }
     }
 
-    /// The stored response in `record` for `request`: same partition, matching `Vary` fields.
-    private func candidate(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
-        record.variants.first { entry in
-            guard entry.partition == partition else { return false }
-            let names = entry.facts.varyNames
-            if names.isEmpty { return entry.varyValues.isEmpty }
-            guard !names.contains("*") else { return false }
-            return varyValues(for: names, in: request, inScope: inScope) == entry.varyValues
-        }
-    }
-
-    /// The values of `request`'s fields named by a `Vary`, with credential fields as keyed hashes.
-    private func varyValues(for names: [String], in request: URLRequest, inScope: Set<String>) -> [HTTPHeaders.Field] {
-        names.isEmpty ? [] : partitioner.protect(rules.varyValues(for: names, in: request), inScope: inScope)
+    /// The stored record of `key`, or `nil`. Storages compare keys too; checking here keeps the
+    /// guarantee for any storage a user plugs in.
+    private func lookup(_ key: String) async -> CacheRecord? {
+        let found = await storage.record(for: key)
+        return found?.key == key ? found : nil
     }
 
     // MARK: Writing
@@ -454,27 +357,6 @@ public final class HTTPCache: ServiceHook {
         count { $0.stores += 1 }
     }
 
-    /// RFC 9110 §9.3.3: a response to POST with explicit freshness and a `Content-Location`
-    /// naming the request's own URI is a representation of that URI: stored, it answers a
-    /// later GET of it.
-    private func storePostResponse(_ response: Response, for request: URLRequest, state: State, at receivedAt: Date) async {
-        guard [200, 203].contains(response.status),
-              let location = response.headers["Content-Location"], let url = request.url,
-              let target = URL(string: location, relativeTo: url)?.absoluteURL else { return }
-        var asGet = request
-        asGet.httpMethod = HTTPMethod.get.rawValue
-        asGet.httpBody = nil
-        let facts = CacheEntry.Facts(response.headers)
-        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty, let here = locate(asGet),
-              locate(URLRequest(url: target))?.key == here.key, rules.isStorable(response, facts: facts, for: asGet) else { return }
-        let headers = rules.storedHeaders(response.headers)
-        let entry = CacheEntry(status: response.status, headers: headers, facts: CacheEntry.Facts(headers), body: response.body.exactlySized,
-                               url: nil, requestTime: state.requestTime, responseTime: receivedAt,
-                               varyValues: varyValues(for: facts.varyNames, in: asGet, inScope: state.inScope),
-                               partition: partition(of: asGet, at: here, inScope: state.inScope))
-        await store(entry, key: here.key, keepsNothing: false)
-    }
-
     /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no
     /// record, or only responses of the same partition that an entry without `Vary` replaces.
     private func keepsNothing(_ entry: CacheEntry, key: String, state: State) -> Bool {
@@ -492,27 +374,19 @@ public final class HTTPCache: ServiceHook {
 
     private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date) async {
         guard let record = await storage.record(for: key), record.key == key,
-              let entry = candidate(in: record, for: request, partition: partition, inScope: state.inScope),
+              let entry = strategy.variant(in: record, for: request, partition: partition, inScope: state.inScope),
               rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
         await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, keepsNothing: false)
     }
 
-    private func invalidate(after request: URLRequest, response: Response) async {
-        guard let url = request.url else { return }
-        var targets = [url]
-        for name in ["Location", "Content-Location"] {
-            guard let value = response.headers[name], let target = URL(string: value, relativeTo: url)?.absoluteURL,
-                  target.scheme?.lowercased() == url.scheme?.lowercased(), target.host?.lowercased() == url.host?.lowercased(),
-                  target.port == url.port else { continue }
-            targets.append(target)
-        }
-        for target in targets {
-            var lookup = request
-            lookup.url = target
-            lookup.httpMethod = HTTPMethod.get.rawValue
+    /// Removes the stored responses of `urls` (the targets of a successful unsafe `request`),
+    /// in every partition, counting those that held something.
+    private func invalidate(_ urls: [URL], after request: URLRequest) async {
+        for url in urls {
+            var lookup = Self.asGet(request)
+            lookup.url = url
             guard let key = key(for: lookup) else { continue }
-            // The key holds every partition of the URL: one removal invalidates it for everyone.
             if await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
             await remove(key)
         }
@@ -520,29 +394,25 @@ public final class HTTPCache: ServiceHook {
 
     // MARK: Helpers
 
+    /// Ends what `state` leads: wakes the requests waiting for its miss, or lets the key be refreshed again.
     private func finish(_ state: State) {
-        finishFlight(state.flightKey)
-        if state.isRefresh { refreshes.finish(state.key) }
+        switch state.lead {
+        case .flight(let key): flights.finish(key)
+        case .refresh: refreshes.finish(state.key)
+        case nil: break
+        }
     }
 
-    private func finishFlight(_ key: String?) {
-        guard let key else { return }
-        flights.finish(key)
+    /// `request` as the `GET` whose stored responses it reads or invalidates.
+    private static func asGet(_ request: URLRequest) -> URLRequest {
+        var get = request
+        get.httpMethod = HTTPMethod.get.rawValue
+        get.httpBody = nil
+        return get
     }
 
     private func count(_ update: (inout CacheStatistics) -> Void) {
         counters.withLock { update(&$0) }
-    }
-
-    /// Requests coalesce only when they also carry the same header fields, so a response that
-    /// varies on any of them is never handed to a request it was not made for.
-    private static func coalescingKey(_ key: String, _ request: URLRequest) -> String {
-        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return key }
-        var result = key
-        for (name, value) in fields.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
-            result += "\n" + name.lowercased() + ": " + value
-        }
-        return result
     }
 
     /// The 504 for an `only-if-cached` request with nothing usable stored, counted.
