@@ -109,7 +109,7 @@ enum GetCommand {
             status = 1
         }
         // Let the disk cache's queued writes land before the process exits.
-        if let disk = (storage as? TieredStorage)?.lower as? DiskStorage { await disk.flush() }
+        await storage.flush()
         return status
     }
 

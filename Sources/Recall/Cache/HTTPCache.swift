@@ -160,78 +160,84 @@ public final class HTTPCache: ServiceHook {
             return .proceed(request)
         }
         let inScope = Self.inScope
-        var state = State(location: location, method: method, inScope: inScope, requestTime: now(), mode: .invalidating)
+        let requestTime = now()
+        func state(partition: String = "", record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
+            State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+                  record: record, mode: mode, lead: lead)
+        }
         switch route {
         case .bypass, .invalidate:
-            context[StateKey.self] = state
+            context[StateKey.self] = state(mode: .invalidating)
             count { $0.bypassed += 1 }
             return .proceed(request)
         case .callerConditional:
-            state.partition = partition(of: request, at: location, inScope: inScope)
-            state.mode = .callerConditional
-            context[StateKey.self] = state
+            context[StateKey.self] = state(partition: partition(of: request, at: location, inScope: inScope), mode: .callerConditional)
             count { $0.bypassed += 1 }
             return .proceed(request)
         case .range(let range):
-            state.partition = partition(of: request, at: location, inScope: inScope)
+            let partition = partition(of: request, at: location, inScope: inScope)
             let record = await lookup(location.key)
-            let before = strategy.before(request, range: range, record: record, partition: state.partition, inScope: inScope, now: state.requestTime)
-            return act(on: before, request: request, state: state, context: context)
+            let before = strategy.before(request, range: range, record: record, partition: partition, inScope: inScope, now: requestTime)
+            return act(on: before, request: request, key: location.key, lead: nil, context: context) { state(partition: partition, mode: $0) }
         case .lookup:
-            state.partition = partition(of: request, at: location, inScope: inScope)
+            // The hit path builds no per-request state: only what goes to the origin needs one.
+            let partition = partition(of: request, at: location, inScope: inScope)
             let generation = flights.generation
-            state.record = await lookup(location.key)
-            var before = strategy.before(request, record: state.record, partition: state.partition, inScope: inScope, now: state.requestTime)
+            var record = await lookup(location.key)
+            var before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
+            var lead: Lead?
             if case .send = before, configuration.coalescesRequests {
                 let flightKey = RequestCoalescer.key(location.key, request)
                 switch await flights.join(flightKey) {
                 case .leader:
-                    state.lead = .flight(flightKey)
+                    lead = .flight(flightKey)
                     // Another leader may have stored the entry between our lookup and our lead.
                     if flights.generation != generation {
-                        state.record = await lookup(location.key)
-                        before = strategy.before(request, record: state.record, partition: state.partition, inScope: inScope, now: state.requestTime)
+                        record = await lookup(location.key)
+                        before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
                     }
                 case .follower:
                     try Task.checkCancellation()
                     count { $0.coalesced += 1 }
-                    state.record = await lookup(location.key)
-                    before = strategy.before(request, record: state.record, partition: state.partition, inScope: inScope, now: now())
+                    record = await lookup(location.key)
+                    before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: now())
                 }
             }
-            return act(on: before, request: request, state: state, context: context)
+            return act(on: before, request: request, key: location.key, lead: lead, context: context) {
+                state(partition: partition, record: record, mode: $0, lead: lead)
+            }
         }
     }
 
-    /// Carries out what the strategy decided before the network, and counts it.
-    private func act(on before: CacheStrategy.Before, request: URLRequest, state: State, context: RequestContext) -> HookAction {
-        var state = state
+    /// Carries out what the strategy decided before the network, and counts it. `state` makes
+    /// the request's state, in a mode, for what goes to the origin.
+    private func act(on before: CacheStrategy.Before, request: URLRequest, key: String, lead: Lead?, context: RequestContext,
+                     state: (CacheStrategy.Mode) -> State) -> HookAction {
         switch before {
         case .serve(let response, let stale):
-            finish(state)
+            finish(lead, key: key)
             count { statistics in
                 if let stale { statistics.staleServed[stale, default: 0] += 1 } else { statistics.hits += 1 }
             }
             return .respond(response)
         case .serveAndRefresh(let response, let refresh, let mode):
-            finish(state)
+            finish(lead, key: key)
             count { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
-            guard refreshes.tryLead(state.key) else { return .respond(response) } // one refresh at a time per key
-            state.mode = mode
-            state.lead = .refresh
-            context[StateKey.self] = state
+            guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
+            var refreshing = state(mode)
+            refreshing.lead = .refresh
+            context[StateKey.self] = refreshing
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             if case .fetching = mode { count { $0.misses += 1 } }
-            state.mode = mode
-            context[StateKey.self] = state
+            context[StateKey.self] = state(mode)
             return .proceed(outgoing)
         case .bypass:
-            finish(state)
+            finish(lead, key: key)
             count { $0.bypassed += 1 }
             return .proceed(request)
         case .gatewayTimeout:
-            finish(state)
+            finish(lead, key: key)
             return .respond(onlyIfCachedMiss(request))
         }
     }
@@ -396,9 +402,14 @@ public final class HTTPCache: ServiceHook {
 
     /// Ends what `state` leads: wakes the requests waiting for its miss, or lets the key be refreshed again.
     private func finish(_ state: State) {
-        switch state.lead {
-        case .flight(let key): flights.finish(key)
-        case .refresh: refreshes.finish(state.key)
+        finish(state.lead, key: state.key)
+    }
+
+    /// Ends `lead`, taken for the request of storage key `key`.
+    private func finish(_ lead: Lead?, key: String) {
+        switch lead {
+        case .flight(let flightKey): flights.finish(flightKey)
+        case .refresh: refreshes.finish(key)
         case nil: break
         }
     }

@@ -1,4 +1,12 @@
-/// Where an ``HTTPCache`` keeps its records: in memory, on disk, or both.
+/// Where an ``HTTPCache`` keeps its records: in memory, on disk, in a database, or tiers of them.
+///
+/// Two kinds implement it:
+/// - ``MemoryStorage`` keeps decoded records, so a memory hit decodes nothing;
+/// - a ``CacheByteStore`` keeps bytes by key (``DiskStorage``, or your own backend in a hundred
+///   lines of I/O); the records are encoded and checked for it, once, by the protocol.
+///
+/// ``TieredStorage`` puts any two in front of each other. The cache picks the stored variant
+/// for a request (Vary, partitions) itself; a storage only moves records by key.
 ///
 /// Storage never throws at the cache: a record that cannot be read is a miss, a write that
 /// fails is counted in ``statistics``. Implementations must be safe to call concurrently.
@@ -13,6 +21,10 @@ public protocol CacheStorage: Sendable {
     func remove(_ key: String) async
     /// Removes every record.
     func removeAll() async
+    /// Waits until every write accepted so far is durable where the storage keeps it (a storage
+    /// that writes in the background, like ``DiskStorage``, finishes its queue). Call it before a
+    /// process exits. The default does nothing.
+    func flush() async
     /// Counters and sizes.
     var statistics: StorageStatistics { get }
     /// A random secret that lives as long as the stored records: the cache hashes credentials
@@ -27,6 +39,9 @@ public protocol CacheStorage: Sendable {
 extension CacheStorage {
     /// A secret made once per process (see ``CacheStorage/secret``).
     public var secret: [UInt8] { StorageSecret.processWide }
+
+    /// Nothing to wait for: every write is done when ``store(_:)`` returns.
+    public func flush() async {}
 }
 
 /// What a storage holds and what happened to it.

@@ -8,7 +8,7 @@ import Musl
 import Darwin
 #endif
 
-/// A ``CacheStorage`` on disk that survives restarts and crashes.
+/// A ``CacheByteStore`` on disk that survives restarts and crashes.
 ///
 /// - One directory, one file per key (mode 0600), named by the SHA-256 of the key: file names
 ///   never come from URL text. The full key is stored in the file and compared on every read.
@@ -30,7 +30,7 @@ import Darwin
 /// ever creates, reads or deletes its own files (`.lock`, `.recall-cache`, `<sha-256>.rce`
 /// and their temporary `….rce.tmp-…` siblings), opens them without following symbolic links,
 /// and reads only regular files no larger than ``entryLimit``.
-public final class DiskStorage: CacheStorage {
+public final class DiskStorage: CacheByteStore {
     /// The cache directory.
     public let directory: URL
     /// The most bytes of files kept.
@@ -45,12 +45,12 @@ public final class DiskStorage: CacheStorage {
     public let secret: [UInt8]
 
     private enum Pending {
-        case store(CacheRecord, bytes: Int, generation: UInt64)
+        case store(Data, generation: UInt64)
         case remove(generation: UInt64)
 
         var generation: UInt64 {
             switch self {
-            case .store(_, _, let generation), .remove(let generation): generation
+            case .store(_, let generation), .remove(let generation): generation
             }
         }
     }
@@ -233,8 +233,9 @@ public final class DiskStorage: CacheStorage {
     /// The file name for `key`: its SHA-256 in hex.
     static func fileName(for key: String) -> String { SHA256.hex(key) + suffix }
 
-    /// The record under `key`: a pending write if there is one, else the file.
-    public func record(for key: String) async -> CacheRecord? {
+    /// The bytes under `key`: a pending write if there is one, else the file's. A file that
+    /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
+    public func data(for key: String) async -> Data? {
         let name = Self.fileName(for: key)
         let lookup = state.withLock { state -> (pending: Pending?, onDisk: Bool) in
             if let pending = state.pending[name] { return (pending, false) }
@@ -243,41 +244,47 @@ public final class DiskStorage: CacheStorage {
             return (nil, true)
         }
         switch lookup.pending {
-        case .store(let record, _, _)?: return record.key == key ? record : nil
+        case .store(let data, _)?: return data
         case .remove?: return nil
         case nil: break
         }
         guard lookup.onDisk else { return nil }
-        let file = directory.appendingPathComponent(name)
-        do {
-            let record = try CacheRecordCodec.decode(try Self.readFile(file.path, limit: entryLimit))
-            return record.key == key ? record : nil
-        } catch {
-            state.withLock { state in
-                // Remove only if no newer write was queued meanwhile.
-                guard state.pending[name] == nil, let size = state.sizes.removeValue(forKey: name) else { return }
-                state.policy.recordRemoval(name)
-                state.statistics.count -= 1
-                state.statistics.bytes -= size
-                state.statistics.corruptRemoved += 1
-                if unlink(file.path) != 0 { rmdir(file.path) } // an empty directory squatting on the name
-            }
+        guard let data = try? Self.readFile(directory.appendingPathComponent(name).path, limit: entryLimit) else {
+            discard(name)
             return nil
+        }
+        return data
+    }
+
+    /// Removes the file of `key`, which did not decode as a record, counting it as corrupt.
+    public func removeCorrupt(_ key: String) async {
+        discard(Self.fileName(for: key))
+    }
+
+    /// Removes the file `name` as corrupt, unless a newer write was queued meanwhile.
+    private func discard(_ name: String) {
+        let path = directory.appendingPathComponent(name).path
+        state.withLock { state in
+            guard state.pending[name] == nil, let size = state.sizes.removeValue(forKey: name) else { return }
+            state.policy.recordRemoval(name)
+            state.statistics.count -= 1
+            state.statistics.bytes -= size
+            state.statistics.corruptRemoved += 1
+            if unlink(path) != 0 { rmdir(path) } // an empty directory squatting on the name
         }
     }
 
-    /// Queues `record` to be written; reads see it at once. When more than
+    /// Queues `data` to be written under `key`; reads see it at once. When more than
     /// ``pendingByteLimit`` bytes are queued, waits until the queue has caught up with it.
-    public func store(_ record: CacheRecord) async {
-        let name = Self.fileName(for: record.key)
-        let bytes = record.byteCount
+    public func store(_ data: Data, for key: String) async {
+        let name = Self.fileName(for: key)
         let (generation, backlog) = state.withLock { state -> (UInt64, Int) in
             state.generation += 1
-            state.pending[name] = .store(record, bytes: bytes, generation: state.generation)
-            state.pendingBytes += bytes
+            state.pending[name] = .store(data, generation: state.generation)
+            state.pendingBytes += data.count
             return (state.generation, state.pendingBytes)
         }
-        queue.async { [self] in write(record, name: name, bytes: bytes, generation: generation) }
+        queue.async { [self] in write(data, name: name, generation: generation) }
         if backlog > pendingByteLimit { await flush() }
     }
 
@@ -326,9 +333,8 @@ public final class DiskStorage: CacheStorage {
         }
     }
 
-    private func write(_ record: CacheRecord, name: String, bytes: Int, generation: UInt64) {
-        defer { state.withLock { $0.pendingBytes -= bytes } }
-        let data = CacheRecordCodec.encode(record)
+    private func write(_ data: Data, name: String, generation: UInt64) {
+        defer { state.withLock { $0.pendingBytes -= data.count } }
         let path = directory.appendingPathComponent(name).path
         guard data.count <= entryLimit, data.count <= byteLimit else {
             state.withLock { state in

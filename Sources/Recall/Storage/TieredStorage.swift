@@ -1,49 +1,90 @@
-/// A fast memory tier over a slower, larger tier (usually ``DiskStorage``): reads try
-/// memory first and promote what they find below; writes and removals go to both.
+/// A fast tier over a slower, larger one — usually ``MemoryStorage`` over ``DiskStorage``, but
+/// any two storages compose: reads try the upper tier first and promote what they find below;
+/// writes and removals go to both; ``flush()`` flushes both.
 ///
 /// A promotion never undoes a write or removal: a read that found a record below keeps it out
-/// of memory when the key was written or removed while the read was under way, so an
+/// of the upper tier when the key was written or removed while the read was under way, so an
 /// invalidated response is never resurrected by a slow read that started before it.
 public final class TieredStorage: CacheStorage {
-    /// The memory tier.
-    public let memory: MemoryStorage
-    /// The lower tier.
+    /// The tier read first.
+    public let upper: any CacheStorage
+    /// The tier below, which holds everything.
     public let lower: any CacheStorage
+    /// `upper`, when it is a ``MemoryStorage``: read and promoted into without suspending.
+    private let memory: MemoryStorage?
     /// Write generations, one per stripe of keys: bumped by every store and removal.
     private let generations = Locked([UInt64](repeating: 0, count: TieredStorage.stripes))
+    /// Orders promotions against writes of the same key when the upper tier suspends.
+    private let keys = KeyedLock()
     private static let stripes = 64
 
-    /// Creates the pair.
-    public init(memory: MemoryStorage, lower: any CacheStorage) {
-        self.memory = memory
+    /// Creates the pair: `upper` read first, `lower` below it.
+    public init(upper: any CacheStorage, lower: any CacheStorage) {
+        self.upper = upper
         self.lower = lower
+        self.memory = upper as? MemoryStorage
     }
 
-    /// From memory, else from the lower tier (then kept in memory, unless the key changed meanwhile).
+    /// Creates the usual pair, a memory tier over `lower`.
+    public convenience init(memory: MemoryStorage, lower: any CacheStorage) {
+        self.init(upper: memory, lower: lower)
+    }
+
+    /// From the upper tier, else from the lower one (then promoted, unless the key changed meanwhile).
     public func record(for key: String) async -> CacheRecord? {
-        if let record = memory.recordNow(for: key) { return record }
+        if let memory {
+            if let record = memory.recordNow(for: key) { return record }
+        } else if let record = await upper.record(for: key) {
+            return record
+        }
         let stripe = Self.stripe(of: key)
         let before = generations.withLock { $0[stripe] }
         guard let record = await lower.record(for: key) else { return nil }
-        generations.withLock { generations in
-            // Under the lock: a write or removal either bumped the generation already (no
-            // promotion) or runs its memory step after this one (and so wins).
-            if generations[stripe] == before { memory.storeNow(record) }
+        if let memory {
+            generations.withLock { generations in
+                // Under the lock: a write or removal either bumped the generation already (no
+                // promotion) or runs its memory step after this one (and so wins).
+                if generations[stripe] == before { memory.storeNow(record) }
+            }
+        } else {
+            // The same ordering for an upper tier that suspends: writes of the key change the
+            // upper tier under the key's lock, so they come wholly before or after this step.
+            // (`removeAll` takes no key lock: a promotion it overtook is taken back.)
+            await keys.lock(key)
+            if generations.withLock({ $0[stripe] }) == before {
+                await upper.store(record)
+                if generations.withLock({ $0[stripe] }) != before { await upper.remove(key) }
+            }
+            keys.unlock(key)
         }
         return record
     }
 
     /// Stores in both tiers.
     public func store(_ record: CacheRecord) async {
-        bump(record.key)
-        memory.storeNow(record)
+        if let memory {
+            bump(record.key)
+            memory.storeNow(record)
+        } else {
+            await keys.lock(record.key)
+            bump(record.key)
+            await upper.store(record)
+            keys.unlock(record.key)
+        }
         await lower.store(record)
     }
 
     /// Removes from both tiers.
     public func remove(_ key: String) async {
-        bump(key)
-        memory.removeNow(key)
+        if let memory {
+            bump(key)
+            memory.removeNow(key)
+        } else {
+            await keys.lock(key)
+            bump(key)
+            await upper.remove(key)
+            keys.unlock(key)
+        }
         await lower.remove(key)
     }
 
@@ -52,14 +93,20 @@ public final class TieredStorage: CacheStorage {
         generations.withLock { generations in
             for index in generations.indices { generations[index] &+= 1 }
         }
-        await memory.removeAll()
+        await upper.removeAll()
         await lower.removeAll()
     }
 
-    /// The lower tier's statistics (it holds everything), with memory evictions added.
+    /// Flushes both tiers.
+    public func flush() async {
+        await upper.flush()
+        await lower.flush()
+    }
+
+    /// The lower tier's statistics (it holds everything), with the upper tier's evictions added.
     public var statistics: StorageStatistics {
         var statistics = lower.statistics
-        statistics.evictions += memory.statistics.evictions
+        statistics.evictions += upper.statistics.evictions
         return statistics
     }
 

@@ -297,7 +297,7 @@ struct ConfidentialityTests {
                 return .text("ok")
             }
             try await h.get("/shared")
-            await storage.memory.removeAll() // reads now promote from disk
+            await storage.upper.removeAll() // reads now promote from disk
             let putDone = Locked(false)
             let stale = Locked(0)
             try await withThrowingTaskGroup(of: Void.self) { group in
