@@ -23,8 +23,14 @@ struct CacheStrategy: Sendable {
     let rules: CacheRules
     /// Partitions and protects credential values (keyed hashes).
     let partitioner: CachePartitioner
+    /// The settings (the rules' own).
+    let configuration: CacheConfiguration
 
-    var configuration: CacheConfiguration { rules.configuration }
+    init(rules: CacheRules, partitioner: CachePartitioner) {
+        self.rules = rules
+        self.partitioner = partitioner
+        self.configuration = rules.configuration
+    }
 
     // MARK: Route
 
@@ -65,6 +71,7 @@ struct CacheStrategy: Sendable {
 
     /// What a request sent to the origin is to the cache: decided before it goes, read when the
     /// answer (or the error) comes back.
+    /// (Its cases with payloads are `indirect`: a decision carrying a mode stays small to copy.)
     enum Mode: Sendable, Equatable {
         /// A method not known to be safe; see ``Route/invalidate``.
         case invalidating
@@ -73,11 +80,11 @@ struct CacheStrategy: Sendable {
         /// An unconditional request whose answer is stored when it may be. `stored`: the
         /// response the lookup found and could not use as it is — served when the origin fails
         /// where the rules allow, removed when the new answer cannot be stored.
-        case fetching(stored: CacheEntry?)
+        indirect case fetching(stored: CacheEntry?)
         /// A conditional request for `stored` (`nil` when only other variants were offered) and
         /// for `alternates`: this partition's other variants whose entity tags went in
         /// `If-None-Match` because none matched the request's `Vary` fields (RFC 9111 §4.3.1).
-        case validating(stored: CacheEntry?, alternates: [CacheEntry])
+        indirect case validating(stored: CacheEntry?, alternates: [CacheEntry])
         /// Sent again without validators after a 304 that matched nothing stored (at most once).
         case refetching
 
