@@ -1,0 +1,119 @@
+import Foundation
+import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The storage boundary: a backend moves bytes by key, the records are encoded and checked once
+/// by `CacheByteStore`, and `TieredStorage` composes any two storages.
+@Suite("Storage boundary: bytes by key, tiers of any two", .timeLimit(.minutes(1)))
+struct ByteStoreTests {
+    @Test("a byte store holds encoded records and gives them back whole")
+    func roundTrip() async {
+        let store = InMemoryByteStore()
+        let record = makeRecord("https://a.test/x", bodySize: 300)
+        await store.store(record)
+        let bytes = await store.data(for: record.key)
+        #expect(bytes.map { Array($0.prefix(4)) } == Array("RCL1".utf8), "the store sees encoded bytes, not a record")
+        #expect(await store.record(for: record.key) == record)
+        #expect(await store.record(for: "https://a.test/other") == nil)
+    }
+
+    @Test("bytes that are not a record are a miss, removed and counted as corrupt", arguments: [
+        Data(), Data("garbage that is not a record".utf8), Data("RCL1".utf8) + Data(repeating: 0xFF, count: 40),
+    ])
+    func corruptBytes(bytes: Data) async {
+        let store = InMemoryByteStore()
+        store.put(bytes, for: "k")
+        #expect(await store.record(for: "k") == nil)
+        #expect(store.keys.isEmpty)
+        #expect(store.statistics.corruptRemoved == 1)
+    }
+
+    @Test("a torn record (cut anywhere) is a miss, never a wrong answer")
+    func tornRecord() async {
+        let store = InMemoryByteStore()
+        await store.store(makeRecord("k", bodySize: 64))
+        let whole = await store.data(for: "k")!
+        for cut in stride(from: 0, to: whole.count, by: 7) {
+            store.put(whole.prefix(cut), for: "k")
+            #expect(await store.record(for: "k") == nil, "cut at \(cut)")
+        }
+    }
+
+    @Test("another key's record under a key (a hashing backend's collision) is a miss and is kept")
+    func collision() async {
+        let store = InMemoryByteStore()
+        await store.store(makeRecord("https://a.test/one"))
+        store.put(await store.data(for: "https://a.test/one")!, for: "https://a.test/two")
+        #expect(await store.record(for: "https://a.test/two") == nil)
+        #expect(store.statistics.corruptRemoved == 0)
+    }
+
+    @Test("HTTPCache over a byte store: misses, stores, hits, invalidates — end to end over the mock transport")
+    func cacheOverByteStore() async throws {
+        let store = InMemoryByteStore()
+        let mock = MockTransport()
+        mock.route("GET", "/r", .text("stored", headers: ["Cache-Control": "max-age=60"]))
+        mock.route("POST", "/r", .status(204))
+        let pipeline = Pipeline(transport: mock, hooks: [HTTPCache(storage: store)])
+        let url = URL(string: "https://origin.test/r")!
+        #expect(try await pipeline.send(URLRequest(url: url)).source == .network)
+        let hit = try await pipeline.send(URLRequest(url: url))
+        #expect(hit.source == .cache && hit.body == Data("stored".utf8))
+        #expect(store.keys.count == 1)
+        var post = URLRequest(url: url)
+        post.httpMethod = "POST"
+        _ = try await pipeline.send(post)
+        #expect(store.keys.isEmpty, "the POST invalidated the URL in the byte store")
+    }
+
+    @Test("TieredStorage of two storages that suspend: reads promote, writes and removals reach both, flush reaches both")
+    func anyTwoTiers() async {
+        let upper = InMemoryByteStore(), lower = InMemoryByteStore()
+        let tiers = TieredStorage(upper: upper, lower: lower)
+        let record = makeRecord("k")
+        await tiers.store(record)
+        #expect(upper.keys == ["k"] && lower.keys == ["k"])
+        await upper.removeAll()
+        #expect(await tiers.record(for: "k") == record)
+        #expect(upper.keys == ["k"], "promoted")
+        await tiers.remove("k")
+        #expect(upper.keys.isEmpty && lower.keys.isEmpty)
+        await tiers.flush()
+        #expect(upper.flushes == 1 && lower.flushes == 1)
+    }
+
+    @Test("TieredStorage over a suspending upper tier: a read under way never puts back a record removed meanwhile")
+    func noResurrection() async throws {
+        let upper = InMemoryByteStore()
+        let lower = InMemoryByteStore(readDelay: .milliseconds(200))
+        let tiers = TieredStorage(upper: upper, lower: lower)
+        let record = makeRecord("k")
+        await lower.store(record) // only below: a read promotes it
+        let slowRead = Task { await tiers.record(for: "k") }
+        try await Task.sleep(for: .milliseconds(50)) // the read is waiting on the lower tier
+        await tiers.remove("k")
+        _ = await slowRead.value
+        #expect(await tiers.record(for: "k") == nil, "the removed record came back")
+        #expect(upper.keys.isEmpty)
+    }
+
+    @Test("DiskStorage under a byte-store upper tier: flush through TieredStorage lands the file; reopened, it is read back")
+    func diskBelowAnyUpper() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let record = makeRecord("https://a.test/disk", bodySize: 2_000)
+        do {
+            let tiers = TieredStorage(upper: InMemoryByteStore(), lower: try DiskStorage(directory: directory))
+            await tiers.store(record)
+            await tiers.flush()
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".rce") }
+            #expect(files.count == 1)
+        }
+        let reopened = try DiskStorage(directory: directory)
+        #expect(await reopened.record(for: record.key) == record)
+    }
+}
