@@ -65,9 +65,9 @@ enum GetCommand {
         if let cacheDirectory {
             do {
                 storage = TieredStorage(memory: MemoryStorage(), lower: try DiskStorage(directory: URL(fileURLWithPath: cacheDirectory)))
-            } catch CacheStorageError.locked(let why) {
+            } catch let error as CacheStorageError where error.code == .locked {
                 // Another process has the cache open: the user's request still deserves an answer.
-                printError("recall get: warning: not using the cache in \(cacheDirectory): \(why); fetching without it")
+                printError("recall get: warning: not using the cache in \(cacheDirectory): \(error.reason); fetching without it")
                 storage = MemoryStorage()
             } catch {
                 printError("recall get: \(error)")

@@ -1,23 +1,54 @@
 import Foundation
 
 /// Errors from registering with or sending through a ``ServiceRouter``.
-public enum ServiceRouterError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ServiceRouterError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of a ``ServiceRouterError``.
+    public typealias Code = ErrorCode<ServiceRouterError>
+
+    /// What kind of error it is.
+    public let code: Code
+    /// The identifier, for ``Code/alreadyRegistered`` and ``Code/invalidIdentifier``.
+    public let identifier: String?
+    /// The request's URL, for ``Code/wrongHost``.
+    public let url: URL?
+    /// The router's host, for ``Code/wrongHost``.
+    public let expectedHost: String?
+
     /// Another service is already registered under this identifier; unregister it first.
-    case alreadyRegistered(String)
+    public static func alreadyRegistered(_ identifier: String) -> ServiceRouterError {
+        ServiceRouterError(code: .alreadyRegistered, identifier: identifier, url: nil, expectedHost: nil)
+    }
+
     /// Identifiers must be non-empty and contain no `/`.
-    case invalidIdentifier(String)
+    public static func invalidIdentifier(_ identifier: String) -> ServiceRouterError {
+        ServiceRouterError(code: .invalidIdentifier, identifier: identifier, url: nil, expectedHost: nil)
+    }
+
     /// The request's URL is not addressed to the router's host.
-    case wrongHost(URL?, expected: String)
+    public static func wrongHost(_ url: URL?, expected: String) -> ServiceRouterError {
+        ServiceRouterError(code: .wrongHost, identifier: nil, url: url, expectedHost: expected)
+    }
 
     /// What went wrong and what to do.
     public var description: String {
-        switch self {
-        case .alreadyRegistered(let id):
-            "a service is already registered as '\(id)'; unregister it first"
-        case .invalidIdentifier(let id):
-            "'\(id)' is not a valid service identifier: use a non-empty name without '/'"
-        case .wrongHost(let url, let expected):
-            "\(url?.absoluteString ?? "a request without a URL") is not addressed to this router; use http://\(expected)/<identifier>/…"
+        switch code {
+        case .alreadyRegistered:
+            "a service is already registered as '\(identifier ?? "")'; unregister it first"
+        case .invalidIdentifier:
+            "'\(identifier ?? "")' is not a valid service identifier: use a non-empty name without '/'"
+        case .wrongHost:
+            "\(url?.absoluteString ?? "a request without a URL") is not addressed to this router; use http://\(expectedHost ?? "")/<identifier>/…"
+        default:
+            "service router error (\(code))"
         }
     }
+}
+
+extension ErrorCode where Owner == ServiceRouterError {
+    /// See ``ServiceRouterError/alreadyRegistered(_:)``.
+    public static let alreadyRegistered = Self("alreadyRegistered")
+    /// See ``ServiceRouterError/invalidIdentifier(_:)``.
+    public static let invalidIdentifier = Self("invalidIdentifier")
+    /// See ``ServiceRouterError/wrongHost(_:expected:)``.
+    public static let wrongHost = Self("wrongHost")
 }
