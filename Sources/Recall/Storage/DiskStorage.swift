@@ -256,6 +256,12 @@ public final class DiskStorage: CacheByteStore {
         return data
     }
 
+    /// The record under `key`, decoded and checked by ``CacheByteStore`` (implemented here only
+    /// to call ``data(for:)`` directly on the hit path).
+    public func record(for key: String) async -> CacheRecord? {
+        await record(from: data(for: key), for: key)
+    }
+
     /// Removes the file of `key`, which did not decode as a record, counting it as corrupt.
     public func removeCorrupt(_ key: String) async {
         discard(Self.fileName(for: key))
