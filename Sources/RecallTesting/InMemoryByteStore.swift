@@ -47,10 +47,10 @@ public final class InMemoryByteStore: CacheByteStore {
         }
     }
 
-    /// Removes `key`, counting it as corrupt.
-    public func removeCorrupt(_ key: String) async {
+    /// Removes `key` if it still holds `data`, counting it as corrupt.
+    public func removeCorrupt(_ key: String, ifStill data: Data) async {
         state.withLock { state in
-            guard let old = state.bytes.removeValue(forKey: key) else { return }
+            guard state.bytes[key] == data, let old = state.bytes.removeValue(forKey: key) else { return }
             state.statistics.count -= 1
             state.statistics.bytes -= old.count
             state.statistics.corruptRemoved += 1

@@ -9,16 +9,24 @@ public struct CacheError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// The URL of the request, when known.
     public let url: URL?
-    /// What happened and what to do.
-    public let description: String
 
     /// The origin answered the cache's conditional request with a 304 whose validators do not
-    /// match the stored entry, and the pipeline could not send the request again. The entry was
-    /// removed; send the request again to fetch it in full.
+    /// match the stored entry, and the pipeline could not send the request again. The stored
+    /// entry is not served (it is removed unless the 304 came from another URL); send the
+    /// request again to fetch the full response.
     public static func unmatchedNotModified(_ url: URL?) -> CacheError {
-        CacheError(code: .unmatchedNotModified, url: url, description:
+        CacheError(code: .unmatchedNotModified, url: url)
+    }
+
+    /// What happened and what to do.
+    public var description: String {
+        switch code {
+        case .unmatchedNotModified:
             "the origin answered 304 Not Modified for \(url?.absoluteString ?? "a request") with validators that do not "
-                + "match the stored response; the entry was dropped, retry to fetch the full response")
+                + "match the stored response; it was not served, retry to fetch the full response"
+        default:
+            "cache error (\(code))"
+        }
     }
 }
 

@@ -159,8 +159,9 @@ struct CacheStrategy: Sendable {
     }
 
     /// What a request for `range` does with `record`: a `206` (or `416`) made from a stored
-    /// full response it may use as it is; 504 under `only-if-cached`; else the origin answers
-    /// the range itself (nothing stored).
+    /// full response it may use as it is; 504 when `only-if-cached` finds nothing it may use
+    /// (a response within its stale-while-revalidate window goes to the origin); else the
+    /// origin answers the range itself (nothing stored).
     func before(_ request: URLRequest, range: ByteRange, record: CacheRecord?, partition: String, inScope: Set<String>,
                 now: Date) -> Before {
         switch before(request, record: record, partition: partition, inScope: inScope, now: now) {
@@ -199,7 +200,8 @@ struct CacheStrategy: Sendable {
         var sent: URLRequest
         /// `sent` with the URL that answered (after redirects).
         var answered: URLRequest
-        /// Whether a URL other than the one looked up answered.
+        /// Whether the answer is for another storage key than the one looked up (a redirect, or
+        /// an inner hook that rewrote the URL): then nothing stored for the lookup is merged or removed.
         var redirected = false
         /// The partition of `answered`.
         var partition = ""

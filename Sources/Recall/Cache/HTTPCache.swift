@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -37,6 +38,10 @@ public final class HTTPCache: ServiceHook {
     private let memo = CanonicalURLMemo<Location>()
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
+    /// Counts completed stores and removals: a request that reads it before its lookup and leads
+    /// a miss afterwards looks again only when it changed (nothing can have been stored for it
+    /// otherwise). One atomic load, so the hit path pays no lock for it.
+    private let writeCount = Atomic<UInt64>(0)
 
     /// Names of request header fields that carry credentials in requests sent from the current
     /// task, in addition to ``CacheConfiguration/credentialFields``: they partition the cache
@@ -130,13 +135,14 @@ public final class HTTPCache: ServiceHook {
         var record: CacheRecord?
         /// What the request is to the cache (see ``CacheStrategy/Mode``).
         var mode: CacheStrategy.Mode
-        /// What the request leads, to be finished when it ends.
+        /// What the request leads, to be finished when it ends (once: a refetch drops it).
         var lead: Lead?
+        /// A background refresh (`stale-while-revalidate`): it serves nobody, so it counts
+        /// nothing and answers no 504 — also when it is refetched.
+        var isRefresh = false
 
         /// The storage key of the request.
         var key: String { location.key }
-        /// A background refresh: it serves nobody, so it counts nothing and answers no 504.
-        var isRefresh: Bool { lead == .refresh }
     }
 
     /// What a request leads for others.
@@ -166,7 +172,10 @@ public final class HTTPCache: ServiceHook {
                   record: record, mode: mode, lead: lead)
         }
         switch route {
-        case .bypass, .invalidate:
+        case .bypass: // (sorted out above)
+            count { $0.bypassed += 1 }
+            return .proceed(request)
+        case .invalidate:
             context[StateKey.self] = state(mode: .invalidating)
             count { $0.bypassed += 1 }
             return .proceed(request)
@@ -182,7 +191,7 @@ public final class HTTPCache: ServiceHook {
         case .lookup:
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let partition = partition(of: request, at: location, inScope: inScope)
-            let generation = flights.generation
+            let writesBefore = writeCount.load(ordering: .acquiring)
             var record = await lookup(location.key)
             var before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
             var lead: Lead?
@@ -192,7 +201,7 @@ public final class HTTPCache: ServiceHook {
                 case .leader:
                     lead = .flight(flightKey)
                     // Another leader may have stored the entry between our lookup and our lead.
-                    if flights.generation != generation {
+                    if writeCount.load(ordering: .acquiring) != writesBefore {
                         record = await lookup(location.key)
                         before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
                     }
@@ -226,6 +235,7 @@ public final class HTTPCache: ServiceHook {
             guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
             var refreshing = state(mode)
             refreshing.lead = .refresh
+            refreshing.isRefresh = true
             context[StateKey.self] = refreshing
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
@@ -260,11 +270,12 @@ public final class HTTPCache: ServiceHook {
             var location = sent.url == request.url ? state.location : locate(sent)
             if let url = response.url, url != sent.url {
                 exchange.answered.url = url
-                let answeredLocation = locate(exchange.answered)
-                exchange.redirected = answeredLocation?.key != location?.key
-                location = answeredLocation
+                location = locate(exchange.answered)
             }
             target = location?.key
+            // Answered for another URL than the one looked up (a redirect, or an inner hook that
+            // rewrote the URL): what was stored for the lookup is neither merged nor removed.
+            exchange.redirected = target != state.key
             exchange.partition = location.map { partition(of: exchange.answered, at: $0, inScope: state.inScope) } ?? ""
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
@@ -359,6 +370,7 @@ public final class HTTPCache: ServiceHook {
                 || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
         }
         await storage.store(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants))))
+        writeCount.add(1, ordering: .releasing)
         writes.unlock(key)
         count { $0.stores += 1 }
     }
@@ -375,6 +387,7 @@ public final class HTTPCache: ServiceHook {
     private func remove(_ key: String) async {
         await writes.lock(key)
         await storage.remove(key)
+        writeCount.add(1, ordering: .releasing)
         writes.unlock(key)
     }
 

@@ -2,8 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
-
 /// Lets concurrent requests for one key share one origin request: the first to ``join(_:)``
 /// leads (it goes to the origin), the others wait until the leader calls ``finish(_:)`` and then
 /// read what it stored. Also used for background refreshes, where a second refresh of a key
@@ -19,13 +17,6 @@ final class RequestCoalescer: Sendable {
 
     private let flights = Locked<[String: InFlight]>([:])
     private let waitingCount = Locked(0)
-    private let finishedCount = Atomic<UInt64>(0)
-
-    /// Changes whenever a lead of any key finishes. A request that reads it before its lookup
-    /// and leads afterwards needs to look again only when it changed: otherwise no leader can
-    /// have stored anything between the lookup and the lead (it stores before it finishes).
-    /// One atomic load, so the hit path pays no lock for it.
-    var generation: UInt64 { finishedCount.load(ordering: .acquiring) }
 
     /// The key requests coalesce on: the storage key and every header field of the request, so
     /// a response that varies on any of them is never handed to a request it was not made for.
@@ -64,13 +55,7 @@ final class RequestCoalescer: Sendable {
 
     /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.
     func finish(_ key: String) {
-        // Counted under the lock, so a request that leads after this removal sees the change.
-        let flight = flights.withLock { flights -> InFlight? in
-            guard let flight = flights.removeValue(forKey: key) else { return nil }
-            finishedCount.add(1, ordering: .releasing)
-            return flight
-        }
-        flight?.finish()
+        flights.withLock { $0.removeValue(forKey: key) }?.finish()
     }
 
     /// Waits until every lead started so far has finished.

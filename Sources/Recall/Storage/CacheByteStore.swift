@@ -3,7 +3,7 @@ import Foundation
 /// A ``CacheStorage`` that keeps **bytes by key** — files, a database table, a remote
 /// key-value store — and knows nothing of HTTP.
 ///
-/// A conforming type implements the I/O: ``data(for:)``, ``store(_:for:)``, ``removeCorrupt(_:)``,
+/// A conforming type implements the I/O: ``data(for:)``, ``store(_:for:)``, ``removeCorrupt(_:ifStill:)``,
 /// and from ``CacheStorage`` `remove`, `removeAll`, `flush`, `statistics` (and `secret`, when its
 /// records outlive the process). The records themselves — encoding, decoding with every range
 /// check, comparing the stored key with the key asked for — are done here, once, for every
@@ -14,7 +14,9 @@ import Foundation
 /// final class RedisStorage: CacheByteStore {
 ///     func data(for key: String) async -> Data? { try? await redis.get(key) }
 ///     func store(_ data: Data, for key: String) async { try? await redis.set(key, data) }
-///     func removeCorrupt(_ key: String) async { corrupt.increment(); await remove(key) }
+///     func removeCorrupt(_ key: String, ifStill data: Data) async {
+///         if try await redis.deleteIfEqual(key, data) { corrupt.increment() }
+///     }
 ///     // remove, removeAll, flush, statistics …
 /// }
 /// ```
@@ -31,27 +33,28 @@ public protocol CacheByteStore: CacheStorage {
     /// following ``data(for:)`` sees it.
     func store(_ data: Data, for key: String) async
     /// Removes the bytes under `key` because they are not a record of this cache (torn by a
-    /// crash, garbage, crafted, another format version); count them in
-    /// ``StorageStatistics/corruptRemoved``.
-    func removeCorrupt(_ key: String) async
+    /// crash, garbage, crafted, another format version) — **only if they are still `data`**, the
+    /// bytes that failed: a valid record stored since the read must survive — and counts them
+    /// in ``StorageStatistics/corruptRemoved``.
+    func removeCorrupt(_ key: String, ifStill data: Data) async
 }
 
 extension CacheByteStore {
     /// The record under `key`: the stored bytes decoded and checked, or `nil` when there are none,
-    /// they are not a valid record (then removed with ``removeCorrupt(_:)``), or they hold another
-    /// key's record.
+    /// they are not a valid record (then removed with ``removeCorrupt(_:ifStill:)``), or they hold
+    /// another key's record.
     public func record(for key: String) async -> CacheRecord? {
         await record(from: data(for: key), for: key)
     }
 
     /// The record of `key` in `data` (read from this store), checked: `nil` when there is none,
-    /// the bytes are not a valid record (then removed with ``removeCorrupt(_:)``), or they hold
+    /// the bytes are not a valid record (then removed with ``removeCorrupt(_:ifStill:)``), or they hold
     /// another key's record. A store that implements ``record(for:)`` itself (to save a hop on
     /// its read path) returns this.
     public func record(from data: Data?, for key: String) async -> CacheRecord? {
         guard let data else { return nil }
         guard let record = try? CacheRecordCodec.decode(data) else {
-            await removeCorrupt(key)
+            await removeCorrupt(key, ifStill: data)
             return nil
         }
         return record.key == key ? record : nil

@@ -262,16 +262,21 @@ public final class DiskStorage: CacheByteStore {
         await record(from: data(for: key), for: key)
     }
 
-    /// Removes the file of `key`, which did not decode as a record, counting it as corrupt.
-    public func removeCorrupt(_ key: String) async {
-        discard(Self.fileName(for: key))
+    /// Removes the file of `key`, which did not decode as a record, counting it as corrupt —
+    /// unless it no longer holds `data` (a newer write landed since the read).
+    public func removeCorrupt(_ key: String, ifStill data: Data) async {
+        discard(Self.fileName(for: key), ifStill: data)
     }
 
-    /// Removes the file `name` as corrupt, unless a newer write was queued meanwhile.
-    private func discard(_ name: String) {
+    /// Removes the file `name` as corrupt, unless a newer write was queued meanwhile or (given
+    /// `data`) the file no longer holds those bytes. Under the state lock, where writes rename
+    /// their files into place, so the check and the removal are one step.
+    private func discard(_ name: String, ifStill data: Data? = nil) {
         let path = directory.appendingPathComponent(name).path
         state.withLock { state in
-            guard state.pending[name] == nil, let size = state.sizes.removeValue(forKey: name) else { return }
+            guard state.pending[name] == nil, state.sizes[name] != nil else { return }
+            if let data, let current = try? Self.readFile(path, limit: entryLimit), current != data { return }
+            guard let size = state.sizes.removeValue(forKey: name) else { return }
             state.policy.recordRemoval(name)
             state.statistics.count -= 1
             state.statistics.bytes -= size

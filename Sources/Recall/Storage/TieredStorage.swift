@@ -60,41 +60,47 @@ public final class TieredStorage: CacheStorage {
         return record
     }
 
-    /// Stores in both tiers.
+    /// Stores in both tiers: the lower one first, so a read that finds the old record below can
+    /// no longer promote it once the upper step (which bumps the key's generation) has run.
     public func store(_ record: CacheRecord) async {
-        if let memory {
-            bump(record.key)
-            memory.storeNow(record)
-        } else {
-            await keys.lock(record.key)
-            bump(record.key)
-            await upper.store(record)
-            keys.unlock(record.key)
-        }
         await lower.store(record)
+        await changeUpper(record.key) { await self.upper.store(record) }
     }
 
-    /// Removes from both tiers.
+    /// Removes from both tiers, the lower one first (see ``store(_:)``).
     public func remove(_ key: String) async {
-        if let memory {
+        await lower.remove(key)
+        await changeUpper(key) { await self.upper.remove(key) }
+    }
+
+    /// Bumps `key`'s generation and changes the upper tier: without suspending for a memory tier,
+    /// under the key's lock otherwise, so a promotion comes wholly before or after it.
+    private func changeUpper(_ key: String, _ change: () async -> Void) async {
+        if memory != nil {
             bump(key)
-            memory.removeNow(key)
+            await change() // MemoryStorage does not suspend
         } else {
             await keys.lock(key)
             bump(key)
-            await upper.remove(key)
+            await change()
             keys.unlock(key)
         }
-        await lower.remove(key)
     }
 
-    /// Empties both tiers.
+    /// Empties both tiers. The upper tier is emptied again once the lower one is: a read that
+    /// found a record below while the lower tier was being emptied may have promoted it.
     public func removeAll() async {
+        bumpAll()
+        await upper.removeAll()
+        await lower.removeAll()
+        bumpAll()
+        await upper.removeAll()
+    }
+
+    private func bumpAll() {
         generations.withLock { generations in
             for index in generations.indices { generations[index] &+= 1 }
         }
-        await upper.removeAll()
-        await lower.removeAll()
     }
 
     /// Flushes both tiers.

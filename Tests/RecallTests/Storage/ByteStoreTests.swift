@@ -32,6 +32,19 @@ struct ByteStoreTests {
         #expect(store.statistics.corruptRemoved == 1)
     }
 
+    @Test("bad bytes read before a valid record was stored do not take the valid record with them")
+    func corruptRemovalKeepsNewerRecord() async {
+        let store = InMemoryByteStore(readDelay: .milliseconds(150))
+        store.put(Data("garbage".utf8), for: "k")
+        let slowRead = Task { await store.record(for: "k") } // reads the garbage, delivers it late
+        try? await Task.sleep(for: .milliseconds(50))
+        let valid = makeRecord("k")
+        await store.store(valid)
+        #expect(await slowRead.value == nil)
+        #expect(await store.record(for: "k") == valid, "the valid record stored meanwhile was removed as corrupt")
+        #expect(store.statistics.corruptRemoved == 0)
+    }
+
     @Test("a torn record (cut anywhere) is a miss, never a wrong answer")
     func tornRecord() async {
         let store = InMemoryByteStore()
