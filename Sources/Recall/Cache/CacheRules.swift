@@ -119,12 +119,20 @@ public struct CacheRules: Sendable {
             .joined(separator: ", ")
     }
 
-    /// Whether `entry` was stored for a request matching `request` on its `Vary` fields.
+    /// Whether `entry` was stored for a request matching `request` on its `Vary` fields, compared
+    /// as they are (an ``HTTPCache`` stores credential fields' values as keyed hashes and compares
+    /// with ``varyMatches(_:values:)``).
     public func varyMatches(_ entry: CacheEntry, _ request: URLRequest) -> Bool {
+        varyMatches(entry) { varyValues(for: $0, in: request) }
+    }
+
+    /// Whether `entry` was stored for the request whose values of the fields a `Vary` names are
+    /// `values(names)`: no `Vary` matches only an entry stored without values; `Vary: *` never.
+    func varyMatches(_ entry: CacheEntry, values: ([String]) -> [HTTPHeaders.Field]) -> Bool {
         let names = entry.facts.varyNames
         if names.isEmpty { return entry.varyValues.isEmpty }
         guard !names.contains("*") else { return false }
-        return varyValues(for: names, in: request) == entry.varyValues
+        return values(names) == entry.varyValues
     }
 
     // MARK: Age and freshness

@@ -177,11 +177,7 @@ struct CacheStrategy: Sendable {
     /// The stored response in `record` for `request`: same partition, matching `Vary` fields.
     func variant(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
         record.variants.first { entry in
-            guard entry.partition == partition else { return false }
-            let names = entry.facts.varyNames
-            if names.isEmpty { return entry.varyValues.isEmpty }
-            guard !names.contains("*") else { return false }
-            return varyValues(for: names, in: request, inScope: inScope) == entry.varyValues
+            entry.partition == partition && rules.varyMatches(entry) { varyValues(for: $0, in: request, inScope: inScope) }
         }
     }
 
@@ -341,14 +337,20 @@ struct CacheStrategy: Sendable {
               let url = x.sent.url, let target = URL(string: location, relativeTo: url)?.absoluteURL,
               let here = configuration.keyPolicy.canonicalURL(text: url.absoluteString),
               configuration.keyPolicy.canonicalURL(text: target.absoluteString) == here else { return nil }
-        var asGet = x.sent
-        asGet.httpMethod = HTTPMethod.get.rawValue
-        asGet.httpBody = nil
+        let asGet = Self.asGet(x.sent)
         let facts = CacheEntry.Facts(response.headers)
         guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty,
               rules.isStorable(response, facts: facts, for: asGet) else { return nil }
         let partition = partitioner.partition(for: asGet, userinfo: CachePartitioner.hasUserinfo(url.absoluteString), inScope: x.inScope)
         return entry(from: response, facts: facts, for: asGet, partition: partition, exchange: x)
+    }
+
+    /// `request` as the `GET` of its URI: whose stored responses it reads, invalidates or answers.
+    static func asGet(_ request: URLRequest) -> URLRequest {
+        var get = request
+        get.httpMethod = HTTPMethod.get.rawValue
+        get.httpBody = nil
+        return get
     }
 
     /// The URIs a successful unsafe `request` invalidates (RFC 9111 §4.4): its target, and the

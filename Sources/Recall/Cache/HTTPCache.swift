@@ -98,17 +98,17 @@ public final class HTTPCache: ServiceHook {
         var userinfo: Bool
     }
 
-    /// The ``Location`` of `request`, remembered per URL text; `nil` when it cannot be cached.
+    /// The ``Location`` of `request`, remembered per URL text (namespace included, so a hit
+    /// builds no key); `nil` when it cannot be cached.
     private func locate(_ request: URLRequest) -> Location? {
-        guard let url = request.url,
-              let location = memo.value(for: url, size: { $0.key.utf8.count }, make: { text in
-                  configuration.keyPolicy.canonicalURL(text: text).map {
-                      Location(key: partitioner.redactingSecrets(in: $0), userinfo: CachePartitioner.hasUserinfo(text))
-                  }
-              }),
-              location.key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
-        guard !configuration.namespace.isEmpty else { return location }
-        return Location(key: configuration.namespace + "|" + location.key, userinfo: location.userinfo)
+        guard let url = request.url else { return nil }
+        return memo.value(for: url, size: { $0.key.utf8.count }) { text in
+            guard let canonical = configuration.keyPolicy.canonicalURL(text: text) else { return nil }
+            let key = partitioner.redactingSecrets(in: canonical)
+            guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
+            let namespaced = configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
+            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text))
+        }
     }
 
     /// The partition of `request` (see ``CachePartitioner``).
@@ -296,7 +296,7 @@ public final class HTTPCache: ServiceHook {
             return response
         case .invalidate(let urls, let post):
             await invalidate(urls, after: sent)
-            if let post, let key = key(for: Self.asGet(sent)) { await store(post, key: key, keepsNothing: false) }
+            if let post, let key = key(for: CacheStrategy.asGet(sent)) { await store(post, key: key, keepsNothing: false) }
             return response
         case .refetch(let unconditional, let removing):
             if removing { await remove(state.key) }
@@ -364,7 +364,7 @@ public final class HTTPCache: ServiceHook {
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
     private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool) async {
         await writes.lock(key)
-        let existing = keepsNothing ? [] : await storage.record(for: key).map { $0.key == key ? $0.variants : [] } ?? []
+        let existing = keepsNothing ? [] : await lookup(key)?.variants ?? []
         let kept = existing.filter { old in
             old.partition != entry.partition
                 || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
@@ -392,7 +392,7 @@ public final class HTTPCache: ServiceHook {
     }
 
     private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date) async {
-        guard let record = await storage.record(for: key), record.key == key,
+        guard let record = await lookup(key),
               let entry = strategy.variant(in: record, for: request, partition: partition, inScope: state.inScope),
               rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
@@ -403,7 +403,7 @@ public final class HTTPCache: ServiceHook {
     /// in every partition, counting those that held something.
     private func invalidate(_ urls: [URL], after request: URLRequest) async {
         for url in urls {
-            var lookup = Self.asGet(request)
+            var lookup = CacheStrategy.asGet(request)
             lookup.url = url
             guard let key = key(for: lookup) else { continue }
             if await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
@@ -425,14 +425,6 @@ public final class HTTPCache: ServiceHook {
         case .refresh: refreshes.finish(key)
         case nil: break
         }
-    }
-
-    /// `request` as the `GET` whose stored responses it reads or invalidates.
-    private static func asGet(_ request: URLRequest) -> URLRequest {
-        var get = request
-        get.httpMethod = HTTPMethod.get.rawValue
-        get.httpBody = nil
-        return get
     }
 
     private func count(_ update: (inout CacheStatistics) -> Void) {

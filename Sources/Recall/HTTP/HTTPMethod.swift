@@ -54,9 +54,17 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     public static let idempotentMethods: Set<HTTPMethod> = safeMethods.union([.put, .delete])
 
     /// Whether the method is read-only (RFC 9110 §9.2.1); unknown methods are not.
-    public var isSafe: Bool { Self.safeMethods.contains(self) }
+    /// (Compared by name rather than through ``safeMethods``: it is asked on every cache hit,
+    /// and hashing the name costs more than comparing four short strings.)
+    public var isSafe: Bool {
+        switch rawValue {
+        case "GET", "HEAD", "OPTIONS", "TRACE": true
+        default: false
+        }
+    }
+
     /// Whether sending the request twice has the effect of sending it once (RFC 9110 §9.2.2).
-    public var isIdempotent: Bool { Self.idempotentMethods.contains(self) }
+    public var isIdempotent: Bool { isSafe || rawValue == "PUT" || rawValue == "DELETE" }
     /// Whether a non-error response invalidates the target URI in caches (RFC 9111 §4.4): every
     /// method not known to be safe.
     public var invalidatesCaches: Bool { !isSafe }

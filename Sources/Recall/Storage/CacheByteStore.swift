@@ -44,15 +44,7 @@ extension CacheByteStore {
     /// they are not a valid record (then removed with ``removeCorrupt(_:ifStill:)``), or they hold
     /// another key's record.
     public func record(for key: String) async -> CacheRecord? {
-        await record(from: data(for: key), for: key)
-    }
-
-    /// The record of `key` in `data` (read from this store), checked: `nil` when there is none,
-    /// the bytes are not a valid record (then removed with ``removeCorrupt(_:ifStill:)``), or they hold
-    /// another key's record. A store that implements ``record(for:)`` itself (to save a hop on
-    /// its read path) returns this.
-    public func record(from data: Data?, for key: String) async -> CacheRecord? {
-        guard let data else { return nil }
+        guard let data = await data(for: key) else { return nil }
         guard let record = try? CacheRecordCodec.decode(data) else {
             await removeCorrupt(key, ifStill: data)
             return nil

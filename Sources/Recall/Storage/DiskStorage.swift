@@ -256,12 +256,6 @@ public final class DiskStorage: CacheByteStore {
         return data
     }
 
-    /// The record under `key`, decoded and checked by ``CacheByteStore`` (implemented here only
-    /// to call ``data(for:)`` directly on the hit path).
-    public func record(for key: String) async -> CacheRecord? {
-        await record(from: data(for: key), for: key)
-    }
-
     /// Removes the file of `key`, which did not decode as a record, counting it as corrupt —
     /// unless it no longer holds `data` (a newer write landed since the read).
     public func removeCorrupt(_ key: String, ifStill data: Data) async {
