@@ -3,7 +3,7 @@
 //   recall-test-child race URL [WORKERS] [REQUESTS]
 //     Sends WORKERS × REQUESTS GETs through a pipeline over URLSessionTransport with a 20 ms
 //     attempt timeout to a loopback origin answering after a random 0–40 ms, so cancellations
-//     race completions hundreds of times; prints "finished N". The parent kills it when it has
+//     race completions hundreds of times; prints "finished N answered A timedOut T". The parent kills it when it has
 //     not finished in time: a hang (the corelibs cancellation deadlock) fails the test instead
 //     of freezing the test run.
 //
@@ -29,7 +29,7 @@ func race(base: URL, workers: Int, requests: Int) async {
     var policy = RetryPolicy(maxAttempts: 1)
     policy.attemptTimeout = .milliseconds(20)
     let pipeline = Pipeline(transport: URLSessionTransport(), retrierFactory: .policy(policy))
-    let finished = Locked(0)
+    let finished = Locked(0), answered = Locked(0), timedOut = Locked(0)
     await withTaskGroup(of: Void.self) { group in
         for worker in 0..<workers {
             group.addTask {
@@ -37,13 +37,18 @@ func race(base: URL, workers: Int, requests: Int) async {
                 for _ in 0..<requests {
                     var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
                     components.queryItems = [URLQueryItem(name: "delay_ms", value: "\(Int.random(in: 0...40, using: &random))")]
-                    _ = try? await pipeline.send(URLRequest(url: components.url!))
+                    do {
+                        _ = try await pipeline.send(URLRequest(url: components.url!))
+                        answered.withLock { $0 += 1 }
+                    } catch {
+                        timedOut.withLock { $0 += 1 } // the attempt timeout fired (the only failure this loop meets)
+                    }
                     finished.withLock { $0 += 1 }
                 }
             }
         }
     }
-    print("finished \(finished.withLock { $0 })")
+    print("finished \(finished.withLock { $0 }) answered \(answered.withLock { $0 }) timedOut \(timedOut.withLock { $0 })")
 }
 
 func residentBytes() -> Int {

@@ -32,6 +32,14 @@ struct CacheHarness {
                             clock: ManualClock(autoAdvance: true))
     }
 
+    /// A harness over a `DiskStorage` in a fresh directory (the caller removes the directory).
+    static func onDisk(configuration: CacheConfiguration = CacheConfiguration(),
+                       retrierFactory: any RetrierFactory = NilRetrierFactory()) throws -> (CacheHarness, DiskStorage, URL) {
+        let directory = temporaryDirectory()
+        let disk = try DiskStorage(directory: directory)
+        return (CacheHarness(configuration: configuration, storage: disk, retrierFactory: retrierFactory), disk, directory)
+    }
+
     /// Routes GET `path` to responses made at request time, with `Date` set to the manual now
     /// unless given. Each call of the route plays the next of `replies` (the last repeats).
     func origin(_ path: String, method: String = "GET", _ replies: [(status: Int, headers: HTTPHeaders, body: String)]) {

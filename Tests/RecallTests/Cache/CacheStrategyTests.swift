@@ -43,7 +43,10 @@ struct CacheStrategyTests {
         RouteRow(rule: "GET is looked up", route: .lookup),
         RouteRow(rule: "HEAD is looked up (answered from a stored GET)", method: "HEAD", route: .lookup),
         RouteRow(rule: "POST invalidates", method: "POST", route: .invalidate),
-        RouteRow(rule: "PUT, DELETE, PATCH invalidate", method: "PATCH", route: .invalidate),
+        RouteRow(rule: "PUT invalidates", method: "PUT", route: .invalidate),
+        RouteRow(rule: "DELETE invalidates", method: "DELETE", route: .invalidate),
+        RouteRow(rule: "PATCH invalidates", method: "PATCH", route: .invalidate),
+        RouteRow(rule: "a lower-case method is the same method", method: "post", route: .invalidate),
         RouteRow(rule: "an extension method is unsafe: it invalidates", method: "PROPFIND", route: .invalidate),
         RouteRow(rule: "OPTIONS is safe and not cached: bypass", method: "OPTIONS", route: .bypass),
         RouteRow(rule: "a caller's If-None-Match is the caller's conditional request", fields: ["If-None-Match": "\"a\""], route: .callerConditional),
@@ -242,7 +245,7 @@ struct CacheStrategyTests {
     /// What ``CacheStrategy/after`` decided, in a form a table can state.
     enum Next: Equatable, Sendable {
         case pass, store(status: Int), revalidated(header: String), serveStale(StaleReason), remove, invalidate([String], storesPost: Bool)
-        case refetch(removing: Bool), freshen
+        case refetch(removing: Bool, conditional: Bool), freshen
 
         init(_ after: CacheStrategy.After) {
             switch after {
@@ -253,8 +256,7 @@ struct CacheStrategyTests {
             case .remove: self = .remove
             case .invalidate(let urls, let post): self = .invalidate(urls.map(\.path), storesPost: post != nil)
             case .refetch(let request, let removing):
-                precondition(request.value(forHTTPHeaderField: "If-None-Match") == nil, "a refetch is unconditional")
-                self = .refetch(removing: removing)
+                self = .refetch(removing: removing, conditional: request.value(forHTTPHeaderField: "If-None-Match") != nil)
             case .freshen: self = .freshen
             }
         }
@@ -302,21 +304,25 @@ struct CacheStrategyTests {
         AfterRow(rule: "a 304 without validators confirms the stored response", sent: .validating, status: 304,
                  next: .revalidated(header: "stored")),
         AfterRow(rule: "a 304 naming another ETag: removed, refetched unconditionally", sent: .validating, status: 304,
-                 fields: ["ETag": "\"v2\""], next: .refetch(removing: true)),
+                 fields: ["ETag": "\"v2\""], next: .refetch(removing: true, conditional: false)),
         AfterRow(rule: "a redirected 304: refetched, the URL looked up keeps its response", sent: .validating, status: 304,
-                 fields: ["ETag": "\"v1\""], redirected: true, next: .refetch(removing: false)),
+                 fields: ["ETag": "\"v1\""], redirected: true, next: .refetch(removing: false, conditional: false)),
         AfterRow(rule: "a 304 naming another variant's ETag confirms that variant (§4.3.1)", sent: .validatingAlternate, status: 304,
                  fields: ["ETag": "\"v1\""], next: .revalidated(header: "stored")),
         AfterRow(rule: "a 304 naming no offered ETag: refetched", sent: .validatingAlternate, status: 304, fields: ["ETag": "\"zz\""],
-                 next: .refetch(removing: true)),
+                 next: .refetch(removing: true, conditional: false)),
         AfterRow(rule: "a 200 to a validation replaces the stored response", sent: .validating, status: 200,
                  fields: ["Cache-Control": "max-age=60"], next: .store(status: 200)),
         AfterRow(rule: "a 304 after a refetch is passed through, never refetched again", sent: .refetching, status: 304,
                  fields: ["ETag": "\"v2\""], next: .pass),
         AfterRow(rule: "stale-if-error: a 500 within the window serves the stored response", sent: .validating,
                  stored: ["Cache-Control": "max-age=10, stale-if-error=60", "ETag": "\"v1\""], status: 500, next: .serveStale(.staleIfError)),
-        AfterRow(rule: "stale-if-error covers 502, 503 and 504", sent: .validating,
+        AfterRow(rule: "stale-if-error covers 502", sent: .validating,
+                 stored: ["Cache-Control": "max-age=10, stale-if-error=60"], status: 502, next: .serveStale(.staleIfError)),
+        AfterRow(rule: "stale-if-error covers 503", sent: .validating,
                  stored: ["Cache-Control": "max-age=10, stale-if-error=60"], status: 503, next: .serveStale(.staleIfError)),
+        AfterRow(rule: "stale-if-error covers 504", sent: .validating,
+                 stored: ["Cache-Control": "max-age=10, stale-if-error=60"], status: 504, next: .serveStale(.staleIfError)),
         AfterRow(rule: "stale-if-error does not cover 501 (a 501 is cacheable by default: it replaces the stored response)",
                  sent: .fetchingWithStored, stored: ["Cache-Control": "max-age=10, stale-if-error=60"], status: 501, next: .store(status: 501)),
         AfterRow(rule: "past the stale-if-error window the 500 passes", sent: .validating,
@@ -327,7 +333,7 @@ struct CacheStrategyTests {
                  status: 200, fields: ["ETag": "\"v1\"", "Cache-Control": "max-age=99"], next: .store(status: 200)),
         AfterRow(rule: "a HEAD 200 with another ETag removes the stored GET response", method: "HEAD", sent: .validating,
                  status: 200, fields: ["ETag": "\"v2\""], next: .remove),
-        AfterRow(rule: "a HEAD 200 without validators changes nothing", method: "HEAD", sent: .validating, status: 200, next: .remove),
+        AfterRow(rule: "a HEAD 200 without validators cannot confirm the stored GET response: it is dropped", method: "HEAD", sent: .validating, status: 200, next: .remove),
         AfterRow(rule: "a HEAD 404 changes nothing", method: "HEAD", sent: .validating, status: 404, next: .pass),
         AfterRow(rule: "POST 200 invalidates its URI and same-origin Location / Content-Location", method: "POST", sent: .invalidating,
                  status: 201, fields: ["Location": "/a", "Content-Location": "https://origin.test/b"],
@@ -361,7 +367,10 @@ struct CacheStrategyTests {
         case .callerConditional: .callerConditional
         case .refetching: .refetching
         }
-        let request = Self.request(row.method)
+        // A validating request as it may reach onSuccess: carrying the validators it went out with.
+        let validators = [.validating, .validatingAlternate].contains(row.sent)
+            ? ["If-None-Match": "\"v1\"", "If-Modified-Since": HTTPDate.format(Self.t0)] : [:]
+        let request = Self.request(row.method, validators)
         var exchange = CacheStrategy.Exchange(request: request, sent: request, answered: request, method: HTTPMethod(request),
                                               requestTime: Self.t0 + row.age, now: Self.t0 + row.age)
         exchange.redirected = row.redirected

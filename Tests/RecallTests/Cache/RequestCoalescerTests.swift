@@ -52,10 +52,16 @@ struct RequestCoalescerTests {
     func waitForAll() async {
         let coalescer = RequestCoalescer()
         #expect(coalescer.tryLead("x"))
-        let waiter = Task { await coalescer.waitForAll() }
-        try? await Task.sleep(for: .milliseconds(5))
+        let returned = Locked(false)
+        let waiter = Task {
+            await coalescer.waitForAll()
+            returned.withLock { $0 = true }
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(!returned.withLock { $0 }, "returned while a lead was still open")
         coalescer.finish("x")
         await waiter.value
+        #expect(returned.withLock { $0 })
         #expect(coalescer.leading == 0)
     }
 }

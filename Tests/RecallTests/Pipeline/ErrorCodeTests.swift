@@ -8,7 +8,7 @@ import Testing
 struct ErrorCodeTests {
     @Test("a thrown error is matched by its code, and carries its details")
     func matchByCode() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-errors-\(UUID().uuidString.prefix(8))")
+        let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = try DiskStorage(directory: directory)
         do {

@@ -7,19 +7,8 @@ import Glibc
 
 /// Runs the `recall-crash-writer` child process (built next to the test bundle).
 enum CrashWriter {
-    static var executable: URL {
-        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall-crash-writer")
-    }
-
     static func launch(_ arguments: [String]) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return (process, output)
+        try ChildProcess.launch("recall-crash-writer", arguments)
     }
 
     /// The body the writer stores for `index` at `version` (mirrors Tests/CrashWriter/main.swift).
@@ -33,8 +22,8 @@ enum CrashWriter {
 struct CrashSafetyTests {
     @Test("20+ rounds of SIGKILL mid-write: reopening never fails, never serves a torn or mismatched body, keeps committed entries")
     func killNine() async throws {
-        guard FileManager.default.isExecutableFile(atPath: CrashWriter.executable.path) else {
-            Issue.record("recall-crash-writer was not built next to the tests at \(CrashWriter.executable.path)")
+        guard FileManager.default.isExecutableFile(atPath: ChildProcess.url("recall-crash-writer").path) else {
+            Issue.record("recall-crash-writer was not built next to the tests at \(ChildProcess.url("recall-crash-writer").path)")
             return
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-crash-\(UUID().uuidString.prefix(8))")

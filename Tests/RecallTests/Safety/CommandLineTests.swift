@@ -5,70 +5,50 @@ import Testing
 /// Issue #10, point 13: `recall get` tells the truth. Runs the real `recall` binary.
 @Suite("Safety: the recall command line tells the truth", .timeLimit(.minutes(1)))
 struct CommandLineTests {
-    struct Result {
-        var status: Int32
-        var output: String
-        var error: String
-    }
-
     /// Runs `recall` with `arguments`, killing it after `seconds`.
-    static func run(_ arguments: [String], seconds: Double = 20) throws -> Result {
-        let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      output: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                      error: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    static func run(_ arguments: [String], seconds: Double = 20) async throws -> ChildProcess.Result {
+        try await ChildProcess.run("recall", arguments, deadline: .milliseconds(Int(seconds * 1000)))
     }
 
     @Test("--timeout inf, 1e300, nan, 0 and -1 are refused with the allowed range, not a trap",
           arguments: ["inf", "1e300", "nan", "0", "-1"])
-    func badTimeouts(value: String) throws {
-        let result = try Self.run(["get", "--timeout", value, "http://127.0.0.1:9/"])
+    func badTimeouts(value: String) async throws {
+        let result = try await Self.run(["get", "--timeout", value, "http://127.0.0.1:9/"])
         #expect(result.status == 2)
         #expect(result.error.contains("--timeout takes seconds from 0.001 to 86400"))
     }
 
     @Test("--retries past the cap is refused, not clamped silently")
-    func retriesCap() throws {
-        let result = try Self.run(["get", "--retries", "99999", "http://127.0.0.1:9/"])
+    func retriesCap() async throws {
+        let result = try await Self.run(["get", "--retries", "99999", "http://127.0.0.1:9/"])
         #expect(result.status == 2)
         #expect(result.error.contains("1 to \(RetryPolicy.attemptLimit)"))
     }
 
     @Test("no arguments: the usage goes to standard error with a failing status")
-    func noArguments() throws {
-        let result = try Self.run([])
+    func noArguments() async throws {
+        let result = try await Self.run([])
         #expect(result.status == 2)
         #expect(result.output.isEmpty)
         #expect(result.error.contains("USAGE"))
-        #expect(try Self.run(["--help"]).status == 0)
+        #expect(try await Self.run(["--help"]).status == 0)
     }
 
     @Test("an uppercase scheme works end to end")
     func uppercaseScheme() async throws {
         let server = try await OriginServer.shared.value
         let url = server.url(OriginServer.uniquePath("upper")).absoluteString.replacingOccurrences(of: "http://", with: "HTTP://")
-        let result = try Self.run(["get", url])
+        let result = try await Self.run(["get", url])
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("HTTP 200"))
     }
 
     @Test("a cache directory under a file gets a plain reason, not a Cocoa error number")
-    func pathUnderFile() throws {
+    func pathUnderFile() async throws {
         let file = temporaryDirectory().path + "-file"
         defer { unlink(file) }
         #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
-        let result = try Self.run(["get", "--cache-dir", file + "/cache", "http://127.0.0.1:9/"])
+        let result = try await Self.run(["get", "--cache-dir", file + "/cache", "http://127.0.0.1:9/"])
         #expect(result.status == 1)
         #expect(result.error.contains("Not a directory"))
         #expect(!result.error.contains("NSCocoaErrorDomain"))
@@ -78,14 +58,14 @@ struct CommandLineTests {
     func hangingServer() async throws {
         let server = try await OriginServer.shared.value
         let url = server.url(OriginServer.uniquePath("hang"), ["delay_ms": "3000"]).absoluteString
-        let result = try Self.run(["get", "--timeout", "0.2", "--retries", "2", url])
+        let result = try await Self.run(["get", "--timeout", "0.2", "--retries", "2", url])
         #expect(result.status == 1)
         #expect(result.error.contains("no response within the --timeout of 0.2 s (2 attempts)"))
     }
 
     @Test("the help states the default per-attempt timeout")
-    func defaultTimeoutDocumented() throws {
-        let help = try Self.run(["get", "--help"])
+    func defaultTimeoutDocumented() async throws {
+        let help = try await Self.run(["get", "--help"])
         #expect(help.status == 0)
         #expect(help.output.contains("(default 30)"))
     }
@@ -94,7 +74,7 @@ struct CommandLineTests {
     func truncatedBodyRetried() async throws {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("cut")
-        let result = try Self.run(["get", "--retries", "3", "-v", server.url(path, ["truncate": "1", "size": "50"]).absoluteString])
+        let result = try await Self.run(["get", "--retries", "3", "-v", server.url(path, ["truncate": "1", "size": "50"]).absoluteString])
         #expect(result.status == 1)
         #expect(result.error.contains("connectionLost"))
         #expect(try await server.hits(path) == 3)
@@ -106,7 +86,7 @@ struct CommandLineTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let holder = try DiskStorage(directory: directory)
-        let result = try Self.run(["get", "--cache-dir", directory.path, server.url(OriginServer.uniquePath("locked")).absoluteString])
+        let result = try await Self.run(["get", "--cache-dir", directory.path, server.url(OriginServer.uniquePath("locked")).absoluteString])
         #expect(result.status == 0)
         #expect(result.output.contains("HTTP 200"))
         #expect(result.error.contains("warning: not using the cache"))

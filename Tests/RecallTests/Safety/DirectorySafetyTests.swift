@@ -67,8 +67,8 @@ struct DirectorySafetyTests {
     }
 
     @Test("an empty path is refused by the command line, never read as the current directory")
-    func emptyPath() throws {
-        let result = try CommandLineTests.run(["get", "--cache-dir", "", "http://127.0.0.1:9/"])
+    func emptyPath() async throws {
+        let result = try await CommandLineTests.run(["get", "--cache-dir", "", "http://127.0.0.1:9/"])
         #expect(result.status == 2)
         #expect(result.error.contains("--cache-dir needs a directory path"))
     }
@@ -132,21 +132,21 @@ struct DirectorySafetyTests {
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
-    @Test("a symbolic link to a huge file at an entry's name is never read and never counted")
-    func symlinkToHugeFile() async throws {
+    @Test("a symbolic link at an entry's name is never followed, even to a valid record of that key")
+    func symlinkNotFollowed() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let huge = try Self.hugeFile(beside: directory)
-        defer { unlink(huge) }
+        let outside = directory.path + "-outside.rce"
+        defer { unlink(outside) }
         let storage = try DiskStorage(directory: directory)
         await storage.store(makeRecord("https://x.test/link"))
         await storage.flush()
         let path = directory.appendingPathComponent(DiskStorage.fileName(for: "https://x.test/link")).path
-        unlink(path)
-        #expect(symlink(huge, path) == 0)
+        #expect(rename(path, outside) == 0) // the valid record now lives outside, reachable only through the link
+        #expect(symlink(outside, path) == 0)
         #expect(await storage.record(for: "https://x.test/link") == nil) // O_NOFOLLOW: not followed, not read
         #expect(storage.statistics.corruptRemoved == 1)
-        #expect(FileManager.default.fileExists(atPath: huge)) // the link is removed, its target is not
+        #expect(FileManager.default.fileExists(atPath: outside)) // the link is removed, its target is not
     }
 
     @Test("at open, links, pipes and oversized files under entry names are removed, not indexed")
@@ -171,26 +171,30 @@ struct DirectorySafetyTests {
         #expect(FileManager.default.fileExists(atPath: huge)) // the link's target is not touched
     }
 
-    @Test("a crafted record with a valid checksum but an impossible status or time is a miss, not a trap",
-          arguments: ["status", "nan", "infinity", "far-future", "variants"])
+    @Test("a crafted record with a valid checksum but an impossible status, time or variant count is a miss, not a trap",
+          arguments: ["status", "nan", "infinity", "far-future", "variants", "valid"])
     func craftedRecord(field: String) async throws {
         var payload = CacheRecordCodec.Writer()
         let key = "https://x.test/crafted"
         payload.string(key)
-        payload.uint64(field == "variants" ? 1 << 40 : 1)
-        payload.uint64(field == "status" ? UInt64.max : 200)
+        // One more well-formed variant than a record may hold, or one.
+        let variants = field == "variants" ? CacheRecordCodec.maxVariants + 1 : 1
+        payload.uint64(UInt64(variants))
         let time: Double = switch field {
         case "nan": .nan
         case "infinity": .infinity
         case "far-future": 1e300
         default: 1_700_000_000
         }
-        payload.uint64(time.bitPattern)
-        payload.uint64(time.bitPattern)
-        payload.fields([HTTPHeaders.Field(name: "Cache-Control", value: "max-age=60")])
-        payload.fields([])
-        payload.string("")
-        payload.bytes(Data("body".utf8))
+        for _ in 0..<variants {
+            payload.uint64(field == "status" ? UInt64.max : 200)
+            payload.uint64(time.bitPattern)
+            payload.uint64(time.bitPattern)
+            payload.fields([HTTPHeaders.Field(name: "Cache-Control", value: "max-age=60")])
+            payload.fields([])
+            payload.string("")
+            payload.bytes(Data("body".utf8))
+        }
         var file = Data(CacheRecordCodec.magic)
         file.append(CacheRecordCodec.version)
         var header = CacheRecordCodec.Writer()
@@ -198,6 +202,11 @@ struct DirectorySafetyTests {
         header.uint64(CacheRecordCodec.checksum(payload.data))
         file.append(header.data)
         file.append(payload.data)
+        guard field != "valid" else {
+            // The control: the same bytes with plausible values decode.
+            #expect(try CacheRecordCodec.decode(file).variants.first?.status == 200)
+            return
+        }
         #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(file) }
 
         let directory = temporaryDirectory()

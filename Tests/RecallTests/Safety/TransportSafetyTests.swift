@@ -46,27 +46,16 @@ struct TransportSafetyTests {
     /// the old `session.data(for:)` transport this child never finished.
     @Test("600 attempt timeouts racing the answers never freeze the process (child process, 60 s deadline)")
     func racingTimeouts() async throws {
-        let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("recall-test-child")
-        try #require(FileManager.default.isExecutableFile(atPath: executable.path), "recall-test-child was not built next to the tests")
         let server = try await OriginServer.shared.value
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["race", server.url(OriginServer.uniquePath("race")).absoluteString, "4", "150"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let hung = process.isRunning
-        if hung {
-            process.terminate()
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(!hung, "the request loop hung for 60 s")
-        #expect(printed.contains("finished 600"), "the child said: \(printed)")
+        let result = try await ChildProcess.run("recall-test-child",
+                                                ["race", server.url(OriginServer.uniquePath("race")).absoluteString, "4", "150"],
+                                                deadline: .seconds(60))
+        #expect(!result.hung, "the request loop hung for 60 s")
+        // "finished 600 answered A timedOut T": both outcomes happened, so timeouts raced answers.
+        let words = result.output.split(whereSeparator: \.isWhitespace).map(String.init)
+        #expect(words.prefix(2) == ["finished", "600"], "the child said: \(result.output)")
+        let answered = words.firstIndex(of: "answered").flatMap { Int(words[$0 + 1]) } ?? 0
+        let timedOut = words.firstIndex(of: "timedOut").flatMap { Int(words[$0 + 1]) } ?? 0
+        #expect(answered > 0 && timedOut > 0, "no race between timeouts and answers: \(result.output)")
     }
 }
