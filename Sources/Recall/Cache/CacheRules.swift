@@ -16,10 +16,10 @@ public struct CacheRules: Sendable {
     }
 
     /// Statuses cacheable by default, without explicit freshness (RFC 9110 §15.1).
-    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// Statuses whose meaning this cache understands (for `must-understand`).
-    static let understood: Set<Int> = [200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]
+    static let understood: Set<Int> = [200, 203, 204, 206, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]
 
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
@@ -43,11 +43,44 @@ public struct CacheRules: Sendable {
     /// ``isStorable(_:for:)`` with the response's header facts already parsed (the cache parses
     /// them once, for the decision and for the entry it stores).
     func isStorable(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
-        guard HTTPMethod(request) == .get else { return false }
-        guard response.status >= 200, response.status != 206, response.status != 304 else { return false }
         // A 200 carrying Content-Range is a full response like any other (the field is stored);
-        // partial responses (206) and requests for ranges are not stored.
-        guard request.value(forHTTPHeaderField: "Range") == nil else { return false }
+        // partial responses (206) and answers to ranges are stored as pieces (see storablePiece).
+        guard response.status != 206, request.value(forHTTPHeaderField: "Range") == nil else { return false }
+        return mayStore(response, facts: facts, for: request)
+    }
+
+    /// Where the bytes of `response`, a `206` to a single-range `GET`, belong in its
+    /// representation, when they may be stored as a piece of it (RFC 9111 §3.3): one
+    /// `Content-Range` with a known complete length that the body fills exactly, a strong
+    /// entity tag (pieces are combined only under one, §3.4), no `Content-Encoding`, and the
+    /// rules every stored response follows. `nil` otherwise.
+    func storablePiece(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest)
+        -> (bounds: ClosedRange<Int>, length: Int)? {
+        guard response.status == 206, let tag = facts.etag, Self.isStrong(tag),
+              response.headers.values(for: "Content-Range").count == 1,
+              let range = response.headers["Content-Range"].flatMap(PartialContent.contentRange),
+              response.body.count == range.bounds.count, !response.headers.contains("Content-Encoding"),
+              mayStore(response, facts: facts, for: request) else { return nil }
+        return range
+    }
+
+    /// Whether an entity tag is strong (not `W/`-prefixed): only a strong tag says two
+    /// responses carry the same bytes.
+    static func isStrong(_ tag: String) -> Bool {
+        !tag.trimmingOWS.hasPrefix("W/")
+    }
+
+    /// Whether two entity tags are the same strong tag (RFC 9110 §8.8.3.2: both strong, same
+    /// opaque tag; an unquoted tag compares as its quoted form).
+    static func strongMatch(_ lhs: String?, _ rhs: String?) -> Bool {
+        guard let lhs, let rhs, isStrong(lhs), isStrong(rhs) else { return false }
+        return quotedEntityTag(lhs) == quotedEntityTag(rhs)
+    }
+
+    /// The rules every stored response follows, whatever its status (RFC 9111 §3).
+    private func mayStore(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
+        guard HTTPMethod(request) == .get else { return false }
+        guard response.status >= 200, response.status != 304 else { return false }
         let directives = facts.cacheControl
         if directives.mustUnderstand {
             guard Self.understood.contains(response.status) else { return false }
@@ -338,9 +371,14 @@ public struct CacheRules: Sendable {
     /// a `206` with `Content-Range` and the selected bytes, or a `416` with `Content-Range:
     /// bytes */length` when the range selects nothing.
     public func partialResponse(_ full: Response, range: ByteRange) -> Response {
-        let length = full.body.count
+        partialResponse(full, range: range, length: full.body.count)
+    }
+
+    /// ``partialResponse(_:range:)`` for a representation of `length` bytes (`full` may hold
+    /// only its header fields when the range selects nothing).
+    func partialResponse(_ full: Response, range: ByteRange, length: Int) -> Response {
         var headers = full.headers
-        guard let bounds = range.bounds(length: length) else {
+        guard let bounds = range.bounds(length: length), full.body.count == length else {
             headers["Content-Range"] = "bytes */\(length)"
             if headers.contains("Content-Length") { headers["Content-Length"] = "0" }
             return Response(status: 416, headers: headers, body: Data(), url: full.url, source: full.source)
@@ -351,6 +389,17 @@ public struct CacheRules: Sendable {
         let start = full.body.startIndex
         let body = full.body.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1))
         return Response(status: 206, headers: headers, body: body, url: full.url, source: full.source)
+    }
+
+    /// The `206` answering `bounds` from the stored `pieces` of `entry` (which hold every byte
+    /// of it), with a current `Age`.
+    func response(from entry: CacheEntry, pieces: PartialContent, bounds: ClosedRange<Int>, for request: URLRequest,
+                  now: Date, source: Response.Source) -> Response {
+        var headers = entry.headers
+        headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(pieces.length)"
+        headers["Content-Length"] = String(bounds.count)
+        headers["Age"] = String(Int(currentAge(entry, now: now).rounded(.down)))
+        return Response(status: 206, headers: headers, body: pieces.bytes(in: bounds) ?? Data(), url: request.url, source: source)
     }
 
     private static func weakTag(_ tag: String) -> String {

@@ -6,7 +6,8 @@
 public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Answered from cache while fresh, without contacting the origin.
     public var hits = 0
-    /// Not answerable from cache; fetched from the origin.
+    /// Not answerable from cache; fetched from the origin (a single-range request sent to the
+    /// origin counts here too, also when only the bytes that stored pieces lack were asked for).
     public var misses = 0
     /// A stored response confirmed by a 304 and served.
     public var revalidated = 0
@@ -25,7 +26,7 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var coalesced = 0
     /// Requests waiting right now for an identical request in flight (a gauge, not a count).
     public var waiting = 0
-    /// Requests passed through without looking at the cache (unsafe methods, ranges, bypass).
+    /// Requests passed through without looking at the cache (unsafe methods, several ranges, bypass).
     public var bypassed = 0
     /// `only-if-cached` requests answered 504 for want of a usable entry.
     public var gatewayTimeouts = 0

@@ -44,7 +44,8 @@ struct CacheStrategy: Sendable {
         case invalidate
         /// The caller's own conditional request: passed on; a matching 304 freshens what is stored.
         case callerConditional
-        /// One byte range of a `GET`: answered from a stored full response, else passed on.
+        /// One byte range of a `GET`: answered from a stored full response or stored pieces
+        /// that hold it, else asked of the origin (only the missing bytes, when pieces are held).
         case range(ByteRange)
         /// A `GET` or `HEAD`: looked up.
         case lookup
@@ -60,8 +61,10 @@ struct CacheStrategy: Sendable {
         if method.invalidatesCaches { return .invalidate }
         guard method == .get || method == .head else { return .bypass }
         if let field = request.value(forHTTPHeaderField: "Range") {
-            // Several ranges, If-Range, a HEAD: the origin answers them.
-            guard method == .get, let range = ByteRange(rangeField: field), !has("If-Range") else { return .bypass }
+            // Several ranges, the caller's own If-Range or validators, a HEAD: the origin answers them.
+            guard method == .get, let range = ByteRange(rangeField: field), !Self.conditionalFields.contains(where: has) else {
+                return .bypass
+            }
             return .range(range)
         }
         return Self.conditionalFields.contains(where: has) ? .callerConditional : .lookup
@@ -87,12 +90,17 @@ struct CacheStrategy: Sendable {
         indirect case validating(stored: CacheEntry?, alternates: [CacheEntry])
         /// Sent again without validators after a 304 that matched nothing stored (at most once).
         case refetching
+        /// A request for the caller's `range`, sent as it is or for the bytes `stored` lacks, with
+        /// `If-Range` naming `stored`'s strong entity tag when there is one: `stored` is a full
+        /// response the answer may freshen, or the pieces (a `206` entry) it may complete.
+        indirect case ranging(ByteRange, stored: CacheEntry?)
 
-        /// The stored response the request may fall back on.
+        /// The stored response the request may fall back on (none for a range: a stale full
+        /// response is not cut to size on failure).
         var stored: CacheEntry? {
             switch self {
             case .fetching(let stored), .validating(let stored, _): stored
-            case .invalidating, .callerConditional, .refetching: nil
+            case .invalidating, .callerConditional, .refetching, .ranging: nil
             }
         }
 
@@ -130,7 +138,7 @@ struct CacheStrategy: Sendable {
             if onlyIfCached { return .gatewayTimeout }
             // No stored variant matches the request's Vary fields; the origin may still say one
             // of them is the right one (RFC 9111 §4.3.1): offer their entity tags.
-            let alternates = record?.variants.filter { $0.partition == partition && $0.etag != nil } ?? []
+            let alternates = record?.variants.filter { $0.status != 206 && $0.partition == partition && $0.etag != nil } ?? []
             guard HTTPMethod(request) == .get, !alternates.isEmpty else { return .send(request, .fetching(stored: nil)) }
             var conditional = request
             let tags = alternates.compactMap(\.etag).map(CacheRules.quotedEntityTag)
@@ -158,26 +166,88 @@ struct CacheStrategy: Sendable {
         }
     }
 
-    /// What a request for `range` does with `record`: a `206` (or `416`) made from a stored
-    /// full response it may use as it is; 504 when `only-if-cached` finds nothing it may use
-    /// (a response within its stale-while-revalidate window goes to the origin); else the
-    /// origin answers the range itself (nothing stored).
+    /// What a request for `range` does with `record` (RFC 9110 §14, RFC 9111 §3.3–3.4):
+    /// - a `206` (or `416`) made from a stored full `200` it may use as it is; with
+    ///   `stale-while-revalidate`, the full response is refreshed in the background;
+    /// - else a `206` (or `416`) made from stored pieces (a partial entry) that hold every byte
+    ///   asked for and may be used as they are;
+    /// - else 504 for `only-if-cached`;
+    /// - else the origin is asked: for the bytes the pieces lack (one span) with `If-Range`
+    ///   naming their strong entity tag; for the range with `If-Range` naming a full response
+    ///   that needs validation (a `206` then confirms it); or for the range as it is.
     func before(_ request: URLRequest, range: ByteRange, record: CacheRecord?, partition: String, inScope: Set<String>,
                 now: Date) -> Before {
-        switch before(request, record: record, partition: partition, inScope: inScope, now: now) {
+        let whole = before(request, record: record, partition: partition, inScope: inScope, now: now)
+        switch whole {
         case .serve(let full, let stale) where full.status == 200:
             return .serve(rules.partialResponse(full, range: range), stale: stale)
+        case .serveAndRefresh(let full, var refresh, let mode) where full.status == 200:
+            refresh.setValue(nil, forHTTPHeaderField: "Range")
+            return .serveAndRefresh(rules.partialResponse(full, range: range), refresh: refresh, mode: mode)
+        default:
+            break
+        }
+        let directives = rules.requestDirectives(request)
+        let onlyIfCached = directives.onlyIfCached || request.cachePolicy == .returnCacheDataDontLoad
+        if let record, let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
+           let pieces = PartialContent(entry), let tag = entry.etag {
+            let use = rules.use(of: entry, for: request, directives: directives, now: now)
+            let bounds = range.bounds(length: pieces.length)
+            if case .reload = use { return .send(request, .ranging(range, stored: nil)) }
+            let stale: StaleReason?? = switch use {
+            case .fresh: .some(nil)
+            case .stale(let reason): .some(reason)
+            default: nil
+            }
+            if let stale {
+                if let bounds, pieces.covers(bounds) {
+                    let source: Response.Source = stale == nil ? .cache : .stale
+                    return .serve(rules.response(from: entry, pieces: pieces, bounds: bounds, for: request, now: now, source: source), stale: stale)
+                }
+                if bounds == nil {
+                    let full = Response(status: 200, headers: entry.headers, body: Data(), url: request.url, source: stale == nil ? .cache : .stale)
+                    return .serve(rules.partialResponse(full, range: range, length: pieces.length), stale: stale)
+                }
+            }
+            if onlyIfCached { return .gatewayTimeout }
+            var outgoing = request
+            // Only what is missing; everything asked for when the pieces may not be used as they are.
+            if let bounds, let wanted = stale == nil ? bounds : pieces.missing(in: bounds) {
+                outgoing.setValue("bytes=\(wanted.lowerBound)-\(wanted.upperBound)", forHTTPHeaderField: "Range")
+            }
+            outgoing.setValue(CacheRules.quotedEntityTag(tag), forHTTPHeaderField: "If-Range")
+            return .send(outgoing, .ranging(range, stored: entry))
+        }
+        switch whole {
         case .gatewayTimeout:
             return .gatewayTimeout
+        case .send(_, let mode):
+            var outgoing = request
+            guard let full = mode.stored, full.status == 200, let tag = full.etag, CacheRules.isStrong(tag) else {
+                return .send(outgoing, .ranging(range, stored: nil))
+            }
+            outgoing.setValue(CacheRules.quotedEntityTag(tag), forHTTPHeaderField: "If-Range")
+            return .send(outgoing, .ranging(range, stored: full))
         default:
-            return .bypass
+            return onlyIfCached ? .gatewayTimeout : .send(request, .ranging(range, stored: nil))
         }
     }
 
-    /// The stored response in `record` for `request`: same partition, matching `Vary` fields.
+    /// The stored response in `record` for `request`: same partition, matching `Vary` fields,
+    /// complete (pieces of a representation answer only ranges, see ``pieces(in:for:partition:inScope:)``).
     func variant(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
         record.variants.first { entry in
-            entry.partition == partition && rules.varyMatches(entry) { varyValues(for: $0, in: request, inScope: inScope) }
+            entry.status != 206 && entry.partition == partition
+                && rules.varyMatches(entry) { varyValues(for: $0, in: request, inScope: inScope) }
+        }
+    }
+
+    /// The stored pieces (a partial `206` entry) in `record` for `request`: same partition,
+    /// matching `Vary` fields.
+    func pieces(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
+        record.variants.first { entry in
+            entry.status == 206 && entry.partition == partition
+                && rules.varyMatches(entry) { varyValues(for: $0, in: request, inScope: inScope) }
         }
     }
 
@@ -216,6 +286,9 @@ struct CacheStrategy: Sendable {
         case pass
         /// Store `entry` (made from the answer) for the URL that answered; return the answer.
         case store(CacheEntry)
+        /// Store `entry` for the URL that answered; answer with `response` (the caller's range,
+        /// made from what the answer completed).
+        case storeAndAnswer(CacheEntry, Response)
         /// A 304 confirmed a stored response: store `entry` (it merged with the 304) and answer
         /// with it (`.revalidated`).
         case revalidated(CacheEntry)
@@ -264,6 +337,8 @@ struct CacheStrategy: Sendable {
                 merged.varyValues = varyValues(for: merged.facts.varyNames, in: x.answered, inScope: x.inScope)
             }
             return .revalidated(merged)
+        case .ranging(let range, let stored):
+            return afterRange(response, range: range, stored: stored, exchange: x)
         default:
             break
         }
@@ -287,6 +362,68 @@ struct CacheStrategy: Sendable {
         // outdated. A 5xx says nothing about the resource, so the stored response is kept.
         if stored != nil, !x.redirected, response.status < 500, x.method == .get { return .remove }
         return .pass
+    }
+
+    /// What to do with `response`, the answer to a request for the caller's `range` sent in
+    /// mode ``Mode/ranging(_:stored:)`` (RFC 9111 §3.3–3.4):
+    /// - a `206` with the strong entity tag of a stored full response confirms it (`If-Range`
+    ///   matched): the full response is freshened with the answer's fields;
+    /// - a `206` that may be stored is combined with the stored pieces of the same entity tag
+    ///   and length (or starts new ones), stored — as a full `200` once every byte is held —
+    ///   and the caller's range is answered from the result when the origin was asked for less;
+    /// - a storable `200` (the representation changed, or the origin ignores ranges) is stored
+    ///   and the caller's range answered from it;
+    /// - a `416` outdates the stored pieces; anything else passes.
+    private func afterRange(_ response: Response, range: ByteRange, stored: CacheEntry?, exchange x: Exchange) -> After {
+        guard !x.redirected else { return .pass }
+        // Whether the origin was asked for the caller's own range (not only the missing bytes).
+        let askedAsIs = x.sent.value(forHTTPHeaderField: "Range").flatMap(ByteRange.init(rangeField:)) == range
+        // The caller's request as it came (without the If-Range the cache added), to send again
+        // when an answer for less than that cannot make it whole.
+        var callers = x.request
+        callers.setValue(range.fieldValue, forHTTPHeaderField: "Range")
+        callers.setValue(nil, forHTTPHeaderField: "If-Range")
+        let facts = CacheEntry.Facts(response.headers)
+        switch response.status {
+        case 200:
+            guard rules.isStorable(response, facts: facts, for: Self.asWhole(x.answered)) else { return .pass }
+            let full = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
+            return .storeAndAnswer(full, rules.partialResponse(response, range: range))
+        case 206:
+            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered), let tag = facts.etag else {
+                // Not storable: the answer serves the caller only if it answers the caller's range.
+                return askedAsIs ? .pass : .refetch(callers, removing: false)
+            }
+            if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, tag), stored.body.count == piece.length {
+                return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
+            }
+            let template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
+            var pieces = stored.flatMap { old in
+                CacheRules.strongMatch(old.etag, tag) ? PartialContent(old).flatMap { $0.length == piece.length ? $0 : nil } : nil
+            } ?? PartialContent(length: piece.length)
+            guard pieces.insert(piece.bounds, bytes: template.body) else {
+                return askedAsIs ? .pass : .refetch(callers, removing: false)
+            }
+            let combined = pieces.entry(headers: template.headers, like: template)
+            if askedAsIs { return .store(combined) }
+            guard let bounds = range.bounds(length: piece.length), pieces.covers(bounds) else {
+                return .refetch(callers, removing: false)
+            }
+            return .storeAndAnswer(combined, rules.response(from: combined, pieces: pieces, bounds: bounds, for: x.request,
+                                                             now: x.now, source: .network))
+        case 416 where stored?.status == 206:
+            return .remove
+        default:
+            return .pass
+        }
+    }
+
+    /// `request` without its `Range` and `If-Range` fields: the request a full answer answers.
+    static func asWhole(_ request: URLRequest) -> URLRequest {
+        var whole = request
+        whole.setValue(nil, forHTTPHeaderField: "Range")
+        whole.setValue(nil, forHTTPHeaderField: "If-Range")
+        return whole
     }
 
     /// What to do when a request sent in `mode` failed with `error` (after any retries).

@@ -187,7 +187,9 @@ public final class HTTPCache: ServiceHook {
             let partition = partition(of: request, at: location, inScope: inScope)
             let record = await lookup(location.key)
             let before = strategy.before(request, range: range, record: record, partition: partition, inScope: inScope, now: requestTime)
-            return act(on: before, request: request, key: location.key, lead: nil, context: context) { state(partition: partition, mode: $0) }
+            return act(on: before, request: request, key: location.key, lead: nil, context: context) {
+                state(partition: partition, record: record, mode: $0)
+            }
         case .lookup:
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let partition = partition(of: request, at: location, inScope: inScope)
@@ -239,7 +241,10 @@ public final class HTTPCache: ServiceHook {
             context[StateKey.self] = refreshing
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
-            if case .fetching = mode { count { $0.misses += 1 } }
+            switch mode {
+            case .fetching, .ranging: count { $0.misses += 1 }
+            default: break
+            }
             context[StateKey.self] = state(mode)
             return .proceed(outgoing)
         case .bypass:
@@ -286,6 +291,9 @@ public final class HTTPCache: ServiceHook {
         case .store(let entry):
             if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
             return response
+        case .storeAndAnswer(let entry, let answer):
+            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
+            return answer
         case .revalidated(let entry):
             if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
             return rules.response(from: entry, for: request, now: exchange.now, source: .revalidated)
@@ -340,8 +348,10 @@ public final class HTTPCache: ServiceHook {
         case .serveStale(_, let reason):
             count { $0.staleServed[reason, default: 0] += 1 }
         case .refetch:
-            count { $0.refetched += 1; $0.revalidatedChanged += 1 }
-        case .store, .remove, .pass:
+            // A validation answered with a 304 for something else (a range completion that came
+            // back short is sent again too, and counts nothing more: it was a miss already).
+            if state.mode.isValidating { count { $0.refetched += 1; $0.revalidatedChanged += 1 } }
+        case .store, .storeAndAnswer, .remove, .pass:
             // A validation answered with a new representation (HEAD answers update, not replace).
             if state.mode.isValidating, state.method != .head, response.source == .network { count { $0.revalidatedChanged += 1 } }
         case .invalidate, .freshen:

@@ -35,6 +35,15 @@ public enum ByteRange: Sendable, Hashable {
         }
     }
 
+    /// The range as a `Range` field value (`bytes=first-last`, `bytes=first-`, `bytes=-count`).
+    public var fieldValue: String {
+        switch self {
+        case .closed(let first, let last): "bytes=\(first)-\(last)"
+        case .from(let first): "bytes=\(first)-"
+        case .suffix(let count): "bytes=-\(count)"
+        }
+    }
+
     /// The byte positions this range selects in a representation of `length` bytes, or `nil`
     /// when it selects none (unsatisfiable: answered with 416).
     public func bounds(length: Int) -> ClosedRange<Int>? {

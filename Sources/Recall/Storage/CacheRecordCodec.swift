@@ -11,9 +11,14 @@ import Foundation
 /// Version 3 stores, per variant: status, request and response times, the stored header
 /// fields, the Vary values (credential fields as keyed hashes), the partition and the body.
 /// The response URL is not stored (a response is served with the URL of the request).
+/// Version 4 is the same layout, written when a record holds pieces of a representation (a
+/// `206` entry, see `PartialContent`): a Recall that predates them reads such a record as
+/// corrupt (a miss) instead of serving the pieces as a response.
 enum CacheRecordCodec {
     static let magic: [UInt8] = Array("RCL1".utf8)
     static let version: UInt8 = 3
+    /// The version of records that hold partial content.
+    static let partialVersion: UInt8 = 4
     static let headerSize = 4 + 1 + 8 + 8
     /// The most header fields (or Vary values) one stored response may have: the cache refuses
     /// to store more (``CacheConfiguration/maxHeaderFields`` is clamped to it), so nothing it
@@ -39,7 +44,7 @@ enum CacheRecordCodec {
         }
         var output = Data(capacity: headerSize + payload.data.count)
         output.append(contentsOf: magic)
-        output.append(version)
+        output.append(record.variants.contains { $0.status == 206 } ? partialVersion : version)
         var header = Writer()
         header.uint64(UInt64(payload.data.count))
         header.uint64(checksum(payload.data))
@@ -52,7 +57,8 @@ enum CacheRecordCodec {
         guard data.count >= headerSize, data.prefix(4).elementsEqual(magic) else {
             throw CacheStorageError.corrupt("not a Recall cache file (bad magic or too short)")
         }
-        guard data[data.startIndex + 4] == version else {
+        let recordVersion = data[data.startIndex + 4]
+        guard recordVersion == version || recordVersion == partialVersion else {
             throw CacheStorageError.corrupt("unknown format version \(data[data.startIndex + 4])")
         }
         var header = Reader(data.subdata(in: (data.startIndex + 5)..<(data.startIndex + headerSize)))

@@ -90,7 +90,7 @@ struct CacheStoringTests {
         #expect(h.hits("/v") == 2)
     }
 
-    @Test("206 responses are not stored; a Range request with nothing stored passes through")
+    @Test("a 206 without a strong ETag, or whose body does not fill its Content-Range, is not stored")
     func ranges() async throws {
         let h = CacheHarness()
         h.origin("/r", status: 206, headers: ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-1/10"])

@@ -72,6 +72,9 @@ struct CacheStrategyTests {
     enum Outcome: Equatable, Sendable {
         case fresh, stale(StaleReason), refresh(conditional: Bool), validate(String), fetch(keepsStored: Bool), gatewayTimeout, bypass
         case partial(status: Int, contentRange: String, body: String)
+        /// Sent to the origin for a range: the `Range` and `If-Range` that went out, and whether a
+        /// stored response (full or pieces) was kept to freshen or complete.
+        case range(sent: String?, ifRange: String?, keepsStored: Bool)
 
         init(_ before: CacheStrategy.Before) {
             switch before {
@@ -85,6 +88,9 @@ struct CacheStrategyTests {
                 self = .validate(["If-None-Match", "If-Modified-Since"].compactMap { name in
                     request.value(forHTTPHeaderField: name).map { "\(name): \($0)" }
                 }.joined(separator: "; "))
+            case .send(let request, .ranging(_, let stored)):
+                self = .range(sent: request.value(forHTTPHeaderField: "Range"), ifRange: request.value(forHTTPHeaderField: "If-Range"),
+                              keepsStored: stored != nil)
             case .send(_, let mode): self = .fetch(keepsStored: mode.stored != nil)
             case .gatewayTimeout: self = .gatewayTimeout
             case .bypass: self = .bypass
@@ -203,13 +209,21 @@ struct CacheStrategyTests {
                   outcome: .partial(status: 206, contentRange: "bytes 8-9/10", body: "89")),
         BeforeRow(rule: "a range that selects nothing: 416", fields: ["Range": "bytes=50-"], stored: fresh,
                   outcome: .partial(status: 416, contentRange: "bytes */10", body: "")),
-        BeforeRow(rule: "a stale stored response: the origin answers the range", fields: ["Range": "bytes=0-1"], stored: fresh, age: 500,
-                  outcome: .bypass),
-        BeforeRow(rule: "nothing stored: the origin answers the range", fields: ["Range": "bytes=0-1"], stored: nil, outcome: .bypass),
+        BeforeRow(rule: "a stale stored response with a strong ETag: the range goes out with If-Range (a 206 confirms it)",
+                  fields: ["Range": "bytes=0-1"], stored: fresh, age: 500,
+                  outcome: .range(sent: "bytes=0-1", ifRange: "\"v1\"", keepsStored: true)),
+        BeforeRow(rule: "a stale stored response with a weak ETag: the range goes out as it is",
+                  fields: ["Range": "bytes=0-1"], stored: ["Cache-Control": "max-age=100", "ETag": "W/\"v1\""], age: 500,
+                  outcome: .range(sent: "bytes=0-1", ifRange: nil, keepsStored: false)),
+        BeforeRow(rule: "a stale-while-revalidate full response: the range is served, the whole refreshed",
+                  fields: ["Range": "bytes=0-1"], stored: ["Cache-Control": "max-age=100, stale-while-revalidate=100"], age: 150,
+                  outcome: .refresh(conditional: false)),
+        BeforeRow(rule: "nothing stored: the range goes out as it is", fields: ["Range": "bytes=0-1"], stored: nil,
+                  outcome: .range(sent: "bytes=0-1", ifRange: nil, keepsStored: false)),
         BeforeRow(rule: "nothing stored, only-if-cached: 504", fields: ["Range": "bytes=0-1", "Cache-Control": "only-if-cached"],
                   stored: nil, outcome: .gatewayTimeout),
         BeforeRow(rule: "a stored 404 does not answer ranges", fields: ["Range": "bytes=0-1"], stored: fresh, status: 404,
-                  outcome: .bypass),
+                  outcome: .range(sent: "bytes=0-1", ifRange: nil, keepsStored: false)),
     ]
 
     @Test("before a range: 206 or 416 from a usable stored full response, else the origin", arguments: ranges)
@@ -246,11 +260,13 @@ struct CacheStrategyTests {
     enum Next: Equatable, Sendable {
         case pass, store(status: Int), revalidated(header: String), serveStale(StaleReason), remove, invalidate([String], storesPost: Bool)
         case refetch(removing: Bool, conditional: Bool), freshen
+        case storeAndAnswer(status: Int, answer: Int)
 
         init(_ after: CacheStrategy.After) {
             switch after {
             case .pass: self = .pass
             case .store(let entry): self = .store(status: entry.status)
+            case .storeAndAnswer(let entry, let answer): self = .storeAndAnswer(status: entry.status, answer: answer.status)
             case .revalidated(let entry): self = .revalidated(header: entry.headers["X-Version"] ?? "")
             case .serveStale(_, let reason): self = .serveStale(reason)
             case .remove: self = .remove
@@ -288,7 +304,8 @@ struct CacheStrategyTests {
         AfterRow(rule: "must-understand with a known status overrides no-store", sent: .fetching, status: 200,
                  fields: ["Cache-Control": "no-store, must-understand, max-age=60"], next: .store(status: 200)),
         AfterRow(rule: "Vary: * is not stored", sent: .fetching, status: 200, fields: ["Vary": "*"], next: .pass),
-        AfterRow(rule: "a 206 is not stored", sent: .fetching, status: 206, fields: ["Content-Range": "bytes 0-1/9"], next: .pass),
+        AfterRow(rule: "a 206 to a request without Range is not stored", sent: .fetching, status: 206,
+                 fields: ["Content-Range": "bytes 0-1/9", "ETag": "\"p\""], next: .pass),
         AfterRow(rule: "a 200 carrying Content-Range is stored", sent: .fetching, status: 200, fields: ["Content-Range": "bytes 0-9/10"],
                  next: .store(status: 200)),
         AfterRow(rule: "a response served by an inner hook is not stored", sent: .fetching, status: 200, source: .cache, next: .pass),

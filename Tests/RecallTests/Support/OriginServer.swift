@@ -33,6 +33,13 @@ final class OriginServer: Sendable {
         return json?["hits"] as? Int ?? -1
     }
 
+    /// The `Range` and `If-Range` fields of the last request that reached `path` (`nil` when absent).
+    func lastRange(_ path: String) async throws -> (range: String?, ifRange: String?) {
+        let response = try await URLSessionTransport().send(URLRequest(url: url("/__hits", ["path": path])))
+        let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+        return (json?["range"] as? String, json?["ifRange"] as? String)
+    }
+
     /// A path no other test uses.
     static func uniquePath(_ name: String) -> String {
         "/\(name)-\(UUID().uuidString.prefix(8))"

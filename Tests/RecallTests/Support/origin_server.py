@@ -19,8 +19,12 @@ Every path answers; the query string says how:
   fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
   echo=1              answer with the request body
+  ranges=1            answer a single byte range (Range: bytes=a-b, a- or -n) with 206 and
+                      Content-Range, unless If-Range differs from the ETag; with size=N the
+                      body is "0123456789abcdefghijklmnopqrstuvwxyz" repeated, so bytes can be checked
 Hits are counted per path (query excluded):
-  GET /__hits?path=/p answers {"path": "/p", "hits": N}; GET /__reset forgets all counts.
+  GET /__hits?path=/p answers {"path": "/p", "hits": N, "range": R, "ifRange": I} (the Range
+  and If-Range fields of the last request to /p, or null); GET /__reset forgets all counts.
 The server prints "PORT <n>" once listening and exits when its standard input closes.
 """
 import email.utils
@@ -33,7 +37,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 HITS = {}
+LAST = {}
 LOCK = threading.Lock()
+PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def http_date(offset=0.0):
@@ -62,16 +68,20 @@ class Handler(BaseHTTPRequestHandler):
         if parts.path == "/__hits":
             with LOCK:
                 hits = HITS.get(one("path", "/"), 0)
+                last = LAST.get(one("path", "/"), (None, None))
             return self.send(200, {"Content-Type": "application/json"},
-                             json.dumps({"path": one("path", "/"), "hits": hits}).encode())
+                             json.dumps({"path": one("path", "/"), "hits": hits,
+                                         "range": last[0], "ifRange": last[1]}).encode())
         if parts.path == "/__reset":
             with LOCK:
                 HITS.clear()
+                LAST.clear()
             return self.send(204, {}, b"")
 
         with LOCK:
             HITS[parts.path] = HITS.get(parts.path, 0) + 1
             hit = HITS[parts.path]
+            LAST[parts.path] = (self.headers.get("Range"), self.headers.get("If-Range"))
 
         if one("delay_ms"):
             time.sleep(int(one("delay_ms")) / 1000.0)
@@ -118,7 +128,8 @@ class Handler(BaseHTTPRequestHandler):
             body = request_body
             headers.append(("Content-Type", self.headers.get("Content-Type") or "application/octet-stream"))
         elif one("size") is not None:
-            body = b"x" * int(one("size"))
+            size = int(one("size"))
+            body = (PATTERN * (size // len(PATTERN) + 1))[:size] if one("ranges") == "1" else b"x" * size
             headers.append(("Content-Type", "application/octet-stream"))
         else:
             body = json.dumps({
@@ -129,6 +140,12 @@ class Handler(BaseHTTPRequestHandler):
                 "bodyLength": len(request_body),
             }, sort_keys=True).encode()
             headers.append(("Content-Type", "application/json"))
+        if one("ranges") == "1" and status == 200:
+            bounds = self.single_range(len(body), etag)
+            if bounds is not None:
+                first, last = bounds
+                headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, len(body))))
+                return self.send(206, headers, body[first:last + 1])
         if one("truncate") == "1":
             self.send_response_only(status)
             for name, value in headers:
@@ -141,6 +158,24 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         self.send(status, headers, body)
+
+    def single_range(self, length, etag):
+        """The (first, last) byte positions of a single satisfiable Range, or None (answer 200)."""
+        field = self.headers.get("Range")
+        if_range = self.headers.get("If-Range")
+        if field is None or not field.startswith("bytes=") or "," in field:
+            return None
+        if if_range is not None and if_range != etag:
+            return None
+        first, _, last = field[6:].partition("-")
+        try:
+            if first == "":
+                start, end = max(0, length - int(last)), length - 1
+            else:
+                start, end = int(first), (min(int(last), length - 1) if last else length - 1)
+        except ValueError:
+            return None
+        return (start, end) if 0 <= start <= end < length else None
 
     def not_modified(self, etag, last_modified):
         inm = self.headers.get("If-None-Match")
