@@ -292,8 +292,8 @@ public struct CacheRules: Sendable {
     /// origin): connection refused or reset, DNS failure, a circuit breaker refusing.
     public static func isDisconnection(_ error: any Error) -> Bool {
         if error is CircuitOpenError { return true }
-        guard let error = error as? TransportError else { return false }
-        return [.cannotConnect, .connectionLost, .dnsFailure].contains(error.kind)
+        guard let kind = TransportError.classify(error)?.kind else { return false }
+        return kind == .cannotConnect || kind == .connectionLost || kind == .dnsFailure
     }
 
     /// Whether a `200` answer to a `HEAD` request describes the same representation as the

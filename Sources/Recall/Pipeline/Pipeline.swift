@@ -19,6 +19,11 @@ import FoundationNetworking
 ///
 /// Cancelling the calling task cancels the attempt in flight (or the wait before a retry)
 /// and the call throws `CancellationError`, whatever spelling the transport used.
+///
+/// Time limits hold against any transport: the caller gets its answer — a timeout error, a
+/// deadline error, `CancellationError` — at the per-attempt timeout, the deadline or the
+/// cancellation, even when the transport ignores cancellation; the abandoned attempt finishes
+/// in the background and its late result is dropped.
 public struct Pipeline: Transport {
     /// What the pipeline sends through, innermost.
     public let transport: any Transport
@@ -131,7 +136,7 @@ public struct Pipeline: Transport {
                 outcome = .success(try await send(current, timeout: timeout))
             } catch {
                 if Task.isCancelled || error.isCancellation { throw CancellationError() }
-                if let timeout, error is AttemptTimeout {
+                if let timeout, error is AttemptRace.TimedOut {
                     context.record(.attemptTimedOut(number: number, after: timeout))
                     outcome = .failure(TransportError(.timedOut, url: current.url,
                                                       message: "the attempt took longer than its \(timeout.formatted) timeout"))
@@ -152,21 +157,9 @@ public struct Pipeline: Transport {
         }
     }
 
-    /// Sends one attempt, cut after `timeout` on the pipeline's clock when there is one.
+    /// Sends one attempt, cut after `timeout` on the pipeline's clock when there is one; the
+    /// caller's cancellation answers at once too, whatever the transport does (see ``AttemptRace``).
     private func send(_ request: URLRequest, timeout: Duration?) async throws -> Response {
-        guard let timeout else { return try await transport.send(request) }
-        guard timeout > .zero else { throw AttemptTimeout() }
-        return try await withThrowingTaskGroup(of: Response.self) { group in
-            group.addTask { try await transport.send(request) }
-            group.addTask {
-                try await time.sleep(for: timeout)
-                throw AttemptTimeout()
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
-        }
+        try await AttemptRace.run(timeout: timeout, time: time) { [transport] in try await transport.send(request) }
     }
 }
-
-/// Thrown inside the pipeline when Recall's per-attempt timeout fires.
-private struct AttemptTimeout: Error {}

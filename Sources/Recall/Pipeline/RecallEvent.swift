@@ -63,6 +63,8 @@ public enum GiveUpReason: String, Sendable, Hashable, CustomStringConvertible {
     case budgetExhausted
     /// The total deadline would pass before another attempt could finish.
     case deadline
+    /// The server's `Retry-After` asked for a longer wait than the policy allows.
+    case retryAfterTooLong
 
     /// The raw value.
     public var description: String { rawValue }

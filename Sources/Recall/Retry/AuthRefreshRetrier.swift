@@ -5,7 +5,10 @@ import FoundationNetworking
 
 /// A retrier that answers a `401 Unauthorized` by refreshing the credential once and
 /// retrying at once with the new request, and hands every other outcome to an inner retrier
-/// (usually backoff). The refresh attempt counts towards the inner retrier's attempts.
+/// (usually backoff). The attempt after the refresh stays inside the inner retrier's limits: it
+/// counts against `maxAttempts`, the deadline and the retry budget
+/// (``Retrier/admit(extraAttemptAfter:reason:delay:)``), and when they leave no room the `401`
+/// is returned without refreshing.
 public struct AuthRefreshRetrier: Retrier {
     private var inner: any Retrier
     private let statuses: Set<Int>
@@ -23,17 +26,24 @@ public struct AuthRefreshRetrier: Retrier {
     /// The inner retrier's per-attempt timeout.
     public func attemptTimeout(elapsed: Duration) -> Duration? { inner.attemptTimeout(elapsed: elapsed) }
 
-    /// Refreshes once on an auth failure; otherwise asks the inner retrier.
+    /// Refreshes once on an auth failure when the inner retrier's limits admit one more
+    /// attempt; otherwise asks the inner retrier.
     public mutating func decide(after attempt: Attempt) async throws -> RetryDecision {
         if let status = attempt.response?.status, statuses.contains(status), !refreshed {
+            let reason = RetryReason.custom("credential refreshed after \(status)")
+            let verdict = try await inner.admit(extraAttemptAfter: attempt, reason: reason, delay: .zero)
+            guard case .retry(let delay, _) = verdict else { return verdict }
             refreshed = true
             let next = try await refresh(attempt.request)
-            attempt.context.record(.retryScheduled(attempt: attempt.number, delay: .zero,
-                                                   reason: .custom("credential refreshed after \(status)"),
-                                                   usedRetryAfter: false))
-            return .retry(after: .zero, request: next)
+            attempt.context.record(.retryScheduled(attempt: attempt.number, delay: delay, reason: reason, usedRetryAfter: false))
+            return .retry(after: delay, request: next)
         }
         return try await inner.decide(after: attempt)
+    }
+
+    /// Asks the inner retrier (so retriers composed around this one stay inside its limits too).
+    public mutating func admit(extraAttemptAfter attempt: Attempt, reason: RetryReason, delay: Duration) async throws -> RetryDecision {
+        try await inner.admit(extraAttemptAfter: attempt, reason: reason, delay: delay)
     }
 }
 

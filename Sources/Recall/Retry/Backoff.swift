@@ -21,10 +21,13 @@ public struct Backoff: Sendable, Hashable {
     /// The largest delay, applied before jitter.
     public var cap: Duration
 
-    /// Creates a backoff; a negative base or cap counts as zero.
+    /// Creates a backoff. No value traps, at any retry number: a negative base, cap or
+    /// increment counts as zero; an exponential multiplier below 1 (negative, zero) counts as 1
+    /// and a non-finite one as 2; delays are computed in floating point and capped before they
+    /// become a `Duration`, so they never overflow.
     public init(base: Duration, shape: Shape, cap: Duration) {
         self.base = max(.zero, base)
-        self.shape = shape
+        self.shape = shape.sanitized
         self.cap = max(.zero, cap)
     }
 
@@ -41,24 +44,49 @@ public struct Backoff: Sendable, Hashable {
     /// `base`, `base × multiplier`, `base × multiplier²`…, at most `cap`.
     public static func exponential(base: Duration = .milliseconds(100), multiplier: Double = 2,
                                    cap: Duration = .seconds(10)) -> Backoff {
-        Backoff(base: base, shape: .exponential(multiplier: max(1, multiplier.isFinite ? multiplier : 1)), cap: cap)
+        Backoff(base: base, shape: .exponential(multiplier: multiplier), cap: cap)
     }
 
-    /// The delay before retry number `retry` (1 for the first retry), capped, without jitter.
+    /// The delay before retry number `retry` (1 for the first retry; any `Int`, `Int.max`
+    /// included), capped, without jitter. Safe for any stored values, also ones set on the
+    /// properties after creation.
     public func delay(forRetry retry: Int) -> Duration {
-        let n = max(1, retry)
-        let raw: Duration
-        switch shape {
+        let steps = Double(max(1, retry) - 1) // exact enough: beyond 2^53 retries every delay is the cap
+        let base = max(.zero, self.base), cap = max(.zero, self.cap)
+        let seconds: Double
+        switch shape.sanitized {
         case .constant:
-            raw = base
+            seconds = base.seconds
         case .linear(let increment):
-            raw = base + increment * (n - 1)
+            seconds = base.seconds + increment.seconds * steps
         case .exponential(let multiplier):
-            let capSeconds = cap.seconds
-            let seconds = base.seconds * pow(multiplier, Double(min(n - 1, 1000)))
-            raw = seconds.isFinite && seconds < capSeconds ? .seconds(seconds) : cap
+            seconds = base.seconds * pow(multiplier, min(steps, 10_000))
         }
-        return min(max(.zero, raw), cap)
+        return Duration.clampedSeconds(seconds, to: cap)
     }
 }
 
+extension Backoff.Shape {
+    /// The shape with values that cannot misbehave: increments of at least zero, multipliers of
+    /// at least 1 (2 when not finite).
+    var sanitized: Backoff.Shape {
+        switch self {
+        case .constant:
+            return .constant
+        case .linear(let increment):
+            return .linear(increment: max(.zero, increment))
+        case .exponential(let multiplier):
+            return .exponential(multiplier: multiplier.isFinite ? max(1, multiplier) : 2)
+        }
+    }
+}
+
+extension Duration {
+    /// `seconds` as a duration within `0...limit`: NaN and negative values are zero, values past
+    /// the limit (infinity included) are the limit — so no arithmetic on hostile values overflows.
+    static func clampedSeconds(_ seconds: Double, to limit: Duration) -> Duration {
+        guard seconds > 0 else { return .zero } // NaN too
+        guard seconds < limit.seconds else { return limit }
+        return min(.seconds(seconds), limit)
+    }
+}

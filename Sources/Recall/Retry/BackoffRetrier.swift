@@ -6,11 +6,22 @@ import FoundationNetworking
 /// The standard retrier: classify, check idempotency, attempts, deadline and budget, then
 /// wait a jittered backoff (at least the `Retry-After` hint) and try again.
 ///
+/// - A `Retry-After` hint is a lower bound: a retry is never sent earlier than the server asked.
+///   A hint that does not fit what is left of the deadline, or exceeds
+///   ``RetryPolicy/maxRetryAfter``, ends the request at once with a ``RetryError`` that carries
+///   the hint and the server's answer.
+/// - The budget hears of every request start, every retryable failure, every retry and every
+///   success (an answer below 400; a `404` or `401` is neither), see ``RetryBudget``.
+///
 /// Every decision is recorded as a ``RecallEvent`` on the request's context.
 public struct BackoffRetrier: Retrier {
     /// The configuration.
     public let policy: RetryPolicy
     private var previousDelay: Duration
+    /// Whether the budget heard of the request's start.
+    private var started = false
+    /// What the request's latest retry took from the budget.
+    private var lastWithdrawal: Double?
 
     /// Creates a retrier for one request.
     public init(policy: RetryPolicy) {
@@ -30,21 +41,79 @@ public struct BackoffRetrier: Retrier {
     /// Decides whether and when to retry `attempt`.
     public mutating func decide(after attempt: Attempt) async throws -> RetryDecision {
         let context = attempt.context
-        let partition = policy.partitioning.partition(of: attempt.request)
-        if attempt.number == 1 { policy.budget?.requestStarted(partition: partition) }
+        let partition = start(attempt)
         if let open = attempt.error as? CircuitOpenError { context.record(.circuitOpen(host: open.partition)) }
 
         guard let reason = policy.classifier.retryReason(for: attempt) else {
-            if attempt.response != nil {
-                policy.budget?.recordSuccess(partition: partition)
+            if let response = attempt.response {
+                if (200..<400).contains(response.status) {
+                    policy.budget?.attemptSucceeded(partition: partition, lastWithdrawal: lastWithdrawal)
+                }
             } else {
                 context.record(.gaveUp(attempts: attempt.number, reason: .notRetryable))
             }
             return .stop
         }
-        func giveUp(_ why: GiveUpReason) {
-            context.record(.gaveUp(attempts: attempt.number, reason: why))
+        policy.budget?.attemptFailed(partition: partition, reason: reason)
+        if !policy.idempotency.allowsRetry(of: attempt.request, after: attempt.error), !pastLimits(attempt) {
+            context.record(.gaveUp(attempts: attempt.number, reason: .notIdempotent))
+            return .stop
         }
+        var delay = policy.jitter.apply(to: policy.backoff.delay(forRetry: attempt.number), previous: previousDelay,
+                                        backoff: policy.backoff, random: policy.random)
+        var usedHint = false
+        if policy.honorsRetryAfter, !pastLimits(attempt), let field = attempt.response?.headers["Retry-After"],
+           let hint = RetryAfter.parse(field, now: policy.now()) {
+            if let deadline = policy.deadline, attempt.elapsed + hint >= deadline {
+                context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
+                context.record(.gaveUp(attempts: attempt.number, reason: .deadline))
+                return .fail(RetryError.retryAfterExceedsDeadline(hint: hint, remaining: max(.zero, deadline - attempt.elapsed),
+                                                                  response: attempt.response))
+            }
+            if hint > policy.maxRetryAfter {
+                context.record(.gaveUp(attempts: attempt.number, reason: .retryAfterTooLong))
+                return .fail(RetryError.retryAfterTooLong(hint: hint, limit: policy.maxRetryAfter, response: attempt.response))
+            }
+            if hint >= delay {
+                delay = hint
+                usedHint = true
+            }
+        }
+        let decision = admit(attempt, reason: reason, delay: delay, partition: partition)
+        if case .retry = decision {
+            previousDelay = delay
+            context.record(.retryScheduled(attempt: attempt.number, delay: delay, reason: reason, usedRetryAfter: usedHint))
+        }
+        return decision
+    }
+
+    /// Admits an attempt a composing retrier asks for (a credential refresh) within the limits:
+    /// attempts, deadline and budget — as for any retry, but with no classification or backoff.
+    public mutating func admit(extraAttemptAfter attempt: Attempt, reason: RetryReason, delay: Duration) async throws -> RetryDecision {
+        let partition = start(attempt)
+        return admit(attempt, reason: reason, delay: max(.zero, delay), partition: partition)
+    }
+
+    /// The budget partition of `attempt`'s request; tells the budget the request started, once.
+    private mutating func start(_ attempt: Attempt) -> String {
+        let partition = policy.partitioning.partition(of: attempt.request)
+        if !started {
+            started = true
+            policy.budget?.requestStarted(partition: partition)
+        }
+        return partition
+    }
+
+    /// Whether `attempt` already used up the attempts or the deadline (then those limits, not
+    /// idempotency or a hint, say why the request stops).
+    private func pastLimits(_ attempt: Attempt) -> Bool {
+        attempt.number >= policy.maxAttempts || policy.deadline.map { attempt.elapsed >= $0 } == true
+    }
+
+    /// One more attempt after `delay`, unless the deadline, the attempts or the budget refuse.
+    private mutating func admit(_ attempt: Attempt, reason: RetryReason, delay: Duration, partition: String) -> RetryDecision {
+        let context = attempt.context
+        func giveUp(_ why: GiveUpReason) { context.record(.gaveUp(attempts: attempt.number, reason: why)) }
         if let deadline = policy.deadline, attempt.elapsed >= deadline {
             context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
             giveUp(.deadline)
@@ -55,39 +124,19 @@ public struct BackoffRetrier: Retrier {
             giveUp(.maxAttempts)
             return .stop
         }
-        if !policy.idempotency.allowsRetry(of: attempt.request, after: attempt.error) {
-            giveUp(.notIdempotent)
-            return .stop
-        }
-
-        var delay = policy.jitter.apply(to: policy.backoff.delay(forRetry: attempt.number), previous: previousDelay,
-                                        backoff: policy.backoff, random: policy.random)
-        var usedHint = false
-        if policy.honorsRetryAfter, let field = attempt.response?.headers["Retry-After"],
-           let hint = RetryAfter.parse(field, now: policy.now()) {
-            let bounded = min(hint, policy.maxRetryAfter)
-            if let deadline = policy.deadline, attempt.elapsed + bounded >= deadline {
-                context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
-                giveUp(.deadline)
-                return .fail(RetryError.retryAfterExceedsDeadline(hint: hint, remaining: deadline - attempt.elapsed))
-            }
-            if bounded >= delay {
-                delay = bounded
-                usedHint = true
-            }
-        }
         if let deadline = policy.deadline, attempt.elapsed + delay >= deadline {
             context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
             giveUp(.deadline)
             return .stop
         }
-        if let budget = policy.budget, !budget.withdraw(partition: partition) {
-            context.record(.retryBudgetExhausted(host: partition))
-            giveUp(.budgetExhausted)
-            return .stop
+        if let budget = policy.budget {
+            guard let taken = budget.withdraw(partition: partition, reason: reason) else {
+                context.record(.retryBudgetExhausted(host: partition))
+                giveUp(.budgetExhausted)
+                return .stop
+            }
+            lastWithdrawal = taken
         }
-        previousDelay = delay
-        context.record(.retryScheduled(attempt: attempt.number, delay: delay, reason: reason, usedRetryAfter: usedHint))
         return .retry(after: delay)
     }
 }
@@ -107,6 +156,17 @@ public struct BackoffRetrierFactory: RetrierFactory {
     public func makeRetrier(for request: URLRequest) -> any Retrier {
         BackoffRetrier(policy: policy)
     }
+
+    /// This factory, also retrying `statuses` (on top of the ones it retries already).
+    ///
+    /// ```swift
+    /// .exponentialBackoff(maxAttempts: 4).retrying(statuses: 425)
+    /// ```
+    public func retrying(statuses: Int...) -> BackoffRetrierFactory {
+        var policy = policy
+        policy.classifier.retryableStatuses.formUnion(statuses)
+        return BackoffRetrierFactory(policy: policy)
+    }
 }
 
 extension RetrierFactory where Self == BackoffRetrierFactory {
@@ -119,16 +179,27 @@ extension RetrierFactory where Self == BackoffRetrierFactory {
     ///
     /// ```swift
     /// Pipeline(transport: transport, retrierFactory: .exponentialBackoff(maxAttempts: 5, deadline: .seconds(10)))
+    /// // the default statuses and 425 Too Early:
+    /// .exponentialBackoff(retryableStatuses: RetryClassifier.defaultStatuses.union([425]))
     /// ```
+    ///
+    /// - Parameters:
+    ///   - maxAttempts: attempts in all, the first included: `1...10` (``RetryPolicy/attemptLimit``);
+    ///     a value outside is held to that range and listed in ``RetryPolicy/adjustments``.
+    ///   - retryableStatuses: the statuses worth another attempt (``RetryClassifier/defaultStatuses``
+    ///     by default); transport failures are classified as ``RetryClassifier/default`` does.
+    ///   - budget: shared by every retrier of this factory (``RetryQuota`` per host by default).
     public static func exponentialBackoff(
         base: Duration = .milliseconds(100), multiplier: Double = 2, cap: Duration = .seconds(10),
         jitter: Jitter = .full, maxAttempts: Int = 3, deadline: Duration? = nil, attemptTimeout: Duration? = nil,
-        budget: (any RetryBudget)? = TokenBucketBudget(), random: any RandomSource = SystemRandomSource()
+        retryableStatuses: Set<Int> = RetryClassifier.defaultStatuses,
+        budget: (any RetryBudget)? = RetryQuota(), random: any RandomSource = SystemRandomSource()
     ) -> BackoffRetrierFactory {
         var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .exponential(base: base, multiplier: multiplier, cap: cap),
                                  jitter: jitter)
         policy.deadline = deadline
         policy.attemptTimeout = attemptTimeout
+        policy.classifier.retryableStatuses = retryableStatuses
         policy.budget = budget
         policy.random = random
         return BackoffRetrierFactory(policy: policy)

@@ -3,9 +3,20 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A circuit breaker per host: when too many recent attempts failed it opens and refuses
-/// attempts at once with ``CircuitOpenError``, then after `breakDuration` lets one probe
-/// through (half-open); the probe's success closes it, its failure opens it again.
+/// A circuit breaker per host, on resilience4j's model: while **closed** it counts the outcomes
+/// of recent attempts in a sliding window; when at least `minimumCalls` are counted and the share
+/// of failures reaches `failureRatio` (or the share of slow calls reaches `slowCallRatio`), it
+/// **opens** and refuses attempts at once with ``CircuitOpenError``; after `breakDuration` it is
+/// **half-open** and lets `probes` attempts through; when they have all answered, their failure
+/// (or slow) share decides: open again, or closed with an empty window.
+///
+/// - An attempt cut by Recall's own per-attempt timeout or deadline is a failure the moment it
+///   is cut: a host that hangs opens the circuit even if its connections never return.
+/// - Only the probes decide half-open: an attempt let through before the circuit opened that
+///   answers late changes nothing.
+/// - By default a failure is what a retry could fix — 5xx (500, 502, 503, 504), 408 and transport
+///   failures — except `429`: a client being rate-limited says nothing about the host's health.
+/// - Bookkeeping is O(1) per call (bucketed windows) and hosts never wait for one another.
 ///
 /// Use it by wrapping a transport, so it sees every attempt: `transport.withCircuitBreaker(breaker)`.
 public final class CircuitBreaker: Sendable {
@@ -15,113 +26,203 @@ public final class CircuitBreaker: Sendable {
         case closed
         /// Attempts are refused until the break ends.
         case open
-        /// One probe may pass; its outcome decides.
+        /// The probes may pass; their outcomes decide.
         case halfOpen
+    }
+
+    /// Which recent attempts a closed circuit counts.
+    public enum Window: Sendable, Hashable {
+        /// The attempts of the last `duration`, counted in one-second buckets (at most 1,000
+        /// buckets; longer windows use longer buckets).
+        case time(Duration)
+        /// The last `n` attempts.
+        case count(Int)
     }
 
     /// The share of failed attempts in the window that opens the circuit (0.5 = half).
     public let failureRatio: Double
-    /// The fewest attempts in the window before the ratio counts.
-    public let minimumThroughput: Int
-    /// How far back attempts count.
-    public let samplingWindow: Duration
-    /// How long the circuit stays open before a probe.
+    /// The share of slow attempts in the window that opens the circuit (1 = all; ignored when
+    /// ``slowCallDuration`` is `nil`).
+    public let slowCallRatio: Double
+    /// An attempt that takes longer than this is slow, whatever its outcome; `nil`: none is.
+    public let slowCallDuration: Duration?
+    /// The fewest attempts in the window before the shares count.
+    public let minimumCalls: Int
+    /// Which recent attempts count.
+    public let window: Window
+    /// How long the circuit stays open before probes.
     public let breakDuration: Duration
+    /// How many probes a half-open circuit lets through; their outcomes decide.
+    public let probes: Int
     /// How attempts share circuits.
     public let partitioning: Partitioning
-    /// Which outcomes count as failures (by default, the retryable ones: 5xx, 408, 429, transport failures).
+    /// Which outcomes count as failures.
     public let classifier: RetryClassifier
 
-    private struct Circuit {
-        var state: State = .closed
-        var samples: [(at: Duration, failed: Bool)] = []
-        var openedAt: Duration = .zero
-        var probeInFlight = false
-    }
+    /// The default failure classification: the retryable outcomes of ``RetryClassifier/default``
+    /// without `429`.
+    public static let defaultClassifier = RetryClassifier.default.notRetrying(statuses: 429)
 
     private let time: TimeSource
-    private let circuits = Locked<[String: Circuit]>([:])
+    private let circuits: PartitionTable<Circuit>
 
-    /// Creates a breaker; time is measured on `clock`.
-    public init(failureRatio: Double = 0.5, minimumThroughput: Int = 10, samplingWindow: Duration = .seconds(30),
-                breakDuration: Duration = .seconds(30), partitioning: Partitioning = .perHost,
-                classifier: RetryClassifier = .default, clock: any Clock<Duration> = ContinuousClock()) {
-        self.failureRatio = min(max(failureRatio, 0), 1)
-        self.minimumThroughput = max(1, minimumThroughput)
-        self.samplingWindow = samplingWindow
-        self.breakDuration = breakDuration
+    /// Creates a breaker; time is measured on `clock`. Values are held to sensible ranges:
+    /// ratios to `0...1` (NaN: the default), `minimumCalls` and `probes` to at least 1, durations
+    /// to at least 1 ms.
+    public init(failureRatio: Double = 0.5, minimumCalls: Int = 10, window: Window = .time(.seconds(30)),
+                breakDuration: Duration = .seconds(30), probes: Int = 5, slowCallDuration: Duration? = nil,
+                slowCallRatio: Double = 1, partitioning: Partitioning = .perHost,
+                classifier: RetryClassifier = CircuitBreaker.defaultClassifier, clock: any Clock<Duration> = ContinuousClock()) {
+        func ratio(_ value: Double, _ fallback: Double) -> Double { value.isNaN ? fallback : min(max(value, 0), 1) }
+        self.failureRatio = ratio(failureRatio, 0.5)
+        self.slowCallRatio = ratio(slowCallRatio, 1)
+        self.slowCallDuration = slowCallDuration.map { max(.milliseconds(1), $0) }
+        self.minimumCalls = max(1, minimumCalls)
+        self.window = switch window {
+        case .time(let duration): .time(max(.milliseconds(1), duration))
+        case .count(let n): .count(min(max(1, n), 1_000_000))
+        }
+        self.breakDuration = max(.milliseconds(1), breakDuration)
+        self.probes = min(max(1, probes), 1_000)
         self.partitioning = partitioning
         self.classifier = classifier
         self.time = TimeSource(clock)
+        let kind: SlidingWindow<Outcomes>.Kind = switch self.window {
+        case .time(let duration): .time(duration, slices: min(1_000, max(1, Int(duration.seconds.rounded(.up)))))
+        case .count(let n): .count(n)
+        }
+        circuits = PartitionTable { _ in Circuit(window: kind) }
     }
 
     /// The state of `partition`'s circuit now.
     public func state(of partition: String) -> State {
-        circuits.withLock { circuits in
-            guard var circuit = circuits[partition] else { return .closed }
-            advance(&circuit, now: time.now())
-            circuits[partition] = circuit
-            return circuit.state
+        guard let circuit = circuits.existing(partition) else { return .closed }
+        let now = time.now()
+        return circuit.state.withLock { state in
+            advance(&state, now: now)
+            return state.phase
         }
     }
 
-    /// Asks to send an attempt to `partition`: `nil` when it may go, else how long the circuit
-    /// stays open.
-    func acquire(_ partition: String) -> Duration? {
+    // MARK: Attempts
+
+    /// Leave to send one attempt, as the circuit gave it (outcomes of attempts let through in an
+    /// earlier phase of the circuit change nothing).
+    struct Permit: Sendable {
+        let partition: String
+        let generation: UInt64
+        let isProbe: Bool
+        let startedAt: Duration
+    }
+
+    /// Asks to send an attempt to `partition`: a permit, or the error that refuses it.
+    func acquire(_ partition: String) -> Result<Permit, CircuitOpenError> {
         let now = time.now()
-        return circuits.withLock { circuits in
-            var circuit = circuits[partition, default: Circuit()]
-            advance(&circuit, now: now)
-            defer { circuits[partition] = circuit }
-            switch circuit.state {
+        return circuits.value(for: partition).state.withLock { state in
+            advance(&state, now: now)
+            switch state.phase {
             case .closed:
-                return nil
+                return .success(Permit(partition: partition, generation: state.generation, isProbe: false, startedAt: now))
             case .open:
-                return circuit.openedAt + breakDuration - now
+                return .failure(CircuitOpenError(partition: partition, retryIn: state.openedAt + breakDuration - now))
             case .halfOpen:
-                if circuit.probeInFlight { return breakDuration }
-                circuit.probeInFlight = true
-                return nil
-            }
-        }
-    }
-
-    /// Records the outcome of an attempt to `partition`; `failed == nil` for an attempt that
-    /// says nothing about the host (cancelled).
-    func record(_ partition: String, failed: Bool?) {
-        let now = time.now()
-        circuits.withLock { circuits in
-            var circuit = circuits[partition, default: Circuit()]
-            defer { circuits[partition] = circuit }
-            if circuit.state == .halfOpen {
-                circuit.probeInFlight = false
-                guard let failed else { return }
-                if failed {
-                    circuit.state = .open
-                    circuit.openedAt = now
-                } else {
-                    circuit = Circuit()
+                guard state.probesAdmitted < probes else {
+                    // Every probe is out: the circuit reopens or closes when they answer, not at a known time.
+                    return .failure(CircuitOpenError(partition: partition, retryIn: nil))
                 }
-                return
-            }
-            guard let failed else { return }
-            circuit.samples.append((now, failed))
-            circuit.samples.removeAll { $0.at <= now - samplingWindow }
-            let failures = circuit.samples.filter(\.failed).count
-            if circuit.state == .closed, circuit.samples.count >= minimumThroughput,
-               Double(failures) / Double(circuit.samples.count) >= failureRatio {
-                circuit.state = .open
-                circuit.openedAt = now
-                circuit.samples.removeAll()
+                state.probesAdmitted += 1
+                return .success(Permit(partition: partition, generation: state.generation, isProbe: true, startedAt: now))
             }
         }
     }
 
-    private func advance(_ circuit: inout Circuit, now: Duration) {
-        if circuit.state == .open, now >= circuit.openedAt + breakDuration {
-            circuit.state = .halfOpen
-            circuit.probeInFlight = false
+    /// Records the outcome of the attempt `permit` let through: `failed == nil` for an attempt
+    /// that says nothing about the host (cancelled by its caller).
+    func record(_ permit: Permit, failed: Bool?) {
+        let now = time.now()
+        let slow = slowCallDuration.map { now - permit.startedAt > $0 } ?? false
+        guard let circuit = circuits.existing(permit.partition) else { return }
+        circuit.state.withLock { state in
+            advance(&state, now: now)
+            guard permit.generation == state.generation else { return } // from an earlier phase: no say
+            switch state.phase {
+            case .closed:
+                guard let failed else { return }
+                state.window.add(Outcomes(calls: 1, failures: failed ? 1 : 0, slow: slow ? 1 : 0), at: now)
+                let counted = state.window.total(at: now)
+                if counted.calls >= minimumCalls, trips(counted) { open(&state, now: now) }
+            case .halfOpen:
+                guard permit.isProbe else { return }
+                guard let failed else {
+                    state.probesAdmitted -= 1 // a cancelled probe: let another one go
+                    return
+                }
+                state.probeOutcomes.add(Outcomes(calls: 1, failures: failed ? 1 : 0, slow: slow ? 1 : 0))
+                guard state.probeOutcomes.calls >= probes else { return }
+                if trips(state.probeOutcomes) {
+                    open(&state, now: now)
+                } else {
+                    close(&state)
+                }
+            case .open:
+                break
+            }
         }
+    }
+
+    /// Whether `outcomes` open the circuit: their failure share or slow share reached its ratio.
+    private func trips(_ outcomes: Outcomes) -> Bool {
+        let calls = Double(outcomes.calls)
+        if Double(outcomes.failures) / calls >= failureRatio { return true }
+        return slowCallDuration != nil && Double(outcomes.slow) / calls >= slowCallRatio
+    }
+
+    private func open(_ state: inout CircuitState, now: Duration) {
+        state.phase = .open
+        state.openedAt = now
+        state.generation += 1
+        state.window.reset()
+    }
+
+    private func close(_ state: inout CircuitState) {
+        state.phase = .closed
+        state.generation += 1
+        state.window.reset()
+    }
+
+    /// An open circuit becomes half-open once its break is over.
+    private func advance(_ state: inout CircuitState, now: Duration) {
+        guard state.phase == .open, now >= state.openedAt + breakDuration else { return }
+        state.phase = .halfOpen
+        state.generation += 1
+        state.probesAdmitted = 0
+        state.probeOutcomes = .zero
+    }
+
+    // MARK: State
+
+    struct Outcomes: WindowTally {
+        var calls = 0
+        var failures = 0
+        var slow = 0
+        static let zero = Outcomes()
+        mutating func add(_ other: Outcomes) { calls += other.calls; failures += other.failures; slow += other.slow }
+        mutating func subtract(_ other: Outcomes) { calls -= other.calls; failures -= other.failures; slow -= other.slow }
+    }
+
+    struct CircuitState: Sendable {
+        var phase = State.closed
+        /// Changes at every transition: permits of an earlier phase are recognised by it.
+        var generation: UInt64 = 0
+        var window: SlidingWindow<Outcomes>
+        var openedAt: Duration = .zero
+        var probesAdmitted = 0
+        var probeOutcomes = Outcomes.zero
+    }
+
+    private final class Circuit: Sendable {
+        let state: Locked<CircuitState>
+        init(window: SlidingWindow<Outcomes>.Kind) { state = Locked(CircuitState(window: SlidingWindow(window))) }
     }
 }
 
@@ -138,37 +239,48 @@ public struct CircuitBreakerTransport: Transport {
         self.breaker = breaker
     }
 
-    /// Refuses at once while the circuit is open; otherwise sends and records the outcome.
+    /// Refuses at once while the circuit is open; otherwise sends and records the outcome —
+    /// a failure as soon as Recall cuts the attempt (timeout, deadline), however late the
+    /// transport returns.
     public func send(_ request: URLRequest) async throws -> Response {
         let partition = breaker.partitioning.partition(of: request)
-        if let remaining = breaker.acquire(partition) {
-            throw CircuitOpenError(partition: partition, retryIn: remaining)
+        let permit = try breaker.acquire(partition).get()
+        let once = Locked(false) // the first of "cut" and "answered" is recorded
+        let breaker = self.breaker
+        @Sendable func record(_ failed: Bool?) {
+            guard once.withLock({ recorded in defer { recorded = true }; return !recorded }) else { return }
+            breaker.record(permit, failed: failed)
         }
+        AttemptCut.current?.onCut { record(true) }
         let context = RequestContext(originalRequest: request)
         do {
             let response = try await base.send(request)
             let attempt = Attempt(request: request, outcome: .success(response), number: 1, elapsed: .zero, context: context)
-            breaker.record(partition, failed: breaker.classifier.retryReason(for: attempt) != nil)
+            record(breaker.classifier.retryReason(for: attempt) != nil)
             return response
         } catch {
             let attempt = Attempt(request: request, outcome: .failure(error), number: 1, elapsed: .zero, context: context)
-            breaker.record(partition, failed: error.isCancellation ? nil : breaker.classifier.retryReason(for: attempt) != nil)
+            record(error.isCancellation ? nil : breaker.classifier.retryReason(for: attempt) != nil)
             throw error
         }
     }
 }
 
 /// The error of an attempt refused by an open circuit. It is not retryable: the retrier
-/// stops at once, and a cache with `stale-if-error` may serve a stale entry instead.
+/// stops at once, and a cache may serve a stored response instead (an offline answer).
 public struct CircuitOpenError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The partition (host) whose circuit is open.
     public var partition: String
-    /// How long until the circuit lets a probe through.
-    public var retryIn: Duration
+    /// How long until the circuit lets probes through; `nil` while it is half-open with every
+    /// probe out (it reopens or closes when they answer, not at a known time).
+    public var retryIn: Duration?
 
     /// What happened and what to do.
     public var description: String {
-        "the circuit for \(partition) is open after repeated failures; a probe is allowed in \(retryIn.formatted)"
+        guard let retryIn else {
+            return "the circuit for \(partition) is half-open and its probes are still out; try again when they have answered"
+        }
+        return "the circuit for \(partition) is open after repeated failures; probes are allowed in \(retryIn.formatted)"
     }
 }
 

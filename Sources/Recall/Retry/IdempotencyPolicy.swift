@@ -8,8 +8,8 @@ import FoundationNetworking
 public struct IdempotencyPolicy: Sendable, Hashable {
     /// Methods retried without further proof (RFC 9110 §9.2.2): GET, HEAD, OPTIONS, TRACE, PUT, DELETE.
     public var idempotentMethods: Set<String>
-    /// A request carrying this header field (with any value) is retried whatever its method;
-    /// `nil` to ignore such keys.
+    /// A request carrying this header field (with a non-empty value) is retried whatever its
+    /// method; `nil` to ignore such keys.
     public var keyField: String?
     /// Retry every method, for callers who know their endpoints are safe to repeat.
     public var retryAllMethods: Bool
@@ -26,13 +26,13 @@ public struct IdempotencyPolicy: Sendable, Hashable {
     public static let `default` = IdempotencyPolicy()
 
     /// Whether `request` may be sent again after failing with `error` (nil for a response).
-    /// A failure proving that the request never left the client (connection refused, DNS)
-    /// allows a retry of any method.
+    /// A failure proving that the request never left the client (connection refused, DNS — from
+    /// any transport, see ``TransportError/classify(_:)``) allows a retry of any method.
     public func allowsRetry(of request: URLRequest, after error: (any Error)?) -> Bool {
         if retryAllMethods { return true }
         if idempotentMethods.contains(HTTPMethod(request).rawValue) { return true }
-        if let keyField, request.value(forHTTPHeaderField: keyField) != nil { return true }
-        if let error = error as? TransportError, error.requestNeverSent { return true }
+        if let keyField, let key = request.value(forHTTPHeaderField: keyField), !key.trimmingOWS.isEmpty { return true }
+        if let error, TransportError.classify(error)?.requestNeverSent == true { return true }
         return false
     }
 }

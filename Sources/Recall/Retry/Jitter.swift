@@ -22,8 +22,9 @@ public enum Jitter: String, Sendable, Hashable, CaseIterable {
         case .equal:
             return random.duration(between: delay / 2, and: delay)
         case .decorrelated:
-            let upper = min(backoff.cap, max(backoff.base, previous) * 3)
-            return min(backoff.cap, random.duration(between: backoff.base, and: upper))
+            let cap = max(.zero, backoff.cap), base = min(max(.zero, backoff.base), cap)
+            let upper = Duration.clampedSeconds(max(base, previous).seconds * 3, to: cap)
+            return min(cap, random.duration(between: base, and: upper))
         }
     }
 }

@@ -1,7 +1,12 @@
-
-/// A retry budget as a share of recent traffic (Finagle's `RetryBudget`): within a sliding
-/// window, retries may add at most `percent` of the requests started, plus a small reserve
-/// of `minRetriesPerSecond` so that low-traffic clients can still retry.
+/// A retry budget as a share of recent traffic (Finagle's `RetryBudget`), per partition
+/// (host): within a sliding window, retries may add at most `percent` of the requests started,
+/// plus a reserve of `minRetriesPerSecond` × the window so that low-traffic clients can still
+/// retry. Finagle's defaults are a 10 s window, 20 % and 10 retries per second; Recall keeps
+/// 10 s and 20 % with a reserve of 1 per second.
+///
+/// Requests and retries are counted in ten slices of the window (Finagle's `WindowedAdder`):
+/// each call costs O(1) however many are in the window, and hosts never wait for one another's
+/// locks.
 public final class PercentageBudget: RetryBudget {
     /// The share of requests that may be retried, such as 0.2 for 20 %.
     public let percent: Double
@@ -10,59 +15,49 @@ public final class PercentageBudget: RetryBudget {
     /// How far back requests and retries count.
     public let window: Duration
 
-    private struct Counts {
-        var requests: [(at: Duration, count: Int)] = []
-        var retries: [Duration] = []
+    struct Counts: WindowTally {
+        var requests = 0
+        var retries = 0
+        static let zero = Counts()
+        mutating func add(_ other: Counts) { requests += other.requests; retries += other.retries }
+        mutating func subtract(_ other: Counts) { requests -= other.requests; retries -= other.retries }
+    }
+
+    private final class Partition: Sendable {
+        let counts: Locked<SlidingWindow<Counts>>
+        init(window: Duration) { counts = Locked(SlidingWindow(.time(window, slices: 10))) }
     }
 
     private let time: TimeSource
-    private let partitions = Locked<[String: Counts]>([:])
+    private let partitions: PartitionTable<Partition>
 
-    /// Creates a budget measuring its window on `clock`.
+    /// Creates a budget measuring its window on `clock`. Negative or non-finite shares count
+    /// as zero; the window is at least one second.
     public init(percent: Double = 0.2, minRetriesPerSecond: Double = 1, window: Duration = .seconds(10),
                 clock: any Clock<Duration> = ContinuousClock()) {
-        self.percent = max(0, percent)
-        self.minRetriesPerSecond = max(0, minRetriesPerSecond)
-        self.window = max(.seconds(1), window)
+        self.percent = percent.finiteOrZero
+        self.minRetriesPerSecond = minRetriesPerSecond.finiteOrZero
+        let window = max(.seconds(1), window)
+        self.window = window
         self.time = TimeSource(clock)
+        partitions = PartitionTable { _ in Partition(window: window) }
     }
 
     /// Counts a request in the window.
     public func requestStarted(partition: String) {
         let now = time.now()
-        partitions.withLock { partitions in
-            var counts = partitions[partition, default: Counts()]
-            prune(&counts, now: now)
-            if let last = counts.requests.last, last.at == now {
-                counts.requests[counts.requests.count - 1].count += 1
-            } else {
-                counts.requests.append((now, 1))
-            }
-            partitions[partition] = counts
-        }
+        partitions.value(for: partition).counts.withLock { $0.add(Counts(requests: 1), at: now) }
     }
 
-    /// Allows a retry while retries in the window stay within the share.
-    public func withdraw(partition: String) -> Bool {
+    /// Allows a retry while retries in the window stay within the share (it costs no tokens).
+    public func withdraw(partition: String, reason: RetryReason) -> Double? {
         let now = time.now()
-        return partitions.withLock { partitions in
-            var counts = partitions[partition, default: Counts()]
-            prune(&counts, now: now)
-            let requests = counts.requests.reduce(0) { $0 + $1.count }
-            let allowed = minRetriesPerSecond * window.seconds + percent * Double(requests)
-            let granted = Double(counts.retries.count + 1) <= allowed
-            if granted { counts.retries.append(now) }
-            partitions[partition] = counts
-            return granted
+        return partitions.value(for: partition).counts.withLock { counts in
+            let total = counts.total(at: now)
+            let allowed = minRetriesPerSecond * window.seconds + percent * Double(total.requests)
+            guard Double(total.retries + 1) <= allowed else { return nil }
+            counts.add(Counts(retries: 1), at: now)
+            return 0
         }
-    }
-
-    /// Nothing to do: the share follows traffic by itself.
-    public func recordSuccess(partition: String) {}
-
-    private func prune(_ counts: inout Counts, now: Duration) {
-        let horizon = now - window
-        counts.requests.removeAll { $0.at <= horizon }
-        counts.retries.removeAll { $0 <= horizon }
     }
 }

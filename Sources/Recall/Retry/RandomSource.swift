@@ -9,9 +9,15 @@ public protocol RandomSource: Sendable {
 
 extension RandomSource {
     /// A uniformly distributed duration in `lower...upper` (just `lower` when the range is empty).
+    /// A source that answers outside `0..<1` (or NaN) is held to that range.
     public func duration(between lower: Duration, and upper: Duration) -> Duration {
         guard upper > lower else { return lower }
-        return lower + (upper - lower) * nextUnit()
+        let unit = nextUnit()
+        let fraction = unit.isNaN ? 0 : min(max(unit, 0), 1)
+        // In floating point, so that no pair of durations overflows; then held to the range.
+        let seconds = lower.seconds + (upper.seconds - lower.seconds) * fraction
+        guard seconds.isFinite else { return lower }
+        return min(max(.seconds(seconds), lower), upper)
     }
 }
 

@@ -17,11 +17,23 @@ public protocol Retrier {
     /// ``TransportError/Kind/timedOut``), given the time since the first attempt started;
     /// `nil` for no limit. The default is `nil`.
     func attemptTimeout(elapsed: Duration) -> Duration?
+
+    /// Decides whether `attempt` may be followed by one more attempt that a retrier composed
+    /// around this one asks for — a credential refresh after `401`, say — for `reason`, after
+    /// `delay`, within this retrier's limits (attempts, deadline, budget, which it charges as for
+    /// any retry). Composing retriers call it so their extra attempts count like any other;
+    /// ``AuthRefreshRetrier`` does. The default allows it: a retrier without limits has none to apply.
+    mutating func admit(extraAttemptAfter attempt: Attempt, reason: RetryReason, delay: Duration) async throws -> RetryDecision
 }
 
 extension Retrier {
     /// No per-attempt timeout.
     public func attemptTimeout(elapsed: Duration) -> Duration? { nil }
+
+    /// Allows the extra attempt (no limits to apply).
+    public mutating func admit(extraAttemptAfter attempt: Attempt, reason: RetryReason, delay: Duration) async throws -> RetryDecision {
+        .retry(after: delay)
+    }
 }
 
 /// The outcome of one transport attempt, as a ``Retrier`` sees it.

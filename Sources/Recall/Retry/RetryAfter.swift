@@ -12,8 +12,11 @@ public enum RetryAfter {
         let text = value.trimmingOWS
         guard !text.isEmpty else { return nil }
         if text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-            // All digits: delta-seconds. Anything over the ceiling (even 10^30) is the ceiling.
-            guard text.utf8.count <= 12, let seconds = Int64(text) else { return ceiling }
+            // All digits: delta-seconds (leading zeros allowed: 0000000000005 is 5 s). Anything
+            // over the ceiling (even 10^30) is the ceiling.
+            let digits = text.drop { $0 == "0" }
+            guard !digits.isEmpty else { return .zero }
+            guard digits.utf8.count <= 12, let seconds = Int64(digits) else { return ceiling }
             return min(.seconds(seconds), ceiling)
         }
         guard let date = HTTPDate.parse(text, now: now) else { return nil }

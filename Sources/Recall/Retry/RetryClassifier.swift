@@ -6,8 +6,13 @@ import FoundationNetworking
 /// Decides whether an attempt's outcome is a failure that a retry may fix.
 ///
 /// By default, transport failures that a new attempt can fix (timed out, cannot connect,
-/// connection lost, DNS) and the statuses 408, 429, 500, 502, 503 and 504 are retryable;
-/// every other status, every success, TLS failures and cancellation are not.
+/// connection lost, DNS — from any transport, see ``TransportError/classify(_:)``) and the
+/// statuses 408, 429, 500, 502, 503 and 504 are retryable; every other status, every success,
+/// TLS failures and cancellation are not.
+///
+/// ```swift
+/// .exponentialBackoff(classifier: .default.retrying(statuses: 425))   // the defaults and 425 Too Early
+/// ```
 public struct RetryClassifier: Sendable {
     /// Statuses worth another attempt.
     public var retryableStatuses: Set<Int>
@@ -17,10 +22,15 @@ public struct RetryClassifier: Sendable {
     /// back to the sets above.
     public var custom: (@Sendable (Attempt) -> RetryReason??)?
 
+    /// The statuses retried by default: 408, 429, 500, 502, 503, 504.
+    public static let defaultStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+    /// The transport failures retried by default: timed out, cannot connect, connection lost, DNS.
+    public static let defaultErrors: Set<TransportError.Kind> = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure]
+
     /// Creates a classifier; the defaults are the ones described on the type.
     public init(
-        retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504],
-        retryableErrors: Set<TransportError.Kind> = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure],
+        retryableStatuses: Set<Int> = RetryClassifier.defaultStatuses,
+        retryableErrors: Set<TransportError.Kind> = RetryClassifier.defaultErrors,
         custom: (@Sendable (Attempt) -> RetryReason??)? = nil
     ) {
         self.retryableStatuses = retryableStatuses
@@ -31,6 +41,20 @@ public struct RetryClassifier: Sendable {
     /// The default classifier.
     public static let `default` = RetryClassifier()
 
+    /// This classifier, also retrying `statuses`.
+    public func retrying(statuses: Int...) -> RetryClassifier {
+        var classifier = self
+        classifier.retryableStatuses.formUnion(statuses)
+        return classifier
+    }
+
+    /// This classifier, no longer retrying `statuses`.
+    public func notRetrying(statuses: Int...) -> RetryClassifier {
+        var classifier = self
+        classifier.retryableStatuses.subtract(statuses)
+        return classifier
+    }
+
     /// Why `attempt` may be retried, or `nil` when it must not be (success, permanent failure,
     /// cancellation).
     public func retryReason(for attempt: Attempt) -> RetryReason? {
@@ -39,13 +63,10 @@ public struct RetryClassifier: Sendable {
         switch attempt.outcome {
         case .success(let response):
             return retryableStatuses.contains(response.status) ? .status(response.status) : nil
-        case .failure(let error as TransportError):
-            return retryableErrors.contains(error.kind) ? .transport(error.kind) : nil
-        case .failure(let error as URLError):
-            let kind = TransportError(error).kind
+        case .failure(let error):
+            // Any transport's errors: URLError, POSIX codes, TransportErrorConvertible (see TransportError.classify).
+            guard let kind = TransportError.classify(error)?.kind, kind != .cancelled else { return nil }
             return retryableErrors.contains(kind) ? .transport(kind) : nil
-        case .failure:
-            return nil
         }
     }
 }

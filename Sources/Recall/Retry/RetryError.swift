@@ -5,23 +5,45 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// What kind of error it is.
     public let code: Code
-    /// The wait the origin asked for (`Retry-After`), for ``Code/retryAfterExceedsDeadline``.
+    /// The wait the origin asked for (`Retry-After`), for ``Code/retryAfterExceedsDeadline`` and
+    /// ``Code/retryAfterTooLong``: schedule the request again after it.
     public let hint: Duration?
     /// What was left of the deadline, for ``Code/retryAfterExceedsDeadline``.
     public let remaining: Duration?
+    /// The longest wait the policy allows (``RetryPolicy/maxRetryAfter``), for ``Code/retryAfterTooLong``.
+    public let limit: Duration?
     /// The deadline, for ``Code/deadlineExceeded``.
     public let deadline: Duration?
     /// The attempts made, for ``Code/deadlineExceeded``.
     public let attempts: Int?
+    /// The origin's last answer (the `503` or `429` with the `Retry-After`), when there was one.
+    public let response: Response?
+
+    private init(code: Code, hint: Duration? = nil, remaining: Duration? = nil, limit: Duration? = nil, deadline: Duration? = nil,
+                 attempts: Int? = nil, response: Response? = nil) {
+        self.code = code
+        self.hint = hint
+        self.remaining = remaining
+        self.limit = limit
+        self.deadline = deadline
+        self.attempts = attempts
+        self.response = response
+    }
 
     /// The origin asked to wait `hint` (Retry-After) but only `remaining` of the deadline was left.
-    public static func retryAfterExceedsDeadline(hint: Duration, remaining: Duration) -> RetryError {
-        RetryError(code: .retryAfterExceedsDeadline, hint: hint, remaining: remaining, deadline: nil, attempts: nil)
+    public static func retryAfterExceedsDeadline(hint: Duration, remaining: Duration, response: Response? = nil) -> RetryError {
+        RetryError(code: .retryAfterExceedsDeadline, hint: hint, remaining: remaining, response: response)
+    }
+
+    /// The origin asked to wait `hint` (Retry-After), longer than the policy's `limit`
+    /// (``RetryPolicy/maxRetryAfter``).
+    public static func retryAfterTooLong(hint: Duration, limit: Duration, response: Response? = nil) -> RetryError {
+        RetryError(code: .retryAfterTooLong, hint: hint, limit: limit, response: response)
     }
 
     /// The total deadline passed while attempt number `attempts` was still running.
     public static func deadlineExceeded(deadline: Duration, attempts: Int) -> RetryError {
-        RetryError(code: .deadlineExceeded, hint: nil, remaining: nil, deadline: deadline, attempts: attempts)
+        RetryError(code: .deadlineExceeded, deadline: deadline, attempts: attempts)
     }
 
     /// What happened and what to do.
@@ -30,6 +52,9 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
         case .retryAfterExceedsDeadline:
             "the server asked to retry after \((hint ?? .zero).formatted), but only \((remaining ?? .zero).formatted) of the "
                 + "deadline was left; try again later or raise the deadline"
+        case .retryAfterTooLong:
+            "the server asked to retry after \((hint ?? .zero).formatted), longer than the \((limit ?? .zero).formatted) "
+                + "the retry policy waits (maxRetryAfter); schedule the request again after the hint"
         case .deadlineExceeded:
             "the \((deadline ?? .zero).formatted) deadline passed during attempt #\(attempts ?? 0); "
                 + "raise the deadline or the per-attempt timeout"
@@ -40,8 +65,10 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension ErrorCode where Owner == RetryError {
-    /// See ``RetryError/retryAfterExceedsDeadline(hint:remaining:)``.
+    /// See ``RetryError/retryAfterExceedsDeadline(hint:remaining:response:)``.
     public static let retryAfterExceedsDeadline = Self("retryAfterExceedsDeadline")
+    /// See ``RetryError/retryAfterTooLong(hint:limit:response:)``.
+    public static let retryAfterTooLong = Self("retryAfterTooLong")
     /// See ``RetryError/deadlineExceeded(deadline:attempts:)``.
     public static let deadlineExceeded = Self("deadlineExceeded")
 }

@@ -4,15 +4,29 @@ import Foundation
 /// retryable, and the limits (deadline, budget) that keep retries from doing harm.
 ///
 /// The defaults: 3 attempts; exponential backoff from 100 ms doubling up to 10 s with full
-/// jitter; `Retry-After` honoured up to 60 s; idempotent methods only; a token-bucket budget
-/// per host; no deadline and no per-attempt timeout. See docs/retry.md for why.
+/// jitter; `Retry-After` honoured up to 60 s (a longer hint ends the request with
+/// ``RetryError/retryAfterTooLong(hint:limit:response:)``); idempotent methods only; the AWS
+/// standard retry quota per host (``RetryQuota``); no deadline and no per-attempt timeout.
+/// See docs/retry.md for why.
 public struct RetryPolicy: Sendable {
-    /// Attempts in all, counting the first (not retries). Clamped to `1...10`.
+    /// Attempts in all, counting the first (not retries): `1...10`. A value outside is held to
+    /// that range and the change is listed in ``adjustments``.
     public var maxAttempts: Int {
         get { storedMaxAttempts }
-        set { storedMaxAttempts = min(max(1, newValue), Self.attemptLimit) }
+        set {
+            storedMaxAttempts = min(max(1, newValue), Self.attemptLimit)
+            adjustments.removeAll { $0.hasPrefix("maxAttempts") }
+            if storedMaxAttempts != newValue {
+                adjustments.append("maxAttempts \(newValue) is outside 1...\(Self.attemptLimit): \(storedMaxAttempts) attempts are made")
+            }
+        }
     }
     private var storedMaxAttempts = 3
+
+    /// The values this policy was given that it could not use as they were, and what it uses
+    /// instead (empty when every value was taken as given). Log it when you build a policy from
+    /// configuration.
+    public private(set) var adjustments: [String] = []
 
     /// The hard cap on ``maxAttempts``.
     public static let attemptLimit = 10
@@ -27,14 +41,16 @@ public struct RetryPolicy: Sendable {
     public var idempotency: IdempotencyPolicy = .default
     /// Whether a `Retry-After` field sets a lower bound on the next delay.
     public var honorsRetryAfter = true
-    /// The longest `Retry-After` wait honoured; longer hints are cut to this.
+    /// The longest `Retry-After` wait honoured: a longer hint ends the request at once with
+    /// ``RetryError/retryAfterTooLong(hint:limit:response:)``, which carries the hint (a retry is
+    /// never sent earlier than the server asked).
     public var maxRetryAfter: Duration = .seconds(60)
     /// The total time for all attempts and waits, measured from the first attempt; nil for none.
     public var deadline: Duration?
     /// The longest one attempt may take before Recall cuts it; nil for none.
     public var attemptTimeout: Duration?
     /// The retry budget shared by every retrier of the factory; nil to retry without limit.
-    public var budget: (any RetryBudget)? = TokenBucketBudget()
+    public var budget: (any RetryBudget)? = RetryQuota()
     /// How requests share the budget.
     public var partitioning: Partitioning = .perHost
     /// The randomness of jitter.

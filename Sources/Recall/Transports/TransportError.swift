@@ -5,23 +5,43 @@ import FoundationNetworking
 
 /// Why a transport could not produce a response. HTTP error statuses are not transport
 /// errors: they arrive as a ``Response``.
+///
+/// Any error a transport throws is read as one of these by the retrier, the idempotency rule,
+/// the circuit breaker and the cache's offline answers (``classify(_:)``): `URLError`s, POSIX
+/// errors (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EPIPE`…), and the errors of any type that
+/// adopts ``TransportErrorConvertible``.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure, which decides whether a retry can help.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    /// The kind of failure, which decides whether a retry can help. An open set: compare with
+    /// `==`, or `switch` with a `default:` case — kinds may be added without breaking your code.
+    public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The kind's name, as written after the dot (`timedOut`).
+        public let rawValue: String
+
+        /// A kind named `rawValue` (the known kinds are the static members).
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
         /// The attempt took longer than its timeout.
-        case timedOut
+        public static let timedOut = Kind(rawValue: "timedOut")
         /// No connection could be opened (refused, unreachable); the request never left.
-        case cannotConnect
+        public static let cannotConnect = Kind(rawValue: "cannotConnect")
         /// The connection broke after it was opened; the request may have been processed.
-        case connectionLost
+        public static let connectionLost = Kind(rawValue: "connectionLost")
         /// The host name could not be resolved.
-        case dnsFailure
+        public static let dnsFailure = Kind(rawValue: "dnsFailure")
         /// The TLS handshake or certificate check failed.
-        case tls
+        public static let tls = Kind(rawValue: "tls")
         /// The attempt was cancelled.
-        case cancelled
+        public static let cancelled = Kind(rawValue: "cancelled")
         /// Anything else (malformed URL, bad response, file errors…).
-        case other
+        public static let other = Kind(rawValue: "other")
+
+        /// The kinds Recall itself produces, in a stable order.
+        public static let known: [Kind] = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure, .tls, .cancelled, .other]
+
+        /// The name.
+        public var description: String { rawValue }
     }
 
     /// The kind of failure.
@@ -32,13 +52,18 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var urlErrorCode: Int?
     /// A human-readable account of the failure.
     public var message: String
+    /// Whether the request certainly never reached the server, so even a non-idempotent request
+    /// (a `POST`) may be sent again. By default true for ``Kind/cannotConnect`` and
+    /// ``Kind/dnsFailure``; a transport that knows better says so when it makes the error.
+    public var requestNeverSent: Bool
 
-    /// Creates an error.
-    public init(_ kind: Kind, url: URL? = nil, urlErrorCode: Int? = nil, message: String? = nil) {
+    /// Creates an error. `requestNeverSent` defaults to what `kind` implies (see ``requestNeverSent``).
+    public init(_ kind: Kind, url: URL? = nil, urlErrorCode: Int? = nil, message: String? = nil, requestNeverSent: Bool? = nil) {
         self.kind = kind
         self.url = url
         self.urlErrorCode = urlErrorCode
         self.message = message ?? Self.defaultMessage(for: kind)
+        self.requestNeverSent = requestNeverSent ?? (kind == .cannotConnect || kind == .dnsFailure)
     }
 
     /// Maps a `URLError` to its kind: timeouts, connection failures, DNS, TLS, cancellation.
@@ -66,9 +91,48 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
                   message: "\(Self.defaultMessage(for: kind)) (URLError \(error.errorCode): \(error.localizedDescription))")
     }
 
-    /// Whether the request certainly never reached the server, so even a non-idempotent
-    /// request may be sent again.
-    public var requestNeverSent: Bool { kind == .cannotConnect || kind == .dnsFailure }
+    /// Maps a POSIX error code from a socket call to its kind, or `nil` when the code says
+    /// nothing about the connection: refused, unreachable or down → ``Kind/cannotConnect``
+    /// (never sent); reset, broken pipe, aborted → ``Kind/connectionLost``; `ETIMEDOUT` →
+    /// ``Kind/timedOut``; `ECANCELED` → ``Kind/cancelled``.
+    public init?(posixCode code: Int32, url: URL? = nil) {
+        let kind: Kind
+        switch code {
+        case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, ENETDOWN, EHOSTDOWN, EADDRNOTAVAIL:
+            kind = .cannotConnect
+        case ECONNRESET, EPIPE, ECONNABORTED, ENETRESET, ENOTCONN:
+            kind = .connectionLost
+        case ETIMEDOUT:
+            kind = .timedOut
+        case ECANCELED:
+            kind = .cancelled
+        default:
+            return nil
+        }
+        self.init(kind, url: url, message: "\(Self.defaultMessage(for: kind)) (POSIX \(code): \(String(cString: strerror(code))))")
+    }
+
+    /// `error` as a transport error, whatever transport threw it: a ``TransportError`` as it is,
+    /// a ``TransportErrorConvertible`` as it says, a `URLError` or a POSIX error (`POSIXError`, or
+    /// an `NSError` in the POSIX or URL error domain) by its code; `nil` for anything else
+    /// (which no retry rule treats as a transport failure).
+    public static func classify(_ error: any Error) -> TransportError? {
+        switch error {
+        case let error as TransportError:
+            return error
+        case let error as any TransportErrorConvertible:
+            return error.transportError
+        case let error as URLError:
+            return TransportError(error)
+        case let error as POSIXError:
+            return TransportError(posixCode: error.code.rawValue)
+        default:
+            let error = error as NSError
+            if error.domain == NSPOSIXErrorDomain { return TransportError(posixCode: Int32(truncatingIfNeeded: error.code)) }
+            if error.domain == NSURLErrorDomain { return TransportError(URLError(URLError.Code(rawValue: error.code) ?? .unknown)) }
+            return nil
+        }
+    }
 
     /// The kind, the URL and what happened.
     public var description: String {
@@ -83,9 +147,31 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .dnsFailure: "the host name could not be resolved"
         case .tls: "the TLS handshake or certificate check failed"
         case .cancelled: "the request was cancelled"
-        case .other: "the transport failed"
+        default: "the transport failed (\(kind.rawValue))"
         }
     }
+}
+
+/// An error type that says what it means for retries, by giving its ``TransportError``: adopt it
+/// in a transport's own errors (or in an integration, for a client library's errors), and the
+/// retrier, the idempotency rule, the circuit breaker and the cache's offline answers read it
+/// like a `URLError`.
+///
+/// ```swift
+/// extension MyClientError: TransportErrorConvertible {
+///     var transportError: TransportError {
+///         switch self {
+///         case .connectRefused: TransportError(.cannotConnect)                    // never sent: any method may retry
+///         case .resetByPeer: TransportError(.connectionLost)                      // maybe sent: idempotent methods only
+///         case .badCertificate: TransportError(.tls)                              // not retried
+///         }
+///     }
+/// }
+/// ```
+public protocol TransportErrorConvertible: Error {
+    /// This error in Recall's terms: its ``TransportError/kind`` decides whether a retry may
+    /// help, its ``TransportError/requestNeverSent`` whether a non-idempotent request may be repeated.
+    var transportError: TransportError { get }
 }
 
 extension Error {

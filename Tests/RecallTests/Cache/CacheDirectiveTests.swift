@@ -207,7 +207,7 @@ struct CacheDirectiveTests {
     @Test("with an open circuit breaker, a stale-if-error entry is served")
     func circuitBreakerAndStale() async throws {
         let clock = ManualClock()
-        let breaker = CircuitBreaker(failureRatio: 0.5, minimumThroughput: 2, breakDuration: .seconds(60), clock: clock)
+        let breaker = CircuitBreaker(failureRatio: 0.5, minimumCalls: 2, breakDuration: .seconds(60), clock: clock)
         let h = CacheHarness(transport: { $0.withCircuitBreaker(breaker) })
         h.origin("/c", headers: ["Cache-Control": "max-age=10, stale-if-error=600"], body: "cached")
         h.origin("/other", status: 503)
