@@ -12,6 +12,13 @@
 //     "shape <name> measured <bytes per record> accounted <bytes per record>": the growth of
 //     the resident set against the storage's own byte accounting. Alone in its process, so no
 //     other test's allocations blur the measurement.
+//
+//   recall-test-child limits
+//     Runs the time-limit scenarios of the retry layer against a transport that ignores
+//     cancellation (it answers seconds later, whatever happens to the task that asked) and
+//     prints one line per scenario: "<scenario> elapsedMs <ms> outcome <what the caller got> …".
+//     Alone in its process, so no other test keeps the cooperative thread pool busy and the
+//     milliseconds measured are the pipeline's own.
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
@@ -83,6 +90,95 @@ func memory() {
     withExtendedLifetime(kept) {}
 }
 
+/// A transport that ignores cancellation: it answers `delay` seconds after it was asked.
+final class StubbornTransport: Transport {
+    let delay: Double
+    let counts = Locked((started: 0, finished: 0))
+
+    init(seconds delay: Double) {
+        self.delay = delay
+    }
+
+    func send(_ request: URLRequest) async throws -> Response {
+        counts.withLock { $0.started += 1 }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { done.resume() }
+        }
+        counts.withLock { $0.finished += 1 }
+        return .text("late")
+    }
+}
+
+func limits() async {
+    let request = URLRequest(url: URL(string: "https://stubborn.test/slow")!)
+    func policy(maxAttempts: Int = 1, attemptTimeout: Duration? = nil, deadline: Duration? = nil) -> RetryPolicy {
+        var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .constant(.milliseconds(10)), jitter: .none)
+        policy.attemptTimeout = attemptTimeout
+        policy.deadline = deadline
+        policy.budget = nil
+        return policy
+    }
+    func milliseconds(_ duration: Duration) -> String {
+        String(format: "%.1f", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
+    }
+    func outcome(_ result: Result<Response, any Error>) -> String {
+        switch result {
+        case .success(let response): "response\(response.status)"
+        case .failure(let error as TransportError): error.kind.rawValue
+        case .failure(let error as RetryError): error.code.name
+        case .failure(is CancellationError): "cancelled"
+        case .failure(is CircuitOpenError): "circuitOpen"
+        case .failure(let error): "\(type(of: error))"
+        }
+    }
+    func timed(_ pipeline: Pipeline) async -> (Duration, Result<Response, any Error>) {
+        let start = ContinuousClock.now
+        let result = await Task { try await pipeline.send(request) }.result
+        return (ContinuousClock.now - start, result)
+    }
+    var transports: [StubbornTransport] = []
+
+    let slow = StubbornTransport(seconds: 1)
+    transports.append(slow)
+    let (timeoutElapsed, timeoutResult) = await timed(Pipeline(transport: slow, retrierFactory: .policy(policy(attemptTimeout: .milliseconds(200)))))
+    print("attemptTimeout elapsedMs \(milliseconds(timeoutElapsed)) outcome \(outcome(timeoutResult))")
+
+    let retried = StubbornTransport(seconds: 1)
+    transports.append(retried)
+    let deadlinePolicy = policy(maxAttempts: 5, attemptTimeout: .milliseconds(100), deadline: .milliseconds(300))
+    let (deadlineElapsed, deadlineResult) = await timed(Pipeline(transport: retried, retrierFactory: .policy(deadlinePolicy)))
+    print("deadline elapsedMs \(milliseconds(deadlineElapsed)) outcome \(outcome(deadlineResult)) attempts \(retried.counts.withLock { $0.started })")
+
+    let ignoring = StubbornTransport(seconds: 1)
+    transports.append(ignoring)
+    let pipeline = Pipeline(transport: ignoring)
+    let call = Task { try await pipeline.send(request) }
+    try? await Task.sleep(for: .milliseconds(100))
+    let cancelledAt = ContinuousClock.now
+    call.cancel()
+    let cancelled = await call.result
+    print("cancel elapsedMs \(milliseconds(ContinuousClock.now - cancelledAt)) outcome \(outcome(cancelled))")
+
+    let hanging = StubbornTransport(seconds: 0.5)
+    transports.append(hanging)
+    let breaker = CircuitBreaker(minimumCalls: 3, breakDuration: .seconds(60))
+    let guarded = Pipeline(transport: hanging.withCircuitBreaker(breaker), retrierFactory: .policy(policy(attemptTimeout: .milliseconds(30))))
+    for _ in 0..<3 { _ = await timed(guarded) }
+    let openBeforeAnswers = breaker.state(of: "stubborn.test") == .open
+    let answeredBeforeOpen = hanging.counts.withLock { $0.finished }
+    let (refusedElapsed, refused) = await timed(guarded)
+    print("breaker elapsedMs \(milliseconds(refusedElapsed)) outcome \(outcome(refused)) open \(openBeforeAnswers) answered \(answeredBeforeOpen)")
+
+    // The abandoned attempts finish in the background; their late answers change nothing.
+    let end = ContinuousClock.now + .seconds(5)
+    while transports.contains(where: { $0.counts.withLock { $0.finished < $0.started } }), ContinuousClock.now < end {
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    let started = transports.reduce(0) { $0 + $1.counts.withLock { $0.started } }
+    let finished = transports.reduce(0) { $0 + $1.counts.withLock { $0.finished } }
+    print("background started \(started) finished \(finished) stillOpen \(breaker.state(of: "stubborn.test") == .open)")
+}
+
 switch arguments.dropFirst().first {
 case "race":
     guard arguments.count >= 3, let base = URL(string: arguments[2]) else { fail("usage: race URL [WORKERS] [REQUESTS]") }
@@ -90,6 +186,8 @@ case "race":
                requests: arguments.count > 4 ? Int(arguments[4]) ?? 150 : 150)
 case "memory":
     memory()
+case "limits":
+    await limits()
 default:
-    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory")
+    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits")
 }
