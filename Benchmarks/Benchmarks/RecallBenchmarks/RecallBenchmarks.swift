@@ -177,6 +177,29 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("PipelineBackoffRetrier", configuration: batch) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try? await retrying.send(request)) }
     }
+
+    // MARK: breaker and budget bookkeeping with many calls in their windows, against PipelineNoRetrier
+    // (the first edition scanned every sample per call: 23 µs at 10,000, 194 µs at 80,000)
+
+    for samples in [10_000, 100_000] {
+        // A count window holds exactly `samples` outcomes once filled; all succeed, so it never opens.
+        let breaker = CircuitBreaker(minimumCalls: samples, window: .count(samples))
+        let guarded = Pipeline(transport: mock.withCircuitBreaker(breaker))
+        Benchmark("PipelineBreaker\(samples / 1000)k", configuration: batch) { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(try? await guarded.send(request)) }
+        } setup: {
+            for _ in 0..<samples { _ = try await guarded.send(request) }
+        }
+        // A one-hour window: every request of the run stays in it (at least `samples`).
+        var policy = RetryPolicy(maxAttempts: 3)
+        policy.budget = PercentageBudget(window: .seconds(3_600))
+        let budgeted = Pipeline(transport: mock, retrierFactory: .policy(policy))
+        Benchmark("PipelineBudget\(samples / 1000)k", configuration: batch) { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(try? await budgeted.send(request)) }
+        } setup: {
+            for _ in 0..<samples { _ = try await budgeted.send(request) }
+        }
+    }
 }
 
 /// The loopback origin server of the integration tests, started once (see RecallTesting's
