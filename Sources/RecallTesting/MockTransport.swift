@@ -48,8 +48,16 @@ public final class MockTransport: Transport {
 
     private let state = Locked(State())
 
-    /// Creates a transport with no routes.
-    public init() {}
+    /// Whether the transport returns promptly once cancelled (see ``Transport/respondsToCancellation``):
+    /// canned replies always do; claim it for handlers only when they do too.
+    public let respondsToCancellation: Bool
+
+    /// Creates a transport with no routes. `respondsToCancellation` (true by default) says whether
+    /// its handlers return promptly once cancelled; pass `false` to have the pipeline treat it as a
+    /// transport that may not.
+    public init(respondsToCancellation: Bool = true) {
+        self.respondsToCancellation = respondsToCancellation
+    }
 
     /// Routes `method` (any method when nil) and `path` to `replies`, played in order with the
     /// last one repeating. A later route for the same method and path replaces an earlier one.

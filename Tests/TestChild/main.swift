@@ -13,10 +13,12 @@
 //     the resident set against the storage's own byte accounting. Alone in its process, so no
 //     other test's allocations blur the measurement.
 //
-//   recall-test-child limits
+//   recall-test-child limits [SLOW_URL]
 //     Runs the time-limit scenarios of the retry layer against a transport that ignores
 //     cancellation (it answers seconds later, whatever happens to the task that asked) and
 //     prints one line per scenario: "<scenario> elapsedMs <ms> outcome <what the caller got> …".
+//     With SLOW_URL (a loopback origin answering after a second), also through URLSessionTransport,
+//     whose attempts run in the caller's task (it responds to cancellation).
 //     Alone in its process, so no other test keeps the cooperative thread pool busy and the
 //     milliseconds measured are the pipeline's own.
 import Foundation
@@ -109,7 +111,7 @@ final class StubbornTransport: Transport {
     }
 }
 
-func limits() async {
+func limits(slowURL: URL?) async {
     let request = URLRequest(url: URL(string: "https://stubborn.test/slow")!)
     func policy(maxAttempts: Int = 1, attemptTimeout: Duration? = nil, deadline: Duration? = nil) -> RetryPolicy {
         var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .constant(.milliseconds(10)), jitter: .none)
@@ -169,6 +171,21 @@ func limits() async {
     let (refusedElapsed, refused) = await timed(guarded)
     print("breaker elapsedMs \(milliseconds(refusedElapsed)) outcome \(outcome(refused)) open \(openBeforeAnswers) answered \(answeredBeforeOpen)")
 
+    if let slowURL {
+        let session = URLSessionTransport()
+        let timed = Pipeline(transport: session, retrierFactory: .policy(policy(attemptTimeout: .milliseconds(200))))
+        let start = ContinuousClock.now
+        let result = await Task { try await timed.send(URLRequest(url: slowURL)) }.result
+        print("sessionTimeout elapsedMs \(milliseconds(ContinuousClock.now - start)) outcome \(outcome(result))")
+        let plain = Pipeline(transport: session)
+        let call = Task { try await plain.send(URLRequest(url: slowURL)) }
+        try? await Task.sleep(for: .milliseconds(100))
+        let cancelledAt = ContinuousClock.now
+        call.cancel()
+        let cancelled = await call.result
+        print("sessionCancel elapsedMs \(milliseconds(ContinuousClock.now - cancelledAt)) outcome \(outcome(cancelled))")
+    }
+
     // The abandoned attempts finish in the background; their late answers change nothing.
     let end = ContinuousClock.now + .seconds(5)
     while transports.contains(where: { $0.counts.withLock { $0.finished < $0.started } }), ContinuousClock.now < end {
@@ -187,7 +204,7 @@ case "race":
 case "memory":
     memory()
 case "limits":
-    await limits()
+    await limits(slowURL: arguments.count > 2 ? URL(string: arguments[2]) : nil)
 default:
-    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits")
+    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL]")
 }

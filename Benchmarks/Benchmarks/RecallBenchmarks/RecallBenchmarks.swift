@@ -177,6 +177,14 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("PipelineBackoffRetrier", configuration: batch) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try? await retrying.send(request)) }
     }
+    // The same mock claiming nothing about cancellation: each attempt runs in a task of its own
+    // (AttemptRace), the price of time limits that hold against a transport that never listens.
+    let uncooperative = MockTransport(respondsToCancellation: false)
+    uncooperative.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400"], body: body)))
+    let racing = Pipeline(transport: uncooperative)
+    Benchmark("PipelineUncooperativeTransport", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try? await racing.send(request)) }
+    }
 
     // MARK: breaker and budget bookkeeping with many calls in their windows, against PipelineNoRetrier
     // (the first edition scanned every sample per call: 23 µs at 10,000, 194 µs at 80,000)

@@ -2,7 +2,9 @@
 /// gets its answer at the limit **whatever the transport does** — also a transport that ignores
 /// cancellation and answers seconds later.
 ///
-/// The transport runs in a task of its own. The first of three events answers the caller:
+/// A transport that claims ``Transport/respondsToCancellation`` runs in the caller's task (with a
+/// timer child task when there is a timeout, ``runCooperative(timeout:time:_:)``): cancelling it
+/// is enough. Any other transport runs in a task of its own (``run(timeout:time:_:)``). The first of three events answers the caller:
 /// the attempt's outcome, the timer (``AttemptRace/TimedOut``), or the caller's cancellation
 /// (`CancellationError`). The attempt is then cancelled and left to finish in the background;
 /// its late result is dropped (nothing keeps it: the race holds no reference once answered).
@@ -42,6 +44,25 @@ struct AttemptRace: Sendable {
         } catch {
             work.cancel() // timed out or cancelled: stop a transport that listens; one that does not finishes unheard
             throw error
+        }
+    }
+
+    /// Runs `send` — of a transport that returns promptly once cancelled — within `timeout`, as
+    /// a child task racing a timer: the loser is cancelled and, the transport being prompt, the
+    /// group ends at once. A transport wrapper hears of the cut through ``AttemptCut`` first.
+    static func runCooperative(timeout: Duration, time: TimeSource,
+                               _ send: @escaping @Sendable () async throws -> Response) async throws -> Response {
+        guard timeout > .zero else { throw TimedOut() }
+        let cut = AttemptCut()
+        return try await withThrowingTaskGroup(of: Response.self) { group in
+            group.addTask { try await AttemptCut.$current.withValue(cut) { try await send() } }
+            group.addTask {
+                try await time.sleep(for: timeout)
+                cut.cut()
+                throw TimedOut()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
         }
     }
 

@@ -160,6 +160,11 @@ public struct Pipeline: Transport {
     /// Sends one attempt, cut after `timeout` on the pipeline's clock when there is one; the
     /// caller's cancellation answers at once too, whatever the transport does (see ``AttemptRace``).
     private func send(_ request: URLRequest, timeout: Duration?) async throws -> Response {
-        try await AttemptRace.run(timeout: timeout, time: time) { [transport] in try await transport.send(request) }
+        guard transport.respondsToCancellation else {
+            return try await AttemptRace.run(timeout: timeout, time: time) { [transport] in try await transport.send(request) }
+        }
+        // A transport that stops when cancelled runs in this task, at no extra cost.
+        guard let timeout else { return try await transport.send(request) }
+        return try await AttemptRace.runCooperative(timeout: timeout, time: time) { [transport] in try await transport.send(request) }
     }
 }

@@ -11,9 +11,19 @@ import FoundationNetworking
 public protocol Transport: Sendable {
     /// Sends one request and returns the origin's answer.
     func send(_ request: URLRequest) async throws -> Response
+
+    /// Whether ``send(_:)`` returns within milliseconds (with any error) once its task is
+    /// cancelled. A ``Pipeline`` runs the attempts of such a transport in the caller's task (and
+    /// races a per-attempt timeout as a child task); any other transport's attempts run in a task
+    /// of their own, so that time limits and cancellation answer the caller at the limit even if
+    /// the transport never listens. `false` by default: claim it only when it is true.
+    var respondsToCancellation: Bool { get }
 }
 
 extension Transport {
+    /// Not claimed: the pipeline does not rely on the transport to stop when cancelled.
+    public var respondsToCancellation: Bool { false }
+
     /// Sends `request` and returns its body and a Foundation response, the way
     /// `URLSession.data(for:)` does, so URLSession code switches with one line.
     public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {

@@ -239,6 +239,9 @@ public struct CircuitBreakerTransport: Transport {
         self.breaker = breaker
     }
 
+    /// As the transport underneath.
+    public var respondsToCancellation: Bool { base.respondsToCancellation }
+
     /// Refuses at once while the circuit is open; otherwise sends and records the outcome —
     /// a failure as soon as Recall cuts the attempt (timeout, deadline), however late the
     /// transport returns.

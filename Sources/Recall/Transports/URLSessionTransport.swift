@@ -54,6 +54,10 @@ public final class URLSessionTransport: Transport {
         session.finishTasksAndInvalidate()
     }
 
+    /// `true`: a cancelled call answers at once with `CancellationError` (the data task is
+    /// cancelled on the side).
+    public var respondsToCancellation: Bool { true }
+
     /// Sends `request` through the session.
     public func send(_ request: URLRequest) async throws -> Response {
         var request = request
@@ -71,7 +75,9 @@ public final class URLSessionTransport: Transport {
                 }
             }
         } onCancel: {
-            handle.cancel()
+            // Answer the caller now; the data task is cancelled on the side and its late
+            // completion finds nobody waiting.
+            if let task = handle.cancel() { delegate.fail(task, with: CancellationError()) }
         }
         guard let http = response as? HTTPURLResponse else {
             throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: response)))")
@@ -95,13 +101,16 @@ private final class TaskHandle: Sendable {
 
     /// Cancels the task, asynchronously: never from inside the cancellation handler, where
     /// corelibs' `cancel()` may wait on a queue that is waiting on this task's status lock.
-    func cancel() {
+    /// Returns the task, when it had started.
+    @discardableResult
+    func cancel() -> URLSessionTask? {
         let task = state.withLock { state -> URLSessionTask? in
             state.cancelled = true
             return state.task
         }
-        guard let task else { return }
+        guard let task else { return nil }
         DispatchQueue.global().async { task.cancel() }
+        return task
     }
 }
 

@@ -47,7 +47,9 @@ struct TimeLimitTests {
 
     /// The child's report: one line per scenario, `name key value key value …`.
     static let report = Task { () throws -> [String: [String: String]] in
-        let result = try await ChildProcess.run("recall-test-child", ["limits"], deadline: .seconds(30))
+        let server = try await OriginServer.shared.value
+        let slow = server.url(OriginServer.uniquePath("slow"), ["delay_ms": "1000"])
+        let result = try await ChildProcess.run("recall-test-child", ["limits", slow.absoluteString], deadline: .seconds(30))
         guard result.status == 0, !result.hung else {
             throw TransportError(.other, message: "recall-test-child limits: status \(result.status) \(result.error)")
         }
@@ -93,6 +95,16 @@ struct TimeLimitTests {
         #expect(values["open"] == "true", "open before any of the hanging attempts returned")
         #expect(values["answered"] == "0")
         #expect(values["outcome"] == "circuitOpen" && elapsed < Self.slack)
+    }
+
+    @Test("through URLSessionTransport (attempts in the caller's task): a timeout and a cancellation answer at the limit too")
+    func urlSession() async throws {
+        let (timeout, timedOut) = try await scenario("sessionTimeout")
+        #expect(timedOut["outcome"] == "timedOut")
+        #expect(timeout >= 200 && timeout < 200 + Self.slack, "answered after \(timeout) ms")
+        let (cancel, cancelled) = try await scenario("sessionCancel")
+        #expect(cancelled["outcome"] == "cancelled")
+        #expect(cancel < Self.slack, "answered \(cancel) ms after the cancellation")
     }
 
     @Test("the abandoned attempts finish in the background and their late answers change nothing")
