@@ -52,6 +52,11 @@ public struct CacheConfiguration: Sendable {
     /// The stalest response served while disconnected, in seconds past its freshness (a week).
     public var maxDisconnectedStaleness: Double = 604_800
 
+    /// Freshness lifetimes for responses that give none, by URL pattern (none by default):
+    /// see ``LifetimeRule``. A request may carry its own with ``HTTPCache/RequestLifetime``,
+    /// which wins.
+    public var lifetimes: [LifetimeRule] = []
+
     /// The defaults: described on each property.
     public init() {}
 

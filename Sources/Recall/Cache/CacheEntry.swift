@@ -24,6 +24,10 @@ public struct CacheEntry: Sendable, Hashable {
     /// hash of the request's credentials (empty for an anonymous request without such fields).
     /// A stored response answers only requests of the same partition.
     public var partition: String
+    /// The freshness lifetime in seconds Recall gave this response because it came with none
+    /// (from a ``LifetimeRule`` or the request's ``HTTPCache/RequestLifetime``); nil when the
+    /// origin's fields decide. `max-age`, `s-maxage` and `Expires` still win over it.
+    public var assignedLifetime: Double?
 
     /// Creates an entry.
     public init(status: Int, headers: HTTPHeaders, body: Data, url: URL?, requestTime: Date, responseTime: Date,

@@ -188,7 +188,7 @@ public struct CacheRules: Sendable {
 
     /// The freshness lifetime of `entry` in seconds (RFC 9111 §4.2.1, §4.2.2): `max-age`,
     /// else `Expires − Date` (an invalid or repeated-and-conflicting `Expires` means 0),
-    /// else the heuristic for cacheable statuses with `Last-Modified`, else 0.
+    /// else the lifetime Recall assigned (``CacheEntry/assignedLifetime``), else the heuristic for cacheable statuses with `Last-Modified`, else 0.
     public func freshnessLifetime(_ entry: CacheEntry) -> Double {
         let directives = entry.cacheControl
         if let maxAge = directives.maxAge { return Double(maxAge) }
@@ -197,6 +197,7 @@ public struct CacheRules: Sendable {
             guard Set(expires).count == 1, let date = HTTPDate.parse(expires[0]) else { return 0 }
             return date.timeIntervalSince(dateValue(entry))
         }
+        if let assigned = entry.assignedLifetime { return assigned }
         guard Self.heuristicallyCacheable.contains(entry.status) || directives.isPublic,
               let modified = entry.facts.lastModifiedDate else { return 0 }
         let interval = dateValue(entry).timeIntervalSince(modified)

@@ -278,6 +278,9 @@ struct CacheStrategy: Sendable {
         /// When the request was sent and when the answer came.
         var requestTime: Date
         var now: Date
+        /// The freshness lifetime the request asks for answers that give none
+        /// (``HTTPCache/RequestLifetime``), in seconds.
+        var requestLifetime: Double?
     }
 
     /// What to do with an answer from the origin.
@@ -460,10 +463,21 @@ struct CacheStrategy: Sendable {
     private func entry(from response: Response, facts: CacheEntry.Facts, for request: URLRequest, partition: String,
                        exchange x: Exchange) -> CacheEntry {
         let headers = rules.storedHeaders(response.headers)
-        return CacheEntry(status: response.status, headers: headers,
-                          facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
-                          body: response.body.exactlySized, url: nil, requestTime: x.requestTime, responseTime: x.now,
-                          varyValues: varyValues(for: facts.varyNames, in: request, inScope: x.inScope), partition: partition)
+        var entry = CacheEntry(status: response.status, headers: headers,
+                               facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
+                               body: response.body.exactlySized, url: nil, requestTime: x.requestTime, responseTime: x.now,
+                               varyValues: varyValues(for: facts.varyNames, in: request, inScope: x.inScope), partition: partition)
+        entry.assignedLifetime = assignedLifetime(facts, status: response.status, url: request.url, exchange: x)
+        return entry
+    }
+
+    /// The lifetime a response that gives none gets (see ``LifetimeRule``): the request's own,
+    /// else the first matching rule; nil when the response has explicit freshness or a status
+    /// that is not cacheable by default.
+    private func assignedLifetime(_ facts: CacheEntry.Facts, status: Int, url: URL?, exchange x: Exchange) -> Double? {
+        guard facts.cacheControl.maxAge == nil, facts.expires.isEmpty,
+              CacheRules.heuristicallyCacheable.contains(status) else { return nil }
+        return (x.requestLifetime ?? configuration.lifetimes.lifetime(for: url)).map(\.finiteOrZero)
     }
 
     /// RFC 9110 §9.3.3: a `200`/`203` answer to `POST` with explicit freshness and a

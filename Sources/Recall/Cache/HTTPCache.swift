@@ -56,6 +56,21 @@ public final class HTTPCache: ServiceHook {
     /// ```
     @TaskLocal public static var credentialFieldsInScope: Set<String> = []
 
+    /// A freshness lifetime for this request's answer when the origin gives none (no `max-age`
+    /// or `Expires`); it wins over ``CacheConfiguration/lifetimes`` and follows the same rules
+    /// (see ``LifetimeRule``). Endpoints set it from ``Endpoint/cacheLifetime``; with a plain
+    /// pipeline, set it on the context:
+    ///
+    /// ```swift
+    /// let context = RequestContext(originalRequest: request)
+    /// context[HTTPCache.RequestLifetime.self] = .seconds(300)
+    /// let response = try await pipeline.send(request, context: context)
+    /// ```
+    public enum RequestLifetime: ContextKey {
+        /// The lifetime.
+        public typealias Value = Duration
+    }
+
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
                 now: @escaping @Sendable () -> Date = { Date() }) {
@@ -268,7 +283,8 @@ public final class HTTPCache: ServiceHook {
         defer { finish(state) }
         let sent = context.lastSentRequest ?? request
         var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
-                                              method: state.method, requestTime: state.requestTime, now: now())
+                                              method: state.method, requestTime: state.requestTime, now: now(),
+                                              requestLifetime: context[RequestLifetime.self]?.seconds)
         // Where the answer belongs: the URL that answered, the partition of what was sent.
         var target: String?
         if state.mode != .invalidating, response.source == .network {
@@ -323,6 +339,13 @@ public final class HTTPCache: ServiceHook {
     /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
     public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
         guard let state = context[StateKey.self] else { return nil }
+        if let refused = error as? UnacceptableStatusError {
+            // A StatusValidator inside the cache refused an answer: the cache still takes it as
+            // an answer (stores it, merges a 304, serves stale for a 5xx) and recovers the
+            // request only with a stored response; anything else stays the validator's failure.
+            let answer = try await onSuccess(refused.response, for: request, context: context)
+            return answer.source == .network ? nil : answer
+        }
         defer { finish(state) }
         let failedAt = now()
         let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: failedAt)

@@ -58,6 +58,34 @@ public struct Response: Sendable, Hashable {
     /// Whether the status is in the 2xx range.
     public var isSuccess: Bool { (200..<300).contains(status) }
 
+    /// The body as text in the charset its `Content-Type` names (UTF-8 when it names none or
+    /// one Foundation does not know); nil when the bytes are not valid in that charset.
+    public var text: String? {
+        String(data: body, encoding: Self.encoding(ofCharset: headers["Content-Type"].flatMap(Self.charset(of:))))
+    }
+
+    /// The `charset` parameter of a media type (`text/plain; charset="ISO-8859-1"` → `iso-8859-1`).
+    static func charset(of contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else { continue }
+            return pair[1].trimmingCharacters(in: CharacterSet.whitespaces.union(["\""])).lowercased()
+        }
+        return nil
+    }
+
+    private static func encoding(ofCharset charset: String?) -> String.Encoding {
+        switch charset {
+        case "iso-8859-1", "latin1", "iso_8859-1": .isoLatin1
+        case "us-ascii", "ascii": .ascii
+        case "utf-16": .utf16
+        case "utf-16le": .utf16LittleEndian
+        case "utf-16be": .utf16BigEndian
+        case "windows-1252", "cp1252": .windowsCP1252
+        default: .utf8
+        }
+    }
+
     /// The body decoded as UTF-8 (invalid sequences repaired), for display and tests.
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 

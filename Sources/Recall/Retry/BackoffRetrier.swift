@@ -188,12 +188,12 @@ extension RetrierFactory where Self == BackoffRetrierFactory {
     ///     a value outside is held to that range and listed in ``RetryPolicy/adjustments``.
     ///   - retryableStatuses: the statuses worth another attempt (``RetryClassifier/defaultStatuses``
     ///     by default); transport failures are classified as ``RetryClassifier/default`` does.
-    ///   - budget: shared by every retrier of this factory (``RetryQuota`` per host by default).
+    ///   - budget: what retries draw on: ``RetryQuota/shared`` (per process, per host) by default.
     public static func exponentialBackoff(
         base: Duration = .milliseconds(100), multiplier: Double = 2, cap: Duration = .seconds(10),
         jitter: Jitter = .full, maxAttempts: Int = 3, deadline: Duration? = nil, attemptTimeout: Duration? = nil,
         retryableStatuses: Set<Int> = RetryClassifier.defaultStatuses,
-        budget: (any RetryBudget)? = RetryQuota(), random: any RandomSource = SystemRandomSource()
+        budget: (any RetryBudget)? = RetryQuota.shared, random: any RandomSource = SystemRandomSource()
     ) -> BackoffRetrierFactory {
         var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .exponential(base: base, multiplier: multiplier, cap: cap),
                                  jitter: jitter)

@@ -6,7 +6,8 @@ import Foundation
 /// The defaults: 3 attempts; exponential backoff from 100 ms doubling up to 10 s with full
 /// jitter; `Retry-After` honoured up to 60 s (a longer hint ends the request with
 /// ``RetryError/retryAfterTooLong(hint:limit:response:)``); idempotent methods only; the AWS
-/// standard retry quota per host (``RetryQuota``); no deadline and no per-attempt timeout.
+/// standard retry quota per host, shared by the whole process (``RetryQuota/shared``); no
+/// deadline and no per-attempt timeout.
 /// See docs/retry.md for why.
 public struct RetryPolicy: Sendable {
     /// Attempts in all, counting the first (not retries): `1...10`. A value outside is held to
@@ -49,8 +50,9 @@ public struct RetryPolicy: Sendable {
     public var deadline: Duration?
     /// The longest one attempt may take before Recall cuts it; nil for none.
     public var attemptTimeout: Duration?
-    /// The retry budget shared by every retrier of the factory; nil to retry without limit.
-    public var budget: (any RetryBudget)? = RetryQuota()
+    /// What retries draw on; nil to retry without limit. By default ``RetryQuota/shared``: one
+    /// per process with a bucket per host, so it holds however many factories are made.
+    public var budget: (any RetryBudget)? = RetryQuota.shared
     /// How requests share the budget.
     public var partitioning: Partitioning = .perHost
     /// The randomness of jitter.

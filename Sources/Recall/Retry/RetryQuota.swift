@@ -26,6 +26,13 @@ public final class RetryQuota: RetryBudget {
 
     private let buckets: PartitionTable<Bucket>
 
+    /// The quota every ``RetryPolicy`` and `.exponentialBackoff(...)` uses unless given another:
+    /// one per process, with a bucket per host. Shared so that the budget holds however a
+    /// factory is written — a `retrierFactory` computed anew for every request still draws on
+    /// the same buckets — and so that every client of one process talking to a failing host
+    /// stops retrying together. Give a policy its own `RetryQuota()` to keep its retries apart.
+    public static let shared = RetryQuota()
+
     /// Creates a quota. Negative or non-finite numbers count as zero (a capacity of zero never
     /// allows a retry; a cost of zero always does).
     public init(capacity: Double = 500, retryCost: Double = 5, timeoutCost: Double = 10, successRefund: Double = 1) {

@@ -13,7 +13,8 @@ public enum InputFormat: Sendable, Hashable {
     case formURLEncoded
 }
 
-/// How an endpoint's output is decoded.
+/// How an endpoint's output is decoded. An `Output` of `Data` or `String` is always the raw
+/// body (a `String` decoded with the answer's charset, UTF-8 by default), whatever the format.
 public enum OutputFormat: Sendable, Hashable {
     /// JSON, with the service's decoder.
     case json
@@ -29,81 +30,153 @@ public enum OutputFormat: Sendable, Hashable {
 /// struct GetItem: OutEndpoint {
 ///     typealias Service = Catalog
 ///     typealias Output = Item
-///     static let method = "GET"
 ///     let id: Int
-///     var path: String { "items/\(id)" }
+///     var path: String { "items/\(id)" }          // GET by default
 /// }
 /// let item = try await GetItem(id: 1).call(on: Catalog())
 /// ```
+///
+/// Everything an endpoint can declare is below, each with its default; every one of them is
+/// used (a `method` or `header` of another type than these is accepted, not ignored).
 public protocol Endpoint: Sendable {
     /// The service the endpoint belongs to.
     associatedtype Service: HttpService
-    /// The HTTP method.
-    static var method: String { get }
+    /// What ``method`` is written as: ``HTTPMethod`` (`.post`) or a `String` (`"POST"`).
+    associatedtype MethodName: HTTPMethodConvertible = HTTPMethod
+    /// What ``header`` is written as: ``HTTPHeaders`` or `[String: String]`.
+    associatedtype HeaderFields: HTTPHeadersConvertible = HTTPHeaders
+
+    /// The HTTP method: `GET` unless declared.
+    static var method: MethodName { get }
     /// The path below the service's `apiUrl`.
     var path: String { get }
-    /// Whether the service's authorization is sent (`.none` by default).
+    /// Header fields of this endpoint's requests (none by default). They win over the service's
+    /// fields and over what Recall sets itself (`Content-Type`, `Accept`, the credential).
+    var header: HeaderFields { get }
+    /// Query items sent with every call, before any `.urlQuery` input: a query beside a body.
+    var queryItems: [URLQueryItem] { get }
+    /// Whether the service's authorization is sent: `.optional` by default (sent when the
+    /// service has one), as in Decree.
     static var authorizationRequirement: AuthorizationRequirement { get }
     /// How the input travels (`.json` by default).
     static var inputFormat: InputFormat { get }
-    /// How the output is decoded (`.json` by default).
+    /// How the output, and an error answer, are decoded (`.json` by default).
     static var outputFormat: OutputFormat { get }
     /// A scheme for this endpoint only (`http` for a local test server); nil to use the service's.
     static var scheme: String? { get }
+    /// The statuses that are an answer (`200...299` by default); any other throws
+    /// ``ServiceError`` with code `.badStatus`.
+    static var acceptedStatuses: StatusSet { get }
+    /// The cache policy of this endpoint's requests (`.useProtocolCachePolicy` by default), as
+    /// an ``HTTPCache`` in the service's pipeline reads it: `.reloadIgnoringLocalCacheData`
+    /// always asks the origin, `.returnCacheDataElseLoad` takes a stored answer however old…
+    static var cachePolicy: URLRequest.CachePolicy { get }
+    /// How long an answer stays fresh in an ``HTTPCache`` when the origin says nothing about
+    /// freshness (no `max-age`, `s-maxage` or `Expires`); nil (the default) leaves it to the
+    /// cache's configuration. Never overrides `no-store`, `no-cache` or `private`.
+    static var cacheLifetime: Duration? { get }
+}
+
+extension Endpoint where MethodName == HTTPMethod {
+    /// `GET`.
+    public static var method: HTTPMethod { .get }
+}
+
+extension Endpoint where HeaderFields == HTTPHeaders {
+    /// No fields.
+    public var header: HTTPHeaders { [:] }
 }
 
 extension Endpoint {
-    /// `.none`.
-    public static var authorizationRequirement: AuthorizationRequirement { .none }
+    /// Decree's name for the method type, so `static let method: Method = .post` compiles.
+    public typealias Method = HTTPMethod
+
+    /// None.
+    public var queryItems: [URLQueryItem] { [] }
+    /// `.optional`.
+    public static var authorizationRequirement: AuthorizationRequirement { .optional }
     /// `.json`.
     public static var inputFormat: InputFormat { .json }
     /// `.json`.
     public static var outputFormat: OutputFormat { .json }
     /// The service's scheme.
     public static var scheme: String? { nil }
+    /// `200...299`.
+    public static var acceptedStatuses: StatusSet { .success }
+    /// `.useProtocolCachePolicy`.
+    public static var cachePolicy: URLRequest.CachePolicy { .useProtocolCachePolicy }
+    /// None: the cache's configuration decides.
+    public static var cacheLifetime: Duration? { nil }
 
-    /// Sends the endpoint's request with `input` encoded as its ``inputFormat`` says and
-    /// returns the 2xx response; any other status throws ``ServiceError/badStatus(_:body:)``.
-    func perform<Input: Encodable>(on service: Service, input: Input?) async throws -> Response {
-        do {
-            var header: HTTPHeaders = [:]
-            switch Self.authorizationRequirement {
-            case .none:
-                break
-            case .optional:
-                if let field = service.authorization?.field { header.add(field.name, field.value) }
-            case .required:
-                guard let field = service.authorization?.field else {
-                    throw ServiceError.authorizationRequired(endpoint: "\(Self.self)")
-                }
-                header.add(field.name, field.value)
+    /// The request this endpoint sends for `input`, as ``perform(on:input:)`` sends it.
+    public func request<Input: Encodable>(on service: Service, input: Input?) throws -> URLRequest {
+        var fields: HTTPHeaders = [:]
+        switch Self.authorizationRequirement {
+        case .none:
+            break
+        case .optional:
+            if let field = service.authorization?.field { fields.add(field.name, field.value) }
+        case .required:
+            guard let field = service.authorization?.field else {
+                throw ServiceError.authorizationRequired(endpoint: "\(Self.self)")
             }
-            var query: [URLQueryItem] = []
-            var body: Data?
-            if let input {
+            fields.add(field.name, field.value)
+        }
+        var query = queryItems
+        var body: Data?
+        if let input {
+            if let raw = input as? Data {
+                body = raw
+                fields["Content-Type"] = "application/octet-stream"
+            } else {
                 switch Self.inputFormat {
                 case .json:
-                    do { body = try service.encoder.encode(input) } catch { throw ServiceError.coding("\(error)") }
-                    header["Content-Type"] = "application/json"
+                    do { body = try service.encoder.encode(input) } catch {
+                        throw ServiceError.coding("\(Self.self): the input could not be encoded: \(error)")
+                    }
+                    fields["Content-Type"] = "application/json"
                 case .urlQuery:
-                    query = try QueryEncoding.items(from: input, encoder: service.encoder)
+                    query += try QueryEncoding.items(from: input, encoder: service.encoder)
                 case .formURLEncoded:
                     body = Data(QueryEncoding.encode(try QueryEncoding.items(from: input, encoder: service.encoder)).utf8)
-                    header["Content-Type"] = "application/x-www-form-urlencoded"
+                    fields["Content-Type"] = "application/x-www-form-urlencoded"
                 }
             }
-            if Self.outputFormat == .xml, !header.contains("Accept") { header["Accept"] = "application/xml" }
-            let request = try service.makeRequest(method: Self.method, path: path, query: query, header: header,
-                                                  body: body, scheme: Self.scheme)
+        }
+        if Self.outputFormat == .xml { fields["Accept"] = "application/xml" }
+        let own = header.asHTTPHeaders
+        for field in own { fields[field.name] = nil }
+        for field in own { fields.add(field.name, field.value) }
+        var request = try service.makeRequest(method: Self.method.asHTTPMethod, path: path, query: query,
+                                              header: fields, body: body, scheme: Self.scheme)
+        request.cachePolicy = Self.cachePolicy
+        return request
+    }
+
+    /// Sends the endpoint's request with `input` encoded as its ``inputFormat`` says and
+    /// returns the answer if its status is accepted; otherwise throws ``ServiceError`` with
+    /// code `.badStatus` (the body decoded as the service's `ErrorResponse` when it declares
+    /// one). Every failure reaches the service's `process(_:)` first.
+    func perform<Input: Encodable>(on service: Service, input: Input?) async throws -> Response {
+        do {
+            let request = try request(on: service, input: input)
+            let context = RequestContext(originalRequest: request)
+            if let lifetime = Self.cacheLifetime { context[HTTPCache.RequestLifetime.self] = lifetime }
             // A credential in a field of the service's choosing partitions the cache like `Authorization`.
             let credentialFields: Set<String> = switch service.authorization {
             case .header(let name, _)? where Self.authorizationRequirement != .none: [name]
             default: []
             }
-            let response = try await HTTPCache.$credentialFieldsInScope.withValue(HTTPCache.credentialFieldsInScope.union(credentialFields)) {
-                try await service.pipeline.send(request)
+            let response: Response
+            do {
+                response = try await HTTPCache.$credentialFieldsInScope.withValue(HTTPCache.credentialFieldsInScope.union(credentialFields)) {
+                    try await service.pipeline.send(request, context: context)
+                }
+            } catch let refused as UnacceptableStatusError {
+                // A StatusValidator in the service's hooks refused it: the same error as our own check.
+                throw badStatus(refused.response, service: service)
             }
-            guard response.isSuccess else { throw ServiceError.badStatus(response.status, body: response.body) }
+            guard Self.acceptedStatuses.contains(response.status) else { throw badStatus(response, service: service) }
             return response
         } catch {
             service.process(error)
@@ -111,17 +184,39 @@ extension Endpoint {
         }
     }
 
-    /// Decodes `response` as the endpoint's ``outputFormat`` says.
+    /// The error for an answer with a status that is not accepted: its body decoded as the
+    /// service's `ErrorResponse` in the endpoint's output format when it can be.
+    private func badStatus(_ response: Response, service: Service) -> ServiceError {
+        guard Service.ErrorResponse.self != NoErrorResponse.self, !response.body.isEmpty,
+              let decoded = try? decodeBody(Service.ErrorResponse.self, from: response, service: service) else {
+            return .badStatus(response.status, body: response.body)
+        }
+        return .badStatus(response.status, body: response.body, errorResponse: decoded)
+    }
+
+    /// Decodes `response` as the endpoint's ``outputFormat`` says; `Data` and `String` are the
+    /// raw body.
     func decode<Output: Decodable>(_ type: Output.Type, from response: Response, service: Service) throws -> Output {
         do {
-            switch Self.outputFormat {
-            case .json: return try service.decoder.decode(type, from: response.body)
-            case .xml: return try XMLDecoder().decode(type, from: response.body)
-            }
+            return try decodeBody(type, from: response, service: service)
         } catch {
-            let wrapped = ServiceError.coding("\(error)")
+            let wrapped = ServiceError.coding("\(Self.self) (\(Self.method.asHTTPMethod) \(path)): \(DecodingFailure.describe(error))")
             service.process(wrapped)
             throw wrapped
+        }
+    }
+
+    private func decodeBody<Output: Decodable>(_ type: Output.Type, from response: Response, service: Service) throws -> Output {
+        if let raw = response.body as? Output { return raw }
+        if Output.self == String.self {
+            guard let text = response.text as? Output else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "the body is not text in its charset"))
+            }
+            return text
+        }
+        switch Self.outputFormat {
+        case .json: return try service.decoder.decode(type, from: response.body)
+        case .xml: return try XMLDecoder().decode(type, from: response.body)
         }
     }
 }
@@ -129,7 +224,8 @@ extension Endpoint {
 /// An endpoint with no input and no output.
 public protocol EmptyEndpoint: Endpoint {}
 
-/// An endpoint that sends an input and expects no output.
+/// An endpoint that sends an input and expects no output. An `Input` of `Data` is sent as
+/// the raw body.
 public protocol InEndpoint: Endpoint {
     /// The input type.
     associatedtype Input: Encodable & Sendable
@@ -153,14 +249,14 @@ public protocol InOutEndpoint: Endpoint {
 private struct NoInput: Encodable, Sendable {}
 
 extension EmptyEndpoint {
-    /// Calls the endpoint; throws on a non-2xx status.
+    /// Calls the endpoint; throws on a status it does not accept.
     public func call(on service: Service) async throws {
         _ = try await perform(on: service, input: NoInput?.none)
     }
 }
 
 extension InEndpoint {
-    /// Calls the endpoint with `input`; throws on a non-2xx status.
+    /// Calls the endpoint with `input`; throws on a status it does not accept.
     public func call(on service: Service, with input: Input) async throws {
         _ = try await perform(on: service, input: input)
     }

@@ -19,6 +19,10 @@ import FoundationNetworking
 /// Properties are read on every request: return shared instances (static lets) for hooks,
 /// transports and retrier factories, so that a cache or a budget outlives one request.
 public protocol HttpService: Sendable {
+    /// What an error answer's body decodes into (Decree's `ErrorResponse`), in the endpoint's
+    /// output format: ``ServiceError/errorResponse(as:)`` holds it. ``NoErrorResponse`` (the
+    /// default) decodes nothing; the status and raw body are reported either way.
+    associatedtype ErrorResponse: Decodable & Sendable = NoErrorResponse
     /// The API's base, without a scheme (`api.example.com/v1`); a scheme given here wins.
     var apiUrl: String { get }
     /// The scheme used when `apiUrl` has none: `https` by default.
@@ -95,10 +99,10 @@ extension HttpService {
     }
 
     /// A request to `path` with the service's header fields merged under `header`.
-    public func makeRequest(method: String, path: String, query: [URLQueryItem] = [], header: HTTPHeaders = [:],
+    public func makeRequest(method: HTTPMethod, path: String, query: [URLQueryItem] = [], header: HTTPHeaders = [:],
                             body: Data? = nil, scheme: String? = nil) throws -> URLRequest {
         var request = URLRequest(url: try url(path: path, query: query, scheme: scheme))
-        request.httpMethod = method
+        request.httpMethod = method.rawValue
         request.httpBody = body
         var merged = self.header
         for field in header { merged[field.name] = nil }
@@ -107,10 +111,14 @@ extension HttpService {
         return request
     }
 
-    /// Sends `request` through the service's pipeline; failures go to ``process(_:)`` and are rethrown.
+    /// Sends `request` through the service's pipeline and returns its answer whatever the
+    /// status. Failures go to ``process(_:)`` and are rethrown; an answer outside 200–299 goes to
+    /// ``process(_:)`` as ``ServiceError`` `.badStatus` (as endpoints report it) and is returned.
     public func send(_ request: URLRequest) async throws -> Response {
         do {
-            return try await pipeline.send(request)
+            let response = try await pipeline.send(request)
+            if !response.isSuccess { process(ServiceError.badStatus(response.status, body: response.body)) }
+            return response
         } catch {
             process(error)
             throw error

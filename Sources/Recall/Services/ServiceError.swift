@@ -9,29 +9,54 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// The status the service answered with, for ``Code/badStatus``.
     public let statusCode: Int?
-    /// The body of that answer, for ``Code/badStatus``.
+    /// The body of that answer, for ``Code/badStatus``: always the raw bytes, whether or not
+    /// they decoded as the service's `ErrorResponse`.
     public let body: Data?
     /// The endpoint, URL text or coding failure the error is about, for the other codes.
     public let subject: String?
+    /// The answer's body decoded as the service's ``HttpService/ErrorResponse``, for
+    /// ``Code/badStatus`` when the service declares one and the body decoded; read it with
+    /// ``errorResponse(as:)``. Not part of equality.
+    public let errorResponse: (any Sendable)?
+
+    init(code: Code, statusCode: Int? = nil, body: Data? = nil, subject: String? = nil, errorResponse: (any Sendable)? = nil) {
+        self.code = code
+        self.statusCode = statusCode
+        self.body = body
+        self.subject = subject
+        self.errorResponse = errorResponse
+    }
 
     /// The endpoint requires authorization and the service has none; nothing was sent.
     public static func authorizationRequired(endpoint: String) -> ServiceError {
-        ServiceError(code: .authorizationRequired, statusCode: nil, body: nil, subject: endpoint)
+        ServiceError(code: .authorizationRequired, subject: endpoint)
     }
 
     /// `apiUrl` and the path do not make a valid URL.
     public static func invalidURL(_ text: String) -> ServiceError {
-        ServiceError(code: .invalidURL, statusCode: nil, body: nil, subject: text)
+        ServiceError(code: .invalidURL, subject: text)
     }
 
-    /// The service answered with a status outside 200–299.
+    /// The service answered with a status the endpoint does not accept (outside 200–299 unless
+    /// it says otherwise).
     public static func badStatus(_ status: Int, body: Data) -> ServiceError {
-        ServiceError(code: .badStatus, statusCode: status, body: body, subject: nil)
+        ServiceError(code: .badStatus, statusCode: status, body: body)
+    }
+
+    /// The service answered `status`; its `body` decoded as `errorResponse`.
+    public static func badStatus(_ status: Int, body: Data, errorResponse: (any Sendable)?) -> ServiceError {
+        ServiceError(code: .badStatus, statusCode: status, body: body, errorResponse: errorResponse)
     }
 
     /// The body could not be encoded or decoded.
     public static func coding(_ reason: String) -> ServiceError {
-        ServiceError(code: .coding, statusCode: nil, body: nil, subject: reason)
+        ServiceError(code: .coding, subject: reason)
+    }
+
+    /// The decoded error answer, if the service declared `ErrorResponse` as `type` and the body
+    /// decoded: `error.errorResponse(as: APIError.self)?.message`.
+    public func errorResponse<T>(as type: T.Type) -> T? {
+        errorResponse as? T
     }
 
     /// What went wrong and what to do.
@@ -43,13 +68,28 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidURL:
             return "'\(subject)' is not a valid URL: give apiUrl as a host and optional path, such as 'api.example.com/v1'"
         case .badStatus:
+            let status = "the service answered \(statusCode ?? 0)"
+            if let errorResponse { return status + ": \(errorResponse)" }
             let body = body ?? Data()
-            return "the service answered \(statusCode ?? 0)" + (body.isEmpty ? "" : ": \(String(decoding: body.prefix(500), as: UTF8.self))")
+            return status + (body.isEmpty ? "" : ": \(String(decoding: body.prefix(500), as: UTF8.self))")
         case .coding:
             return "could not encode or decode the body: \(subject)"
         default:
             return "service error (\(code)): \(subject)"
         }
+    }
+
+    /// Equal when code, status, body and subject are (the decoded error answer is not compared).
+    public static func == (lhs: ServiceError, rhs: ServiceError) -> Bool {
+        lhs.code == rhs.code && lhs.statusCode == rhs.statusCode && lhs.body == rhs.body && lhs.subject == rhs.subject
+    }
+
+    /// Hashes what ``==`` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(statusCode)
+        hasher.combine(body)
+        hasher.combine(subject)
     }
 }
 

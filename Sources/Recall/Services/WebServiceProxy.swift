@@ -7,14 +7,16 @@ import FoundationNetworking
 /// arguments, through a Recall ``Pipeline`` (so caching, retries and hooks apply).
 ///
 /// ```swift
-/// let proxy = WebServiceProxy(baseURL: URL(string: "https://api.example.com")!, pipeline: pipeline)
+/// let proxy = WebServiceProxy(session: .shared, baseURL: URL(string: "https://api.example.com/")!)
 /// let sum: Int = try await proxy.invoke(.get, path: "math/sum", arguments: ["values": [1, 2, 3]])
 /// ```
 ///
-/// Arguments: arrays become repeated names, `Date` becomes epoch milliseconds, `nil` values are
-/// skipped, and names and values are percent-encoded (`+` as `%2B`). They go in the query,
-/// except for POST without content, where they form an `application/x-www-form-urlencoded`
-/// body. JSON bodies encode and decode dates as milliseconds since 1970.
+/// As in Echo: arguments always go in the query (for every method; a body is `content` or
+/// `body`), arrays become repeated names, `Date` becomes epoch milliseconds, `nil`, `NSNull`
+/// and ``undefined`` are skipped, and `+` is sent as `%2B`. Content without a type is sent as
+/// `application/octet-stream`. JSON bodies encode and decode dates as milliseconds since 1970.
+/// The response handler gets the MIME type without parameters (`text/plain`, not
+/// `text/plain; charset=utf-8`). An error status throws ``WebServiceError``.
 public final class WebServiceProxy: Sendable {
     /// The HTTP methods `invoke` takes.
     public enum Method: String, Sendable {
@@ -30,18 +32,50 @@ public final class WebServiceProxy: Sendable {
         case delete = "DELETE"
     }
 
+    /// A response handler: the body and its MIME type (without parameters), as in Echo.
+    public typealias ResponseHandler<T> = @Sendable (_ content: Data, _ contentType: String?) throws -> T
+
+    /// An argument value that is left out of the query, as Echo's `undefined`.
+    public static let undefined: Void = ()
+
     /// The URL paths are resolved against.
     public let baseURL: URL
     /// The pipeline requests go through.
     public let pipeline: Pipeline
-    /// Header fields added to every request.
-    public let header: HTTPHeaders
+
+    private let storedHeaders: Locked<[String: String]>
+
+    /// Header fields added to every request (a request's own `Content-Type` wins). Safe to
+    /// change while calls are running; a call uses the fields as they were when it started.
+    public var headers: [String: String] {
+        get { storedHeaders.withLock { $0 } }
+        set { storedHeaders.withLock { $0 = newValue } }
+    }
 
     /// Creates a proxy sending through `pipeline` (by default a plain URLSession pipeline).
-    public init(baseURL: URL, pipeline: Pipeline = Pipeline(transport: URLSessionTransport()), header: HTTPHeaders = [:]) {
+    public init(baseURL: URL, pipeline: Pipeline = Pipeline(transport: URLSessionTransport()), headers: [String: String] = [:]) {
         self.baseURL = baseURL
         self.pipeline = pipeline
-        self.header = header
+        self.storedHeaders = Locked(headers)
+    }
+
+    /// Echo's initializer: requests go through `session` (its configuration, delegate and
+    /// protocol classes apply), with no hooks or retries.
+    public convenience init(session: URLSession, baseURL: URL) {
+        self.init(baseURL: baseURL, pipeline: Pipeline(transport: URLSessionTransport(session: session)))
+    }
+
+    /// A proxy sending straight to `transport`, with no hooks or retries.
+    public convenience init(transport: any Transport, baseURL: URL) {
+        self.init(baseURL: baseURL, pipeline: Pipeline(transport: transport))
+    }
+
+    /// The first edition's initializer; `header` became ``headers``.
+    @available(*, deprecated, renamed: "init(baseURL:pipeline:headers:)")
+    public convenience init(baseURL: URL, pipeline: Pipeline, header: HTTPHeaders) {
+        var fields: [String: String] = [:]
+        for field in header { fields[field.name] = fields[field.name].map { "\($0), \(field.value)" } ?? field.value }
+        self.init(baseURL: baseURL, pipeline: pipeline, headers: fields)
     }
 
     /// The JSON encoder of bodies: dates as milliseconds since 1970.
@@ -61,53 +95,74 @@ public final class WebServiceProxy: Sendable {
     // MARK: invoke
 
     /// Invokes a method that returns nothing.
-    public func invoke(_ method: Method, path: String, arguments: [String: (any Sendable)?] = [:],
+    public func invoke(_ method: Method, path: String, arguments: [String: Any?] = [:],
                        content: Data? = nil, contentType: String? = nil) async throws {
-        _ = try await send(method, path: path, arguments: arguments, content: content, contentType: contentType)
+        _ = try await send(method, path: path, items: Self.queryItems(arguments), content: content, contentType: contentType)
     }
 
     /// Invokes a method and decodes its JSON result.
-    public func invoke<Result: Decodable>(_ method: Method, path: String, arguments: [String: (any Sendable)?] = [:],
+    public func invoke<Result: Decodable>(_ method: Method, path: String, arguments: [String: Any?] = [:],
                                           content: Data? = nil, contentType: String? = nil) async throws -> Result {
-        let (data, _) = try await send(method, path: path, arguments: arguments, content: content, contentType: contentType)
+        let (data, _) = try await send(method, path: path, items: Self.queryItems(arguments), content: content, contentType: contentType)
         return try Self.decodeJSON(Result.self, from: data)
     }
 
     /// Invokes a method with a JSON body and no result.
-    public func invoke<Body: Encodable>(_ method: Method, path: String, arguments: [String: (any Sendable)?] = [:],
+    public func invoke<Body: Encodable>(_ method: Method, path: String, arguments: [String: Any?] = [:],
                                         body: Body) async throws {
-        _ = try await send(method, path: path, arguments: arguments, content: try Self.encodeJSON(body), contentType: "application/json")
+        _ = try await send(method, path: path, items: Self.queryItems(arguments), content: try Self.encodeJSON(body),
+                           contentType: "application/json")
     }
 
     /// Invokes a method with a JSON body and decodes its JSON result.
-    public func invoke<Body: Encodable, Result: Decodable>(_ method: Method, path: String, arguments: [String: (any Sendable)?] = [:],
+    public func invoke<Body: Encodable, Result: Decodable>(_ method: Method, path: String, arguments: [String: Any?] = [:],
                                                            body: Body) async throws -> Result {
-        let (data, _) = try await send(method, path: path, arguments: arguments, content: try Self.encodeJSON(body),
+        let (data, _) = try await send(method, path: path, items: Self.queryItems(arguments), content: try Self.encodeJSON(body),
                                        contentType: "application/json")
         return try Self.decodeJSON(Result.self, from: data)
     }
 
-    /// Invokes a method and hands the raw result and its content type to `responseHandler`.
-    public func invoke<Result>(_ method: Method, path: String, arguments: [String: (any Sendable)?] = [:],
+    /// Invokes a method and hands the raw result and its MIME type to `responseHandler`.
+    public func invoke<Result>(_ method: Method, path: String, arguments: [String: Any?] = [:],
                                content: Data? = nil, contentType: String? = nil,
                                responseHandler: (_ content: Data, _ contentType: String?) throws -> Result) async throws -> Result {
-        let (data, type) = try await send(method, path: path, arguments: arguments, content: content, contentType: contentType)
+        let (data, type) = try await send(method, path: path, items: Self.queryItems(arguments), content: content,
+                                          contentType: contentType)
         return try responseHandler(data, type)
     }
 
     // MARK: Building and sending
 
     /// The query items of `arguments`, sorted by name: arrays repeated, dates in epoch
-    /// milliseconds, `nil` skipped.
-    public static func queryItems(_ arguments: [String: (any Sendable)?]) -> [URLQueryItem] {
-        arguments.keys.sorted().flatMap { name -> [URLQueryItem] in
+    /// milliseconds, `nil`, `NSNull` and ``undefined`` skipped, enumerations by raw value.
+    /// - Throws: ``ServiceError`` (`.coding`) for an empty name, or a value that has no text
+    ///   form (a dictionary, `Data`, a type that is neither a string, a number, a Boolean, a
+    ///   date, a URL, a UUID, `LosslessStringConvertible` nor `RawRepresentable`).
+    public static func queryItems(_ arguments: [String: Any?]) throws -> [URLQueryItem] {
+        try arguments.keys.sorted().flatMap { name -> [URLQueryItem] in
+            guard !name.isEmpty else { throw ServiceError.coding("an argument has an empty name") }
             guard let value = arguments[name].flatMap({ $0.flatMap(unwrapped) }) else { return [] }
             let values: [Any] = (value as? [Any]) ?? [value]
-            return values.compactMap { wrapped -> URLQueryItem? in
-                guard let element = unwrapped(wrapped), !(element is NSNull) else { return nil }
-                if let date = element as? Date { return URLQueryItem(name: name, value: String(Int64(date.timeIntervalSince1970 * 1000))) }
-                return URLQueryItem(name: name, value: "\(element)")
+            return try values.compactMap { wrapped -> URLQueryItem? in
+                guard let element = unwrapped(wrapped), !(element is NSNull), !(element is Void) else { return nil }
+                return URLQueryItem(name: name, value: try text(of: element, name: name))
             }
+        }
+    }
+
+    /// The text an argument value is sent as.
+    private static func text(of value: Any, name: String) throws -> String {
+        switch value {
+        case let date as Date: return String(Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+        case let url as URL: return url.absoluteString
+        case let uuid as UUID: return uuid.uuidString
+        case let decimal as Decimal: return "\(decimal)"
+        case let number as NSNumber where !(value is any LosslessStringConvertible): return number.stringValue
+        case let raw as any RawRepresentable: return try text(of: raw.rawValue, name: name)
+        case let text as any LosslessStringConvertible: return text.description
+        default:
+            throw ServiceError.coding("argument '\(name)' is a \(type(of: value)), which has no text form for a query: "
+                + "pass a string, number, Boolean, date, URL, UUID, an enumeration with such raw values, or an array of these")
         }
     }
 
@@ -119,34 +174,31 @@ public final class WebServiceProxy: Sendable {
         return mirror.children.first.flatMap { unwrapped($0.value) }
     }
 
-    private func send(_ method: Method, path: String, arguments: [String: (any Sendable)?], content: Data?,
+    private func send(_ method: Method, path: String, items: [URLQueryItem], content: Data?,
                       contentType: String?) async throws -> (Data, String?) {
         guard let url = URL(string: path, relativeTo: baseURL.hasDirectoryPath ? baseURL : baseURL.appendingPathComponent(""))?.absoluteURL,
               var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
             throw ServiceError.invalidURL(path)
         }
-        let items = Self.queryItems(arguments)
-        var request: URLRequest
-        if method == .post, content == nil, !items.isEmpty {
-            request = URLRequest(url: components.url ?? url)
-            request.httpBody = Data(QueryEncoding.encode(items).utf8)
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        } else {
-            if !items.isEmpty { components.percentEncodedQuery = QueryEncoding.encode(items) }
-            request = URLRequest(url: components.url ?? url)
-            request.httpBody = content
-            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
-        }
+        if !items.isEmpty { components.percentEncodedQuery = QueryEncoding.encode(items) }
+        var request = URLRequest(url: components.url ?? url)
         request.httpMethod = method.rawValue
-        for field in header where request.value(forHTTPHeaderField: field.name) == nil {
-            request.setValue(field.value, forHTTPHeaderField: field.name)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let content {
+            request.httpBody = content
+            request.setValue(contentType ?? "application/octet-stream", forHTTPHeaderField: "Content-Type")
         }
         let response = try await pipeline.send(request)
-        let type = response.headers["Content-Type"]
+        let type = response.headers["Content-Type"].map(Self.mimeType)
         guard response.isSuccess else {
             throw WebServiceError(statusCode: response.status, body: response.body, contentType: type)
         }
         return (response.body, type)
+    }
+
+    /// `text/plain` for `text/plain; charset=utf-8` (lower-cased, as `HTTPURLResponse.mimeType`).
+    static func mimeType(_ contentType: String) -> String {
+        String(contentType.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
     }
 
     private static func encodeJSON<Body: Encodable>(_ body: Body) throws -> Data {
@@ -154,25 +206,8 @@ public final class WebServiceProxy: Sendable {
     }
 
     private static func decodeJSON<Result: Decodable>(_ type: Result.Type, from data: Data) throws -> Result {
-        do { return try makeDecoder().decode(type, from: data) } catch { throw ServiceError.coding("\(error)") }
+        do { return try makeDecoder().decode(type, from: data) } catch {
+            throw ServiceError.coding("the result is not a \(Result.self): \(DecodingFailure.describe(error))")
+        }
     }
-}
-
-/// An error answer from a ``WebServiceProxy`` call: the status, and the body as the
-/// description when the server sent `text/plain`.
-public struct WebServiceError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
-    /// The HTTP status.
-    public let statusCode: Int
-    /// The text of a `text/plain` body, if that is what came.
-    public let errorDescription: String?
-
-    /// Creates the error from an answer.
-    public init(statusCode: Int, body: Data, contentType: String?) {
-        self.statusCode = statusCode
-        let isText = contentType?.lowercased().hasPrefix("text/plain") ?? false
-        self.errorDescription = isText ? String(decoding: body, as: UTF8.self) : nil
-    }
-
-    /// The body text for `text/plain` answers, otherwise `HTTP <status>`.
-    public var description: String { errorDescription ?? "HTTP \(statusCode)" }
 }

@@ -11,6 +11,9 @@ import Foundation
 /// Version 3 stores, per variant: status, request and response times, the stored header
 /// fields, the Vary values (credential fields as keyed hashes), the partition and the body.
 /// The response URL is not stored (a response is served with the URL of the request).
+/// An assigned freshness lifetime (``CacheEntry/assignedLifetime``) travels as one more Vary
+/// value named `:lifetime` (a name no request field can have): a Recall that predates it
+/// finds no request field to match and treats the variant as a miss, never as fresh.
 /// Version 4 is the same layout, written when a record holds pieces of a representation (a
 /// `206` entry, see `PartialContent`): a Recall that predates them reads such a record as
 /// corrupt (a miss) instead of serving the pieces as a response.
@@ -20,6 +23,8 @@ enum CacheRecordCodec {
     /// The version of records that hold partial content.
     static let partialVersion: UInt8 = 4
     static let headerSize = 4 + 1 + 8 + 8
+    /// The Vary value that carries an assigned lifetime.
+    static let lifetimeField = ":lifetime"
     /// The most header fields (or Vary values) one stored response may have: the cache refuses
     /// to store more (``CacheConfiguration/maxHeaderFields`` is clamped to it), so nothing it
     /// stores reads back as corrupt.
@@ -38,7 +43,11 @@ enum CacheRecordCodec {
             payload.uint64(entry.requestTime.timeIntervalSince1970.bitPattern)
             payload.uint64(entry.responseTime.timeIntervalSince1970.bitPattern)
             payload.fields(entry.headers.fields)
-            payload.fields(entry.varyValues)
+            if let lifetime = entry.assignedLifetime {
+                payload.fields(entry.varyValues + [HTTPHeaders.Field(name: lifetimeField, value: String(lifetime))])
+            } else {
+                payload.fields(entry.varyValues)
+            }
             payload.string(entry.partition)
             payload.bytes(entry.body)
         }
@@ -80,11 +89,20 @@ enum CacheRecordCodec {
             let requestTime = try reader.time()
             let responseTime = try reader.time()
             let headers = HTTPHeaders(try reader.fields())
-            let vary = try reader.fields()
+            var vary = try reader.fields()
+            var lifetime: Double?
+            if vary.last?.name == lifetimeField {
+                guard let seconds = Double(vary.removeLast().value), seconds.isFinite, (0...timeRange.upperBound).contains(seconds) else {
+                    throw CacheStorageError.corrupt("implausible assigned lifetime")
+                }
+                lifetime = seconds
+            }
             let partition = try reader.string()
             let body = try reader.bytes()
-            variants.append(CacheEntry(status: Int(status), headers: headers, body: body, url: nil, requestTime: requestTime,
-                                       responseTime: responseTime, varyValues: vary, partition: partition))
+            var entry = CacheEntry(status: Int(status), headers: headers, body: body, url: nil, requestTime: requestTime,
+                                   responseTime: responseTime, varyValues: vary, partition: partition)
+            entry.assignedLifetime = lifetime
+            variants.append(entry)
         }
         guard reader.isAtEnd else { throw CacheStorageError.corrupt("trailing bytes after the record") }
         return CacheRecord(key: key, variants: variants)
@@ -175,7 +193,7 @@ enum CacheRecordCodec {
 
         mutating func fields() throws -> [HTTPHeaders.Field] {
             let count = try uint64()
-            guard count <= UInt64(maxFields) else { throw CacheStorageError.corrupt("implausible field count \(count)") }
+            guard count <= UInt64(maxFields) + 1 else { throw CacheStorageError.corrupt("implausible field count \(count)") }
             return try (0..<count).map { _ in HTTPHeaders.Field(name: try string(), value: try string()) }
         }
     }

@@ -35,9 +35,10 @@ public final class URLSessionTransport: Transport {
 
     /// The session requests go through.
     public let session: URLSession
-    /// What happens to redirects.
+    /// What happens to redirects (for a session given to ``init(session:)``, its delegate decides).
     public let redirects: Redirects
-    private let delegate: SessionDelegate
+    /// The delegate of a session the transport made; nil for a session it was given.
+    private let delegate: SessionDelegate?
 
     /// Creates a transport with its own session made from `configuration` (ephemeral by
     /// default) that follows redirects or not.
@@ -50,8 +51,18 @@ public final class URLSessionTransport: Transport {
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
+    /// Creates a transport over a session you made (`URLSession.shared`, or one whose
+    /// configuration lists protocol classes): its configuration and delegate apply, redirects
+    /// included, and it stays yours (the transport never invalidates it). Its `URLCache` is not
+    /// used: every request is sent with `.reloadIgnoringLocalCacheData`.
+    public init(session: URLSession) {
+        self.session = session
+        self.redirects = .follow
+        self.delegate = nil
+    }
+
     deinit {
-        session.finishTasksAndInvalidate()
+        if delegate != nil { session.finishTasksAndInvalidate() }
     }
 
     /// `true`: a cancelled call answers at once with `CancellationError` (the data task is
@@ -66,29 +77,64 @@ public final class URLSessionTransport: Transport {
         let handle = TaskHandle()
         let (data, response) = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
-                let task = session.dataTask(with: request)
-                delegate.register(task, continuation)
+                let task: URLSessionTask
+                if let delegate {
+                    task = session.dataTask(with: request)
+                    delegate.register(task, continuation)
+                } else {
+                    // A session of the caller's: its own delegate stays in charge; the answer comes
+                    // to a completion handler, once, through the handle (a cancelled call has answered).
+                    task = session.dataTask(with: request) { data, response, error in
+                        handle.finish(data: data, response: response, error: error)
+                    }
+                    handle.await(continuation)
+                }
                 if handle.start(task) {
                     task.resume()
                 } else {
-                    delegate.fail(task, with: CancellationError())
+                    fail(task, handle: handle, with: CancellationError())
                 }
             }
         } onCancel: {
             // Answer the caller now; the data task is cancelled on the side and its late
             // completion finds nobody waiting.
-            if let task = handle.cancel() { delegate.fail(task, with: CancellationError()) }
+            if let task = handle.cancel() { fail(task, handle: handle, with: CancellationError()) }
         }
         guard let http = response as? HTTPURLResponse else {
             throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: response)))")
         }
         return Response(http, body: data)
     }
+
+    /// Answers the call of `task` with `error` (the task's own completion, if any, is dropped).
+    private func fail(_ task: URLSessionTask, handle: TaskHandle, with error: any Error) {
+        if let delegate { delegate.fail(task, with: error) } else { handle.finish(data: nil, response: nil, error: error) }
+    }
 }
 
-/// The data task of one call, and whether the call was cancelled before it started.
+/// The data task of one call, whether the call was cancelled before it started, and (for a
+/// session of the caller's) the continuation its completion handler resumes, once.
 private final class TaskHandle: Sendable {
     private let state = Locked<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+    private let waiting = Locked<CheckedContinuation<(Data, URLResponse), any Error>?>(nil)
+
+    /// Keeps the continuation a completion handler resumes.
+    func await(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
+        waiting.withLock { $0 = continuation }
+    }
+
+    /// Resumes the continuation with the task's outcome; later calls do nothing.
+    func finish(data: Data?, response: URLResponse?, error: (any Error)?) {
+        guard let continuation = waiting.withLock({ state in defer { state = nil }; return state }) else { return }
+        let url = state.withLock { $0.task?.originalRequest?.url }
+        if let error {
+            continuation.resume(throwing: error is CancellationError ? error : SessionDelegate.transportError(error, url: url))
+        } else if let response {
+            continuation.resume(returning: (data ?? Data(), response))
+        } else {
+            continuation.resume(throwing: TransportError(.other, url: url, message: "the task finished without a response"))
+        }
+    }
 
     /// Records `task`; `false` when the call was cancelled already (the task must not start).
     func start(_ task: URLSessionTask) -> Bool {
@@ -167,7 +213,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         }
     }
 
-    private static func transportError(_ error: any Error, url: URL?) -> any Error {
+    static func transportError(_ error: any Error, url: URL?) -> any Error {
         guard let error = error as? URLError else { return TransportError(.other, url: url, message: "\(error)") }
         if error.code == .cancelled { return CancellationError() }
         return TransportError(error, url: url)

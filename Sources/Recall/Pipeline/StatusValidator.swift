@@ -1,0 +1,37 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A hook that turns a response with an unacceptable status into a failure, in the spirit of
+/// Alamofire's `validate()`: the hooks **outside** it (listed before it) get `onFailure` with
+/// an ``UnacceptableStatusError`` instead of `onSuccess`, and the caller gets that error unless
+/// one of them recovers. The hooks inside it (listed after it) and the retrier still see the
+/// response as a response.
+///
+/// ```swift
+/// let pipeline = Pipeline(transport: transport,
+///                         hooks: [failureLogger, StatusValidator(), cache],   // logger hears of 4xx/5xx
+///                         retrierFactory: .exponentialBackoff())
+/// ```
+///
+/// Put the ``HTTPCache`` inside the validator (after it in the list), as above: the cache then
+/// sees a `5xx` as an answer and may serve its stored response instead (`stale-if-error`),
+/// and the validator sees that stored response. A cache placed outside the validator does the
+/// same from its `onFailure`: it answers with a stored response when the rules allow it,
+/// and lets the error through otherwise.
+public struct StatusValidator: ServiceHook {
+    /// The statuses let through.
+    public let accepted: StatusSet
+
+    /// A validator letting `accepted` through (2xx by default).
+    public init(accepting accepted: StatusSet = .success) {
+        self.accepted = accepted
+    }
+
+    /// Throws ``UnacceptableStatusError`` for a status outside ``accepted``.
+    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+        guard accepted.contains(response.status) else { throw UnacceptableStatusError(response: response, accepted: accepted) }
+        return response
+    }
+}
