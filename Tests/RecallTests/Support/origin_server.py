@@ -19,6 +19,7 @@ Every path answers; the query string says how:
   fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
   echo=1              answer with the request body
+  body=TEXT           answer with TEXT (text/plain unless a header= gives Content-Type)
   ranges=1            answer a single byte range (Range: bytes=a-b, a- or -n) with 206 and
                       Content-Range, unless If-Range differs from the ETag; with size=N the
                       body is "0123456789abcdefghijklmnopqrstuvwxyz" repeated, so bytes can be checked
@@ -127,6 +128,10 @@ class Handler(BaseHTTPRequestHandler):
         if one("echo") == "1":
             body = request_body
             headers.append(("Content-Type", self.headers.get("Content-Type") or "application/octet-stream"))
+        elif one("body") is not None:
+            body = one("body").encode()
+            if not any(name.lower() == "content-type" for name, _ in headers):
+                headers.append(("Content-Type", "text/plain; charset=utf-8"))
         elif one("size") is not None:
             size = int(one("size"))
             body = (PATTERN * (size // len(PATTERN) + 1))[:size] if one("ranges") == "1" else b"x" * size
@@ -135,6 +140,7 @@ class Handler(BaseHTTPRequestHandler):
             body = json.dumps({
                 "method": self.command,
                 "path": parts.path,
+                "query": parts.query,
                 "hit": hit,
                 "headers": {k: v for k, v in self.headers.items()},
                 "bodyLength": len(request_body),
