@@ -419,3 +419,91 @@ struct SeedMigrationTests {
         #expect(unshared.count(for: "/down") == 200)
     }
 }
+
+@Suite("Seed users at home (issue #16): Echo's WebServiceProxy and Predix's ServiceRouter", .timeLimit(.minutes(1)))
+struct SeedProxyAndRouterTests {
+    // MARK: 7. Echo
+
+    @Test("Echo: init(session:baseURL:), arguments in the query for POST too, octet-stream content, mutable headers, undefined skipped")
+    func echoRequests() async throws {
+        let server = try await OriginServer.shared.value
+        let proxy = WebServiceProxy(session: URLSession(configuration: .ephemeral), baseURL: server.url("/"))
+        proxy.headers = ["X-Client": "echo-app"]
+        let name = OriginServer.uniquePath("echo-post").dropFirst()
+        let arguments: [String: Any] = ["count": 8, "tags": ["a", "b"], "skip": WebServiceProxy.undefined, "none": NSNull()]
+        let echo: OriginEcho = try await proxy.invoke(.post, path: String(name), arguments: arguments,
+                                                      content: Data("raw".utf8))
+        #expect(echo.method == "POST")
+        #expect(echo.query == "count=8&tags=a&tags=b")
+        #expect(echo.bodyLength == 3)
+        #expect(echo.header("Content-Type") == "application/octet-stream")
+        #expect(echo.header("X-Client") == "echo-app")
+
+        // A POST without content sends no body: its arguments are in the query.
+        let bare: OriginEcho = try await proxy.invoke(.post, path: String(name), arguments: ["a": 1])
+        #expect(bare.query == "a=1")
+        #expect(bare.bodyLength == 0)
+    }
+
+    @Test("Echo: the response handler gets the MIME type without parameters; a non-text error names the status")
+    func echoResponses() async throws {
+        let server = try await OriginServer.shared.value
+        let proxy = WebServiceProxy(session: URLSession(configuration: .ephemeral), baseURL: server.url("/"))
+        let name = String(OriginServer.uniquePath("echo-text").dropFirst())
+        let type = try await proxy.invoke(.get, path: name, arguments: ["body": "hi"]) { _, contentType in contentType }
+        #expect(type == "text/plain")
+
+        let json = await #expect(throws: WebServiceError.self) {
+            try await proxy.invoke(.get, path: name, arguments: ["status": 404])
+        }
+        #expect(json?.statusCode == 404)
+        #expect(json?.localizedDescription == HTTPURLResponse.localizedString(forStatusCode: 404))
+        #expect(json?.localizedDescription.isEmpty == false)
+        let text = await #expect(throws: WebServiceError.self) {
+            try await proxy.invoke(.get, path: name, arguments: ["status": 409, "body": "already there"])
+        }
+        #expect(text?.localizedDescription == "already there")
+    }
+
+    @Test("Echo: [String: Any] arguments are accepted; a value with no text form or an empty name is a clear error, nothing sent")
+    func echoArguments() async throws {
+        enum Size: String { case large }
+        struct Opaque {}
+        let items = try WebServiceProxy.queryItems([
+            "size": Size.large, "id": UUID(uuidString: "00000000-0000-0000-0000-000000000001")!, "ok": true,
+            "at": Date(timeIntervalSince1970: 2), "price": 1.5, "site": URL(string: "https://a.test/x")!,
+        ])
+        #expect(items.map { "\($0.name)=\($0.value ?? "")" } == [
+            "at=2000", "id=00000000-0000-0000-0000-000000000001", "ok=true", "price=1.5", "site=https://a.test/x", "size=large",
+        ])
+        let mock = MockTransport()
+        let proxy = WebServiceProxy(transport: mock, baseURL: URL(string: "https://echo.test/")!)
+        let opaque = await #expect(throws: ServiceError.self) { try await proxy.invoke(.get, path: "x", arguments: ["thing": Opaque()]) }
+        #expect(opaque.map { "\($0)" }?.contains("argument 'thing' is a Opaque") == true)
+        await #expect(throws: ServiceError.self) { try await proxy.invoke(.get, path: "x", arguments: ["map": ["a": 1]]) }
+        await #expect(throws: ServiceError.self) { try await proxy.invoke(.get, path: "x", arguments: ["": 1]) }
+        #expect(mock.requests.isEmpty)
+    }
+
+    // MARK: 8. Predix
+
+    @Test("Predix: identifiers match in any case; other hosts go to the fallback transport (the loopback origin here)")
+    func routerFallbackAndCase() async throws {
+        let server = try await OriginServer.shared.value
+        let router = ServiceRouter(fallback: URLSessionTransport())
+        try await router.register(as: "Weather") { request in .text("\(request.identifier) \(request.path)") }
+        let pipeline = Pipeline(transport: router, hooks: [HTTPCache()])
+        let local = try await pipeline.send(URLRequest(url: URL(string: "http://PMAPI/weather/today")!))
+        #expect(local.bodyText == "Weather /today")
+        #expect(try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/WEATHER/x")!)).status == 200)
+        await #expect(throws: ServiceRouterError.alreadyRegistered("weather")) {
+            try await router.register(as: "weather") { _ in .text("") }
+        }
+        let path = OriginServer.uniquePath("router-fallback")
+        let remote = try await pipeline.send(URLRequest(url: server.url(path)))
+        #expect(remote.status == 200)
+        #expect(try await server.hits(path) == 1)
+        #expect(await router.unregister("WEATHER"))
+        #expect(router.identifiers.isEmpty)
+    }
+}
