@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// Every ```swift block of README.md and docs/*.md is compiled: it must appear, word for word
+/// (indentation and `import` lines aside), between `// snippet: <page>` and `// end snippet` in
+/// this folder's files, which the test target builds. And every snippet here must still be on
+/// its page, so an edited example cannot leave a stale compiled copy behind.
+@Suite("Documentation code compiles")
+struct DocSnippetTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent() // DocSnippets
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Lines trimmed, blank and `import` lines dropped: what must match.
+    static func normalized(_ lines: [Substring]) -> String {
+        lines.map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("import ") }
+            .joined(separator: "\n")
+    }
+
+    /// The Swift blocks of a Markdown page.
+    static func blocks(of page: String) throws -> [String] {
+        let text = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
+        var blocks: [String] = [], current: [Substring]?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if current == nil, line.hasPrefix("```swift") { current = []; continue }
+            if let lines = current, line.hasPrefix("```") { blocks.append(normalized(lines)); current = nil; continue }
+            current?.append(line)
+        }
+        return blocks
+    }
+
+    /// The snippets in this folder, by page.
+    static func snippets() throws -> [(page: String, text: String)] {
+        let folder = root.appendingPathComponent("Tests/RecallTests/DocSnippets")
+        var found: [(String, String)] = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() where file.hasSuffix("Snippets.swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            var page: String?, lines: [Substring] = []
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.hasPrefix("// snippet: ") {
+                    page = String(trimmed.dropFirst("// snippet: ".count)); lines = []
+                } else if trimmed == "// end snippet", let current = page {
+                    found.append((current, normalized(lines))); page = nil
+                } else if page != nil {
+                    lines.append(line)
+                }
+            }
+        }
+        return found
+    }
+
+    static var pages: [String] {
+        get throws {
+            let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+            return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        }
+    }
+
+    @Test("every Swift block of the README and docs is compiled in DocSnippets")
+    func everyBlockIsCompiled() throws {
+        let snippets = try Self.snippets()
+        var count = 0
+        for page in try Self.pages {
+            for (index, block) in try Self.blocks(of: page).enumerated() {
+                count += 1
+                #expect(snippets.contains { $0.page == page && $0.text == block },
+                        "block \(index + 1) of \(page) is not in Tests/RecallTests/DocSnippets (copy it between `// snippet: \(page)` and `// end snippet`):\n\(block)")
+            }
+        }
+        #expect(count >= 10) // the pages have Swift examples: a broken extraction would find none
+    }
+
+    @Test("every snippet is still on its page")
+    func noStaleSnippets() throws {
+        for snippet in try Self.snippets() {
+            #expect(try Self.blocks(of: snippet.page).contains(snippet.text),
+                    "a snippet for \(snippet.page) is no longer on the page; update or remove it:\n\(snippet.text)")
+        }
+    }
+}

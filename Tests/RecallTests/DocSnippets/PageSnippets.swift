@@ -1,0 +1,87 @@
+import Foundation
+import Recall
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// The code blocks of README.md, docs/architecture.md, docs/caching.md and docs/retry.md,
+// compiled (never run). DocSnippetTests checks them against the pages.
+
+private enum MyClientError: Error { case connectRefused, resetByPeer, badCertificate }
+
+// snippet: docs/retry.md
+extension MyClientError: TransportErrorConvertible {
+    var transportError: TransportError {
+        switch self {
+        case .connectRefused: TransportError(.cannotConnect)          // never sent: even a POST may retry
+        case .resetByPeer: TransportError(.connectionLost)            // maybe processed: idempotent methods only
+        case .badCertificate: TransportError(.tls)                    // not retried
+        }
+    }
+}
+// end snippet
+
+private struct TokenStore: Sendable { func refresh() async throws -> String { "token" } }
+private let tokens = TokenStore()
+
+enum PageSnippets {
+    static func readme() async throws {
+        // snippet: README.md
+        // A per-user cache directory (~/.cache/recall on Linux): DiskStorage refuses a directory that
+        // another user owns or can write to, such as a shared path under /tmp.
+        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+        let cache = HTTPCache(storage: TieredStorage(
+            memory: MemoryStorage(),
+            lower: try DiskStorage(directory: caches.appendingPathComponent("recall"))
+        ))
+        let client = Pipeline(
+            transport: URLSessionTransport(),
+            hooks: [cache],
+            retrierFactory: .exponentialBackoff(maxAttempts: 4, deadline: .seconds(10))
+        )
+
+        // One line changes from URLSession: `URLSession.shared.data(for:)` → `client.data(for:)`.
+        let (data, response) = try await client.data(for: URLRequest(url: URL(string: "https://example.com/")!))
+        print(response.statusCode, data.count, cache.statistics)
+        // end snippet
+    }
+
+    static func architecture(dir: URL) throws {
+        var storage: any CacheStorage
+        // snippet: docs/architecture.md
+        do { storage = try DiskStorage(directory: dir) }
+        catch let error as CacheStorageError where error.code == .locked { storage = MemoryStorage() }
+        // end snippet
+        _ = storage
+    }
+
+    static func caching(cacheDirectory: URL) throws {
+        // snippet: docs/caching.md
+        let storage = TieredStorage(memory: MemoryStorage(byteLimit: 32 << 20),
+                                    lower: try DiskStorage(directory: cacheDirectory, byteLimit: 512 << 20))
+        let cache = HTTPCache(storage: storage)
+        let client = Pipeline(transport: URLSessionTransport(), hooks: [cache], retrierFactory: .exponentialBackoff())
+        // end snippet
+        _ = client
+    }
+
+    static func retry(cache: HTTPCache) {
+        // snippet: docs/retry.md
+        let client = Pipeline(
+            transport: URLSessionTransport(),
+            hooks: [IdempotencyKeyHook(), cache],
+            retrierFactory: .exponentialBackoff(base: .milliseconds(100), cap: .seconds(10), maxAttempts: 4,
+                                                deadline: .seconds(15), attemptTimeout: .seconds(5))
+        )
+        // end snippet
+
+        // snippet: docs/retry.md
+        let factory = BackoffRetrierFactory.exponentialBackoff(maxAttempts: 4).refreshingAuth { request in
+            var request = request
+            request.setValue("Bearer \(try await tokens.refresh())", forHTTPHeaderField: "Authorization")
+            return request
+        }
+        // end snippet
+        _ = (client, factory)
+    }
+}
