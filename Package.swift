@@ -20,7 +20,7 @@ let package = Package(
         // A child process the reliability tests kill with SIGKILL mid-write (not a product).
         .executableTarget(name: "recall-crash-writer", dependencies: ["Recall"], path: "Tests/CrashWriter", swiftSettings: strict),
         // A child process for tests that cannot run inside the test process (not a product).
-        .executableTarget(name: "recall-test-child", dependencies: ["Recall"], path: "Tests/TestChild", swiftSettings: strict),
+        .executableTarget(name: "recall-test-child", dependencies: ["Recall", "RecallTesting"], path: "Tests/TestChild", swiftSettings: strict),
         .testTarget(
             name: "RecallTests",
             dependencies: ["Recall", "RecallTesting"],

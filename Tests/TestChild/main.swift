@@ -23,6 +23,7 @@
 //     milliseconds measured are the pipeline's own.
 import Foundation
 import Recall
+import RecallTesting
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -92,25 +93,6 @@ func memory() {
     withExtendedLifetime(kept) {}
 }
 
-/// A transport that ignores cancellation: it answers `delay` seconds after it was asked.
-final class StubbornTransport: Transport {
-    let delay: Double
-    let counts = Locked((started: 0, finished: 0))
-
-    init(seconds delay: Double) {
-        self.delay = delay
-    }
-
-    func send(_ request: URLRequest) async throws -> Response {
-        counts.withLock { $0.started += 1 }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { done.resume() }
-        }
-        counts.withLock { $0.finished += 1 }
-        return .text("late")
-    }
-}
-
 func limits(slowURL: URL?) async {
     let request = URLRequest(url: URL(string: "https://stubborn.test/slow")!)
     func policy(maxAttempts: Int = 1, attemptTimeout: Duration? = nil, deadline: Duration? = nil) -> RetryPolicy {
@@ -149,7 +131,7 @@ func limits(slowURL: URL?) async {
     transports.append(retried)
     let deadlinePolicy = policy(maxAttempts: 5, attemptTimeout: .milliseconds(100), deadline: .milliseconds(300))
     let (deadlineElapsed, deadlineResult) = await timed(Pipeline(transport: retried, retrierFactory: .policy(deadlinePolicy)))
-    print("deadline elapsedMs \(milliseconds(deadlineElapsed)) outcome \(outcome(deadlineResult)) attempts \(retried.counts.withLock { $0.started })")
+    print("deadline elapsedMs \(milliseconds(deadlineElapsed)) outcome \(outcome(deadlineResult)) attempts \(retried.started)")
 
     let ignoring = StubbornTransport(seconds: 1)
     transports.append(ignoring)
@@ -167,7 +149,7 @@ func limits(slowURL: URL?) async {
     let guarded = Pipeline(transport: hanging.withCircuitBreaker(breaker), retrierFactory: .policy(policy(attemptTimeout: .milliseconds(30))))
     for _ in 0..<3 { _ = await timed(guarded) }
     let openBeforeAnswers = breaker.state(of: "stubborn.test") == .open
-    let answeredBeforeOpen = hanging.counts.withLock { $0.finished }
+    let answeredBeforeOpen = hanging.finished
     let (refusedElapsed, refused) = await timed(guarded)
     print("breaker elapsedMs \(milliseconds(refusedElapsed)) outcome \(outcome(refused)) open \(openBeforeAnswers) answered \(answeredBeforeOpen)")
 
@@ -188,11 +170,11 @@ func limits(slowURL: URL?) async {
 
     // The abandoned attempts finish in the background; their late answers change nothing.
     let end = ContinuousClock.now + .seconds(5)
-    while transports.contains(where: { $0.counts.withLock { $0.finished < $0.started } }), ContinuousClock.now < end {
+    while transports.contains(where: { $0.finished < $0.started }), ContinuousClock.now < end {
         try? await Task.sleep(for: .milliseconds(10))
     }
-    let started = transports.reduce(0) { $0 + $1.counts.withLock { $0.started } }
-    let finished = transports.reduce(0) { $0 + $1.counts.withLock { $0.finished } }
+    let started = transports.reduce(0) { $0 + $1.started }
+    let finished = transports.reduce(0) { $0 + $1.finished }
     print("background started \(started) finished \(finished) stillOpen \(breaker.state(of: "stubborn.test") == .open)")
 }
 

@@ -6,35 +6,6 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// A transport that ignores cancellation: it answers `delay` after it was asked, whatever
-/// happens to the task that asked (the review measured the first edition waiting for it).
-final class StubbornTransport: Transport {
-    let delay: Double
-    private let counts = Locked((started: 0, finished: 0))
-
-    init(seconds delay: Double) {
-        self.delay = delay
-    }
-
-    var started: Int { counts.withLock { $0.started } }
-    var finished: Int { counts.withLock { $0.finished } }
-
-    func send(_ request: URLRequest) async throws -> Response {
-        counts.withLock { $0.started += 1 }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { done.resume() }
-        }
-        counts.withLock { $0.finished += 1 }
-        return .text("late")
-    }
-
-    /// Waits (polling every few milliseconds, at most `limit` seconds) until every attempt started has finished.
-    func waitUntilIdle(limit: Double = 5) async throws {
-        let end = ContinuousClock.now + .seconds(limit)
-        while finished < started, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
-    }
-}
-
 /// Issue #12, point 1: the caller's answer comes at the limit, whatever the transport does.
 /// Real clock, short limits, a transport that holds on for several times the limit. The timed
 /// scenarios run in a child process (`recall-test-child limits`): inside the test process other
