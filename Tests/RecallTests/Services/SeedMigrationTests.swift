@@ -291,11 +291,19 @@ struct SeedMigrationTests {
     @Test("HttpService.send reports a non-2xx answer to process(_:) and returns it; endpoints map a validator's refusal to ServiceError")
     func sendProcessesBadStatus() async throws {
         let loopback = try await service()
+        // A service of this test's own: the suite's tests run in parallel and Loopback's log is shared.
+        struct Reporting: HttpService {
+            static let errors = Locked<[String]>([])
+            let port: Int
+            var apiUrl: String { "http://127.0.0.1:\(port)" }
+            var transport: any Transport { Loopback.transport }
+            func process(_ error: any Error) { Self.errors.withLock { $0.append("\(error)") } }
+        }
+        let reporting = Reporting(port: loopback.port)
         let path = "/" + unique("send-404")
-        let before = Loopback.errors.withLock { $0.count }
-        let response = try await loopback.send(URLRequest(url: try loopback.url(path: path, query: [URLQueryItem(name: "status", value: "404")])))
+        let response = try await reporting.send(URLRequest(url: try reporting.url(path: path, query: [URLQueryItem(name: "status", value: "404")])))
         #expect(response.status == 404)
-        let reported = Loopback.errors.withLock { Array($0.dropFirst(before)) }
+        let reported = Reporting.errors.withLock { $0 }
         #expect(reported.count == 1)
         #expect(reported.first?.contains("answered 404") == true)
 
