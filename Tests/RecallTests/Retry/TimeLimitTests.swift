@@ -87,7 +87,9 @@ struct TimeLimitTests {
 
     @Test("the late answer of an abandoned attempt is dropped: the hooks and the caller see one outcome")
     func lateAnswerDropped() async throws {
-        let transport = StubbornTransport(seconds: 0.3)
+        // 2 s against a 50 ms timeout: inside the busy test process the timer may start late,
+        // and with 0.3 s the answer once arrived first (then it is no late answer at all).
+        let transport = StubbornTransport(seconds: 2)
         let hook = RecordingHook("h")
         var policy = RetryPolicy(maxAttempts: 1)
         policy.attemptTimeout = .milliseconds(50)
