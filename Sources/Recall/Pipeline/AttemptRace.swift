@@ -15,12 +15,13 @@ struct AttemptRace: Sendable {
     struct TimedOut: Error {}
 
     /// Runs `send` within `timeout` (none when `nil`) measured on `time`.
-    static func run(timeout: Duration?, time: TimeSource, _ send: @escaping @Sendable () async throws -> Response) async throws -> Response {
+    static func run<Value: Sendable>(timeout: Duration?, time: TimeSource,
+                                     _ send: @escaping @Sendable () async throws -> Value) async throws -> Value {
         if let timeout, timeout <= .zero { throw TimedOut() }
-        let answer = Answer()
+        let answer = Answer<Value>()
         let cut = AttemptCut()
         let work = Task {
-            let result: Result<Response, any Error>
+            let result: Result<Value, any Error>
             do {
                 result = .success(try await AttemptCut.$current.withValue(cut) { try await send() })
             } catch {
@@ -31,7 +32,8 @@ struct AttemptRace: Sendable {
         let timer = timeout.map { timeout in
             Task {
                 do { try await time.sleep(for: timeout) } catch { return } // cancelled: the attempt answered first
-                if answer.finish(with: .failure(TimedOut())) { cut.cut() }
+                // The breaker hears of the cut before the caller resumes and may start another attempt.
+                answer.finish(with: .failure(TimedOut())) { cut.cut(.timedOut) }
             }
         }
         defer { timer?.cancel() }
@@ -39,7 +41,7 @@ struct AttemptRace: Sendable {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { answer.wait($0) }
             } onCancel: {
-                answer.finish(with: .failure(CancellationError()))
+                answer.finish(with: .failure(CancellationError())) { cut.cut(.cancelled) }
             }
         } catch {
             work.cancel() // timed out or cancelled: stop a transport that listens; one that does not finishes unheard
@@ -58,7 +60,7 @@ struct AttemptRace: Sendable {
             group.addTask { try await AttemptCut.$current.withValue(cut) { try await send() } }
             group.addTask {
                 try await time.sleep(for: timeout)
-                cut.cut()
+                cut.cut(.timedOut)
                 throw TimedOut()
             }
             defer { group.cancelAll() }
@@ -67,18 +69,18 @@ struct AttemptRace: Sendable {
     }
 
     /// The first outcome, handed to the waiting caller once.
-    private final class Answer: Sendable {
+    private final class Answer<Value: Sendable>: Sendable {
         private enum State {
             case empty
-            case waiting(CheckedContinuation<Response, any Error>)
-            case finished(Result<Response, any Error>?)
+            case waiting(CheckedContinuation<Value, any Error>)
+            case finished(Result<Value, any Error>?)
         }
 
         private let state = Locked(State.empty)
 
         /// Takes the caller's continuation; resumes it at once when the outcome is in.
-        func wait(_ continuation: CheckedContinuation<Response, any Error>) {
-            let ready = state.withLock { state -> Result<Response, any Error>? in
+        func wait(_ continuation: CheckedContinuation<Value, any Error>) {
+            let ready = state.withLock { state -> Result<Value, any Error>? in
                 switch state {
                 case .empty:
                     state = .waiting(continuation)
@@ -93,10 +95,10 @@ struct AttemptRace: Sendable {
             if let ready { continuation.resume(with: ready) }
         }
 
-        /// Records `result` unless another outcome came first; `true` when it is the answer.
-        @discardableResult
-        func finish(with result: Result<Response, any Error>) -> Bool {
-            let (first, waiting) = state.withLock { state -> (Bool, CheckedContinuation<Response, any Error>?) in
+        /// Records `result` unless another outcome came first; when it is the answer, runs
+        /// `claimed` and then resumes the caller, so that what `claimed` does happens first.
+        func finish(with result: Result<Value, any Error>, claimed: () -> Void = {}) {
+            let (first, waiting) = state.withLock { state -> (Bool, CheckedContinuation<Value, any Error>?) in
                 switch state {
                 case .empty:
                     state = .finished(result)
@@ -108,38 +110,48 @@ struct AttemptRace: Sendable {
                     return (false, nil)
                 }
             }
+            guard first else { return }
+            claimed()
             waiting?.resume(with: result)
-            return first
         }
     }
 }
 
 /// Tells transport wrappers that Recall cut the attempt they are running (its per-attempt
-/// timeout or the deadline fired), at the moment it happens — the transport underneath may
-/// never return. Read ``current`` when an attempt starts and register with ``onCut(_:)``.
+/// timeout or the deadline fired, or the caller cancelled), at the moment it happens — the
+/// transport underneath may never return. Read ``current`` when an attempt starts and register
+/// with ``onCut(_:)``.
 final class AttemptCut: Sendable {
+    /// Why an attempt was cut.
+    enum Reason: Sendable {
+        /// Its time limit passed: the attempt failed.
+        case timedOut
+        /// The caller cancelled: the attempt says nothing of the server.
+        case cancelled
+    }
+
     /// The cut signal of the attempt running in this task, when a ``Pipeline`` runs it.
     @TaskLocal static var current: AttemptCut?
 
-    private let state = Locked((cut: false, handlers: [@Sendable () -> Void]()))
+    private let state = Locked((reason: Reason?.none, handlers: [@Sendable (Reason) -> Void]()))
 
     /// Runs `handler` when the attempt is cut (at once if it already was).
-    func onCut(_ handler: @escaping @Sendable () -> Void) {
-        let already = state.withLock { state -> Bool in
-            if !state.cut { state.handlers.append(handler) }
-            return state.cut
+    func onCut(_ handler: @escaping @Sendable (Reason) -> Void) {
+        let already = state.withLock { state -> Reason? in
+            if state.reason == nil { state.handlers.append(handler) }
+            return state.reason
         }
-        if already { handler() }
+        if let already { handler(already) }
     }
 
-    /// Marks the attempt cut and runs the handlers, once.
-    func cut() {
-        let handlers = state.withLock { state -> [@Sendable () -> Void] in
-            guard !state.cut else { return [] }
-            state.cut = true
+    /// Marks the attempt cut for `reason` and runs the handlers, once.
+    func cut(_ reason: Reason) {
+        let handlers = state.withLock { state -> [@Sendable (Reason) -> Void] in
+            guard state.reason == nil else { return [] }
+            state.reason = reason
             defer { state.handlers = [] }
             return state.handlers
         }
-        for handler in handlers { handler() }
+        for handler in handlers { handler(reason) }
     }
 }

@@ -144,7 +144,8 @@ public struct Pipeline: Transport {
                     outcome = .failure(error)
                 }
             }
-            let record = Attempt(request: current, outcome: outcome, number: number, elapsed: time.now() - start, context: context)
+            var record = Attempt(request: current, outcome: outcome, number: number, elapsed: time.now() - start, context: context)
+            record.time = time
             switch try await retrier.decide(after: record) {
             case .stop:
                 return try outcome.get()

@@ -8,7 +8,8 @@ import FoundationNetworking
 /// (usually backoff). The attempt after the refresh stays inside the inner retrier's limits: it
 /// counts against `maxAttempts`, the deadline and the retry budget
 /// (``Retrier/admit(extraAttemptAfter:reason:delay:)``), and when they leave no room the `401`
-/// is returned without refreshing.
+/// is returned without refreshing. The refresh itself is cut at what is left of the deadline
+/// (``Retrier/remainingTime(elapsed:)``), however long it would wait: then the `401` is returned.
 public struct AuthRefreshRetrier: Retrier {
     private var inner: any Retrier
     private let statuses: Set<Int>
@@ -34,12 +35,32 @@ public struct AuthRefreshRetrier: Retrier {
             let verdict = try await inner.admit(extraAttemptAfter: attempt, reason: reason, delay: .zero)
             guard case .retry(let delay, _) = verdict else { return verdict }
             refreshed = true
-            let next = try await refresh(attempt.request)
+            let next: URLRequest
+            do {
+                next = try await refreshWithinDeadline(after: attempt)
+            } catch is AttemptRace.TimedOut {
+                // The deadline passed while the credential was refreshed: the 401 is the answer.
+                attempt.context.record(.gaveUp(attempts: attempt.number, reason: .deadline))
+                return .stop
+            }
             attempt.context.record(.retryScheduled(attempt: attempt.number, delay: delay, reason: reason, usedRetryAfter: false))
             return .retry(after: delay, request: next)
         }
         return try await inner.decide(after: attempt)
     }
+
+    /// Refreshes the credential, cut at what is left of the inner retrier's deadline — however
+    /// long the refresh itself would wait (a token server that does not answer).
+    private func refreshWithinDeadline(after attempt: Attempt) async throws -> URLRequest {
+        let request = attempt.request
+        guard let time = attempt.time, let left = inner.remainingTime(elapsed: attempt.elapsed) else {
+            return try await refresh(request)
+        }
+        return try await AttemptRace.run(timeout: left, time: time) { [refresh] in try await refresh(request) }
+    }
+
+    /// What is left of the inner retrier's deadline.
+    public func remainingTime(elapsed: Duration) -> Duration? { inner.remainingTime(elapsed: elapsed) }
 
     /// Asks the inner retrier (so retriers composed around this one stay inside its limits too).
     public mutating func admit(extraAttemptAfter attempt: Attempt, reason: RetryReason, delay: Duration) async throws -> RetryDecision {

@@ -38,6 +38,11 @@ public struct BackoffRetrier: Retrier {
         }
     }
 
+    /// What is left of the policy's deadline.
+    public func remainingTime(elapsed: Duration) -> Duration? {
+        policy.deadline.map { max(.zero, $0 - elapsed) }
+    }
+
     /// Decides whether and when to retry `attempt`.
     public mutating func decide(after attempt: Attempt) async throws -> RetryDecision {
         let context = attempt.context

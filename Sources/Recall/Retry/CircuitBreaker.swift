@@ -67,31 +67,49 @@ public final class CircuitBreaker: Sendable {
     private let circuits: PartitionTable<Circuit>
 
     /// Creates a breaker; time is measured on `clock`. Values are held to sensible ranges:
-    /// ratios to `0...1` (NaN: the default), `minimumCalls` and `probes` to at least 1, durations
-    /// to at least 1 ms.
+    /// ratios to `0...1`, where 0 means "any failure" (NaN: the default); `minimumCalls` and
+    /// `probes` to at least 1, and `minimumCalls` to at most the size of a count window;
+    /// durations to at least 1 ms.
     public init(failureRatio: Double = 0.5, minimumCalls: Int = 10, window: Window = .time(.seconds(30)),
                 breakDuration: Duration = .seconds(30), probes: Int = 5, slowCallDuration: Duration? = nil,
                 slowCallRatio: Double = 1, partitioning: Partitioning = .perHost,
                 classifier: RetryClassifier = CircuitBreaker.defaultClassifier, clock: any Clock<Duration> = ContinuousClock()) {
-        func ratio(_ value: Double, _ fallback: Double) -> Double { value.isNaN ? fallback : min(max(value, 0), 1) }
+        // A ratio of 0 would open the circuit on successes alone: the least share is "any".
+        func ratio(_ value: Double, _ fallback: Double) -> Double {
+            value.isNaN ? fallback : min(max(value, .leastNonzeroMagnitude), 1)
+        }
         self.failureRatio = ratio(failureRatio, 0.5)
         self.slowCallRatio = ratio(slowCallRatio, 1)
         self.slowCallDuration = slowCallDuration.map { max(.milliseconds(1), $0) }
-        self.minimumCalls = max(1, minimumCalls)
         self.window = switch window {
         case .time(let duration): .time(max(.milliseconds(1), duration))
         case .count(let n): .count(min(max(1, n), 1_000_000))
+        }
+        // A count window never holds more than its size: a larger minimum could never be met.
+        self.minimumCalls = switch self.window {
+        case .time: max(1, minimumCalls)
+        case .count(let n): min(max(1, minimumCalls), n)
         }
         self.breakDuration = max(.milliseconds(1), breakDuration)
         self.probes = min(max(1, probes), 1_000)
         self.partitioning = partitioning
         self.classifier = classifier
-        self.time = TimeSource(clock)
+        let time = TimeSource(clock)
+        self.time = time
         let kind: SlidingWindow<Outcomes>.Kind = switch self.window {
-        case .time(let duration): .time(duration, slices: min(1_000, max(1, Int(duration.seconds.rounded(.up)))))
+        case .time(let duration): .time(duration, slices: Int(min(1_000, max(1, duration.seconds.rounded(.up)))))
         case .count(let n): .count(n)
         }
-        circuits = PartitionTable { _ in Circuit(window: kind) }
+        // A closed circuit without failures or slow calls is as good as a new one: forgotten
+        // first when the table is full.
+        circuits = PartitionTable(isIdle: { circuit in
+            let now = time.now()
+            return circuit.state.withLock { state in
+                guard state.phase == .closed else { return false }
+                let counted = state.window.total(at: now)
+                return counted.failures == 0 && counted.slow == 0
+            }
+        }) { _ in Circuit(window: kind) }
     }
 
     /// The state of `partition`'s circuit now.
@@ -244,7 +262,7 @@ public struct CircuitBreakerTransport: Transport {
 
     /// Refuses at once while the circuit is open; otherwise sends and records the outcome —
     /// a failure as soon as Recall cuts the attempt (timeout, deadline), however late the
-    /// transport returns.
+    /// transport returns; nothing (the permit handed back) as soon as the caller cancels.
     public func send(_ request: URLRequest) async throws -> Response {
         let partition = breaker.partitioning.partition(of: request)
         let permit = try breaker.acquire(partition).get()
@@ -254,7 +272,7 @@ public struct CircuitBreakerTransport: Transport {
             guard once.withLock({ recorded in defer { recorded = true }; return !recorded }) else { return }
             breaker.record(permit, failed: failed)
         }
-        AttemptCut.current?.onCut { record(true) }
+        AttemptCut.current?.onCut { reason in record(reason == .timedOut ? true : nil) }
         let context = RequestContext(originalRequest: request)
         do {
             let response = try await base.send(request)

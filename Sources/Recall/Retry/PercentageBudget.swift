@@ -39,8 +39,12 @@ public final class PercentageBudget: RetryBudget {
         self.minRetriesPerSecond = minRetriesPerSecond.finiteOrZero
         let window = max(.seconds(1), window)
         self.window = window
-        self.time = TimeSource(clock)
-        partitions = PartitionTable { _ in Partition(window: window) }
+        let time = TimeSource(clock)
+        self.time = time
+        partitions = PartitionTable(isIdle: { partition in
+            let now = time.now()
+            return partition.counts.withLock { $0.total(at: now) == .zero }
+        }) { _ in Partition(window: window) }
     }
 
     /// Counts a request in the window.

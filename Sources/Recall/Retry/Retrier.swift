@@ -18,6 +18,11 @@ public protocol Retrier {
     /// `nil` for no limit. The default is `nil`.
     func attemptTimeout(elapsed: Duration) -> Duration?
 
+    /// How much of the logical request's deadline is left, given the time since the first
+    /// attempt started; `nil` when there is no deadline (the default). Retriers composed around
+    /// this one bound their own waits by it — ``AuthRefreshRetrier``'s credential refresh does.
+    func remainingTime(elapsed: Duration) -> Duration?
+
     /// Decides whether `attempt` may be followed by one more attempt that a retrier composed
     /// around this one asks for — a credential refresh after `401`, say — for `reason`, after
     /// `delay`, within this retrier's limits (attempts, deadline, budget, which it charges as for
@@ -29,6 +34,9 @@ public protocol Retrier {
 extension Retrier {
     /// No per-attempt timeout.
     public func attemptTimeout(elapsed: Duration) -> Duration? { nil }
+
+    /// No deadline.
+    public func remainingTime(elapsed: Duration) -> Duration? { nil }
 
     /// Allows the extra attempt (no limits to apply).
     public mutating func admit(extraAttemptAfter attempt: Attempt, reason: RetryReason, delay: Duration) async throws -> RetryDecision {
@@ -48,6 +56,9 @@ public struct Attempt: Sendable {
     public var elapsed: Duration
     /// The context of the logical request, to record events or read hook state.
     public var context: RequestContext
+    /// The pipeline's clock, for retriers that bound their own work by the deadline (`nil`
+    /// for an attempt made outside a pipeline: such work is not bounded).
+    var time: TimeSource?
 
     /// Creates an attempt record.
     public init(request: URLRequest, outcome: Result<Response, any Error>, number: Int, elapsed: Duration,

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// A limit on retries shared by many requests, so that an outage is not made worse by a
 /// storm of retries. A budget is a reference type shared by every retrier of a factory (and,
-/// with ``RetryPolicy/sharedBudget``, by every factory of the process that uses the default).
+/// with ``RetryQuota/shared``, the default, by every factory of the process that uses it).
 ///
 /// A retrier tells its budget what happens to each logical request, in this order:
 /// ``requestStarted(partition:)`` once; for each attempt that failed in a way a retry could fix,

@@ -11,7 +11,9 @@ import FoundationNetworking
 /// TLS failures and cancellation are not.
 ///
 /// ```swift
-/// .exponentialBackoff(classifier: .default.retrying(statuses: 425))   // the defaults and 425 Too Early
+/// var policy = RetryPolicy()
+/// policy.classifier = .default.retrying(statuses: 425)   // the defaults and 425 Too Early
+/// let factory: BackoffRetrierFactory = .policy(policy)   // or .exponentialBackoff().retrying(statuses: 425)
 /// ```
 public struct RetryClassifier: Sendable {
     /// Statuses worth another attempt.

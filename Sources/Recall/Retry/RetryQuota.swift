@@ -41,7 +41,7 @@ public final class RetryQuota: RetryBudget {
         self.retryCost = retryCost.finiteOrZero
         self.timeoutCost = timeoutCost.finiteOrZero
         self.successRefund = successRefund.finiteOrZero
-        buckets = PartitionTable { _ in Bucket(capacity) }
+        buckets = PartitionTable(isIdle: { $0.tokens.withLock { $0 >= capacity } }) { _ in Bucket(capacity) }
     }
 
     /// Takes `retryCost` (or `timeoutCost` after a timeout) if the bucket holds it.

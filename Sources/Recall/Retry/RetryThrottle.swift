@@ -26,7 +26,7 @@ public final class RetryThrottle: RetryBudget {
         let maxTokens = maxTokens.isFinite ? min(max(maxTokens, 1), 1_000) : 10
         self.maxTokens = maxTokens
         self.tokenRatio = tokenRatio.isFinite ? (min(max(tokenRatio, 0.001), 1) * 1_000).rounded() / 1_000 : 0.1
-        counts = PartitionTable { _ in Count(maxTokens) }
+        counts = PartitionTable(isIdle: { $0.tokens.withLock { $0 >= maxTokens } }) { _ in Count(maxTokens) }
     }
 
     /// Takes one token.

@@ -24,11 +24,12 @@ struct SlidingWindow<Tally: WindowTally>: Sendable {
     }
 
     private let sliceLength: Duration?
+    /// Count window: the most outcomes kept. The ring grows to it as outcomes come, so a window
+    /// of a million outcomes for a host that sees ten costs ten slots.
+    private let capacity: Int
     private var ring: [Tally]
     /// Time window: the number of the newest slice since time zero. Count window: the next slot.
     private var position: Int64 = 0
-    /// Count window: how many slots hold an outcome.
-    private var filled = 0
     private(set) var total = Tally.zero
 
     /// An empty window of `kind` (at least one slice or slot; a time window of at least 1 ms).
@@ -37,9 +38,11 @@ struct SlidingWindow<Tally: WindowTally>: Sendable {
         case .time(let duration, let slices):
             let count = min(max(1, slices), 1_000)
             ring = Array(repeating: .zero, count: count)
+            capacity = count
             sliceLength = max(.milliseconds(1), duration) / count
         case .count(let n):
-            ring = Array(repeating: .zero, count: min(max(1, n), 1_000_000))
+            ring = []
+            capacity = min(max(1, n), 1_000_000)
             sliceLength = nil
         }
     }
@@ -53,10 +56,14 @@ struct SlidingWindow<Tally: WindowTally>: Sendable {
     /// Adds `tally` at `now`.
     mutating func add(_ tally: Tally, at now: Duration) {
         if sliceLength == nil {
-            let slot = Int(position)
-            if filled == ring.count { total.subtract(ring[slot]) } else { filled += 1 }
-            ring[slot] = tally
-            position = (position + 1) % Int64(ring.count)
+            if ring.count < capacity {
+                ring.append(tally)
+            } else {
+                let slot = Int(position)
+                total.subtract(ring[slot])
+                ring[slot] = tally
+            }
+            position = (position + 1) % Int64(capacity)
         } else {
             advance(to: now)
             ring[Int(position % Int64(ring.count))].add(tally)
@@ -64,10 +71,14 @@ struct SlidingWindow<Tally: WindowTally>: Sendable {
         total.add(tally)
     }
 
-    /// Forgets everything counted.
+    /// Forgets everything counted (a count window in O(1): its slots are dropped, not cleared).
     mutating func reset() {
-        for index in ring.indices { ring[index] = .zero }
-        filled = 0
+        if sliceLength == nil {
+            ring.removeAll(keepingCapacity: true)
+            position = 0
+        } else {
+            for index in ring.indices { ring[index] = .zero }
+        }
         total = .zero
     }
 

@@ -177,9 +177,13 @@ public protocol TransportErrorConvertible: Error {
 extension Error {
     /// Whether this error means "cancelled", in any of the spellings Foundation and Recall use.
     var isCancellation: Bool {
-        if self is CancellationError { return true }
-        if let error = self as? URLError { return error.code == .cancelled }
-        if let error = self as? TransportError { return error.kind == .cancelled }
-        return false
+        switch self {
+        case is CancellationError: true
+        case let error as URLError: error.code == .cancelled
+        case let error as TransportError: error.kind == .cancelled
+        case let error as POSIXError: error.code == .ECANCELED
+        case let error as any TransportErrorConvertible: error.transportError.kind == .cancelled
+        default: false
+        }
     }
 }

@@ -155,6 +155,85 @@ struct CircuitBreakerTests {
         #expect(breaker.state(of: host) == .closed)
     }
 
+    @Test("a count window smaller than minimumCalls still opens; a ratio of 0 means any failure, never a success")
+    func smallCountWindowAndZeroRatio() throws {
+        let small = CircuitBreaker(minimumCalls: 10, window: .count(3), clock: clock)
+        #expect(small.minimumCalls == 3)
+        try fail(small, times: 3)
+        #expect(small.state(of: host) == .open, "three failures fill a window of three")
+        let zero = CircuitBreaker(failureRatio: 0, minimumCalls: 2, slowCallDuration: .seconds(1), slowCallRatio: 0, clock: clock)
+        for _ in 0..<5 { try call(zero, failed: false) }
+        #expect(zero.state(of: host) == .closed, "successes alone never open a circuit")
+        try call(zero, failed: true)
+        #expect(zero.state(of: host) == .open)
+    }
+
+    @Test("a time window of any length is accepted (no trap converting it to slices)")
+    func hugeTimeWindow() throws {
+        let breaker = CircuitBreaker(minimumCalls: 1, window: .time(.seconds(Int64.max)), breakDuration: .seconds(Int64.max), clock: clock)
+        try fail(breaker, times: 1)
+        #expect(breaker.state(of: host) == .open)
+    }
+
+    @Test("a cancelled probe hands its permit back at once, over a transport that ignores cancellation")
+    func cancelledProbeOverStubbornTransport() async throws {
+        let breaker = CircuitBreaker(minimumCalls: 1, breakDuration: .seconds(10), probes: 1, clock: clock)
+        try fail(breaker, times: 1)
+        clock.advance(by: .seconds(10))
+        let stubborn = StubbornTransport(seconds: 2)
+        let pipeline = Pipeline(transport: stubborn.withCircuitBreaker(breaker), clock: clock)
+        let call = Task { try await pipeline.send(URLRequest(url: URL(string: "https://api.test/probe")!)) }
+        while stubborn.started == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        call.cancel()
+        let outcome = await call.result
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        #expect(stubborn.finished == 0, "the probe's transport is still out")
+        #expect((try? breaker.acquire(host).get())?.isProbe == true, "the cancelled probe's permit is free again")
+    }
+
+    @Test("an attempt cut by its timeout is recorded before the caller hears of it")
+    func cutRecordedBeforeCallerResumes() async throws {
+        let breaker = CircuitBreaker(minimumCalls: 1, clock: clock)
+        let stubborn = StubbornTransport(seconds: 2)
+        let pipeline = Pipeline(transport: stubborn.withCircuitBreaker(breaker),
+                                retrierFactory: .exponentialBackoff(maxAttempts: 1, attemptTimeout: .seconds(1), budget: nil), clock: clock)
+        let call = Task { try await pipeline.send(URLRequest(url: URL(string: "https://api.test/hang")!)) }
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(1))
+        _ = await call.result
+        #expect(breaker.state(of: host) == .open, "the cut was recorded when the caller resumed")
+    }
+
+    @Test("cancellation in every spelling hands a probe's permit back: POSIX ECANCELED and convertible errors too")
+    func cancellationSpellings() async throws {
+        struct ClientCancelled: TransportErrorConvertible { var transportError: TransportError { TransportError(.cancelled) } }
+        for error in [POSIXError(.ECANCELED), ClientCancelled()] as [any Error] {
+            #expect(error.isCancellation)
+            let breaker = CircuitBreaker(minimumCalls: 1, breakDuration: .seconds(10), probes: 1, clock: clock)
+            try fail(breaker, times: 1)
+            clock.advance(by: .seconds(10))
+            let mock = MockTransport()
+            mock.route("GET", "/x") { _ in throw error }
+            _ = try? await Pipeline(transport: mock.withCircuitBreaker(breaker)).send(URLRequest(url: URL(string: "https://api.test/x")!))
+            #expect(breaker.state(of: host) == .halfOpen && (try? breaker.acquire(host).get())?.isProbe == true, "\(error)")
+        }
+        #expect(!POSIXError(.ECONNRESET).isCancellation)
+    }
+
+    @Test("per-host state stays bounded: idle partitions are forgotten, busy ones kept")
+    func partitionTableBounded() {
+        final class Slot: Sendable { let busy: Bool; init(busy: Bool) { self.busy = busy } }
+        let table = PartitionTable<Slot>(stripes: 4, limit: 64, isIdle: { !$0.busy }) { name in Slot(busy: name.hasPrefix("busy")) }
+        for index in 0..<20 { _ = table.value(for: "busy-\(index)") }
+        for index in 0..<10_000 { _ = table.value(for: "idle-\(index)") }
+        #expect(table.count <= 64 + 20 + 4)
+        #expect((0..<20).allSatisfy { table.existing("busy-\($0)") != nil }, "a partition with state of its own is never forgotten")
+        let quota = RetryQuota(capacity: 10, retryCost: 5)
+        #expect(quota.withdraw(partition: "spent", reason: .status(503)) == 5)
+        for index in 0..<10_000 { _ = quota.withdraw(partition: "host-\(index)", reason: .status(503)) }
+        #expect(quota.tokens(partition: "spent") == 5, "a bucket that is not full is kept")
+    }
+
     @Test("the sliding window adds and forgets in slices, and its totals stay exact over many calls")
     func slidingWindowTotals() {
         var window = SlidingWindow<CircuitBreaker.Outcomes>(.time(.seconds(10), slices: 10))

@@ -330,6 +330,31 @@ struct RetryRulesTests {
         #expect(refreshes.withLock { $0 } == 0 && slow.requests.count == 1)
     }
 
+    @Test("a refresh that outlasts the deadline is cut at it: the 401 is the answer, however long the token server waits")
+    func refreshCutAtDeadline() async throws {
+        let clock = ManualClock()
+        var limited = policy()
+        limited.deadline = .seconds(5)
+        let refreshes = Locked(0)
+        // A token server that ignores cancellation and answers after 2 s of real time.
+        let factory = BackoffRetrierFactory(policy: limited).refreshingAuth { request in
+            refreshes.withLock { $0 += 1 }
+            _ = try await StubbornTransport(seconds: 2).send(request)
+            var request = request
+            request.setValue("Bearer fresh", forHTTPHeaderField: "Authorization")
+            return request
+        }
+        let origin = authOrigin()
+        let pipeline = Pipeline(transport: origin, retrierFactory: factory, clock: clock)
+        let call = Task { try await pipeline.send(request()) }
+        await clock.waitForSleepers() // the refresh races its 5 s on the manual clock
+        while refreshes.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        clock.advance(by: .seconds(5))
+        let response = try await call.value
+        #expect(response.status == 401, "the deadline passed during the refresh")
+        #expect(refreshes.withLock { $0 } == 1 && origin.requests.count == 1, "no attempt after the deadline")
+    }
+
     // MARK: 9. Ergonomics
 
     @Test("exponentialBackoff names its statuses; retrying(statuses:) adds one to the defaults")
