@@ -379,6 +379,9 @@ public struct CacheRules: Sendable {
     /// only its header fields when the range selects nothing).
     func partialResponse(_ full: Response, range: ByteRange, length: Int) -> Response {
         var headers = full.headers
+        // RFC 9110 §14.1.1: a suffix range of an empty representation is satisfiable, yet selects
+        // no byte to put in a 206 — the whole (empty) representation answers, as servers do.
+        if case .suffix(let count) = range, count > 0, length == 0, full.body.isEmpty { return full }
         guard let bounds = range.bounds(length: length), full.body.count == length else {
             headers["Content-Range"] = "bytes */\(length)"
             if headers.contains("Content-Length") { headers["Content-Length"] = "0" }

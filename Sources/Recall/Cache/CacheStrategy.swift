@@ -299,6 +299,9 @@ struct CacheStrategy: Sendable {
         case serveStale(CacheEntry, StaleReason)
         /// The stored responses of the URL are outdated: remove them; return the answer.
         case remove
+        /// This one stored response (of one partition and `Vary` values) is outdated: remove it,
+        /// keep the URL's others; return the answer.
+        case discard(CacheEntry)
         /// An unsafe method succeeded: remove the stored responses of `urls`; `store`, when not
         /// `nil`, is the answer to a `POST` stored for a later `GET` (RFC 9110 §9.3.3).
         case invalidate([URL], store: CacheEntry?)
@@ -375,8 +378,9 @@ struct CacheStrategy: Sendable {
     ///   and length (or starts new ones), stored — as a full `200` once every byte is held —
     ///   and the caller's range is answered from the result when the origin was asked for less;
     /// - a storable `200` (the representation changed, or the origin ignores ranges) is stored
-    ///   and the caller's range answered from it;
-    /// - a `416` outdates the stored pieces; anything else passes.
+    ///   and the caller's range answered from it; one that cannot be stored outdates the stored
+    ///   response (only that one: the URL's other partitions and variants are kept);
+    /// - a `416` outdates the stored pieces (only them); anything else passes.
     private func afterRange(_ response: Response, range: ByteRange, stored: CacheEntry?, exchange x: Exchange) -> After {
         guard !x.redirected else { return .pass }
         // Whether the origin was asked for the caller's own range (not only the missing bytes).
@@ -389,7 +393,9 @@ struct CacheStrategy: Sendable {
         let facts = CacheEntry.Facts(response.headers)
         switch response.status {
         case 200:
-            guard rules.isStorable(response, facts: facts, for: Self.asWhole(x.answered)) else { return .pass }
+            guard rules.isStorable(response, facts: facts, for: Self.asWhole(x.answered)) else {
+                return stored.map { .discard($0) } ?? .pass
+            }
             let full = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
             return .storeAndAnswer(full, rules.partialResponse(response, range: range))
         case 206:
@@ -400,22 +406,33 @@ struct CacheStrategy: Sendable {
             if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, tag), stored.body.count == piece.length {
                 return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
             }
-            let template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
-            var pieces = stored.flatMap { old in
-                CacheRules.strongMatch(old.etag, tag) ? PartialContent(old).flatMap { $0.length == piece.length ? $0 : nil } : nil
-            } ?? PartialContent(length: piece.length)
+            var template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
+            let old = stored.flatMap { old -> (entry: CacheEntry, pieces: PartialContent)? in
+                guard CacheRules.strongMatch(old.etag, tag), let pieces = PartialContent(old), pieces.length == piece.length else { return nil }
+                return (old, pieces)
+            }
+            var pieces = old?.pieces ?? PartialContent(length: piece.length)
             guard pieces.insert(piece.bounds, bytes: template.body) else {
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
+            }
+            if let old {
+                // RFC 9111 §3.4: the stored fields, updated with the new answer's (§3.2) — a field
+                // only the older pieces had is kept.
+                template.headers = rules.merge(old.entry, with: response, requestTime: x.requestTime, responseTime: x.now).headers
             }
             let combined = pieces.entry(headers: template.headers, like: template)
             if askedAsIs { return .store(combined) }
             guard let bounds = range.bounds(length: piece.length), pieces.covers(bounds) else {
                 return .refetch(callers, removing: false)
             }
-            return .storeAndAnswer(combined, rules.response(from: combined, pieces: pieces, bounds: bounds, for: x.request,
+            // The caller's answer carries the origin's own fields (Set-Cookie and the others
+            // never stored), with the range cut from the combined bytes.
+            var answering = combined
+            answering.headers = response.headers
+            return .storeAndAnswer(combined, rules.response(from: answering, pieces: pieces, bounds: bounds, for: x.request,
                                                              now: x.now, source: .network))
         case 416 where stored?.status == 206:
-            return .remove
+            return stored.map { .discard($0) } ?? .pass
         default:
             return .pass
         }

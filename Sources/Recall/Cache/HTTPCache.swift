@@ -318,6 +318,9 @@ public final class HTTPCache: ServiceHook {
         case .remove:
             await remove(state.key)
             return response
+        case .discard(let outdated):
+            await discard(outdated, key: state.key)
+            return response
         case .invalidate(let urls, let post):
             await invalidate(urls, after: sent)
             if let post, let key = key(for: CacheStrategy.asGet(sent)) { await store(post, key: key, keepsNothing: false) }
@@ -374,7 +377,7 @@ public final class HTTPCache: ServiceHook {
             // A validation answered with a 304 for something else (a range completion that came
             // back short is sent again too, and counts nothing more: it was a miss already).
             if state.mode.isValidating { count { $0.refetched += 1; $0.revalidatedChanged += 1 } }
-        case .store, .storeAndAnswer, .remove, .pass:
+        case .store, .storeAndAnswer, .remove, .discard, .pass:
             // A validation answered with a new representation (HEAD answers update, not replace).
             if state.mode.isValidating, state.method != .head, response.source == .network { count { $0.revalidatedChanged += 1 } }
         case .invalidate, .freshen:
@@ -421,6 +424,24 @@ public final class HTTPCache: ServiceHook {
         await writes.lock(key)
         await storage.remove(key)
         writeCount.add(1, ordering: .releasing)
+        writes.unlock(key)
+    }
+
+    /// Removes the stored response `outdated` stands for (same partition, status class and
+    /// `Vary` values) from the record of `key`, keeping the others.
+    private func discard(_ outdated: CacheEntry, key: String) async {
+        await writes.lock(key)
+        if let record = await lookup(key) {
+            let kept = record.variants.filter { entry in
+                entry.partition != outdated.partition || entry.varyValues != outdated.varyValues || (entry.status == 206) != (outdated.status == 206)
+            }
+            if kept.isEmpty {
+                await storage.remove(key)
+            } else if kept.count < record.variants.count {
+                await storage.store(CacheRecord(key: key, variants: kept))
+            }
+            writeCount.add(1, ordering: .releasing)
+        }
         writes.unlock(key)
     }
 

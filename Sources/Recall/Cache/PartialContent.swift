@@ -47,7 +47,8 @@ struct PartialContent: Sendable, Equatable {
                   pieces.last.map({ $0.bounds.upperBound + 1 < bounds.lowerBound }) ?? true,
                   entry.body.endIndex - offset >= bounds.count else { return nil }
             length = total
-            pieces.append(Piece(bounds: bounds, bytes: entry.body.subdata(in: offset..<(offset + bounds.count))))
+            // A slice shares the entry's bytes: reading the pieces of a hit copies nothing.
+            pieces.append(Piece(bounds: bounds, bytes: entry.body[offset..<(offset + bounds.count)]))
             offset += bounds.count
         }
         guard let length, offset == entry.body.endIndex else { return nil }

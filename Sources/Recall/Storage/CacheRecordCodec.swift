@@ -29,6 +29,9 @@ enum CacheRecordCodec {
     /// to store more (``CacheConfiguration/maxHeaderFields`` is clamped to it), so nothing it
     /// stores reads back as corrupt.
     static let maxFields = 1_000
+    /// The most fields a reader accepts in one list: ``maxFields``, plus the `Content-Range`
+    /// fields of combined pieces (one per piece where the answer had one), plus the lifetime value.
+    static let maxFieldsRead = maxFields + PartialContent.maxPieces + 1
     /// The most variants one record may hold (``CacheConfiguration/maxVariants`` is clamped to it).
     static let maxVariants = 64
     /// Times outside ±10¹¹ s of 1970 (about ±3,000 years) are not plausible HTTP times.
@@ -193,7 +196,7 @@ enum CacheRecordCodec {
 
         mutating func fields() throws -> [HTTPHeaders.Field] {
             let count = try uint64()
-            guard count <= UInt64(maxFields) + 1 else { throw CacheStorageError.corrupt("implausible field count \(count)") }
+            guard count <= UInt64(maxFieldsRead) else { throw CacheStorageError.corrupt("implausible field count \(count)") }
             return try (0..<count).map { _ in HTTPHeaders.Field(name: try string(), value: try string()) }
         }
     }

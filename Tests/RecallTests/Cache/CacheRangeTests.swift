@@ -233,7 +233,35 @@ struct CacheRangeTests {
         guard case .storeAndAnswer(let entry, let answer) = changed else { Issue.record("\(changed)"); return }
         #expect(entry.status == 200 && answer.status == 206 && answer.bodyText == "ab")
         let gone = after(416, ["Content-Range": "bytes */5"], body: "", caller: "bytes=8-9", sent: "bytes=6-7", stored: storedPieces())
-        #expect(CacheStrategyTests.Next(gone) == .remove)
+        #expect(CacheStrategyTests.Next(gone) == .discard(status: 206), "only the pieces, not the URL's other responses")
+        let unstorable = after(200, ["Cache-Control": "no-store"], body: "0123456789", caller: "bytes=0-1", sent: "bytes=6-7",
+                               stored: storedPieces())
+        #expect(CacheStrategyTests.Next(unstorable) == .discard(status: 206), "a new representation that may not be stored outdates the pieces")
+    }
+
+    @Test("after: combining keeps the fields only older pieces had (RFC 9111 §3.4); newer ones replace the same names")
+    func combineKeepsOlderFields() {
+        var old = storedPieces()
+        old.headers.add("X-Old", "kept")
+        old.headers.add("X-Version", "old")
+        let next = after(206, ["ETag": "\"t\"", "Content-Range": "bytes 6-7/10", "X-Version": "new", "Cache-Control": "max-age=100"],
+                         body: "67", caller: "bytes=6-7", sent: "bytes=6-7", stored: old)
+        guard case .store(let combined) = next else { Issue.record("\(next)"); return }
+        #expect(combined.headers["X-Old"] == "kept" && combined.headers.values(for: "X-Version") == ["new"])
+        #expect(PartialContent(combined)?.pieces.map(\.bounds) == [2...9])
+    }
+
+    @Test("a record with the most fields a response may have and 16 pieces reads back (the reader allows their Content-Range fields)")
+    func manyFieldsAndPiecesReadBack() throws {
+        var pieces = PartialContent(length: 100)
+        for index in 0..<PartialContent.maxPieces { pieces.insert((index * 4)...(index * 4), bytes: Data("x".utf8)) }
+        var fields = HTTPHeaders()
+        for index in 0..<(CacheRecordCodec.maxFields - 1) { fields.add("X-F\(index)", "v") }
+        fields.add("ETag", "\"t\"")
+        let stored = pieces.entry(headers: fields, like: entry([:], status: 206, body: ""))
+        #expect(stored.headers.count > CacheRecordCodec.maxFields)
+        let decoded = try CacheRecordCodec.decode(CacheRecordCodec.encode(CacheRecord(key: "k", variants: [stored])))
+        #expect(decoded.variants.first.flatMap(PartialContent.init)?.pieces.count == PartialContent.maxPieces)
     }
 
     // MARK: Through the cache, over the mock transport
@@ -290,6 +318,55 @@ struct CacheRangeTests {
         let pipeline = Pipeline(transport: h.mock, hooks: [other])
         let request = h.request("/p", headers: ["Range": "bytes=0-4", "Authorization": "Bearer someone-else"])
         #expect(try await pipeline.send(request).source == .network)
+    }
+
+    @Test("a 416 drops only the pieces it outdates: another partition's stored pieces of the URL stay")
+    func rangeNotSatisfiableKeepsOthers() async throws {
+        let h = CacheHarness()
+        rangeOrigin(h, "/g", body: "0123456789")
+        let other = Pipeline(transport: h.mock, hooks: [h.cache])
+        var theirs = h.request("/g", headers: ["Range": "bytes=0-4", "Authorization": "Bearer someone-else"])
+        #expect(try await other.send(theirs).source == .network)
+        #expect(try await other.send(theirs).source == .cache, "their pieces are stored")
+        try await h.get("/g", headers: ["Range": "bytes=0-4"])
+        h.mock.route("GET", "/g") { request in
+            Response(status: 416, headers: ["Content-Range": "bytes */5", "ETag": "\"t\""], url: request.url)
+        }
+        let refused = try await h.get("/g", headers: ["Range": "bytes=0-9"])
+        #expect(refused.status == 416)
+        #expect(try await h.get("/g", headers: ["Range": "bytes=0-4"]).status == 416, "our pieces are gone")
+        theirs.setValue("bytes=1-3", forHTTPHeaderField: "Range")
+        let kept = try await other.send(theirs)
+        #expect(kept.source == .cache && kept.bodyText == "123", "another partition's pieces are not removed with ours")
+    }
+
+    @Test("a 206 made by combining stored bytes with fetched ones carries the origin's own fields (Set-Cookie)")
+    func combinedAnswerKeepsOriginFields() async throws {
+        let h = CacheHarness()
+        rangeOrigin(h, "/k", body: "0123456789")
+        try await h.get("/k", headers: ["Range": "bytes=0-4"])
+        let now = h.now
+        h.mock.route("GET", "/k") { request in
+            Response(status: 206, headers: ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
+                                            "Content-Range": "bytes 5-9/10", "Set-Cookie": "session=abc"],
+                     body: Data("56789".utf8), url: request.url)
+        }
+        let answer = try await h.get("/k", headers: ["Range": "bytes=2-9"])
+        #expect(answer.status == 206 && answer.bodyText == "23456789" && answer.headers["Content-Range"] == "bytes 2-9/10")
+        #expect(answer.headers["Set-Cookie"] == "session=abc", "the caller's answer came from the origin with this field")
+        #expect(try await h.get("/k").headers["Set-Cookie"] == nil, "and the stored response never holds it")
+    }
+
+    @Test("a suffix range of an empty stored response answers that empty 200 (RFC 9110 §14.1.1: satisfiable, no byte to send)")
+    func suffixOfEmpty() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/empty") { request in
+            Response(status: 200, headers: ["Cache-Control": "max-age=600", "Content-Length": "0"], body: Data(), url: request.url)
+        }
+        try await h.get("/empty")
+        let answer = try await h.get("/empty", headers: ["Range": "bytes=-5"])
+        #expect(answer.status == 200 && answer.body.isEmpty && answer.source == .cache)
+        #expect(try await h.get("/empty", headers: ["Range": "bytes=0-4"]).status == 416, "a range from a first byte is not satisfiable")
     }
 
     @Test("the representation changed: If-Range gets the new whole 200, which is stored and cut to the caller's range")

@@ -258,7 +258,8 @@ struct CacheStrategyTests {
 
     /// What ``CacheStrategy/after`` decided, in a form a table can state.
     enum Next: Equatable, Sendable {
-        case pass, store(status: Int), revalidated(header: String), serveStale(StaleReason), remove, invalidate([String], storesPost: Bool)
+        case pass, store(status: Int), revalidated(header: String), serveStale(StaleReason), remove, discard(status: Int)
+        case invalidate([String], storesPost: Bool)
         case refetch(removing: Bool, conditional: Bool), freshen
         case storeAndAnswer(status: Int, answer: Int)
 
@@ -270,6 +271,7 @@ struct CacheStrategyTests {
             case .revalidated(let entry): self = .revalidated(header: entry.headers["X-Version"] ?? "")
             case .serveStale(_, let reason): self = .serveStale(reason)
             case .remove: self = .remove
+            case .discard(let entry): self = .discard(status: entry.status)
             case .invalidate(let urls, let post): self = .invalidate(urls.map(\.path), storesPost: post != nil)
             case .refetch(let request, let removing):
                 self = .refetch(removing: removing, conditional: request.value(forHTTPHeaderField: "If-None-Match") != nil)
