@@ -1,0 +1,29 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension URLSessionConfiguration {
+    /// Sends the requests of sessions made from this configuration through `pipeline`: for
+    /// `hosts` (every host when `nil`; see ``URLProtocolRoutes/Route/hosts``), by way of
+    /// `protocolClass` (``RecallURLProtocol`` by default, put first in `protocolClasses`) and its
+    /// routes. Returns the route's identifier, to remove it from `protocolClass.routes` later.
+    ///
+    /// ```swift
+    /// let configuration = URLSessionConfiguration.default
+    /// try configuration.sendThroughRecall(Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()],
+    ///                                             retrierFactory: .exponentialBackoff()))
+    /// let session = URLSession(configuration: configuration)   // call sites unchanged
+    /// ```
+    ///
+    /// - Throws: ``RecallURLProtocolError/loop`` when `pipeline` sends through a session that
+    ///   lists a `RecallURLProtocol` class.
+    @discardableResult
+    public func sendThroughRecall(_ pipeline: Pipeline, hosts: [String]? = nil,
+                                  protocolClass: RecallURLProtocol.Type = RecallURLProtocol.self) throws -> UInt64 {
+        let id = try protocolClass.routes.add(pipeline, hosts: hosts)
+        let others = (protocolClasses ?? []).filter { $0 != protocolClass }
+        protocolClasses = [protocolClass] + others
+        return id
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+@testable import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue #13, point 1: a plain `URLSession` with `RecallURLProtocol` in its configuration gets
+/// the pipeline's cache and retries, against the loopback origin, with call sites unchanged.
+/// Each test keeps its routes in a subclass of its own, so tests running in parallel never
+/// take one another's requests.
+@Suite("RecallURLProtocol: an unmodified URLSession through a pipeline", .timeLimit(.minutes(1)))
+struct RecallURLProtocolTests {
+    /// A session whose configuration sends every request through `pipeline` by `protocolClass`.
+    func session(_ pipeline: Pipeline, protocolClass: RecallURLProtocol.Type, hosts: [String]? = nil) throws -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        try configuration.sendThroughRecall(pipeline, hosts: hosts, protocolClass: protocolClass)
+        return URLSession(configuration: configuration)
+    }
+
+    func status(_ response: URLResponse) -> Int { (response as? HTTPURLResponse)?.statusCode ?? -1 }
+
+    @Test("hits are answered by the cache and revalidations are 304s the session never sees")
+    func hitsAndRevalidations() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let cache = HTTPCache()
+        let session = try session(Pipeline(transport: URLSessionTransport(), hooks: [cache]), protocolClass: Routes.self)
+        let fresh = server.url(OriginServer.uniquePath("protocol-fresh"), ["cc": "max-age=600", "body": "hello"])
+        let (first, firstResponse) = try await session.data(from: fresh)
+        let (second, secondResponse) = try await session.data(from: fresh)
+        #expect(String(decoding: first, as: UTF8.self) == "hello" && second == first)
+        #expect(status(firstResponse) == 200 && status(secondResponse) == 200)
+        #expect((secondResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "max-age=600")
+        #expect(try await server.hits(fresh.path) == 1, "the second answer came from Recall's cache")
+        let validated = server.url(OriginServer.uniquePath("protocol-etag"), ["cc": "max-age=0", "etag": "v1", "body": "tagged"])
+        _ = try await session.data(from: validated)
+        let (again, againResponse) = try await session.data(from: validated)
+        #expect(status(againResponse) == 200 && String(decoding: again, as: UTF8.self) == "tagged")
+        #expect(try await server.hits(validated.path) == 2)
+        #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
+    }
+
+    @Test("a 503 is retried by the pipeline's retrier; the session sees the 200")
+    func retriesAfter503() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let pipeline = Pipeline(transport: URLSessionTransport(),
+                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let session = try session(pipeline, protocolClass: Routes.self)
+        let flaky = server.url(OriginServer.uniquePath("protocol-flaky"), ["fail_first": "2", "body": "recovered"])
+        let (data, response) = try await session.data(from: flaky)
+        #expect(status(response) == 200 && String(decoding: data, as: UTF8.self) == "recovered")
+        #expect(try await server.hits(flaky.path) == 3)
+    }
+
+    @Test("offline: the origin stops listening (connection refused) and the stored response answers")
+    func offlineAnswer() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let script = try #require(Bundle.module.url(forResource: "origin_server", withExtension: "py"))
+        var origin: LoopbackOrigin? = try LoopbackOrigin(script: script)
+        let url = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept")]))
+        let cache = HTTPCache()
+        let session = try session(Pipeline(transport: URLSessionTransport(), hooks: [cache]), protocolClass: Routes.self)
+        _ = try await session.data(from: url)
+        origin = nil // the server exits: its port refuses connections
+        try await Task.sleep(for: .milliseconds(200))
+        let (data, response) = try await session.data(from: url)
+        #expect(status(response) == 200 && String(decoding: data, as: UTF8.self) == "kept")
+        #expect(cache.statistics.staleServed[.disconnected] == 1)
+    }
+
+    @Test("a request body reaches the origin; a POST is not cached")
+    func postBody() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let session = try session(Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()]), protocolClass: Routes.self)
+        var request = URLRequest(url: server.url(OriginServer.uniquePath("protocol-post"), ["echo": "1", "cc": "max-age=600"]))
+        request.httpMethod = "POST"
+        request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(repeating: UInt8(ascii: "b"), count: 100_000)
+        for _ in 0..<2 {
+            let (data, response) = try await session.data(for: request)
+            #expect(status(response) == 200 && data == request.httpBody)
+        }
+        #expect(try await server.hits(request.url!.path) == 2)
+    }
+
+    @Test("a body given as a stream (as Apple's Foundation hands it to a URLProtocol) is read whole, within the limit")
+    func streamedBody() throws {
+        var request = URLRequest(url: URL(string: "http://origin.test/upload")!)
+        let bytes = Data((0..<200_000).map { UInt8($0 % 251) })
+        request.httpBodyStream = InputStream(data: bytes)
+        let prepared = try RecallURLProtocol.withBody(request, isUpload: false)
+        #expect(prepared.httpBody == bytes && prepared.httpBodyStream == nil)
+        #expect(throws: URLError.self) { try RecallURLProtocol.read(InputStream(data: bytes), limit: 1_000) }
+        #expect(throws: RecallURLProtocolError.uploadBodyUnavailable) {
+            try RecallURLProtocol.withBody(URLRequest(url: URL(string: "http://origin.test/upload")!), isUpload: true)
+        }
+    }
+
+    @Test("cancelling the session's task cancels the pipeline's work")
+    func cancellation() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let seen = Locked<[String]>([])
+        let inner = ClosureTransport { request in
+            do {
+                return try await URLSessionTransport().send(request)
+            } catch {
+                seen.withLock { $0.append(Task.isCancelled ? "cancelled" : "\(error)") }
+                throw error
+            }
+        }
+        let session = try session(Pipeline(transport: inner), protocolClass: Routes.self)
+        let slow = server.url(OriginServer.uniquePath("protocol-slow"), ["delay_ms": "3000"])
+        let call = Task { try await session.data(from: slow) }
+        try await Task.sleep(for: .milliseconds(300))
+        call.cancel()
+        let outcome = await call.result
+        #expect(throws: URLError.self) { try outcome.get() }
+        let end = ContinuousClock.now + .seconds(2)
+        while seen.withLock({ $0.isEmpty }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(seen.withLock { $0 } == ["cancelled"], "the pipeline's attempt was cancelled, not left to run for 3 s")
+    }
+
+    @Test("requests for hosts no route names pass to the network untouched; routes are removable")
+    func unroutedHostsPass() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let session = try session(pipeline, protocolClass: Routes.self, hosts: ["*.example.test", "api.example.test"])
+        let url = server.url(OriginServer.uniquePath("protocol-unrouted"), ["cc": "max-age=600"])
+        _ = try await session.data(from: url)
+        _ = try await session.data(from: url)
+        #expect(try await server.hits(url.path) == 2 && cache.statistics.stores == 0, "not Recall's to cache")
+        let id = try Routes.mine.add(pipeline, hosts: ["127.0.0.1:\(server.port)"])
+        _ = try await session.data(from: url)
+        _ = try await session.data(from: url)
+        #expect(try await server.hits(url.path) == 3 && cache.statistics.hits == 1)
+        Routes.mine.remove(id)
+        _ = try await session.data(from: url)
+        #expect(try await server.hits(url.path) == 4)
+        let route = try #require(Routes.mine.routes.first)
+        #expect(route.matches(URL(string: "https://cdn.example.test/x")!) && route.matches(URL(string: "https://API.example.test/")!))
+        #expect(!route.matches(URL(string: "https://example.test/")!) && !route.matches(URL(string: "https://api.example.test.evil/")!))
+    }
+
+    @Test("a pipeline whose transport's session lists the protocol is refused: its requests would loop")
+    func loopRefused() throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [Routes.self]
+        let looping = Pipeline(transport: URLSessionTransport(session: URLSession(configuration: configuration)))
+        #expect(throws: RecallURLProtocolError.loop) { try Routes.mine.add(looping) }
+        #expect(Routes.mine.routes.isEmpty)
+        #expect(RecallURLProtocolError.loop.description.contains("session of its own"))
+    }
+
+    @Test("Predix: an unmodified URLSession reaches local services at http://pmapi/<id>/… and the network beside them")
+    func serviceRouterThroughURLSession() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let router = ServiceRouter(fallback: URLSessionTransport())
+        try await router.register(as: "Inventory") { request in
+            .text("\(request.identifier) \(request.path) \(request.method) \(String(decoding: request.body, as: UTF8.self))")
+        }
+        let session = try session(Pipeline(transport: router), protocolClass: Routes.self)
+        let (local, response) = try await session.data(from: URL(string: "http://pmapi/inventory/items/7")!)
+        #expect(status(response) == 200 && String(decoding: local, as: UTF8.self) == "Inventory /items/7 GET ")
+        var post = URLRequest(url: URL(string: "http://PMAPI/Inventory/items")!)
+        post.httpMethod = "POST"
+        post.httpBody = Data("new".utf8)
+        let (created, _) = try await session.data(for: post)
+        #expect(String(decoding: created, as: UTF8.self) == "Inventory /items POST new")
+        let (_, missing) = try await session.data(from: URL(string: "http://pmapi/nothing/here")!)
+        #expect(status(missing) == 501, "no service under that identifier")
+        let remote = server.url(OriginServer.uniquePath("protocol-router"))
+        let (_, remoteResponse) = try await session.data(from: remote)
+        let remoteHits = try await server.hits(remote.path)
+        #expect(status(remoteResponse) == 200 && remoteHits == 1)
+    }
+}
