@@ -44,6 +44,31 @@ enum PageSnippets {
         let (data, response) = try await client.data(for: URLRequest(url: URL(string: "https://example.com/")!))
         print(response.statusCode, data.count, cache.statistics)
         // end snippet
+        let configuration = URLSessionConfiguration.ephemeral
+        // snippet: README.md
+        try configuration.sendThroughRecall(client)   // `client` is the Pipeline above
+        // end snippet
+    }
+
+    static func integrations(billingPipeline: Pipeline) async throws {
+        // snippet: docs/integrations.md
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()],
+                                retrierFactory: .exponentialBackoff(maxAttempts: 3))
+        let configuration = URLSessionConfiguration.default
+        try configuration.sendThroughRecall(pipeline)                    // the line that is added
+        let session = URLSession(configuration: configuration)           // hand it to any client
+        let (data, response) = try await session.data(from: URL(string: "https://api.example.com/items")!)
+        // end snippet
+        _ = (data, response)
+        // snippet: docs/integrations.md
+        final class BillingRecall: RecallURLProtocol {
+            static let billing = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { billing }
+        }
+        let billingConfiguration = URLSessionConfiguration.default
+        try billingConfiguration.sendThroughRecall(billingPipeline, hosts: ["billing.example.com"],
+                                                   protocolClass: BillingRecall.self)
+        // end snippet
     }
 
     static func architecture(dir: URL) throws {
