@@ -58,6 +58,9 @@ public struct Pipeline: Transport {
         self.observer = observer
     }
 
+    /// As its transport: a pipeline over a transport valid only during one call is one too.
+    public var allowsBackgroundRequests: Bool { transport.allowsBackgroundRequests }
+
     /// Sends `request` through the hooks, the retrier and the transport.
     @discardableResult
     public func send(_ request: URLRequest) async throws -> Response {
@@ -86,6 +89,21 @@ public struct Pipeline: Transport {
             return response
         case .respondThenRefresh(let response, let refresh):
             let background = context.derived(for: refresh)
+            guard transport.allowsBackgroundRequests else {
+                // The transport is valid only during this call: refresh now; the stale answer
+                // stands in when the refresh fails or the origin answers with a server error.
+                background.stage = RequestContext.Stage(pipeline: self, index: index)
+                defer { background.stage = nil }
+                do {
+                    let fresh = try await run(hookAt: index + 1, refresh, context: background)
+                    let answer = try await hook.onSuccess(fresh, for: refresh, context: background)
+                    return answer.status >= 500 ? response : answer
+                } catch {
+                    try Task.checkCancellation()
+                    _ = try? await hook.onFailure(error, for: refresh, context: background)
+                    return response
+                }
+            }
             Task.detached { [self] in
                 background.stage = RequestContext.Stage(pipeline: self, index: index)
                 do {

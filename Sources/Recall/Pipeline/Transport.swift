@@ -18,11 +18,21 @@ public protocol Transport: Sendable {
     /// of their own, so that time limits and cancellation answer the caller at the limit even if
     /// the transport never listens. `false` by default: claim it only when it is true.
     var respondsToCancellation: Bool { get }
+
+    /// Whether the transport may be used after the call that sent through it returned — by a
+    /// background refresh (`stale-while-revalidate`). `true` by default. A transport that is
+    /// valid only during one call (a middleware's `next`) says `false`: the pipeline then
+    /// refreshes before answering, and answers with the stale response if the refresh fails or
+    /// gets a server error (5xx).
+    var allowsBackgroundRequests: Bool { get }
 }
 
 extension Transport {
     /// Not claimed: the pipeline does not rely on the transport to stop when cancelled.
     public var respondsToCancellation: Bool { false }
+
+    /// Usable at any time.
+    public var allowsBackgroundRequests: Bool { true }
 
     /// Sends `request` and returns its body and a Foundation response, the way
     /// `URLSession.data(for:)` does, so URLSession code switches with one line.

@@ -260,6 +260,9 @@ public struct CircuitBreakerTransport: Transport {
     /// As the transport underneath.
     public var respondsToCancellation: Bool { base.respondsToCancellation }
 
+    /// As the transport underneath.
+    public var allowsBackgroundRequests: Bool { base.allowsBackgroundRequests }
+
     /// Refuses at once while the circuit is open; otherwise sends and records the outcome —
     /// a failure as soon as Recall cuts the attempt (timeout, deadline), however late the
     /// transport returns; nothing (the permit handed back) as soon as the caller cancels.

@@ -50,8 +50,8 @@ open class RecallURLProtocol: URLProtocol {
     /// with `URLError(.dataLengthExceedsMaximum)`.
     open class var maxRequestBodyBytes: Int { 64 << 20 }
 
-    /// The work of one load, cancelled by `stopLoading`.
-    private let work = Locked<Task<Void, Never>?>(nil)
+    /// The work of one load, cancelled by `stopLoading` — also when that comes first.
+    private let work = Locked((task: Task<Void, Never>?.none, stopped: false))
 
     /// Takes `http` and `https` requests a route matches.
     override open class func canInit(with request: URLRequest) -> Bool {
@@ -79,23 +79,30 @@ open class RecallURLProtocol: URLProtocol {
         }
         let fallbackURL = request.url
         let pipeline = route.pipeline
-        work.withLock { work in
-            work = Task {
-                do {
-                    let response = try await pipeline.send(prepared)
-                    try Task.checkCancellation()
-                    client.deliver(response, fallbackURL: fallbackURL)
-                } catch {
-                    // After stopLoading the session wants nothing more from this protocol.
-                    if !Task.isCancelled { client.fail(error) }
-                }
+        let task = Task {
+            do {
+                let response = try await pipeline.send(prepared)
+                try Task.checkCancellation()
+                client.deliver(response, fallbackURL: fallbackURL)
+            } catch {
+                // After stopLoading the session wants nothing more from this protocol.
+                if !Task.isCancelled { client.fail(error) }
             }
         }
+        let stopped = work.withLock { work in
+            work.task = task
+            return work.stopped
+        }
+        if stopped { task.cancel() }
     }
 
     /// Cancels the pipeline's work for this load.
     override open func stopLoading() {
-        work.withLock { $0 }?.cancel()
+        let task = work.withLock { work in
+            work.stopped = true
+            return work.task
+        }
+        task?.cancel()
     }
 
     /// `request` with its body in `httpBody`, read from `httpBodyStream` when Foundation put it

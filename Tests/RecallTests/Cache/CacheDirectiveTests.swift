@@ -160,6 +160,30 @@ struct CacheDirectiveTests {
         #expect(try await h.get("/s").source != .stale)
     }
 
+    @Test("stale-while-revalidate over a transport valid only during the call: refreshed before answering; stale if that fails")
+    func staleWhileRevalidateWithoutBackground() async throws {
+        /// A transport that may not be used once the call returned (as a middleware's `next`).
+        struct CallScoped: Transport {
+            let base: MockTransport
+            var allowsBackgroundRequests: Bool { false }
+            var respondsToCancellation: Bool { true }
+            func send(_ request: URLRequest) async throws -> Response { try await base.send(request) }
+        }
+        let h = CacheHarness(transport: { CallScoped(base: $0) })
+        h.origin("/s", [(200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
+                        (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new"),
+                        (503, [:], "down")])
+        try await h.get("/s")
+        h.now.advance(20)
+        let refreshed = try await h.get("/s")
+        #expect(refreshed.bodyText == "new" && refreshed.source == .network, "the refresh ran before the answer")
+        #expect(h.hits("/s") == 2 && h.mock.requests.last?.value(forHTTPHeaderField: "If-None-Match") == "\"s1\"")
+        h.now.advance(20)
+        let stale = try await h.get("/s")
+        #expect(stale.bodyText == "new" && stale.source == .stale, "a failed refresh leaves the stale answer")
+        #expect(h.hits("/s") == 3)
+    }
+
     @Test("stale-if-error: serve stale inside the window on 500, 502, 503, 504", arguments: [500, 502, 503, 504])
     func staleIfErrorStatus(status: Int) async throws {
         let h = CacheHarness()

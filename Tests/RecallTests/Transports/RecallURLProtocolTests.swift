@@ -120,7 +120,9 @@ struct RecallURLProtocolTests {
         }
         let server = try await OriginServer.shared.value
         let seen = Locked<[String]>([])
+        let started = Locked(false)
         let inner = ClosureTransport { request in
+            started.withLock { $0 = true }
             do {
                 return try await URLSessionTransport().send(request)
             } catch {
@@ -131,11 +133,13 @@ struct RecallURLProtocolTests {
         let session = try session(Pipeline(transport: inner), protocolClass: Routes.self)
         let slow = server.url(OriginServer.uniquePath("protocol-slow"), ["delay_ms": "3000"])
         let call = Task { try await session.data(from: slow) }
-        try await Task.sleep(for: .milliseconds(300))
+        let begun = ContinuousClock.now + .seconds(5)
+        while !started.withLock({ $0 }), ContinuousClock.now < begun { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(50)) // the attempt is on the wire
         call.cancel()
         let outcome = await call.result
         #expect(throws: URLError.self) { try outcome.get() }
-        let end = ContinuousClock.now + .seconds(2)
+        let end = ContinuousClock.now + .seconds(2.5)
         while seen.withLock({ $0.isEmpty }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
         #expect(seen.withLock { $0 } == ["cancelled"], "the pipeline's attempt was cancelled, not left to run for 3 s")
     }
