@@ -1,0 +1,34 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import OpenAPIRuntime
+import Recall
+
+/// The rest of an OpenAPI client's chain as a Recall ``Recall/Transport``, for the length of
+/// one ``RecallMiddleware/intercept(_:body:baseURL:operationID:next:)`` call.
+struct NextTransport: Transport {
+    let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    /// The base URL the client gave: passed on unchanged while the request stays under it.
+    let baseURL: URL
+    /// A body that may be read only once, passed on as it is (the request is then not retried).
+    let passedOnBody: HTTPBody?
+    let maxResponseBodyBytes: Int
+
+    /// `next` may not outlive the middleware's call: no background refreshes.
+    var allowsBackgroundRequests: Bool { false }
+
+    /// Attempts run in the caller's task, so that none outlives the call (OpenAPI transports
+    /// stop when cancelled).
+    var respondsToCancellation: Bool { true }
+
+    func send(_ request: URLRequest) async throws -> Response {
+        let (converted, base) = try HTTPRequest.from(request, under: baseURL)
+        let body = request.httpBody.map { HTTPBody($0) } ?? passedOnBody
+        let (response, responseBody) = try await next(converted, body, base)
+        var bytes = Data()
+        if let responseBody { bytes = try await Data(collecting: responseBody, upTo: maxResponseBodyBytes) }
+        return Response(status: response.status.code, headers: HTTPHeaders(response.headerFields), body: bytes, url: request.url)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import OpenAPIRuntime
+import Recall
+
+/// Recall under an OpenAPI-generated client: a `ClientMiddleware` that runs Recall's hooks — an
+/// ``Recall/HTTPCache`` above all — and its retrier around the rest of the client's chain (the
+/// middlewares after it, then the transport).
+///
+/// ```swift
+/// let client = Client(serverURL: url, transport: URLSessionTransport(),
+///                     middlewares: [RecallMiddleware(hooks: [HTTPCache()], retrierFactory: .exponentialBackoff())])
+/// ```
+///
+/// - Requests and responses are converted between swift-http-types' `HTTPRequest`/`HTTPResponse`
+///   and Recall's `URLRequest`/``Recall/Response``; bodies are collected, up to
+///   ``maxRequestBodyBytes`` and ``maxResponseBodyBytes``.
+/// - A request is **retried only when its body can be sent again**: no body, or one whose
+///   `iterationBehavior` is `.multiple` and that fits ``maxRequestBodyBytes``. A `.single` body
+///   (a stream) is passed on as it is, never buffered, and the request is sent once; the hooks
+///   still see it (a successful `POST` still invalidates what the cache holds for its URL).
+/// - `next` may be called only while the call lasts, so a `stale-while-revalidate` refresh runs
+///   before the answer (the stale response answers if it fails) rather than in the background.
+/// - Errors thrown below this middleware reach the retrier as they are; errors of clients that
+///   adopt ``Recall/TransportErrorConvertible`` are classified like `URLError`s.
+public struct RecallMiddleware: ClientMiddleware {
+    /// The hooks, outermost first.
+    public var hooks: [any ServiceHook]
+    /// The retry strategy.
+    public var retrierFactory: any RetrierFactory
+    /// The largest request body collected so that the request can be retried (4 MiB); a larger
+    /// one is passed on as it is, and that request is not retried.
+    public var maxRequestBodyBytes: Int
+    /// The largest response body collected (32 MiB): a larger one fails the call with the
+    /// runtime's "too many bytes" error rather than filling memory.
+    public var maxResponseBodyBytes: Int
+    /// The clock retry delays and attempt timeouts run on.
+    public var clock: any Clock<Duration>
+    /// Called with every event of every request (cache results, attempts, retries).
+    public var observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+
+    /// Creates the middleware.
+    public init(hooks: [any ServiceHook] = [], retrierFactory: any RetrierFactory = NilRetrierFactory(),
+                maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int = 32 << 20,
+                clock: any Clock<Duration> = ContinuousClock(),
+                observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil) {
+        self.hooks = hooks
+        self.retrierFactory = retrierFactory
+        self.maxRequestBodyBytes = max(0, maxRequestBodyBytes)
+        self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
+        self.clock = clock
+        self.observer = observer
+    }
+
+    /// Sends the request through the hooks and the retrier, each attempt through `next`.
+    public func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+                          next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        var outgoing = try URLRequest(request, baseURL: baseURL)
+        let (replayable, passedOn) = try await collect(body)
+        outgoing.httpBody = replayable
+        let retries = passedOn == nil ? retrierFactory : NilRetrierFactory()
+        let (hooks, clock, observer, limit) = (hooks, clock, observer, maxResponseBodyBytes)
+        let response = try await withoutActuallyEscaping(next) { next in
+            let transport = NextTransport(next: next, baseURL: baseURL, passedOnBody: passedOn, maxResponseBodyBytes: limit)
+            return try await Pipeline(transport: transport, hooks: hooks, retrierFactory: retries, clock: clock, observer: observer)
+                .send(outgoing)
+        }
+        return (HTTPResponse(response), HTTPBody(response.body))
+    }
+
+    /// The body as bytes that can be sent again, or — for a body that may be read only once or
+    /// is too large — the body to pass on as it is.
+    private func collect(_ body: HTTPBody?) async throws -> (Data?, HTTPBody?) {
+        guard let body else { return (nil, nil) }
+        guard body.iterationBehavior == .multiple else { return (nil, body) }
+        if case .known(let length) = body.length, length > Int64(maxRequestBodyBytes) { return (nil, body) }
+        do {
+            return (try await Data(collecting: body, upTo: maxRequestBodyBytes), nil)
+        } catch where !(error is CancellationError) {
+            return (nil, body) // longer than it said (or than the limit): sent once, as it is
+        }
+    }
+}

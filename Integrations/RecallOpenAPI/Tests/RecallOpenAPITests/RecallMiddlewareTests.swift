@@ -1,0 +1,156 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import OpenAPIRuntime
+import OpenAPIURLSession
+import Recall
+import RecallOpenAPI
+import RecallTesting
+import Synchronization
+import Testing
+
+/// Issue #13, points 1 and 2: a real generated client (`Generated/`, from `openapi.yaml`) over
+/// swift-openapi-urlsession against the loopback origin — with `RecallMiddleware`, and with no
+/// middleware at all over a session that sends through `RecallURLProtocol`.
+@Suite("OpenAPI: a generated client with Recall", .timeLimit(.minutes(1)))
+struct RecallMiddlewareTests {
+    /// A loopback origin of this test's own (hit counts per path are its own too).
+    static func origin() throws -> LoopbackOrigin {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
+        return try LoopbackOrigin(script: script)
+    }
+
+    /// The length of `object` as the generated client encodes JSON (pretty-printed, keys sorted).
+    static func encodedLength(_ object: [String: String]) -> Int {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return (try? encoder.encode(object).count) ?? -1
+    }
+
+    func client(_ origin: LoopbackOrigin, _ middleware: RecallMiddleware) -> Client {
+        Client(serverURL: origin.url("/"), transport: OpenAPIURLSession.URLSessionTransport(), middlewares: [middleware])
+    }
+
+    func echo(_ output: Operations.listItems.Output) throws -> Components.Schemas.Echo { try output.ok.body.json }
+
+    @Test("hits come from the cache and revalidations are merged 304s; the client never knows")
+    func hitsAndRevalidations() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache()
+        let client = client(origin, RecallMiddleware(hooks: [cache]))
+        let first = try echo(await client.listItems(query: .init(cc: "max-age=600")))
+        let second = try echo(await client.listItems(query: .init(cc: "max-age=600")))
+        #expect(first.hit == 1 && second.hit == 1, "the second answer is the stored first one")
+        let tagged = try await client.getItem(path: .init(id: "7"), query: .init(cc: "max-age=0", etag: "v1")).ok.body.json
+        let again = try await client.getItem(path: .init(id: "7"), query: .init(cc: "max-age=0", etag: "v1")).ok.body.json
+        #expect(tagged.path == "/items/7" && again.hit == 1, "a 304 confirmed the stored body")
+        #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
+    }
+
+    @Test("a 503 is retried by Recall's retrier under the generated client")
+    func retries() async throws {
+        let origin = try Self.origin()
+        let middleware = RecallMiddleware(retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let answer = try echo(await client(origin, middleware).listItems(query: .init(fail_first: "2")))
+        #expect(answer.hit == 3)
+    }
+
+    @Test("a POST goes out with its JSON body, and invalidates what the cache holds for the URL")
+    func postInvalidates() async throws {
+        let origin = try Self.origin()
+        let client = client(origin, RecallMiddleware(hooks: [HTTPCache()]))
+        _ = try await client.listItems(query: .init(cc: "max-age=600"))
+        let created = try await client.createItem(body: .json(.init(name: "lamp"))).ok.body.json
+        #expect(created.method == "POST" && created.bodyLength == Self.encodedLength(["name": "lamp"]))
+        // The POST's URL is /items without the GET's query: invalidate that one and check it.
+        let plain = try echo(await client.listItems())
+        _ = try echo(await client.listItems())
+        #expect(plain.hit == 3, "GET /items after the POST went to the origin")
+    }
+
+    @Test("stale-while-revalidate under a middleware refreshes before answering (next never outlives the call)")
+    func staleWhileRevalidate() async throws {
+        let origin = try Self.origin()
+        let client = client(origin, RecallMiddleware(hooks: [HTTPCache()]))
+        let cc = "max-age=0, stale-while-revalidate=60"
+        _ = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc))
+        try await Task.sleep(for: .milliseconds(1_100)) // the origin's Date has one-second steps
+        let refreshed = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc)).ok.body.json
+        #expect(refreshed.hit == 2)
+    }
+
+    @Test("a client built on a session that sends through RecallURLProtocol gets the cache without any middleware")
+    func throughURLProtocol() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let origin = try Self.origin()
+        let cache = HTTPCache()
+        let configuration = URLSessionConfiguration.ephemeral
+        try configuration.sendThroughRecall(Pipeline(transport: Recall.URLSessionTransport(), hooks: [cache]), protocolClass: Routes.self)
+        let transport = OpenAPIURLSession.URLSessionTransport(configuration: .init(session: URLSession(configuration: configuration)))
+        let client = Client(serverURL: origin.url("/"), transport: transport)
+        let first = try echo(await client.listItems(query: .init(cc: "max-age=600")))
+        let second = try echo(await client.listItems(query: .init(cc: "max-age=600")))
+        #expect(first.hit == 1 && second.hit == 1 && cache.statistics.hits == 1)
+        let created = try await client.createItem(body: .json(.init(name: "desk"))).ok.body.json
+        #expect(created.bodyLength == Self.encodedLength(["name": "desk"]), "the body went through the protocol")
+    }
+
+    // MARK: The middleware alone, with a scripted next
+
+    /// A `next` that answers 503 first and 200 after, counting calls and the bodies it got.
+    final class Scripted: Sendable {
+        let calls = Mutex<[String]>([])
+        func next(_ request: HTTPRequest, _ body: HTTPBody?, _ baseURL: URL) async throws -> (HTTPResponse, HTTPBody?) {
+            var text = ""
+            if let body { text = try await String(collecting: body, upTo: 1 << 20) }
+            let count = calls.withLock { $0.append(text); return $0.count }
+            return (HTTPResponse(status: count == 1 ? .serviceUnavailable : .ok), HTTPBody("done"))
+        }
+    }
+
+    func put(_ body: HTTPBody, through middleware: RecallMiddleware, _ scripted: Scripted) async throws -> HTTPResponse {
+        let request = HTTPRequest(method: .put, scheme: "http", authority: "api.test", path: "/items/1")
+        return try await middleware.intercept(request, body: body, baseURL: URL(string: "http://api.test")!, operationID: "putItem",
+                                              next: scripted.next).0
+    }
+
+    @Test("a body that can be sent again is retried with the same bytes; a one-shot stream is sent once, never buffered")
+    func retriesOnlyReplayableBodies() async throws {
+        let middleware = RecallMiddleware(retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 3, budget: nil))
+        let replayable = Scripted()
+        #expect(try await put(HTTPBody("payload"), through: middleware, replayable).status == .ok)
+        #expect(replayable.calls.withLock { $0 } == ["payload", "payload"])
+        let once = Scripted()
+        let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
+            continuation.yield(ArraySlice("streamed".utf8))
+            continuation.finish()
+        }
+        let single = HTTPBody(stream, length: .unknown, iterationBehavior: .single)
+        #expect(try await put(single, through: middleware, once).status == .serviceUnavailable)
+        #expect(once.calls.withLock { $0 } == ["streamed"], "sent once: a single-use body cannot be sent again")
+        let tooLarge = Scripted()
+        let small = RecallMiddleware(retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 3, budget: nil), maxRequestBodyBytes: 4)
+        #expect(try await put(HTTPBody("payload"), through: small, tooLarge).status == .serviceUnavailable)
+        #expect(tooLarge.calls.withLock { $0 } == ["payload"], "over the limit: passed on, not buffered for retries")
+    }
+
+    @Test("requests and responses convert both ways: path and query under the base URL's path, fields, status")
+    func conversions() throws {
+        var fields = HTTPFields()
+        fields[.accept] = "application/json"
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items/7?cc=max-age%3D60", headerFields: fields)
+        let urlRequest = try URLRequest(request, baseURL: URL(string: "https://api.test/v1/")!)
+        #expect(urlRequest.url?.absoluteString == "https://api.test/v1/items/7?cc=max-age%3D60")
+        #expect(urlRequest.value(forHTTPHeaderField: "Accept") == "application/json" && urlRequest.httpMethod == "GET")
+        let response = HTTPResponse(Response(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "max-age=60"]))
+        #expect(response.status.code == 304 && response.headerFields[.eTag] == "\"v1\"")
+        #expect(HTTPHeaders(response.headerFields)["cache-control"] == "max-age=60")
+    }
+}
