@@ -3,7 +3,8 @@ import Testing
 
 /// Every ```swift block of README.md and docs/*.md is compiled: it must appear, word for word
 /// (indentation and `import` lines aside), between `// snippet: <page>` and `// end snippet` in
-/// this folder's files, which the test target builds. And every snippet here must still be on
+/// this folder's files, which the test target builds — or, for examples of an integration, in
+/// the `DocSnippets` folder of that package's tests, which CI builds with the package. And every snippet here must still be on
 /// its page, so an edited example cannot leave a stale compiled copy behind.
 @Suite("Documentation code compiles")
 struct DocSnippetTests {
@@ -29,21 +30,37 @@ struct DocSnippetTests {
         return blocks
     }
 
-    /// The snippets in this folder, by page.
+    /// The folders holding snippets: this one, and `DocSnippets` in the test targets of the
+    /// packages under `Integrations/` (whose examples need those packages to compile).
+    static func snippetFolders() throws -> [URL] {
+        var folders = [root.appendingPathComponent("Tests/RecallTests/DocSnippets")]
+        let integrations = root.appendingPathComponent("Integrations")
+        for package in (try? FileManager.default.contentsOfDirectory(atPath: integrations.path).sorted()) ?? [] {
+            let tests = integrations.appendingPathComponent(package).appendingPathComponent("Tests")
+            for target in (try? FileManager.default.contentsOfDirectory(atPath: tests.path).sorted()) ?? [] {
+                let folder = tests.appendingPathComponent(target).appendingPathComponent("DocSnippets")
+                if FileManager.default.fileExists(atPath: folder.path) { folders.append(folder) }
+            }
+        }
+        return folders
+    }
+
+    /// The snippets in the snippet folders, by page.
     static func snippets() throws -> [(page: String, text: String)] {
-        let folder = root.appendingPathComponent("Tests/RecallTests/DocSnippets")
         var found: [(String, String)] = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() where file.hasSuffix("Snippets.swift") {
-            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-            var page: String?, lines: [Substring] = []
-            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if trimmed.hasPrefix("// snippet: ") {
-                    page = String(trimmed.dropFirst("// snippet: ".count)); lines = []
-                } else if trimmed == "// end snippet", let current = page {
-                    found.append((current, normalized(lines))); page = nil
-                } else if page != nil {
-                    lines.append(line)
+        for folder in try snippetFolders() {
+            for file in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() where file.hasSuffix("Snippets.swift") {
+                let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+                var page: String?, lines: [Substring] = []
+                for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                    let trimmed = line.trimmingCharacters(in: .whitespaces)
+                    if trimmed.hasPrefix("// snippet: ") {
+                        page = String(trimmed.dropFirst("// snippet: ".count)); lines = []
+                    } else if trimmed == "// end snippet", let current = page {
+                        found.append((current, normalized(lines))); page = nil
+                    } else if page != nil {
+                        lines.append(line)
+                    }
                 }
             }
         }

@@ -1,0 +1,25 @@
+import Foundation
+import OpenAPIRuntime
+import Recall
+import RecallOpenAPI
+
+/// The OpenAPI examples of docs/integrations.md, compiled with this package (Recall's
+/// `DocSnippetTests` checks that they match the page word for word).
+enum IntegrationSnippets {
+    static func before(serverURL: URL, transport: any ClientTransport) -> Client {
+        // snippet: docs/integrations.md
+        let client = Client(serverURL: serverURL, transport: transport)
+        // end snippet
+        return client
+    }
+
+    static func after(serverURL: URL, transport: any ClientTransport) async throws -> Components.Schemas.Echo {
+        // snippet: docs/integrations.md
+        let cached = Client(serverURL: serverURL, transport: transport, middlewares: [
+            RecallMiddleware(hooks: [HTTPCache()], retrierFactory: .exponentialBackoff(maxAttempts: 3)),
+        ])
+        let items = try await cached.listItems(query: .init(cc: "max-age=60")).ok.body.json
+        // end snippet
+        return items
+    }
+}
