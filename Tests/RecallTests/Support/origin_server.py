@@ -13,6 +13,7 @@ Every path answers; the query string says how:
   size=N              body of N bytes (default: a small JSON description of the request)
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
+  drop_first=N        the same for the first N requests to the path
   truncate=1          promise 1,000 more body bytes than are sent, then close the connection
   bad304=1            answer any If-None-Match with a 304 carrying another ETag ("other")
   fail_first=N        the first N hits of this path answer fail_status (default 503)
@@ -86,7 +87,7 @@ class Handler(BaseHTTPRequestHandler):
 
         if one("delay_ms"):
             time.sleep(int(one("delay_ms")) / 1000.0)
-        if one("drop") == "1":
+        if one("drop") == "1" or hit <= int(one("drop_first", "0")):
             self.close_connection = True
             self.connection.shutdown(2)
             return

@@ -1,0 +1,164 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Recall
+import RecallAsyncHTTPClient
+import RecallTesting
+import Testing
+
+/// Issue #13, point 3: Recall over a real `HTTPClient`, against the loopback origin.
+@Suite("AsyncHTTPClient transport", .timeLimit(.minutes(1)))
+struct AsyncHTTPClientTransportTests {
+    /// A loopback origin of this test's own.
+    static func origin() throws -> LoopbackOrigin {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
+        return try LoopbackOrigin(script: script)
+    }
+
+    /// The origin's JSON echo of a request.
+    struct Echo: Decodable { let method: String; let path: String; let hit: Int; let bodyLength: Int }
+
+    func echo(_ response: Response) throws -> Echo { try JSONDecoder().decode(Echo.self, from: response.body) }
+
+    let transport = AsyncHTTPClientTransport(client: .shared)
+
+    @Test("status, header fields and body come back; a request body and fields go out")
+    func exchange() async throws {
+        let origin = try Self.origin()
+        let get = try await transport.send(URLRequest(url: origin.url("/get", [("cc", "max-age=60"), ("header", "X-Multi: a")])))
+        #expect(get.status == 200 && get.headers["Cache-Control"] == "max-age=60" && get.headers["X-Multi"] == "a")
+        #expect(try echo(get).method == "GET")
+        var post = URLRequest(url: origin.url("/post", [("echo", "1")]))
+        post.httpMethod = "POST"
+        post.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        post.httpBody = Data("hello ahc".utf8)
+        let echoed = try await transport.send(post)
+        #expect(echoed.bodyText == "hello ahc" && echoed.headers["Content-Type"] == "text/plain")
+        let missing = try await transport.send(URLRequest(url: origin.url("/missing", [("status", "404")])))
+        #expect(missing.status == 404, "every status is a response")
+    }
+
+    @Test("under a pipeline: hits from the cache, revalidations, a 503 retried")
+    func pipeline() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: transport, hooks: [cache],
+                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let fresh = origin.url("/fresh", [("cc", "max-age=600")])
+        _ = try await pipeline.send(URLRequest(url: fresh))
+        #expect(try echo(await pipeline.send(URLRequest(url: fresh))).hit == 1)
+        let tagged = origin.url("/tagged", [("cc", "max-age=0"), ("etag", "v1")])
+        _ = try await pipeline.send(URLRequest(url: tagged))
+        let revalidated = try await pipeline.send(URLRequest(url: tagged))
+        let revalidatedEcho = try echo(revalidated)
+        #expect(revalidated.source == .revalidated && revalidatedEcho.hit == 1)
+        let flaky = try await pipeline.send(URLRequest(url: origin.url("/flaky", [("fail_first", "2")])))
+        #expect(try echo(flaky).hit == 3)
+        #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
+    }
+
+    @Test("a server that closes the connection without answering: connectionLost, retried for a GET")
+    func connectionReset() async throws {
+        let origin = try Self.origin()
+        do {
+            _ = try await transport.send(URLRequest(url: origin.url("/drop", [("drop", "1")])))
+            Issue.record("answered")
+        } catch let error as TransportError {
+            #expect(error.kind == .connectionLost && !error.requestNeverSent, "\(error)")
+        }
+        let pipeline = Pipeline(transport: transport, retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let recovered = try await pipeline.send(URLRequest(url: origin.url("/drop-once", [("drop_first", "1")])))
+        let recoveredEcho = try echo(recovered)
+        #expect(recovered.status == 200 && recoveredEcho.hit == 2)
+    }
+
+    @Test("connection refused: cannotConnect and never sent, so even a POST is retried; the cache answers offline")
+    func connectionRefused() async throws {
+        // AHC retries a refused connection until the request's deadline unless told not to.
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let transport = AsyncHTTPClientTransport(client: client)
+        var origin: LoopbackOrigin? = try Self.origin()
+        let stored = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept")]))
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: transport, hooks: [cache],
+                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        _ = try await pipeline.send(URLRequest(url: stored))
+        origin = nil // the server exits: its port refuses connections
+        try await Task.sleep(for: .milliseconds(200))
+        do {
+            _ = try await transport.send(URLRequest(url: stored))
+            Issue.record("answered")
+        } catch let error as TransportError {
+            #expect(error.kind == .cannotConnect && error.requestNeverSent, "\(error)")
+        }
+        var post = URLRequest(url: stored)
+        post.httpMethod = "POST"
+        let context = RequestContext(originalRequest: post)
+        await #expect(throws: TransportError.self) { try await pipeline.send(post, context: context) }
+        #expect(context.attempts == 3, "a request that never left may be sent again, whatever its method")
+        let offline = try await pipeline.send(URLRequest(url: stored))
+        #expect(offline.source == .stale && offline.bodyText == "kept")
+        try await client.shutdown()
+    }
+
+    @Test("the request's timeoutInterval is AHC's deadline: timedOut")
+    func timeout() async throws {
+        let origin = try Self.origin()
+        var slow = URLRequest(url: origin.url("/slow", [("delay_ms", "3000")]))
+        slow.timeoutInterval = 0.3
+        let start = ContinuousClock.now
+        do {
+            _ = try await transport.send(slow)
+            Issue.record("answered")
+        } catch let error as TransportError {
+            #expect(error.kind == .timedOut, "\(error)")
+        }
+        #expect(ContinuousClock.now - start < .seconds(2.5))
+    }
+
+    @Test("cancelling the caller stops the request at once")
+    func cancellation() async throws {
+        let origin = try Self.origin()
+        let call = Task { try await transport.send(URLRequest(url: origin.url("/hang", [("delay_ms", "5000")]))) }
+        try await Task.sleep(for: .milliseconds(200))
+        let start = ContinuousClock.now
+        call.cancel()
+        let outcome = await call.result
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        #expect(ContinuousClock.now - start < .seconds(1))
+    }
+
+    @Test("a body over the limit fails clearly instead of filling memory")
+    func bodyLimit() async throws {
+        let origin = try Self.origin()
+        let small = AsyncHTTPClientTransport(client: .shared, maxResponseBodyBytes: 1_000)
+        do {
+            _ = try await small.send(URLRequest(url: origin.url("/big", [("size", "5000")])))
+            Issue.record("answered")
+        } catch let error as TransportError {
+            #expect(error.kind == .other && error.message.contains("maxResponseBodyBytes"))
+        }
+        #expect(try await small.send(URLRequest(url: origin.url("/small", [("size", "900")]))).body.count == 900)
+    }
+
+    @Test("errors map to the kinds the retrier reads")
+    func errorMapping() {
+        func kind(_ error: any Error) -> TransportError.Kind { AsyncHTTPClientTransport.mapError(error, url: nil).kind }
+        #expect(kind(HTTPClientError.remoteConnectionClosed) == .connectionLost)
+        #expect(kind(HTTPClientError.connectTimeout) == .cannotConnect)
+        #expect(AsyncHTTPClientTransport.mapError(HTTPClientError.connectTimeout, url: nil).requestNeverSent)
+        #expect(kind(HTTPClientError.readTimeout) == .timedOut && kind(HTTPClientError.deadlineExceeded) == .timedOut)
+        #expect(kind(HTTPClientError.cancelled) == .cancelled)
+        #expect(kind(HTTPClientError.invalidURL) == .other)
+        #expect(RetryClassifier.default.retryReason(for: Attempt(request: URLRequest(url: URL(string: "http://a.test")!),
+                                                                 outcome: .failure(AsyncHTTPClientTransport.mapError(HTTPClientError.remoteConnectionClosed, url: nil)),
+                                                                 number: 1, elapsed: .zero,
+                                                                 context: RequestContext(originalRequest: URLRequest(url: URL(string: "http://a.test")!)))) != nil)
+    }
+}

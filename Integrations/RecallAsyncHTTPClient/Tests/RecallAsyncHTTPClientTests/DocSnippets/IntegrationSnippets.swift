@@ -1,0 +1,30 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Recall
+import RecallAsyncHTTPClient
+
+/// The AsyncHTTPClient examples of docs/integrations.md, compiled with this package (Recall's
+/// `DocSnippetTests` checks that they match the page word for word).
+enum IntegrationSnippets {
+    static func before() async throws -> Int {
+        // snippet: docs/integrations.md
+        var request = HTTPClientRequest(url: "https://rates.example.com/EUR")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(2))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        // end snippet
+        request.method = .GET
+        return body.readableBytes
+    }
+
+    static func after() async throws -> Response {
+        // snippet: docs/integrations.md
+        let upstream = Pipeline(transport: AsyncHTTPClientTransport(client: .shared), hooks: [HTTPCache()],
+                                retrierFactory: .exponentialBackoff(maxAttempts: 3, deadline: .seconds(2)))
+        let rates = try await upstream.send(URLRequest(url: URL(string: "https://rates.example.com/EUR")!))
+        // end snippet
+        return rates
+    }
+}
