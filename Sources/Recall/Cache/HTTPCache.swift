@@ -177,7 +177,7 @@ public final class HTTPCache: ServiceHook {
         let method = HTTPMethod(request)
         let route = strategy.route(request, method: method)
         guard route != .bypass, let location = locate(request) else {
-            count { $0.bypassed += 1 }
+            count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         }
         let inScope = Self.inScope
@@ -188,15 +188,15 @@ public final class HTTPCache: ServiceHook {
         }
         switch route {
         case .bypass: // (sorted out above)
-            count { $0.bypassed += 1 }
+            count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         case .invalidate:
             context[StateKey.self] = state(mode: .invalidating)
-            count { $0.bypassed += 1 }
+            count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         case .callerConditional:
             context[StateKey.self] = state(partition: partition(of: request, at: location, inScope: inScope), mode: .callerConditional)
-            count { $0.bypassed += 1 }
+            count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         case .range(let range):
             let partition = partition(of: request, at: location, inScope: inScope)
@@ -224,7 +224,7 @@ public final class HTTPCache: ServiceHook {
                     }
                 case .follower:
                     try Task.checkCancellation()
-                    count { $0.coalesced += 1 }
+                    count(.coalesced, context) { $0.coalesced += 1 }
                     record = await lookup(location.key)
                     before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: now())
                 }
@@ -242,13 +242,13 @@ public final class HTTPCache: ServiceHook {
         switch before {
         case .serve(let response, let stale):
             finish(lead, key: key)
-            count { statistics in
+            count(stale.map { .stale($0) } ?? .hit, context) { statistics in
                 if let stale { statistics.staleServed[stale, default: 0] += 1 } else { statistics.hits += 1 }
             }
             return .respond(response)
         case .serveAndRefresh(let response, let refresh, let mode):
             finish(lead, key: key)
-            count { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
+            count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
             guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
             var refreshing = state(mode)
             refreshing.lead = .refresh
@@ -257,18 +257,18 @@ public final class HTTPCache: ServiceHook {
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             switch mode {
-            case .fetching, .ranging: count { $0.misses += 1 }
+            case .fetching, .ranging: count(.miss, context) { $0.misses += 1 }
             default: break
             }
             context[StateKey.self] = state(mode)
             return .proceed(outgoing)
         case .bypass:
             finish(lead, key: key)
-            count { $0.bypassed += 1 }
+            count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         case .gatewayTimeout:
             finish(lead, key: key)
-            return .respond(onlyIfCachedMiss(request))
+            return .respond(onlyIfCachedMiss(request, context: context))
         }
     }
 
@@ -300,7 +300,7 @@ public final class HTTPCache: ServiceHook {
             exchange.partition = location.map { partition(of: exchange.answered, at: $0, inScope: state.inScope) } ?? ""
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
-        count(after, response: response, state: state)
+        count(after, response: response, state: state, context: context)
         switch after {
         case .pass:
             return response
@@ -354,34 +354,42 @@ public final class HTTPCache: ServiceHook {
         let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: failedAt)
         switch failure {
         case .serveStale(let entry, let reason):
-            if !state.isRefresh { count { $0.staleServed[reason, default: 0] += 1 } }
+            if !state.isRefresh { count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 } }
             return rules.response(from: entry, for: request, now: failedAt, source: .stale)
         case .gatewayTimeout(let reason):
-            if state.mode.isValidating, !state.isRefresh { count { $0.misses += 1 } }
+            if state.mode.isValidating, !state.isRefresh { count(.miss, context) { $0.misses += 1 } }
             return state.isRefresh ? nil : Self.gatewayTimeout(request, reason: reason)
         case .fail:
-            if state.mode.isValidating, !state.isRefresh { count { $0.misses += 1 } }
+            if state.mode.isValidating, !state.isRefresh { count(.miss, context) { $0.misses += 1 } }
             return nil
         }
     }
 
     /// Counts what the strategy decided for an answer (a background refresh counts nothing).
-    private func count(_ after: CacheStrategy.After, response: Response, state: State) {
+    private func count(_ after: CacheStrategy.After, response: Response, state: State, context: RequestContext) {
         guard !state.isRefresh else { return }
         switch after {
         case .revalidated:
-            count { $0.revalidated += 1 }
+            count(.revalidated, context) { $0.revalidated += 1 }
         case .serveStale(_, let reason):
-            count { $0.staleServed[reason, default: 0] += 1 }
+            count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 }
         case .refetch:
             // A validation answered with a 304 for something else (a range completion that came
             // back short is sent again too, and counts nothing more: it was a miss already).
-            if state.mode.isValidating { count { $0.refetched += 1; $0.revalidatedChanged += 1 } }
+            if state.mode.isValidating { count(.changed, context) { $0.refetched += 1; $0.revalidatedChanged += 1 } }
         case .store, .storeAndAnswer, .remove, .discard, .pass:
             // A validation answered with a new representation (HEAD answers update, not replace).
-            if state.mode.isValidating, state.method != .head, response.source == .network { count { $0.revalidatedChanged += 1 } }
+            if state.mode.isValidating, state.method != .head, response.source == .network {
+                count(.changed, context) { $0.revalidatedChanged += 1 }
+            }
         case .invalidate, .freshen:
             break
+        }
+        switch after {
+        case .store, .storeAndAnswer, .revalidated: context.record(.cache(.stored))
+        case .remove, .discard, .invalidate: context.record(.cache(.invalidated))
+        case .refetch(_, let removing) where removing: context.record(.cache(.invalidated))
+        default: break
         }
     }
 
@@ -485,9 +493,16 @@ public final class HTTPCache: ServiceHook {
         counters.withLock { update(&$0) }
     }
 
+    /// Counts with `update` and records `event` in `context`: the statistics and the events
+    /// tell the same story.
+    private func count(_ event: CacheEvent, _ context: RequestContext, _ update: (inout CacheStatistics) -> Void) {
+        count(update)
+        context.record(.cache(event))
+    }
+
     /// The 504 for an `only-if-cached` request with nothing usable stored, counted.
-    private func onlyIfCachedMiss(_ request: URLRequest) -> Response {
-        count { $0.gatewayTimeouts += 1 }
+    private func onlyIfCachedMiss(_ request: URLRequest, context: RequestContext) -> Response {
+        count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
         return Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response")
     }
 

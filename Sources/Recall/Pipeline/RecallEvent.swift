@@ -1,5 +1,5 @@
-/// Something that happened while a ``Pipeline`` handled a request: each attempt, each retry
-/// scheduled, budget exhaustion, deadlines and giving up. Read them from
+/// Something that happened while a ``Pipeline`` handled a request: what the cache did, each
+/// attempt, each retry scheduled, budget exhaustion, deadlines and giving up. Read them from
 /// ``RequestContext/events`` in a hook, or pass an observer to the pipeline.
 public enum RecallEvent: Sendable, Hashable, CustomStringConvertible {
     /// An attempt is about to be sent (1 for the first).
@@ -16,6 +16,8 @@ public enum RecallEvent: Sendable, Hashable, CustomStringConvertible {
     case gaveUp(attempts: Int, reason: GiveUpReason)
     /// A circuit breaker refused the attempt because `host`'s circuit is open.
     case circuitOpen(host: String)
+    /// What an ``HTTPCache`` did with the request (a hit, a miss, a revalidation…).
+    case cache(CacheEvent)
 
     /// A short line, such as `retry #2 in 0.4 s (status 503)`.
     public var description: String {
@@ -28,6 +30,7 @@ public enum RecallEvent: Sendable, Hashable, CustomStringConvertible {
         case .deadlineExceeded(let elapsed, let deadline): "deadline \(deadline.formatted) exceeded after \(elapsed.formatted)"
         case .gaveUp(let attempts, let reason): "gave up after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(reason))"
         case .circuitOpen(let host): "circuit for \(host) open"
+        case .cache(let event): event.description
         }
     }
 }

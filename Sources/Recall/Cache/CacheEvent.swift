@@ -1,0 +1,49 @@
+/// What an ``HTTPCache`` did with a request, recorded in its ``RequestContext`` as
+/// ``RecallEvent/cache(_:)`` next to the retry events, so one observer sees the whole story of
+/// a request. The events match ``CacheStatistics`` one for one (a background refresh records
+/// none, as it counts none), plus ``stored`` and ``invalidated``.
+public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
+    /// Answered from a fresh stored response, without the origin.
+    case hit
+    /// Nothing usable was stored: the request went to the origin.
+    case miss
+    /// The stored response was validated and confirmed (a `304`).
+    case revalidated
+    /// The stored response was validated and the origin sent a new one.
+    case changed
+    /// A stored response was served stale, for `reason`.
+    case stale(StaleReason)
+    /// The request waited for an identical request already on its way to the origin.
+    case coalesced
+    /// The request was not the cache's to answer (a method, a field or a policy it leaves alone).
+    case bypassed
+    /// `only-if-cached` with nothing usable stored: answered `504`.
+    case gatewayTimeout
+    /// A response was stored (or a stored one updated).
+    case stored
+    /// Stored responses were removed: invalidated by an unsafe method, or outdated.
+    case invalidated
+
+    /// The metric label of the event: `hit`, `miss`, `revalidated`, `changed`, `stale`,
+    /// `coalesced`, `bypassed`, `gatewayTimeout`, `stored`, `invalidated`.
+    public var name: String {
+        switch self {
+        case .hit: "hit"
+        case .miss: "miss"
+        case .revalidated: "revalidated"
+        case .changed: "changed"
+        case .stale: "stale"
+        case .coalesced: "coalesced"
+        case .bypassed: "bypassed"
+        case .gatewayTimeout: "gatewayTimeout"
+        case .stored: "stored"
+        case .invalidated: "invalidated"
+        }
+    }
+
+    /// Such as `cache hit` or `cache stale (staleIfError)`.
+    public var description: String {
+        if case .stale(let reason) = self { return "cache stale (\(reason))" }
+        return "cache \(name)"
+    }
+}
