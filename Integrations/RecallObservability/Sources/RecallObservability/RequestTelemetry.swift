@@ -1,0 +1,21 @@
+import Recall
+import Synchronization
+import Tracing
+
+/// What ``RecallTelemetry`` keeps for one logical request, in its ``Recall/RequestContext``.
+final class RequestTelemetry: Sendable {
+    enum Key: ContextKey { typealias Value = RequestTelemetry }
+
+    struct State {
+        var span: (any Span)?
+        var attempt: (any Span)?
+        var cacheResult: String?
+    }
+
+    let start: ContinuousClock.Instant
+    let state = Mutex(State())
+
+    init(start: ContinuousClock.Instant) {
+        self.start = start
+    }
+}

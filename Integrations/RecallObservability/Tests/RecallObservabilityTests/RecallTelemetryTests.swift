@@ -1,0 +1,144 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import InMemoryLogging
+import InMemoryTracing
+import Logging
+import MetricsTestKit
+import Recall
+import RecallObservability
+import RecallTesting
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Testing
+import Tracing
+
+/// Issue #13, points 4 and 5: logs, metrics and traces from one telemetry object, checked with
+/// the test backends of swift-log, swift-metrics and swift-distributed-tracing; and the
+/// shutdown service.
+@Suite("Observability: logs, metrics, traces, shutdown", .timeLimit(.minutes(1)))
+struct RecallTelemetryTests {
+    struct Setup {
+        let logs = InMemoryLogHandler()
+        let metrics = TestMetrics()
+        let tracer = InMemoryTracer()
+        let mock = MockTransport()
+        let cache = HTTPCache()
+        let breaker: CircuitBreaker
+        let pipeline: Pipeline
+
+        init(level: Logger.Level = .trace, minimumCalls: Int = 10) {
+            var logger = Logger(label: "upstream", factory: { [logs] _ in logs })
+            logger.logLevel = level
+            breaker = CircuitBreaker(minimumCalls: minimumCalls, clock: ManualClock())
+            let telemetry = RecallTelemetry(logger: logger, metrics: metrics, tracer: tracer, cache: cache, breaker: breaker)
+            pipeline = Pipeline(transport: mock.withCircuitBreaker(breaker), hooks: [telemetry, cache],
+                                retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 3, budget: nil),
+                                clock: ManualClock(autoAdvance: true), observer: telemetry.observe)
+        }
+
+        func get(_ path: String) async throws -> Response {
+            try await pipeline.send(URLRequest(url: URL(string: "https://api.test\(path)")!))
+        }
+    }
+
+    @Test("a miss retried once then stored, and a hit: counters, a timer, gauges")
+    func metrics() async throws {
+        let s = Setup()
+        s.mock.route("GET", "/items", .status(503), .text("items", headers: ["Cache-Control": "max-age=60"]))
+        _ = try await s.get("/items")
+        _ = try await s.get("/items")
+        #expect(try s.metrics.expectCounter("recall.cache.requests", [("result", "miss")]).totalValue == 1)
+        #expect(try s.metrics.expectCounter("recall.cache.requests", [("result", "hit")]).totalValue == 1)
+        #expect(try s.metrics.expectCounter("recall.cache.writes", [("kind", "stored")]).totalValue == 1)
+        #expect(try s.metrics.expectCounter("recall.attempts").totalValue == 2)
+        #expect(try s.metrics.expectCounter("recall.retries", [("reason", "status 503")]).totalValue == 1)
+        #expect(try s.metrics.expectTimer("recall.request.duration", [("method", "GET"), ("outcome", "success")]).values.count == 2)
+        #expect(try s.metrics.expectGauge("recall.cache.storage.records").lastValue == 1)
+        #expect(try (s.metrics.expectGauge("recall.cache.storage.bytes").lastValue ?? 0) > 0)
+        #expect(try s.metrics.expectGauge("recall.circuit.state", [("partition", "api.test")]).lastValue == 0)
+    }
+
+    @Test("one span per request, a child span per attempt; a hit has none; the cache result is an attribute")
+    func traces() async throws {
+        let s = Setup()
+        s.mock.route("GET", "/items", .status(503), .text("items", headers: ["Cache-Control": "max-age=60"]))
+        _ = try await s.get("/items")
+        _ = try await s.get("/items")
+        let spans = s.tracer.finishedSpans
+        let requests = spans.filter { $0.operationName == "recall.request" }
+        let attempts = spans.filter { $0.operationName == "recall.attempt" }
+        #expect(requests.count == 2 && attempts.count == 2)
+        let first = try #require(requests.first)
+        #expect(first.attributes["recall.cache.result"]?.toSpanAttribute() == "miss")
+        #expect(first.attributes["http.response.status_code"]?.toSpanAttribute() == 200)
+        #expect(requests.last?.attributes["recall.cache.result"]?.toSpanAttribute() == "hit")
+        #expect(attempts.allSatisfy { $0.parentSpanID == first.spanContext.spanID && $0.spanContext.traceID == first.spanContext.traceID })
+        #expect(attempts.first?.attributes["recall.retry.reason"]?.toSpanAttribute() == "status 503")
+        #expect(attempts.map { $0.attributes["recall.attempt.number"]?.toSpanAttribute() } == [1, 2])
+    }
+
+    @Test("a failed request: the span records the error, the log says so at notice")
+    func failure() async throws {
+        let s = Setup(level: .info)
+        s.mock.route("GET", "/down", .error(TransportError(.cannotConnect)))
+        await #expect(throws: TransportError.self) { try await s.get("/down") }
+        let request = try #require(s.tracer.finishedSpans.first { $0.operationName == "recall.request" })
+        #expect(request.status?.code == .error && !request.errors.isEmpty)
+        #expect(try s.metrics.expectTimer("recall.request.duration", [("method", "GET"), ("outcome", "failure")]).values.count == 1)
+        #expect(s.logs.entries.contains { $0.level == .notice && "\($0.message)".contains("failed") })
+    }
+
+    @Test("a production log at .info is quiet while things work: hits, misses, retries stay at debug")
+    func quietAtInfo() async throws {
+        let s = Setup(level: .info)
+        s.mock.route("GET", "/items", .status(503), .text("items", headers: ["Cache-Control": "max-age=60"]))
+        for _ in 0..<5 { _ = try await s.get("/items") }
+        #expect(s.logs.entries.isEmpty, "\(s.logs.entries.map(\.message))")
+        let verbose = Setup(level: .debug)
+        verbose.mock.route("GET", "/items", .status(503), .text("items", headers: ["Cache-Control": "max-age=60"]))
+        _ = try await verbose.get("/items")
+        let messages = verbose.logs.entries.map { "\($0.message)" }
+        #expect(messages.contains("cache miss") && messages.contains { $0.hasPrefix("retry #2") } && messages.contains("cache stored"))
+    }
+
+    @Test("an open circuit is counted, logged at notice, and its state is a gauge")
+    func breaker() async throws {
+        let s = Setup(level: .info, minimumCalls: 2)
+        s.mock.route("GET", "/down", .status(500))
+        _ = try? await s.get("/down") // 500, 500: open; the third attempt is refused
+        _ = try? await s.get("/down")
+        #expect(try s.metrics.expectCounter("recall.circuit.refused").totalValue >= 2, "the third attempt and the next request refused")
+        #expect(try s.metrics.expectGauge("recall.circuit.state", [("partition", "api.test")]).lastValue == 2)
+        #expect(try s.metrics.expectCounter("recall.retry.gave_up", [("reason", "notRetryable")]).totalValue >= 1)
+        #expect(s.logs.entries.contains { $0.level == .notice })
+    }
+
+    @Test("graceful shutdown waits for background refreshes and flushes the storage")
+    func shutdown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-shutdown-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try DiskStorage(directory: directory)
+        let cache = HTTPCache(storage: disk)
+        let mock = MockTransport()
+        mock.route("GET", "/swr", .text("v", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"1\""]))
+        let pipeline = Pipeline(transport: mock, hooks: [cache])
+        let request = URLRequest(url: URL(string: "https://api.test/swr")!)
+        _ = try await pipeline.send(request)
+        try await Task.sleep(for: .milliseconds(1_100))
+        _ = try await pipeline.send(request) // served stale; the refresh runs in the background
+        let logs = InMemoryLogHandler()
+        let service = RecallCacheService(caches: [cache], logger: Logger(label: "shutdown", factory: { _ in logs }))
+        try await testGracefulShutdown { trigger in
+            let run = Task { try await service.run() }
+            trigger.triggerGracefulShutdown()
+            try await run.value
+        }
+        #expect(mock.count(for: "/swr") == 2, "the background refresh finished before the service returned")
+        #expect(logs.entries.contains { "\($0.message)".contains("storage flushed") })
+        let records = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".rce") }
+        #expect(records.count == 1, "what the cache wrote is on disk for the next process")
+        #expect(disk.statistics.pendingBytes == 0, "no write left queued")
+    }
+}
