@@ -115,6 +115,12 @@ struct CachePartitioner: Sendable {
         }
     }
 
+    /// The name of the fetch of a coalescing key for a ``FetchCoordinator``: `f.` and
+    /// HMAC-SHA256(secret, key) in hex, so the key's credentials never leave the process.
+    func fetchName(_ coalescingKey: String) -> String {
+        "f." + SHA256.hexString(SHA256.hmac(key: secret, coalescingKey.utf8))
+    }
+
     /// `h.` and the first 128 bits of HMAC-SHA256(secret, value) in hex; remembered for the
     /// most recent values (credentials repeat on every request of a session).
     func hash(_ value: String) -> String {

@@ -29,6 +29,8 @@ public final class HTTPCache: ServiceHook {
     public let configuration: CacheConfiguration
     /// The RFC rules, as pure functions.
     public let rules: CacheRules
+    /// Shares misses with the other processes on the same storage, when given.
+    public let coordinator: (any FetchCoordinator)?
     /// Every decision, made of the rules.
     let strategy: CacheStrategy
     private let now: @Sendable () -> Date
@@ -72,10 +74,15 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
+    ///
+    /// - Parameter coordinator: for a storage several processes share, lets one of them fetch a
+    ///   missing response for all (see ``FetchCoordinator``); used only when
+    ///   ``CacheConfiguration/coalescesRequests`` is on.
     public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.storage = storage
         self.configuration = configuration
+        self.coordinator = coordinator
         self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: storage.secret, configuration: configuration)
@@ -162,8 +169,9 @@ public final class HTTPCache: ServiceHook {
 
     /// What a request leads for others.
     enum Lead: Sendable, Equatable {
-        /// The origin request of a miss that concurrent misses wait for (this coalescing key).
-        case flight(String)
+        /// The origin request of a miss that concurrent misses wait for (this coalescing key),
+        /// and the name of the fetch claimed from the ``FetchCoordinator`` for other processes.
+        case flight(String, claim: String?)
         /// The background refresh of its key.
         case refresh
     }
@@ -216,11 +224,25 @@ public final class HTTPCache: ServiceHook {
                 let flightKey = RequestCoalescer.key(location.key, request)
                 switch await flights.join(flightKey) {
                 case .leader:
-                    lead = .flight(flightKey)
+                    lead = .flight(flightKey, claim: nil)
                     // Another leader may have stored the entry between our lookup and our lead.
                     if writeCount.load(ordering: .acquiring) != writesBefore {
                         record = await lookup(location.key)
                         before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
+                    }
+                    if case .send = before, let coordinator {
+                        let name = partitioner.fetchName(flightKey)
+                        if await coordinator.claim(name) {
+                            lead = .flight(flightKey, claim: name)
+                        } else {
+                            // Another process fetches it: wait for its answer, then look again;
+                            // still missing (it failed, or its claim lapsed), fetch it here.
+                            await coordinator.wait(for: name)
+                            count(.coalesced, context) { $0.coalesced += 1 }
+                            record = await lookup(location.key)
+                            before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: now())
+                            if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
+                        }
                     }
                 case .follower:
                     try Task.checkCancellation()
@@ -483,7 +505,9 @@ public final class HTTPCache: ServiceHook {
     /// Ends `lead`, taken for the request of storage key `key`.
     private func finish(_ lead: Lead?, key: String) {
         switch lead {
-        case .flight(let flightKey): flights.finish(flightKey)
+        case .flight(let flightKey, let claim):
+            flights.finish(flightKey)
+            if let claim, let coordinator { Task { await coordinator.release(claim) } }
         case .refresh: refreshes.finish(key)
         case nil: break
         }

@@ -1,0 +1,29 @@
+/// Lets the processes that share one storage (replicas of a service on one database) fetch a
+/// missing response **once for all of them**: the first to miss claims the fetch, the others
+/// wait until it has stored the answer, then read it — the cross-process form of the
+/// coalescing ``HTTPCache`` does inside one process.
+///
+/// Give one to ``HTTPCache/init(storage:configuration:coordinator:now:)``. The cache asks it only
+/// when a miss (or a revalidation) would go to the origin and no request of this process leads
+/// that fetch already, so a process holds at most one claim per request key.
+///
+/// ```swift
+/// let storage = try await PostgresStorage.open(client: client)   // RecallPostgres
+/// let cache = HTTPCache(storage: storage, coordinator: storage)
+/// ```
+///
+/// Implementations must bound everything: a claim lapses by itself after a lease time (a process
+/// that crashed while holding one blocks nobody for longer), ``wait(for:)`` returns by then at
+/// the latest, and a coordinator that cannot reach its backend answers `true` from
+/// ``claim(_:)`` at once (fetching twice is better than not at all).
+public protocol FetchCoordinator: Sendable {
+    /// Claims the fetch named `name` (an opaque keyed hash of the request: its key and header
+    /// fields). `true`: this process fetches, stores, then calls ``release(_:)``. `false`:
+    /// another process holds the claim; call ``wait(for:)``.
+    func claim(_ name: String) async -> Bool
+    /// Returns when the claim on `name` is released or has lapsed (or the wait's own bound
+    /// passed, or the task was cancelled).
+    func wait(for name: String) async
+    /// Releases this process's claim on `name`, after what it fetched is stored.
+    func release(_ name: String) async
+}
