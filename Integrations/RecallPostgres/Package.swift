@@ -1,0 +1,38 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Recall's fleet storage: one PostgreSQL table shared by every replica of a service, through
+// postgres-nio. Its own package, so Recall itself keeps no dependencies.
+let package = Package(
+    name: "RecallPostgres",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RecallPostgres", targets: ["RecallPostgres"]),
+    ],
+    dependencies: [
+        .package(name: "Recall", path: "../.."),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .target(
+            name: "RecallPostgres",
+            dependencies: [
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .testTarget(
+            name: "RecallPostgresTests",
+            dependencies: [
+                "RecallPostgres",
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "RecallTesting", package: "Recall"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,71 @@
+import Synchronization
+
+/// Runs database work within a time limit: the caller gets the answer, or
+/// ``PostgresStorageError/timedOut`` when the limit passes first (the work is then cancelled
+/// and left to finish on its own), or the error of its cancellation. A slow database costs a
+/// request at most the limit.
+enum Deadline {
+    static func run<Value: Sendable>(within limit: Duration,
+                                     _ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let race = Race<Value>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation, limit: limit, operation)
+            }
+        } onCancel: {
+            race.finish(with: .failure(CancellationError()))
+        }
+    }
+
+    /// The work, the timer and the caller: whichever ends first answers; the others are cancelled.
+    private final class Race<Value: Sendable>: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<Value, any Error>?
+            var work: Task<Void, Never>?
+            var timer: Task<Void, Never>?
+            var finished = false
+            var pending: Result<Value, any Error>?
+        }
+
+        private let state = Mutex(State())
+
+        func start(_ continuation: CheckedContinuation<Value, any Error>, limit: Duration,
+                   _ operation: @escaping @Sendable () async throws -> Value) {
+            // A cancellation that came before the continuation existed answers at once.
+            if let early = state.withLock({ state -> Result<Value, any Error>? in
+                if state.finished { return state.pending ?? .failure(CancellationError()) }
+                state.continuation = continuation
+                return nil
+            }) {
+                continuation.resume(with: early)
+                return
+            }
+            let work = Task {
+                do { self.finish(with: .success(try await operation())) } catch { self.finish(with: .failure(error)) }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                if !Task.isCancelled { self.finish(with: .failure(PostgresStorageError.timedOut(limit))) }
+            }
+            let late = state.withLock { state -> Bool in
+                state.work = work
+                state.timer = timer
+                return state.finished
+            }
+            if late { work.cancel(); timer.cancel() }
+        }
+
+        func finish(with result: Result<Value, any Error>) {
+            let (continuation, work, timer) = state.withLock { state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
+                guard !state.finished else { return (nil, nil, nil) }
+                state.finished = true
+                if state.continuation == nil { state.pending = result }
+                defer { state.continuation = nil }
+                return (state.continuation, state.work, state.timer)
+            }
+            work?.cancel()
+            timer?.cancel()
+            continuation?.resume(with: result)
+        }
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import PostgresNIO
+
+/// Every statement on the request path, as a named prepared statement (prepared once per
+/// connection). Keys are hashed by the database (`sha256`), so a row is found by its primary key.
+enum PostgresStatements {
+    /// The row of a key: its stored key, record, and whether its use should be recorded (it was
+    /// last touched longer ago than the touch interval).
+    struct Lookup: PostgresPreparedStatement {
+        static let name = "recall_lookup_v1"
+        static let sql = """
+            SELECT key, record, used_at < now() - make_interval(secs => $2) FROM recall_entries
+            WHERE key_hash = sha256(convert_to($1, 'UTF8'))
+            """
+        typealias Row = (String, Data, Bool)
+        var key: String
+        var touchInterval: Double
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            bindings.append(touchInterval)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Records a use of a key: the recency eviction reads and the second chance it gives.
+    struct Touch: PostgresPreparedStatement {
+        static let name = "recall_touch_v1"
+        static let sql = """
+            UPDATE recall_entries SET used_at = now(), uses = least(uses + 1, 1000)
+            WHERE key_hash = sha256(convert_to($1, 'UTF8'))
+            """
+        typealias Row = ()
+        var key: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Stores a record under its key, replacing what was there.
+    struct Upsert: PostgresPreparedStatement {
+        static let name = "recall_upsert_v1"
+        static let sql = """
+            INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
+            VALUES (sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4)
+            ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size,
+                stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
+            """
+        typealias Row = ()
+        var key: String
+        var record: Data
+        var expires: Date?
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            try bindings.append(record)
+            bindings.append(Int32(clamping: record.count))
+            bindings.append(expires)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Removes a key and tells the fleet (`NOTIFY`), so memory tiers drop it too.
+    struct Delete: PostgresPreparedStatement {
+        static let name = "recall_delete_v1"
+        static let sql = """
+            WITH gone AS (DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) RETURNING 1)
+            SELECT pg_notify('\(PostgresStorage.channel)', $2) FROM (SELECT count(*) FROM gone) AS counted
+            """
+        typealias Row = ()
+        var key: String
+        var notice: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            bindings.append(notice)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Removes a key only if it still holds `record` (bytes found bad must not take a good
+    /// record stored since with them).
+    struct DeleteIfStill: PostgresPreparedStatement {
+        static let name = "recall_delete_if_still_v1"
+        static let sql = """
+            DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND record = $2
+            """
+        typealias Row = ()
+        var key: String
+        var record: Data
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            try bindings.append(record)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Claims a fetch for `leaseTime` seconds unless a live claim holds it; a row comes back
+    /// when the claim is this process's.
+    struct Claim: PostgresPreparedStatement {
+        static let name = "recall_claim_v1"
+        static let sql = """
+            INSERT INTO recall_leases (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+            ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+                WHERE recall_leases.expires_at < now()
+            RETURNING holder
+            """
+        typealias Row = UUID
+        var name: String
+        var holder: UUID
+        var leaseTime: Double
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(name)
+            bindings.append(holder)
+            bindings.append(leaseTime)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
+    }
+
+    /// Whether a live claim holds `name`.
+    struct Claimed: PostgresPreparedStatement {
+        static let name = "recall_claimed_v1"
+        static let sql = "SELECT 1 FROM recall_leases WHERE name = $1 AND expires_at > now()"
+        typealias Row = Int32
+        var name: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(name)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
+    }
+
+    /// Gives up this process's claim on `name`.
+    struct Release: PostgresPreparedStatement {
+        static let name = "recall_release_v1"
+        static let sql = "DELETE FROM recall_leases WHERE name = $1 AND holder = $2"
+        typealias Row = ()
+        var name: String
+        var holder: UUID
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(name)
+            bindings.append(holder)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Removes up to `$1` entries past their expiry, oldest expiry first (the partial index on
+    /// `expires_at`): their rows and bytes.
+    struct Expire: PostgresPreparedStatement {
+        static let name = "recall_expire_v1"
+        static let sql = """
+            WITH due AS (
+                SELECT key_hash FROM recall_entries WHERE expires_at < now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            ), gone AS (
+                DELETE FROM recall_entries e USING due WHERE e.key_hash = due.key_hash RETURNING e.size
+            )
+            SELECT count(*)::bigint, coalesce(sum(size), 0)::bigint FROM gone
+            """
+        typealias Row = (Int64, Int64)
+        var batch: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(batch)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// One eviction pass over the `$1` least recently used entries (the index on `used_at`):
+    /// those used since the last pass get a second chance (moved to the back, their uses
+    /// reset), the others are removed. Rows locked by another evictor are skipped.
+    struct Evict: PostgresPreparedStatement {
+        static let name = "recall_evict_v1"
+        static let sql = """
+            WITH candidates AS (
+                SELECT key_hash, uses FROM recall_entries ORDER BY used_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            ), spared AS (
+                UPDATE recall_entries e SET used_at = now(), uses = 0 FROM candidates c
+                WHERE e.key_hash = c.key_hash AND c.uses > 0 RETURNING 1
+            ), gone AS (
+                DELETE FROM recall_entries e USING candidates c WHERE e.key_hash = c.key_hash AND c.uses = 0 RETURNING e.size
+            )
+            SELECT (SELECT count(*) FROM gone)::bigint, (SELECT coalesce(sum(size), 0) FROM gone)::bigint,
+                   (SELECT count(*) FROM spared)::bigint
+            """
+        typealias Row = (Int64, Int64, Int64)
+        var batch: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(batch)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// The rows and bytes of `recall_entries`, from the 16 counter rows the trigger keeps.
+    struct Usage: PostgresPreparedStatement {
+        static let name = "recall_usage_v1"
+        static let sql = "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(bytes), 0)::bigint FROM recall_usage"
+        typealias Row = (Int64, Int64)
+
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}

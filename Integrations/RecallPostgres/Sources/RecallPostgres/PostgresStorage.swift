@@ -1,0 +1,511 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Recall
+import Synchronization
+
+/// Recall's fleet storage: cache records in one PostgreSQL table that every replica of a service
+/// shares. A response one replica stored is a hit in the others, an invalidation in one is seen
+/// by all on their next lookup, and (as the cache's ``Recall/FetchCoordinator``) concurrent
+/// misses on one key across replicas cost the origin one request.
+///
+/// ```swift
+/// let client = PostgresClient(configuration: .init(host: "db", username: "app", password: nil, database: "app", tls: .disable))
+/// let run = Task { await client.run() }                          // the client is yours: run it, cancel it at exit
+/// let storage = try await PostgresStorage.open(client: client)    // creates or migrates the tables
+/// let cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: storage)
+/// // … at exit:
+/// await storage.shutdown()
+/// run.cancel()
+/// ```
+///
+/// - **Schema** (version 1, created or migrated by ``open(client:configuration:logger:)``): see
+///   docs/scale-out.md. Every request-path statement is a named prepared statement.
+/// - **Bounded**: past ``Configuration/maxBytes`` or ``Configuration/maxEntries``, a
+///   maintenance pass (every ``Configuration/maintenanceInterval`` stores of this process, in the
+///   background, or ``maintain()``) removes entries that can no longer be served, then evicts
+///   the least recently used in batches — those used since the previous pass get a second
+///   chance. Nothing on the request path scans the table.
+/// - **The database failing never fails a request**: each operation is cut after
+///   ``Configuration/timeout``; a lookup that fails or is cut is a miss, a store is dropped and
+///   counted. After ``Configuration/failuresToPause`` failures in a row the storage stops asking
+///   the database for ``Configuration/pause`` (lookups are immediate misses), then tries again:
+///   it recovers by itself when the database is back.
+/// - **Bad rows** — bytes that are not a record, or a record of another key — are misses and
+///   are removed (only if still the same bytes).
+/// - **Memory tiers** made by ``withMemoryTier(_:)`` drop a key when any replica removes it
+///   (`LISTEN`/`NOTIFY`), and drop everything when the notification connection is re-established
+///   (notifications sent meanwhile are lost).
+public final class PostgresStorage: CacheByteStore, FetchCoordinator {
+    /// Limits and timings.
+    public struct Configuration: Sendable {
+        /// The longest a database operation may take before it counts as failed (250 ms).
+        public var timeout: Duration = .milliseconds(250)
+        /// Failures in a row after which the storage pauses asking the database (3).
+        public var failuresToPause = 3
+        /// How long a pause lasts (1 s): lookups are misses at once meanwhile.
+        public var pause: Duration = .seconds(1)
+        /// The largest record stored (8 MiB); larger ones are refused and counted.
+        public var maxRecordBytes = 8 << 20
+        /// The bytes of records the table may hold before eviction (1 GiB; nil: no limit).
+        public var maxBytes: Int? = 1 << 30
+        /// The entries the table may hold before eviction (nil: no limit).
+        public var maxEntries: Int?
+        /// The longest any entry is kept after it was stored (7 days), also one that can still
+        /// be revalidated.
+        public var retention: Duration = .seconds(7 * 86_400)
+        /// The cache settings the entries are served under (the same as the ``Recall/HTTPCache``'s):
+        /// they say how long a stored response stays servable (its freshness, its
+        /// `stale-while-revalidate` / `stale-if-error` windows, the offline allowance), which sets
+        /// its expiry in the table.
+        public var cache = CacheConfiguration()
+        /// Uses of an entry closer together than this are recorded once (60 s): recency is
+        /// approximate, and a hit writes at most once per interval.
+        public var touchInterval: Duration = .seconds(60)
+        /// Stores of this process between maintenance passes (100).
+        public var maintenanceInterval = 100
+        /// Rows removed per statement of a maintenance pass (200).
+        public var batchSize = 200
+        /// Statements per maintenance pass at most (50): a pass ends after `batchSize × 50` rows
+        /// even if the table is still over its limits; the next pass goes on.
+        public var batchesPerPass = 50
+        /// How long a claimed fetch holds before it lapses (5 s): a replica that crashed while
+        /// fetching delays the others by at most this much.
+        public var leaseTime: Duration = .seconds(5)
+        /// How often a replica waiting for another's fetch checks whether it ended (10 ms).
+        public var leasePoll: Duration = .milliseconds(10)
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What this storage saw (entries and bytes are the whole table's, as last read).
+    public struct Statistics: Sendable, Hashable {
+        /// Entries in the table (all replicas), as last read.
+        public var entries = 0
+        /// Bytes of records in the table (all replicas), as last read.
+        public var bytes = 0
+        /// Lookups of this process that found a record.
+        public var hits = 0
+        /// Lookups of this process that found none (including those cut or paused).
+        public var misses = 0
+        /// Entries this process evicted to keep within the limits.
+        public var evictions = 0
+        /// Entries this process removed because they could no longer be served.
+        public var expired = 0
+        /// Records refused for their size.
+        public var rejected = 0
+        /// Bad rows found and removed.
+        public var corruptRemoved = 0
+        /// Stores dropped because the database failed, was slow or the storage paused.
+        public var writeFailures = 0
+        /// Operations that failed or were cut.
+        public var failures = 0
+        /// Fetches this process claimed for the fleet, and claims it found held by another.
+        public var claims = 0, claimsHeldElsewhere = 0
+        /// Removals by other replicas that reached this process's memory tiers.
+        public var invalidationsReceived = 0
+    }
+
+    /// The channel of the fleet's invalidations.
+    static let channel = "recall_invalidations"
+    /// The schema version this code writes and reads.
+    public static var schemaVersion: Int { PostgresSchema.version }
+
+    /// The client statements go through (the caller runs it and owns its lifecycle).
+    public let client: PostgresClient
+    /// Limits and timings.
+    public let configuration: Configuration
+    /// The fleet's shared secret, kept in `recall_meta`: every replica hashes credentials
+    /// alike, so a response stored for a user by one replica matches in the others.
+    public let secret: [UInt8]
+
+    private let logger: Logger
+    private let rules: CacheRules
+    /// This process's storage, as named in its notifications (its own are ignored).
+    private let instance = UUID()
+    private let state = Mutex(State())
+
+    private struct State {
+        var statistics = Statistics()
+        var failuresInARow = 0
+        var pausedUntil: ContinuousClock.Instant?
+        var storesSinceMaintenance = 0
+        var maintaining: Task<Void, Never>?
+        var listener: Task<Void, Never>?
+        var tiers: [any CacheStorage] = []
+        var shutDown = false
+    }
+
+    private init(client: PostgresClient, configuration: Configuration, secret: [UInt8], logger: Logger) {
+        self.client = client
+        self.configuration = configuration
+        self.secret = secret
+        self.logger = logger
+        self.rules = CacheRules(configuration: configuration.cache)
+    }
+
+    /// Opens the storage on `client` (which must be running): creates the tables or migrates
+    /// them to ``schemaVersion``, reads (or makes, once for the fleet) the shared secret, and
+    /// starts listening for the fleet's invalidations.
+    /// - Throws: the database's error when it cannot be reached, or ``PostgresStorageError``
+    ///   when the schema is newer than this code.
+    public static func open(client: PostgresClient, configuration: Configuration = Configuration(),
+                            logger: Logger = Logger(label: "recall.postgres")) async throws -> PostgresStorage {
+        try await PostgresSchema.migrate(client, logger: logger)
+        let secret = try await PostgresSchema.sharedSecret(client, logger: logger)
+        let storage = PostgresStorage(client: client, configuration: configuration, secret: secret, logger: logger)
+        let listener = Task { await storage.listen() }
+        storage.state.withLock { $0.listener = listener }
+        await storage.refreshStatistics()
+        return storage
+    }
+
+    /// A ``Recall/TieredStorage`` with `memory` in front of this storage; removals by any
+    /// replica reach `memory` (see the type's notes on memory tiers).
+    public func withMemoryTier(_ memory: MemoryStorage = MemoryStorage()) -> TieredStorage {
+        state.withLock { $0.tiers.append(memory) }
+        return TieredStorage(upper: memory, lower: self)
+    }
+
+    /// Stops listening and waits for a maintenance pass under way; call it before the client
+    /// stops. Lookups and stores after it still work (without the memory tiers' invalidations).
+    public func shutdown() async {
+        let (listener, maintaining) = state.withLock { state in
+            state.shutDown = true
+            return (state.listener, state.maintaining)
+        }
+        listener?.cancel()
+        await listener?.value
+        await maintaining?.value
+    }
+
+    // MARK: CacheStorage
+
+    /// The record under `key`; a row that is not a record, or another key's, is removed and is a miss.
+    public func record(for key: String) async -> CacheRecord? {
+        guard let data = await data(for: key) else { return nil }
+        guard let record = try? CacheRecord(encoded: data), record.key == key else {
+            await removeCorrupt(key, ifStill: data)
+            count { $0.hits -= 1; $0.misses += 1 }
+            return nil
+        }
+        return record
+    }
+
+    /// Stores `record`, with the time after which none of its responses can be served as its expiry.
+    public func store(_ record: CacheRecord) async {
+        await store(record.encoded(), for: record.key, expires: expiry(of: record, now: Date()))
+    }
+
+    // MARK: CacheByteStore
+
+    /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
+    public func data(for key: String) async -> Data? {
+        guard !paused() else {
+            count { $0.misses += 1 }
+            return nil
+        }
+        let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds)
+        let row = await attempt { [client, logger] in try await client.execute(statement, logger: logger).first() }
+        guard let (storedKey, bytes, needsTouch) = row ?? nil, storedKey == key else {
+            count { $0.misses += 1 }
+            return nil
+        }
+        count { $0.hits += 1 }
+        if needsTouch {
+            // Recorded off the request path; a touch that fails only makes eviction less exact.
+            Task { [client, logger] in
+                _ = await attempt { try await client.execute(PostgresStatements.Touch(key: key), logger: logger).drain() }
+            }
+        }
+        return bytes
+    }
+
+    /// Stores `data` under `key` (dropped and counted when the database fails, or when it is
+    /// larger than ``Configuration/maxRecordBytes``); it expires after ``Configuration/retention``.
+    public func store(_ data: Data, for key: String) async {
+        await store(data, for: key, expires: Date().addingTimeInterval(configuration.retention.seconds))
+    }
+
+    /// Removes the record under `key` for every replica, and from their memory tiers.
+    public func remove(_ key: String) async {
+        guard !paused() else { return }
+        let statement = PostgresStatements.Delete(key: key, notice: notice(for: key))
+        _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+    }
+
+    /// Removes every record of the table (for every replica) and empties their memory tiers.
+    public func removeAll() async {
+        let notice = notice(for: nil)
+        _ = await attempt { [client, logger] in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("TRUNCATE recall_entries", logger: logger).drain()
+                try await connection.query("UPDATE recall_usage SET entries = 0, bytes = 0", logger: logger).drain()
+                try await connection.query("SELECT pg_notify(\(Self.channel), \(notice))", logger: logger).drain()
+            }
+        }
+        await refreshStatistics()
+    }
+
+    /// Removes the bytes under `key` if they are still `data`, counting them.
+    public func removeCorrupt(_ key: String, ifStill data: Data) async {
+        count { $0.corruptRemoved += 1 }
+        let statement = PostgresStatements.DeleteIfStill(key: key, record: data)
+        _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+    }
+
+    /// The counters, as ``Recall/StorageStatistics`` (see ``fleetStatistics`` for all of them).
+    public var statistics: StorageStatistics {
+        let mine = fleetStatistics
+        var statistics = StorageStatistics()
+        statistics.count = mine.entries
+        statistics.bytes = mine.bytes
+        statistics.evictions = mine.evictions + mine.expired
+        statistics.rejected = mine.rejected
+        statistics.corruptRemoved = mine.corruptRemoved
+        statistics.writeFailures = mine.writeFailures
+        return statistics
+    }
+
+    /// Every counter of this storage.
+    public var fleetStatistics: Statistics {
+        state.withLock { $0.statistics }
+    }
+
+    /// Reads the table's entries and bytes (16 counter rows) into the statistics.
+    public func refreshStatistics() async {
+        let usage = await attempt { [client, logger] in try await client.execute(PostgresStatements.Usage(), logger: logger).first() }
+        guard let (entries, bytes) = usage ?? nil else { return }
+        count { $0.entries = Int(entries); $0.bytes = Int(bytes) }
+    }
+
+    // MARK: Maintenance
+
+    /// Removes entries that can no longer be served, then, while the table is over
+    /// ``Configuration/maxBytes`` or ``Configuration/maxEntries``, evicts in batches (at most
+    /// ``Configuration/batchesPerPass`` statements). Runs by itself every
+    /// ``Configuration/maintenanceInterval`` stores; call it from a timer for a read-mostly fleet.
+    public func maintain() async {
+        var batches = 0
+        while batches < configuration.batchesPerPass {
+            batches += 1
+            let expire = PostgresStatements.Expire(batch: Int32(clamping: configuration.batchSize))
+            let removed = await attempt { [client, logger] in try await client.execute(expire, logger: logger).first() }
+            guard let (rows, _) = removed ?? nil else { return }
+            count { $0.expired += Int(rows) }
+            if Int(rows) < configuration.batchSize { break }
+        }
+        await refreshStatistics()
+        while batches < configuration.batchesPerPass, isOverLimits() {
+            batches += 1
+            let evict = PostgresStatements.Evict(batch: Int32(clamping: configuration.batchSize))
+            let outcome = await attempt { [client, logger] in try await client.execute(evict, logger: logger).first() }
+            guard let (rows, _, _) = outcome ?? nil else { return }
+            count { $0.evictions += Int(rows) }
+            await refreshStatistics()
+        }
+    }
+
+    private func isOverLimits() -> Bool {
+        let statistics = fleetStatistics
+        return configuration.maxBytes.map { statistics.bytes > $0 } == true
+            || configuration.maxEntries.map { statistics.entries > $0 } == true
+    }
+
+    /// Starts a maintenance pass in the background every ``Configuration/maintenanceInterval``
+    /// stores (one at a time).
+    private func storeCounted() {
+        let start = state.withLock { state -> Bool in
+            state.storesSinceMaintenance += 1
+            guard state.storesSinceMaintenance >= configuration.maintenanceInterval, state.maintaining == nil, !state.shutDown else {
+                return false
+            }
+            state.storesSinceMaintenance = 0
+            return true
+        }
+        guard start else { return }
+        let pass = Task {
+            await self.maintain()
+            self.state.withLock { $0.maintaining = nil }
+        }
+        state.withLock { state in
+            if state.maintaining == nil, !pass.isCancelled { state.maintaining = pass }
+        }
+    }
+
+    // MARK: FetchCoordinator
+
+    /// Claims the fetch `name` for ``Configuration/leaseTime``; `true` also when the database
+    /// cannot say (fetching twice beats not fetching).
+    public func claim(_ name: String) async -> Bool {
+        guard !paused() else { return true }
+        let statement = PostgresStatements.Claim(name: name, holder: instance, leaseTime: configuration.leaseTime.seconds)
+        guard let claimed = await attempt({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
+            return true
+        }
+        count { statistics in
+            if claimed == nil { statistics.claimsHeldElsewhere += 1 } else { statistics.claims += 1 }
+        }
+        return claimed != nil
+    }
+
+    /// Waits until the claim on `name` is released or lapses, checking every
+    /// ``Configuration/leasePoll``, for ``Configuration/leaseTime`` at most.
+    public func wait(for name: String) async {
+        let end = ContinuousClock.now + configuration.leaseTime
+        while !Task.isCancelled, ContinuousClock.now < end, !paused() {
+            guard let held = await attempt({ [client, logger] in
+                try await client.execute(PostgresStatements.Claimed(name: name), logger: logger).first()
+            }), held != nil else { return }
+            try? await Task.sleep(for: configuration.leasePoll)
+        }
+    }
+
+    /// Releases this process's claim on `name`.
+    public func release(_ name: String) async {
+        let statement = PostgresStatements.Release(name: name, holder: instance)
+        _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+    }
+
+    // MARK: Invalidations
+
+    /// What a removal tells the fleet: who sent it, and the key (or `*` for everything, also for
+    /// a key too long for a notification).
+    private func notice(for key: String?) -> String {
+        guard let key, key.utf8.count <= 7_000 else { return instance.uuidString + " *" }
+        return instance.uuidString + " " + key
+    }
+
+    /// Listens for the fleet's removals until ``shutdown()``, reconnecting after failures.
+    private func listen() async {
+        var delay = Duration.milliseconds(50)
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        // Listening again: whatever was sent while not listening is lost.
+                        await self.forgetTiers(nil)
+                        delay = .milliseconds(50)
+                        for try await notification in notifications {
+                            await self.received(notification.payload)
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("recall postgres storage: listening failed: \(error)")
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(2))
+        }
+    }
+
+    private func received(_ payload: String) async {
+        guard let space = payload.firstIndex(of: " "), payload[..<space] != instance.uuidString else { return }
+        let key = String(payload[payload.index(after: space)...])
+        count { $0.invalidationsReceived += 1 }
+        await forgetTiers(key == "*" ? nil : key)
+    }
+
+    /// Removes `key` (nil: everything) from the memory tiers.
+    private func forgetTiers(_ key: String?) async {
+        for tier in state.withLock({ $0.tiers }) {
+            if let key { await tier.remove(key) } else { await tier.removeAll() }
+        }
+    }
+
+    // MARK: Failing without failing requests
+
+    private func store(_ data: Data, for key: String, expires: Date?) async {
+        guard data.count <= configuration.maxRecordBytes else {
+            count { $0.rejected += 1 }
+            return
+        }
+        guard !paused() else {
+            count { $0.writeFailures += 1 }
+            return
+        }
+        let statement = PostgresStatements.Upsert(key: key, record: data, expires: expires)
+        if await attempt({ [client, logger] in try await client.execute(statement, logger: logger).drain() }) == nil {
+            count { $0.writeFailures += 1 }
+        } else {
+            storeCounted()
+        }
+    }
+
+    /// When no response of `record` can be served any more: past its freshness and its stale
+    /// windows (`stale-while-revalidate`, `stale-if-error`, the offline allowance), or
+    /// ``Configuration/retention`` after `now` for a response that can be revalidated.
+    func expiry(of record: CacheRecord, now: Date) -> Date {
+        let cap = now.addingTimeInterval(configuration.retention.seconds)
+        var latest: Date?
+        for entry in record.variants {
+            if entry.etag != nil || entry.lastModified != nil { return cap }
+            let directives = entry.cacheControl
+            var grace = Double(max(directives.staleWhileRevalidate ?? 0, directives.staleIfError ?? 0))
+            if configuration.cache.servesStaleWhenDisconnected, !directives.mustRevalidate, !directives.noCache {
+                grace = max(grace, configuration.cache.maxDisconnectedStaleness)
+            }
+            let freshFor = max(0, rules.freshnessLifetime(entry) - rules.currentAge(entry, now: entry.responseTime))
+            let until = entry.responseTime.addingTimeInterval(freshFor + grace)
+            latest = max(latest ?? until, until)
+        }
+        return min(latest ?? now, cap)
+    }
+
+    /// Whether the storage is pausing after failures in a row.
+    private func paused() -> Bool {
+        state.withLock { state in
+            guard let until = state.pausedUntil else { return false }
+            if ContinuousClock.now < until { return true }
+            state.pausedUntil = nil
+            return false
+        }
+    }
+
+    private func count(_ update: (inout Statistics) -> Void) {
+        state.withLock { update(&$0.statistics) }
+    }
+
+    /// Runs `operation` within the timeout; `nil` when it failed or was cut (counted towards a pause).
+    private func attempt<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
+        do {
+            let value = try await Deadline.run(within: configuration.timeout, operation)
+            state.withLock { $0.failuresInARow = 0 }
+            return value
+        } catch {
+            let pausing = state.withLock { state -> Bool in
+                state.statistics.failures += 1
+                state.failuresInARow += 1
+                guard state.failuresInARow >= configuration.failuresToPause else { return false }
+                state.failuresInARow = 0
+                state.pausedUntil = ContinuousClock.now + configuration.pause
+                return true
+            }
+            logger.debug("recall postgres storage: \(error)\(pausing ? "; pausing for \(configuration.pause)" : "")")
+            return nil
+        }
+    }
+}
+
+extension AsyncSequence where Self: Sendable {
+    /// Reads the sequence to its end (a statement's rows, so its connection is released).
+    func drain() async throws {
+        for try await _ in self {}
+    }
+
+    /// The first element, reading the rest (so the connection is released); nil when there is none.
+    func first() async throws -> Element? {
+        var first: Element?
+        for try await element in self where first == nil { first = element }
+        return first
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RecallPostgres
+import Testing
+
+/// One real PostgreSQL server for a suite (the trait starts it before the suite and stops it
+/// after), and a fresh database on it for each test, so tests run in parallel without sharing
+/// rows. Where PostgreSQL cannot be started the suite is skipped, saying why — unless
+/// `RECALL_REQUIRE_POSTGRES=1` (set by `.ci/run`), which makes that a failure.
+struct PostgresServerTrait: SuiteTrait, TestScoping {
+    var isRecursive: Bool { false }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let server: TemporaryPostgres
+        do {
+            server = try TemporaryPostgres()
+        } catch {
+            if ProcessInfo.processInfo.environment["RECALL_REQUIRE_POSTGRES"] == "1" { throw error }
+            try Test.cancel("PostgreSQL is not available here: \(error)")
+        }
+        defer { server.stop() }
+        try await PostgresFixture.$server.withValue(server) { try await function() }
+    }
+}
+
+extension Trait where Self == PostgresServerTrait {
+    /// Runs the suite against a real PostgreSQL server of its own.
+    static var postgres: Self { PostgresServerTrait() }
+}
+
+enum PostgresFixture {
+    @TaskLocal static var server: TemporaryPostgres?
+
+    /// The running server of the suite.
+    static var current: TemporaryPostgres {
+        get throws { try #require(server, "the suite needs the .postgres trait") }
+    }
+
+    /// A client configuration for `database` on `server`, with short timeouts (an outage test
+    /// must not wait 10 s for a connection attempt).
+    static func configuration(_ server: TemporaryPostgres, database: String) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: server.user,
+                                                         password: nil, database: database, tls: .disable)
+        configuration.options.connectTimeout = .milliseconds(500)
+        return configuration
+    }
+
+    /// Runs `body` with a running client on a new, empty database of the suite's server; the
+    /// client stops afterwards.
+    static func withDatabase<Value: Sendable>(_ body: (PostgresClient, String) async throws -> Value) async throws -> Value {
+        let server = try current
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        try await withClient(configuration(server, database: "postgres")) { admin in
+            _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        return try await withClient(configuration(server, database: name)) { try await body($0, name) }
+    }
+
+    /// A logger for the storage under test: warnings and worse only (a green run prints nothing).
+    static let logger: Logger = {
+        var logger = Logger(label: "recall.postgres.tests")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    /// Opens a storage on `client` with the quiet logger.
+    static func open(_ client: PostgresClient, _ configuration: PostgresStorage.Configuration = .init()) async throws -> PostgresStorage {
+        try await PostgresStorage.open(client: client, configuration: configuration, logger: logger)
+    }
+
+    /// Runs `body` with a running client for `configuration`.
+    static func withClient<Value: Sendable>(_ configuration: PostgresClient.Configuration,
+                                            _ body: (PostgresClient) async throws -> Value) async throws -> Value {
+        let client = PostgresClient(configuration: configuration)
+        let run = Task { await client.run() }
+        defer { run.cancel() }
+        return try await body(client)
+    }
+}
+
+extension AsyncSequence where Self: Sendable {
+    /// Every element (test helper).
+    func all() async throws -> [Element] {
+        var elements: [Element] = []
+        for try await element in self { elements.append(element) }
+        return elements
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import PostgresNIO
+import Recall
+import RecallPostgres
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Its own suite, so its own server: it stops the server mid-run.
+@Suite("PostgresStorage when the database goes away and comes back", .postgres, .timeLimit(.minutes(2)))
+struct PostgresOutageTests {
+    @Test("database down: requests still reach the origin within the storage timeout, stores are dropped and counted; back up: the cache recovers without a restart")
+    func outageAndRecovery() async throws {
+        let server = try PostgresFixture.current
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresStorage.Configuration()
+            configuration.timeout = .milliseconds(200)
+            configuration.pause = .milliseconds(300)
+            let storage = try await PostgresFixture.open(client, configuration)
+            let origin = MockTransport()
+            origin.route("GET", "/a", .text("a", headers: ["Cache-Control": "max-age=60"]))
+            origin.route("GET", "/b", .text("b", headers: ["Cache-Control": "max-age=60"]))
+            let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
+            func get(_ path: String) async throws -> Response {
+                try await pipeline.send(URLRequest(url: URL(string: "https://origin.test" + path)!))
+            }
+            #expect(try await get("/a").source == .network)
+            #expect(try await get("/a").source == .cache)
+
+            try server.stopServer()
+            // Every request is answered, from the origin, each within a bound (lookup timeout +
+            // store timeout, or the pause's immediate miss).
+            var slowest = Duration.zero
+            for _ in 0..<10 {
+                let started = ContinuousClock.now
+                let answer = try await get("/b")
+                slowest = max(slowest, ContinuousClock.now - started)
+                #expect(answer.status == 200)
+                #expect(answer.bodyText == "b")
+                #expect(answer.source == .network)
+            }
+            #expect(slowest < .seconds(1), "a request waited \(slowest) for a database that is down")
+            #expect(origin.count(for: "/b") == 10)
+            #expect(storage.fleetStatistics.writeFailures >= 1)
+            #expect(storage.fleetStatistics.failures >= 1)
+
+            try server.start()
+            // Back: within a pause or two the storage answers again (the pool reconnects).
+            let end = ContinuousClock.now + .seconds(20)
+            var recovered = false
+            while ContinuousClock.now < end {
+                if try await get("/a").source == .cache { recovered = true; break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(recovered, "the cache did not answer from the database after it came back")
+            _ = try await get("/b")
+            #expect(try await get("/b").source == .cache)
+            await storage.shutdown()
+        }
+    }
+}

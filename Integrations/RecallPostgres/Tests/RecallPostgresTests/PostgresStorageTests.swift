@@ -1,0 +1,259 @@
+import Foundation
+import PostgresNIO
+import Recall
+import RecallPostgres
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("PostgresStorage on a real PostgreSQL", .postgres, .timeLimit(.minutes(2)))
+struct PostgresStorageTests {
+    static func get(_ path: String) -> URLRequest {
+        URLRequest(url: URL(string: "https://origin.test" + path)!)
+    }
+
+    @Test("the tables are created once; two storages on one database share records and the secret")
+    func sharedRecords() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let first = try await PostgresFixture.open(client)
+            let second = try await PostgresFixture.open(client)     // another replica, same database
+            #expect(first.secret == second.secret)
+            #expect(first.secret.count == 32)
+            let version = try await client.query("SELECT convert_from(value, 'UTF8') FROM recall_meta WHERE name = 'schema_version'")
+                .all().map { try $0.decode(String.self) }
+            #expect(version == ["\(PostgresStorage.schemaVersion)"])
+
+            let origin = MockTransport()
+            origin.route("GET", "/shared", .text("from the origin", headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]))
+            let replicaA = Pipeline(transport: origin, hooks: [HTTPCache(storage: first)])
+            let replicaB = Pipeline(transport: origin, hooks: [HTTPCache(storage: second)])
+            #expect(try await replicaA.send(Self.get("/shared")).source == .network)
+            let hit = try await replicaB.send(Self.get("/shared"))
+            #expect(hit.source == .cache)
+            #expect(hit.bodyText == "from the origin")
+            #expect(origin.count(for: "/shared") == 1)
+            await second.refreshStatistics()
+            #expect(second.fleetStatistics.entries == 1)
+            #expect(second.fleetStatistics.bytes > 0)
+            #expect(second.fleetStatistics.hits == 1)
+            await first.shutdown()
+            await second.shutdown()
+        }
+    }
+
+    @Test("a response for a user, stored by one replica, matches only that user in another")
+    func credentialsAcrossReplicas() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let origin = MockTransport()
+            origin.route("GET", "/me") { request in
+                let user = request.value(forHTTPHeaderField: "Authorization") == "Bearer alice" ? 1 : 2
+                return .text("profile #\(user)", headers: ["Cache-Control": "private, max-age=60"])
+            }
+            let a = try await PostgresFixture.open(client)
+            let b = try await PostgresFixture.open(client)
+            let replicaA = Pipeline(transport: origin, hooks: [HTTPCache(storage: a)])
+            let replicaB = Pipeline(transport: origin, hooks: [HTTPCache(storage: b)])
+            var alice = Self.get("/me")
+            alice.setValue("Bearer alice", forHTTPHeaderField: "Authorization")
+            var bob = Self.get("/me")
+            bob.setValue("Bearer bob", forHTTPHeaderField: "Authorization")
+            _ = try await replicaA.send(alice)
+            #expect(try await replicaB.send(alice).source == .cache)
+            let forBob = try await replicaB.send(bob)
+            #expect(forBob.source == .network)
+            #expect(forBob.bodyText == "profile #2")
+            // No credential reaches the table: keys and partitions hold keyed hashes.
+            let records = try await client.query("SELECT key || encode(record, 'escape') FROM recall_entries").all().map { try $0.decode(String.self) }
+            #expect(!records.isEmpty)
+            #expect(records.allSatisfy { !$0.contains("alice") && !$0.contains("bob") })
+            await a.shutdown()
+            await b.shutdown()
+        }
+    }
+
+    @Test("bad rows — garbage bytes, another key's record — are misses and are removed")
+    func badRows() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let storage = try await PostgresFixture.open(client)
+            let good = CacheRecord(key: "k-good", variants: [Self.entry("good")])
+            await storage.store(good)
+            #expect(await storage.record(for: "k-good").map(Self.summary) == Self.summary(good))
+            // Garbage under a key.
+            let garbage = Data("not a record at all".utf8)
+            _ = try await client.query("""
+                INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-bad', 'UTF8')), 'k-bad', \(garbage), \(garbage.count))
+                """)
+            #expect(await storage.record(for: "k-bad") == nil)
+            // The record of another key under this one.
+            let other = CacheRecord(key: "k-other", variants: [Self.entry("other")]).encoded()
+            _ = try await client.query("""
+                INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-swapped', 'UTF8')), 'k-swapped', \(other), \(other.count))
+                """)
+            #expect(await storage.record(for: "k-swapped") == nil)
+            let left = try await client.query("SELECT key FROM recall_entries ORDER BY key").all().map { try $0.decode(String.self) }
+            #expect(left == ["k-good"])
+            #expect(storage.fleetStatistics.corruptRemoved == 2)
+            #expect(storage.statistics.corruptRemoved == 2)
+            await storage.shutdown()
+        }
+    }
+
+    @Test("past the byte limit, maintenance evicts the least recently used in batches; entries used since get a second chance")
+    func evictionUnderByteLimit() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresStorage.Configuration()
+            configuration.maxBytes = 40_000
+            configuration.batchSize = 10
+            configuration.touchInterval = .zero               // every use is recorded
+            configuration.maintenanceInterval = 1_000_000     // only explicit passes here
+            let storage = try await PostgresFixture.open(client, configuration)
+            let body = String(repeating: "x", count: 2_000)
+            for index in 0..<50 {
+                await storage.store(CacheRecord(key: "k\(index)", variants: [Self.entry(body)]))
+            }
+            await storage.refreshStatistics()
+            #expect(storage.fleetStatistics.entries == 50)
+            #expect(storage.fleetStatistics.bytes > 100_000)
+            // The oldest five are used: they must survive the pass.
+            for index in 0..<5 { #expect(await storage.record(for: "k\(index)") != nil) }
+            try await Self.eventually { try await Self.uses(client, "k0") > 0 }
+            for index in 1..<5 { try await Self.eventually { try await Self.uses(client, "k\(index)") > 0 } }
+            await storage.maintain()
+            let statistics = storage.fleetStatistics
+            #expect(statistics.bytes <= 40_000)
+            #expect(statistics.evictions >= 30)
+            for index in 0..<5 { #expect(await storage.record(for: "k\(index)") != nil, "k\(index) was used: second chance") }
+            // The counters the trigger keeps agree with the table.
+            let counted = try await client.query("SELECT count(*)::bigint, coalesce(sum(size), 0)::bigint FROM recall_entries")
+                .all().map { try $0.decode((Int64, Int64).self) }
+            #expect(counted.first.map { Int($0.0) } == statistics.entries)
+            #expect(counted.first.map { Int($0.1) } == statistics.bytes)
+            await storage.shutdown()
+        }
+    }
+
+    @Test("entries that can no longer be served expire; those that can be revalidated are kept until retention")
+    func expiry() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresStorage.Configuration()
+            configuration.cache.servesStaleWhenDisconnected = false
+            let storage = try await PostgresFixture.open(client, configuration)
+            let hourAgo = Date().addingTimeInterval(-3_600)
+            // Fresh for 60 s an hour ago, no validator, no stale window: useless now.
+            await storage.store(CacheRecord(key: "gone", variants: [Self.entry("old", at: hourAgo)]))
+            // The same with an ETag: it can still be revalidated.
+            await storage.store(CacheRecord(key: "kept", variants: [Self.entry("old", at: hourAgo, headers: ["ETag": "\"e\""])]))
+            // Fresh for 60 s an hour ago, but stale-if-error for a day.
+            await storage.store(CacheRecord(key: "grace", variants: [Self.entry("old", at: hourAgo, cacheControl: "max-age=60, stale-if-error=86400")]))
+            await storage.maintain()
+            #expect(storage.fleetStatistics.expired == 1)
+            #expect(await storage.record(for: "gone") == nil)
+            #expect(await storage.record(for: "kept") != nil)
+            #expect(await storage.record(for: "grace") != nil)
+            await storage.shutdown()
+        }
+    }
+
+    @Test("a memory tier in another replica drops a key as soon as one replica removes it (LISTEN/NOTIFY)")
+    func memoryTierInvalidation() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let a = try await PostgresFixture.open(client)
+            let b = try await PostgresFixture.open(client)
+            let memoryB = MemoryStorage()
+            let tieredB = b.withMemoryTier(memoryB)
+            try await Self.eventually { try await Self.listeners(client) >= 2 }
+            let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
+            await a.store(record)
+            #expect(await tieredB.record(for: "k").map(Self.summary) == Self.summary(record))   // read through, kept in memory
+            #expect(await memoryB.record(for: "k").map(Self.summary) == Self.summary(record))
+            await a.remove("k")                                       // replica A invalidates
+            try await Self.eventually { await memoryB.record(for: "k") == nil }
+            #expect(await tieredB.record(for: "k") == nil)
+            #expect(b.fleetStatistics.invalidationsReceived >= 1)
+            await a.shutdown()
+            await b.shutdown()
+        }
+    }
+
+    @Test("fetch claims: one replica holds a claim, another waits for its release; an abandoned claim lapses")
+    func claims() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresStorage.Configuration()
+            configuration.leaseTime = .milliseconds(300)
+            let a = try await PostgresFixture.open(client, configuration)
+            let b = try await PostgresFixture.open(client, configuration)
+            #expect(await a.claim("f.1"))
+            #expect(await b.claim("f.1") == false)
+            async let waited: Void = b.wait(for: "f.1")
+            try await Task.sleep(for: .milliseconds(30))
+            await a.release("f.1")
+            let started = ContinuousClock.now
+            await waited
+            #expect(ContinuousClock.now - started < .milliseconds(250))
+            #expect(await b.claim("f.1"))
+            // B "crashes" holding the claim: A waits the lease time at most, then may claim.
+            let before = ContinuousClock.now
+            await a.wait(for: "f.1")
+            #expect(ContinuousClock.now - before < .seconds(2))
+            #expect(await a.claim("f.1"))
+            #expect(a.fleetStatistics.claims == 2)
+            #expect(b.fleetStatistics.claimsHeldElsewhere == 1)
+            await a.shutdown()
+            await b.shutdown()
+        }
+    }
+
+    @Test("a database with a newer schema is refused with a clear error")
+    func newerSchema() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let storage = try await PostgresFixture.open(client)
+            await storage.shutdown()
+            _ = try await client.query("UPDATE recall_meta SET value = convert_to('99', 'UTF8') WHERE name = 'schema_version'")
+            await #expect(throws: PostgresStorageError.schemaTooNew(found: 99, supported: PostgresStorage.schemaVersion)) {
+                _ = try await PostgresFixture.open(client)
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// A stored 200 with `body`, received at `date`.
+    static func entry(_ body: String, at date: Date = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), cacheControl: String = "max-age=60",
+                      headers extra: [String: String] = [:]) -> CacheEntry {
+        var headers: HTTPHeaders = ["Cache-Control": cacheControl, "Date": HTTPDate.format(date)]
+        for (name, value) in extra { headers.add(name, value) }
+        return CacheEntry(status: 200, headers: headers, body: Data(body.utf8), url: URL(string: "https://origin.test/x"),
+                          requestTime: date, responseTime: date)
+    }
+
+    /// What a record says, compared across an encoding round trip.
+    static func summary(_ record: CacheRecord) -> [String] {
+        [record.key] + record.variants.flatMap { entry in
+            ["\(entry.status)", String(decoding: entry.body, as: UTF8.self), entry.headers["Cache-Control"] ?? "", "\(entry.responseTime.timeIntervalSince1970)"]
+        }
+    }
+
+    static func uses(_ client: PostgresClient, _ key: String) async throws -> Int {
+        let rows = try await client.query("SELECT uses FROM recall_entries WHERE key = \(key)").all()
+        return try rows.first?.decode(Int.self) ?? 0
+    }
+
+    static func listeners(_ client: PostgresClient) async throws -> Int {
+        let rows = try await client.query("SELECT count(*)::bigint FROM pg_stat_activity WHERE query LIKE 'LISTEN%'").all()
+        return try Int(rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    /// Waits until `condition` holds, for 5 s at most.
+    static func eventually(_ condition: () async throws -> Bool) async throws {
+        let end = ContinuousClock.now + .seconds(5)
+        while try await !condition() {
+            guard ContinuousClock.now < end else {
+                Issue.record("condition not met within 5 s")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
