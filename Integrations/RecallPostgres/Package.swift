@@ -24,6 +24,17 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
+        // One replica of a fleet, run as a child process by the multi-process tests.
+        .executableTarget(
+            name: "recall-postgres-fleet-worker",
+            dependencies: [
+                "RecallPostgres",
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/FleetWorker"
+        ),
         .testTarget(
             name: "RecallPostgresTests",
             dependencies: [
@@ -31,6 +42,7 @@ let package = Package(
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "RecallTesting", package: "Recall"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ],

@@ -234,6 +234,9 @@ public final class HTTPCache: ServiceHook {
                         let name = partitioner.fetchName(flightKey)
                         if await coordinator.claim(name) {
                             lead = .flight(flightKey, claim: name)
+                            // Another process may have stored it between our lookup and our claim.
+                            record = await lookup(location.key)
+                            before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
                         } else {
                             // Another process fetches it: wait for its answer, then look again;
                             // still missing (it failed, or its claim lapsed), fetch it here.

@@ -1,0 +1,131 @@
+import Foundation
+import Recall
+import RecallTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue #14, point 3: four OS processes (`recall-postgres-fleet-worker`) on one database, in
+/// front of one loopback origin that counts what reaches it.
+@Suite("A fleet of four processes on one PostgreSQL", .postgres, .timeLimit(.minutes(3)))
+struct FleetTests {
+    @Test("shared hits, one origin request for a burst of misses from four processes, an invalidation seen by all")
+    func fleet() async throws {
+        let server = try PostgresFixture.current
+        let origin = try LoopbackOrigin(script: Self.originScript)
+        try await PostgresFixture.withDatabase { _, database in
+            // The four start together and race to create the tables (the migration lock).
+            let workers = try (0..<4).map { _ in try Worker(port: server.port, database: database, origin: origin.url("/")) }
+            defer { workers.forEach { $0.stop() } }
+            for worker in workers { #expect(try worker.line() == "ready") }
+
+            // A burst of identical misses, one from each process, while the origin takes 300 ms.
+            let burst = "/burst?cc=max-age%3D60&delay_ms=300"
+            for worker in workers { try worker.send("get " + burst) }
+            let answers = try workers.map { try $0.line() }
+            #expect(try await Self.hits(origin, "/burst") == 1, "\(answers)")
+            #expect(answers.filter { $0 == "200 network 1" }.count == 1, "\(answers)")
+            #expect(answers.filter { $0 == "200 cache 1" }.count == 3, "\(answers)")
+
+            // Stored by one, a hit in the others.
+            let shared = "/shared?cc=max-age%3D60"
+            try #expect(workers[0].ask("get " + shared) == "200 network 1")
+            for worker in workers.dropFirst() { try #expect(worker.ask("get " + shared) == "200 cache 1") }
+
+            // An unsafe method in one invalidates it for all, memory tiers included.
+            try #expect(workers[0].ask("post " + shared) == "200 network 2")
+            for worker in workers.dropFirst() {
+                let end = ContinuousClock.now + .seconds(5)
+                while try !worker.ask("stats").contains("invalidations=1"), ContinuousClock.now < end {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            try #expect(workers[1].ask("get " + shared) == "200 network 3")
+            for worker in workers.dropFirst(2) { try #expect(worker.ask("get " + shared) == "200 cache 3") }
+            try #expect(workers[0].ask("get " + shared) == "200 cache 3")
+            #expect(try await Self.hits(origin, "/shared") == 3)
+
+            let coalesced = try workers.map { try $0.ask("stats") }
+            #expect(coalesced.filter { $0.hasPrefix("coalesced=1 ") }.count == 3, "\(coalesced)")
+        }
+    }
+
+    static var originScript: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
+    }
+
+    /// Requests that reached the origin for `path`.
+    static func hits(_ origin: LoopbackOrigin, _ path: String) async throws -> Int {
+        struct Hits: Decodable { let hits: Int }
+        let (data, _) = try await URLSession.shared.data(from: origin.url("/__hits", [("path", path)]))
+        return try JSONDecoder().decode(Hits.self, from: data).hits
+    }
+}
+
+/// A `recall-postgres-fleet-worker` child process, spoken to a line at a time.
+final class Worker {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffer = Data()
+
+    init(port: Int, database: String, origin: URL) throws {
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("recall-postgres-fleet-worker")
+        if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
+            // `swift test` runs the bundle from the build directory; look there too.
+            process.executableURL = Bundle.main.bundleURL.appendingPathComponent("recall-postgres-fleet-worker")
+        }
+        process.arguments = ["\(port)", database, origin.absoluteString]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    func send(_ line: String) throws {
+        try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+    }
+
+    /// The next line the worker prints, waiting 20 s at most.
+    func line() throws -> String {
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        let end = Date().addingTimeInterval(20)
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                return line
+            }
+            let left = Int32(max(0, end.timeIntervalSinceNow * 1_000))
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&poller, 1, left) > 0 else { throw WorkerError(description: "no answer within 20 s") }
+            var chunk = [UInt8](repeating: 0, count: 4_096)
+            let count = read(descriptor, &chunk, chunk.count)
+            guard count > 0 else { throw WorkerError(description: "the worker exited") }
+            buffer.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Sends `line` and returns the answer.
+    func ask(_ line: String) throws -> String {
+        try send(line)
+        return try self.line()
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        let end = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < end { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    struct WorkerError: Error, CustomStringConvertible {
+        let description: String
+    }
+}
