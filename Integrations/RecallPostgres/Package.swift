@@ -24,6 +24,22 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
+        // A PostgreSQL server of its own for the tests and the benchmark.
+        .target(name: "RecallPostgresTestSupport", path: "Tests/Support"),
+        // Hit latency and throughput against MemoryStorage and DiskStorage, and the origin
+        // requests cross-process coalescing saves: `swift run -c release recall-postgres-benchmark`.
+        .executableTarget(
+            name: "recall-postgres-benchmark",
+            dependencies: [
+                "RecallPostgres",
+                "RecallPostgresTestSupport",
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "RecallTesting", package: "Recall"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks"
+        ),
         // One replica of a fleet, run as a child process by the multi-process tests.
         .executableTarget(
             name: "recall-postgres-fleet-worker",
@@ -39,6 +55,7 @@ let package = Package(
             name: "RecallPostgresTests",
             dependencies: [
                 "RecallPostgres",
+                "RecallPostgresTestSupport",
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "RecallTesting", package: "Recall"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -5,7 +5,8 @@
 //                  hit: the origin's request number from its JSON body, or -1)
 //   post PATH  -> "<status> <source> <hit>"
 //   stats      -> "coalesced=N claims=N held-elsewhere=N invalidations=N"
-// It prints "ready" once the storage is open, and exits when its input closes.
+// With `no-coordinator` as a fourth argument it does not coordinate misses with the fleet (the
+// benchmark's baseline). It prints "ready" once the storage is open, and exits when its input closes.
 import Foundation
 import Logging
 import PostgresNIO
@@ -16,8 +17,8 @@ import FoundationNetworking
 #endif
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let port = Int(arguments[1]), let origin = URL(string: arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: recall-postgres-fleet-worker PORT DATABASE ORIGIN-URL\n".utf8))
+guard arguments.count == 4 || (arguments.count == 5 && arguments[4] == "no-coordinator"), let port = Int(arguments[1]), let origin = URL(string: arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: recall-postgres-fleet-worker PORT DATABASE ORIGIN-URL [no-coordinator]\n".utf8))
     exit(2)
 }
 var logger = Logger(label: "recall.fleet-worker")
@@ -43,7 +44,8 @@ do {
     var storageConfiguration = PostgresStorage.Configuration()
     storageConfiguration.timeout = .seconds(2)           // a loaded CI machine: be patient, the test checks behaviour not speed
     let storage = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
-    let cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: storage)
+    let coordinated = arguments.count == 4
+    let cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: coordinated ? storage : nil)
     let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
     say("ready")
     while let line = readLine() {

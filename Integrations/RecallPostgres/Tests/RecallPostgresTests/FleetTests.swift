@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallPostgresTestSupport
 import RecallTesting
 import Testing
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ struct FleetTests {
         let origin = try LoopbackOrigin(script: Self.originScript)
         try await PostgresFixture.withDatabase { _, database in
             // The four start together and race to create the tables (the migration lock).
-            let workers = try (0..<4).map { _ in try Worker(port: server.port, database: database, origin: origin.url("/")) }
+            let workers = try (0..<4).map { _ in try FleetWorkerProcess(port: server.port, database: database, origin: origin.url("/")) }
             defer { workers.forEach { $0.stop() } }
             for worker in workers { #expect(try worker.line() == "ready") }
 
@@ -65,67 +66,5 @@ struct FleetTests {
         struct Hits: Decodable { let hits: Int }
         let (data, _) = try await URLSession.shared.data(from: origin.url("/__hits", [("path", path)]))
         return try JSONDecoder().decode(Hits.self, from: data).hits
-    }
-}
-
-/// A `recall-postgres-fleet-worker` child process, spoken to a line at a time.
-final class Worker {
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private var buffer = Data()
-
-    init(port: Int, database: String, origin: URL) throws {
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("recall-postgres-fleet-worker")
-        if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
-            // `swift test` runs the bundle from the build directory; look there too.
-            process.executableURL = Bundle.main.bundleURL.appendingPathComponent("recall-postgres-fleet-worker")
-        }
-        process.arguments = ["\(port)", database, origin.absoluteString]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-    }
-
-    func send(_ line: String) throws {
-        try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
-    }
-
-    /// The next line the worker prints, waiting 20 s at most.
-    func line() throws -> String {
-        let descriptor = output.fileHandleForReading.fileDescriptor
-        let end = Date().addingTimeInterval(20)
-        while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                return line
-            }
-            let left = Int32(max(0, end.timeIntervalSinceNow * 1_000))
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            guard left > 0, poll(&poller, 1, left) > 0 else { throw WorkerError(description: "no answer within 20 s") }
-            var chunk = [UInt8](repeating: 0, count: 4_096)
-            let count = read(descriptor, &chunk, chunk.count)
-            guard count > 0 else { throw WorkerError(description: "the worker exited") }
-            buffer.append(contentsOf: chunk[0..<count])
-        }
-    }
-
-    /// Sends `line` and returns the answer.
-    func ask(_ line: String) throws -> String {
-        try send(line)
-        return try self.line()
-    }
-
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        let end = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < end { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
-    struct WorkerError: Error, CustomStringConvertible {
-        let description: String
     }
 }

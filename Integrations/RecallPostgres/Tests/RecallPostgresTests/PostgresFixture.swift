@@ -1,4 +1,5 @@
 import Foundation
+import RecallPostgresTestSupport
 import Logging
 import PostgresNIO
 import RecallPostgres

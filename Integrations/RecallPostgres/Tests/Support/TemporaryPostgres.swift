@@ -8,23 +8,27 @@ import Glibc
 /// as a child process on a free loopback port, stopped and removed by ``stop()``. Run as the `postgres` user when
 /// the tests run as root (PostgreSQL refuses to run as root). Trust authentication for the user
 /// `recall` on 127.0.0.1 only.
-final class TemporaryPostgres: Sendable {
+public final class TemporaryPostgres: Sendable {
     /// Why a server could not be started here (the tests then skip, saying so).
-    struct Unavailable: Error, CustomStringConvertible {
-        let description: String
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    let directory: URL
-    let port: Int
-    let user = "recall"
-    let database = "postgres"
+    /// Where the cluster lives.
+    public let directory: URL
+    /// The loopback port the server listens on.
+    public let port: Int
+    /// The superuser (trusted on 127.0.0.1).
+    public let user = "recall"
+    /// The database that always exists.
+    public let database = "postgres"
 
     private static let asRoot = getuid() == 0
     /// The running server process.
     private let server = Mutex<Process?>(nil)
 
     /// Creates the cluster and starts the server.
-    init() throws {
+    public init() throws {
         let initdb = try Self.tool("initdb")
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -39,7 +43,7 @@ final class TemporaryPostgres: Sendable {
 
     /// Starts (or restarts after ``stopServer()``) the server — a child process of the tests,
     /// not a daemon — and waits until it accepts connections.
-    func start() throws {
+    public func start() throws {
         let process = Process()
         let arguments = ["-D", directory.appendingPathComponent("data").path, "-p", "\(port)", "-k", directory.path,
                          "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"]
@@ -72,7 +76,7 @@ final class TemporaryPostgres: Sendable {
     }
 
     /// Stops the server (a fast shutdown), keeping its data: an outage.
-    func stopServer() throws {
+    public func stopServer() throws {
         guard let process = server.withLock({ $0 }), process.isRunning else { return }
         kill(process.processIdentifier, SIGINT)
         let end = Date().addingTimeInterval(15)
@@ -83,7 +87,7 @@ final class TemporaryPostgres: Sendable {
     }
 
     /// Stops the server and removes its directory.
-    func stop() {
+    public func stop() {
         try? stopServer()
         try? FileManager.default.removeItem(at: directory)
     }
