@@ -38,10 +38,18 @@ public final class LoopbackOrigin: Sendable {
     }
 
     deinit {
-        process.withLock { running in
+        stop()
+    }
+
+    /// Stops the server (an origin that goes away: its port then refuses connections) and
+    /// waits until it has exited. Stopping twice does nothing more.
+    public func stop() {
+        let process = process.withLock { running -> Process in
             try? running.1.fileHandleForWriting.close()
-            running.0.terminate()
+            if running.0.isRunning { running.0.terminate() }
+            return running.0
         }
+        process.waitUntilExit()
     }
 
     /// A URL on the server: `path` plus query items (percent-encoded, `+` included) in order.

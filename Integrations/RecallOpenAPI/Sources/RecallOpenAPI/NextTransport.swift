@@ -26,7 +26,14 @@ struct NextTransport: Transport {
     func send(_ request: URLRequest) async throws -> Response {
         let (converted, base) = try HTTPRequest.from(request, under: baseURL)
         let body = request.httpBody.map { HTTPBody($0) } ?? passedOnBody
-        let (response, responseBody) = try await next(converted, body, base)
+        let response: HTTPResponse, responseBody: HTTPBody?
+        do {
+            (response, responseBody) = try await next(converted, body, base)
+        } catch let error as ClientError {
+            // The runtime wraps the transport's failure; the retrier and the cache classify the
+            // failure itself (a refused connection is retryable and "never sent").
+            throw error.underlyingError
+        }
         var bytes = Data()
         if let responseBody { bytes = try await Data(collecting: responseBody, upTo: maxResponseBodyBytes) }
         return Response(status: response.status.code, headers: HTTPHeaders(response.headerFields), body: bytes, url: request.url)

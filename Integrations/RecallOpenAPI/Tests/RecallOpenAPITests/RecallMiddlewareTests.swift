@@ -62,14 +62,40 @@ struct RecallMiddlewareTests {
     @Test("a POST goes out with its JSON body, and invalidates what the cache holds for the URL")
     func postInvalidates() async throws {
         let origin = try Self.origin()
-        let client = client(origin, RecallMiddleware(hooks: [HTTPCache()]))
-        _ = try await client.listItems(query: .init(cc: "max-age=600"))
+        // GET /items (the POST's own URL) is cached by a lifetime rule: the origin sends no freshness.
+        var configuration = CacheConfiguration()
+        configuration.lifetimes = [LifetimeRule("127.0.0.1/items", .seconds(600))]
+        let cache = HTTPCache(configuration: configuration)
+        let client = client(origin, RecallMiddleware(hooks: [cache]))
+        let stored = try echo(await client.listItems())
+        #expect(try echo(await client.listItems()).hit == stored.hit, "a hit before the POST")
         let created = try await client.createItem(body: .json(.init(name: "lamp"))).ok.body.json
         #expect(created.method == "POST" && created.bodyLength == Self.encodedLength(["name": "lamp"]))
-        // The POST's URL is /items without the GET's query: invalidate that one and check it.
-        let plain = try echo(await client.listItems())
-        _ = try echo(await client.listItems())
-        #expect(plain.hit == 3, "GET /items after the POST went to the origin")
+        let after = try echo(await client.listItems())
+        #expect(after.hit == created.hit + 1, "GET /items after the POST went to the origin")
+        #expect(cache.statistics.invalidations == 1)
+    }
+
+    @Test("a refused connection reaches the retrier as itself (not wrapped by the runtime): retried, then the offline answer")
+    func transportFailure() async throws {
+        let origin = try Self.origin()
+        let attempts = Mutex(0)
+        var middleware = RecallMiddleware(hooks: [HTTPCache()],
+                                          retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        middleware.observer = { event, _ in
+            if case .attemptStarted = event { attempts.withLock { $0 += 1 } }
+        }
+        // Stored while the origin is up, stale at once, then the origin goes away.
+        let online = try await client(origin, middleware).getItem(path: .init(id: "gone"), query: .init(cc: "max-age=0")).ok.body.json
+        let port = origin.port
+        origin.stop()
+        try await Task.sleep(for: .milliseconds(100))   // the server has exited
+        let offline = Client(serverURL: URL(string: "http://127.0.0.1:\(port)/")!, transport: OpenAPIURLSession.URLSessionTransport(),
+                             middlewares: [middleware])
+        attempts.withLock { $0 = 0 }
+        let answer = try await offline.getItem(path: .init(id: "gone"), query: .init(cc: "max-age=0")).ok.body.json
+        #expect(answer.hit == online.hit, "the stored answer, served because the origin cannot be reached")
+        #expect(attempts.withLock { $0 } == 3, "a refused connection is retried")
     }
 
     @Test("stale-while-revalidate under a middleware refreshes before answering (next never outlives the call)")
