@@ -1,7 +1,7 @@
 /// What an ``HTTPCache`` did with a request, recorded in its ``RequestContext`` as
 /// ``RecallEvent/cache(_:)`` next to the retry events, so one observer sees the whole story of
 /// a request. The events match ``CacheStatistics`` one for one (a background refresh records
-/// none, as it counts none), plus ``stored`` and ``invalidated``.
+/// none, as it counts none), plus ``stored``, ``invalidated`` and ``evicted``.
 public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     /// Answered from a fresh stored response, without the origin.
     case hit
@@ -23,9 +23,14 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     case stored
     /// Stored responses were removed: invalidated by an unsafe method, or outdated.
     case invalidated
+    /// The storage evicted `count` records to stay within its limits since the cache last
+    /// looked. The cache looks after each store, so the event goes to the request whose store
+    /// made room — or, for a storage that evicts in the background (``DiskStorage``), to a later
+    /// one; over time the counts add up to ``StorageStatistics/evictions``.
+    case evicted(count: Int)
 
     /// The metric label of the event: `hit`, `miss`, `revalidated`, `changed`, `stale`,
-    /// `coalesced`, `bypassed`, `gatewayTimeout`, `stored`, `invalidated`.
+    /// `coalesced`, `bypassed`, `gatewayTimeout`, `stored`, `invalidated`, `evicted`.
     public var name: String {
         switch self {
         case .hit: "hit"
@@ -38,12 +43,14 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
         case .gatewayTimeout: "gatewayTimeout"
         case .stored: "stored"
         case .invalidated: "invalidated"
+        case .evicted: "evicted"
         }
     }
 
     /// Such as `cache hit` or `cache stale (staleIfError)`.
     public var description: String {
         if case .stale(let reason) = self { return "cache stale (\(reason))" }
+        if case .evicted(let count) = self { return "cache evicted \(count)" }
         return "cache \(name)"
     }
 }

@@ -44,6 +44,8 @@ public final class HTTPCache: ServiceHook {
     /// a miss afterwards looks again only when it changed (nothing can have been stored for it
     /// otherwise). One atomic load, so the hit path pays no lock for it.
     private let writeCount = Atomic<UInt64>(0)
+    /// The storage's eviction count when the cache last looked (after a store).
+    private let evictionsSeen: Atomic<Int>
 
     /// Names of request header fields that carry credentials in requests sent from the current
     /// task, in addition to ``CacheConfiguration/credentialFields``: they partition the cache
@@ -83,6 +85,7 @@ public final class HTTPCache: ServiceHook {
         self.storage = storage
         self.configuration = configuration
         self.coordinator = coordinator
+        self.evictionsSeen = Atomic(storage.statistics.evictions)
         self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: storage.secret, configuration: configuration)
@@ -306,6 +309,8 @@ public final class HTTPCache: ServiceHook {
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
         guard let state = context[StateKey.self] else { return response }
         defer { finish(state) }
+        // Where stores record their events: nowhere for a background refresh (it counts nothing).
+        let recording = state.isRefresh ? nil : context
         let sent = context.lastSentRequest ?? request
         var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
                                               method: state.method, requestTime: state.requestTime, now: now(),
@@ -330,13 +335,13 @@ public final class HTTPCache: ServiceHook {
         case .pass:
             return response
         case .store(let entry):
-            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
+            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state), context: recording) }
             return response
         case .storeAndAnswer(let entry, let answer):
-            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
+            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state), context: recording) }
             return answer
         case .revalidated(let entry):
-            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state)) }
+            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state), context: recording) }
             return rules.response(from: entry, for: request, now: exchange.now, source: .revalidated)
         case .serveStale(let entry, _):
             return rules.response(from: entry, for: request, now: exchange.now, source: .stale)
@@ -348,7 +353,7 @@ public final class HTTPCache: ServiceHook {
             return response
         case .invalidate(let urls, let post):
             await invalidate(urls, after: sent)
-            if let post, let key = key(for: CacheStrategy.asGet(sent)) { await store(post, key: key, keepsNothing: false) }
+            if let post, let key = key(for: CacheStrategy.asGet(sent)) { await store(post, key: key, keepsNothing: false, context: recording) }
             return response
         case .refetch(let unconditional, let removing):
             if removing { await remove(state.key) }
@@ -359,7 +364,10 @@ public final class HTTPCache: ServiceHook {
             let fresh = try await again(unconditional)
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
-            if let target { await freshen(key: target, partition: exchange.partition, request: exchange.answered, with: response, state: state, at: exchange.now) }
+            if let target {
+                await freshen(key: target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
+                              at: exchange.now, context: recording)
+            }
             return response
         }
     }
@@ -411,7 +419,6 @@ public final class HTTPCache: ServiceHook {
             break
         }
         switch after {
-        case .store, .storeAndAnswer, .revalidated: context.record(.cache(.stored))
         case .remove, .discard, .invalidate: context.record(.cache(.invalidated))
         case .refetch(_, let removing) where removing: context.record(.cache(.invalidated))
         default: break
@@ -431,7 +438,8 @@ public final class HTTPCache: ServiceHook {
     /// partition's other `Vary` variants, read afresh. `keepsNothing`: what this request's
     /// lookup found holds nothing `entry` would not replace, so the read is saved (a response
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
-    private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool) async {
+    /// Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
+    private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool, context: RequestContext? = nil) async {
         await writes.lock(key)
         let existing = keepsNothing ? [] : await lookup(key)?.variants ?? []
         let kept = existing.filter { old in
@@ -442,6 +450,11 @@ public final class HTTPCache: ServiceHook {
         writeCount.add(1, ordering: .releasing)
         writes.unlock(key)
         count { $0.stores += 1 }
+        guard let context else { return }
+        context.record(.cache(.stored))
+        let evictions = storage.statistics.evictions
+        let seen = evictionsSeen.exchange(evictions, ordering: .relaxed)
+        if evictions > seen { context.record(.cache(.evicted(count: evictions - seen))) }
     }
 
     /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no
@@ -478,12 +491,14 @@ public final class HTTPCache: ServiceHook {
         writes.unlock(key)
     }
 
-    private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date) async {
+    private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date,
+                         context: RequestContext?) async {
         guard let record = await lookup(key),
               let entry = strategy.variant(in: record, for: request, partition: partition, inScope: state.inScope),
               rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
-        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, keepsNothing: false)
+        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, keepsNothing: false,
+                    context: context)
     }
 
     /// Removes the stored responses of `urls` (the targets of a successful unsafe `request`),

@@ -32,10 +32,21 @@ public final class RequestContext: Sendable {
     /// Called with every event as it is recorded.
     public let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
 
+    /// Whether this is a background request (a `stale-while-revalidate` refresh) started on
+    /// behalf of another after that one was answered: hooks outside the one that started it saw
+    /// its `onSchedule` under the other request's context and see no `onSuccess` for it, so an
+    /// observer must not tie what it records here to the other request's state.
+    public let isBackground: Bool
+
     /// Creates a context for `request`; `observer` sees each event as it is recorded.
-    public init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil) {
+    public convenience init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil) {
+        self.init(originalRequest: originalRequest, observer: observer, isBackground: false)
+    }
+
+    private init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RequestContext) -> Void)?, isBackground: Bool) {
         self.originalRequest = originalRequest
         self.observer = observer
+        self.isBackground = isBackground
     }
 
     /// Every event recorded for this request so far, in order.
@@ -92,7 +103,7 @@ public final class RequestContext: Sendable {
     /// A context for a background request started on behalf of this one, with the same
     /// hook values and observer.
     func derived(for request: URLRequest) -> RequestContext {
-        let child = RequestContext(originalRequest: request, observer: observer)
+        let child = RequestContext(originalRequest: request, observer: observer, isBackground: true)
         let values = state.withLock { $0.values }
         child.state.withLock { $0.values = values }
         return child

@@ -74,4 +74,17 @@ struct CacheEventTests {
         #expect(story.of("/s") == ["cache gatewayTimeout"])
         #expect(CacheEvent.stale(.staleIfError).name == "stale" && CacheEvent.hit.name == "hit")
     }
+
+    @Test("a store that makes the storage evict records how many it evicted")
+    func evictions() async throws {
+        let mock = MockTransport()
+        for path in ["/1", "/2", "/3"] { mock.route("GET", path, .text(path, headers: ["Cache-Control": "max-age=60"])) }
+        let cache = HTTPCache(storage: MemoryStorage(countLimit: 2, eviction: .lru))
+        let story = Story()
+        let pipeline = Pipeline(transport: mock, hooks: [cache], observer: story.observe)
+        for path in ["/1", "/2", "/3"] { _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test" + path)!)) }
+        #expect(story.of("/2") == ["cache miss", "attempt #1", "cache stored"])
+        #expect(story.of("/3") == ["cache miss", "attempt #1", "cache stored", "cache evicted 1"])
+        #expect(cache.statistics.storage.evictions == 1)
+    }
 }

@@ -8,10 +8,13 @@ import ServiceLifecycle
 /// still queued are on disk before the process exits.
 ///
 /// ```swift
-/// let group = ServiceGroup(services: [app, RecallCacheService(caches: [cache], logger: logger)],
+/// let group = ServiceGroup(services: [RecallCacheService(caches: [cache], logger: logger), app],
 ///                          gracefulShutdownSignals: [.sigterm], logger: logger)
 /// try await group.run()
 /// ```
+///
+/// List it **before** the services that use the caches: a `ServiceGroup` shuts services down in
+/// the reverse of their order, so the app stops sending first, and the caches finish after it.
 ///
 /// A refresh goes through its pipeline's retrier, so its time limits bound the wait.
 public struct RecallCacheService: Service {

@@ -23,9 +23,11 @@ import Tracing
 /// at `.warning`. A production log at `.info` stays quiet while things work.
 ///
 /// **Metrics** (the injected factory, `MetricsSystem.factory` by default), labels under `prefix`:
-/// - `recall.cache.requests{result}`: `hit`, `miss`, `revalidated`, `changed`, `stale`,
-///   `coalesced`, `bypassed`, `gatewayTimeout`; `recall.cache.stale{reason}`;
-///   `recall.cache.writes{kind}`: `stored`, `invalidated`;
+/// - `recall.cache.requests{result}` (once per request): `hit`, `miss`, `revalidated`,
+///   `changed`, `stale`, `bypassed`, `gatewayTimeout`; `recall.cache.coalesced` (requests that
+///   waited for another's fetch, then counted by their own result); `recall.cache.stale{reason}`;
+///   `recall.cache.writes{kind}`: `stored`, `invalidated`; `recall.cache.evictions` (records the
+///   storage evicted to stay within its limits);
 /// - `recall.attempts`, `recall.retries{reason}`, `recall.retry.gave_up{reason}`,
 ///   `recall.retry.budget_exhausted`, `recall.retry.deadline_exceeded`, `recall.circuit.refused`;
 /// - `recall.request.duration{method, outcome}` (a timer; outcome `success` or `failure`);
@@ -51,11 +53,11 @@ public final class RecallTelemetry: ServiceHook, Sendable {
 
     /// Creates the telemetry. `metrics` and `tracer` default to the process's bootstrapped
     /// systems; pass `tracer: nil` for no spans.
-    public init(logger: Logger, metrics: (any MetricsFactory)? = nil, tracer: (any Tracer)?? = .none,
+    public init(logger: Logger, metrics: (any MetricsFactory)? = nil, tracer: (any Tracer)? = InstrumentationSystem.tracer,
                 cache: HTTPCache? = nil, breaker: CircuitBreaker? = nil, prefix: String = "recall") {
         self.logger = logger
         self.metrics = metrics ?? MetricsSystem.factory
-        self.tracer = tracer ?? InstrumentationSystem.tracer
+        self.tracer = tracer
         self.cache = cache
         self.breaker = breaker
         self.prefix = prefix
@@ -69,7 +71,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
         if let tracer {
             let span = tracer.startSpan("recall.request", context: InstrumentationContext.current ?? .topLevel, ofKind: .client)
             span.attributes["http.request.method"] = request.httpMethod ?? "GET"
-            span.attributes["url.full"] = request.url?.absoluteString ?? ""
+            span.attributes["url.full"] = Self.redacted(request.url)
             state.state.withLock { $0.span = span }
         }
         context[RequestTelemetry.Key.self] = state
@@ -112,8 +114,10 @@ public final class RecallTelemetry: ServiceHook, Sendable {
             }
             span.end()
         }
-        let url = request.url?.absoluteString ?? "?"
-        if let error {
+        let url = Self.redacted(request.url)
+        if let error, Self.isCancellation(error) {
+            logger.debug("\(method) \(url) cancelled", metadata: ["recall.attempts": "\(context.attempts)"])
+        } else if let error {
             logger.notice("\(method) \(url) failed: \(error)", metadata: ["recall.attempts": "\(context.attempts)"])
         } else {
             logger.debug("\(method) \(url) → \(status ?? 0)", metadata: [
@@ -141,16 +145,49 @@ public final class RecallTelemetry: ServiceHook, Sendable {
         }
     }
 
+    /// `url` for spans and logs: without user information, and with the values of secret
+    /// query parameters (``Recall/CacheConfiguration/defaultSecretQueryParameters``) replaced.
+    static func redacted(_ url: URL?) -> String {
+        guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "?" }
+        if components.user != nil || components.password != nil {
+            components.user = nil
+            components.password = nil
+        }
+        if let items = components.percentEncodedQueryItems {
+            let secret = Set(CacheConfiguration.defaultSecretQueryParameters.map { $0.lowercased() })
+            components.percentEncodedQueryItems = items.map { item in
+                secret.contains(item.name.lowercased()) && item.value != nil ? URLQueryItem(name: item.name, value: "REDACTED") : item
+            }
+        }
+        return components.string ?? "?"
+    }
+
+    /// Whether `error` is the caller cancelling (routine, not worth a notice).
+    static func isCancellation(_ error: any Error) -> Bool {
+        if error is CancellationError { return true }
+        if let error = error as? URLError, error.code == .cancelled { return true }
+        if let error = error as? TransportError, error.kind == .cancelled { return true }
+        return false
+    }
+
     // MARK: Events
 
     /// The pipeline's observer: give it as `Pipeline(…, observer: telemetry.observe)`.
     public func observe(_ event: RecallEvent, _ context: RequestContext) {
-        let telemetry = context[RequestTelemetry.Key.self]
+        // A background refresh shares the values of the request that started it, which may be
+        // answered already: it gets metrics and debug logs, never that request's spans.
+        let telemetry = context.isBackground ? nil : context[RequestTelemetry.Key.self]
         switch event {
         case .cache(let cacheEvent):
             switch cacheEvent {
             case .stored, .invalidated:
                 counter("cache.writes", [("kind", cacheEvent.name)])
+            case .evicted(let count):
+                Counter(label: label("cache.evictions"), factory: metrics).increment(by: count)
+            case .coalesced:
+                // Waiting for another request's fetch, then a hit or a miss of its own: counted
+                // apart, so `cache.requests` counts each request once.
+                counter("cache.coalesced")
             case .stale(let reason):
                 counter("cache.requests", [("result", cacheEvent.name)])
                 counter("cache.stale", [("reason", reason.rawValue)])
@@ -159,7 +196,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
                 counter("cache.requests", [("result", cacheEvent.name)])
                 telemetry?.state.withLock { $0.cacheResult = cacheEvent.name }
             }
-            logger.debug("\(cacheEvent)", metadata: ["url": "\(context.originalRequest.url?.absoluteString ?? "?")"])
+            logger.debug("\(cacheEvent)", metadata: ["url": "\(Self.redacted(context.originalRequest.url))"])
         case .attemptStarted(let number):
             counter("attempts")
             if let tracer, let telemetry {
@@ -171,7 +208,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
                     state.attempt = span
                 }
             }
-            logger.debug("attempt #\(number)", metadata: ["url": "\(context.originalRequest.url?.absoluteString ?? "?")"])
+            logger.debug("attempt #\(number)", metadata: ["url": "\(Self.redacted(context.originalRequest.url))"])
         case .attemptTimedOut(let number, let after):
             telemetry?.state.withLock { $0.attempt?.recordError(AttemptTimedOut(number: number, after: after)) }
             logger.debug("\(event)")
@@ -182,13 +219,13 @@ public final class RecallTelemetry: ServiceHook, Sendable {
                 state.attempt?.end()
                 state.attempt = nil
             }
-            logger.debug("\(event)", metadata: ["url": "\(context.originalRequest.url?.absoluteString ?? "?")"])
+            logger.debug("\(event)", metadata: ["url": "\(Self.redacted(context.originalRequest.url))"])
         case .retryBudgetExhausted(let host):
             counter("retry.budget_exhausted")
             logger.warning("\(event)", metadata: ["host": "\(host)"])
         case .deadlineExceeded:
             counter("retry.deadline_exceeded")
-            logger.notice("\(event)", metadata: ["url": "\(context.originalRequest.url?.absoluteString ?? "?")"])
+            logger.notice("\(event)", metadata: ["url": "\(Self.redacted(context.originalRequest.url))"])
         case .gaveUp(_, let reason):
             counter("retry.gave_up", [("reason", reason.rawValue)])
             // A 404 is not worth a notice: giving up on what no retry can fix is routine.

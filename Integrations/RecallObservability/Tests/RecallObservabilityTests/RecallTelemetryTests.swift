@@ -11,6 +11,7 @@ import RecallObservability
 import RecallTesting
 import ServiceLifecycle
 import ServiceLifecycleTestKit
+import Synchronization
 import Testing
 import Tracing
 
@@ -115,30 +116,108 @@ struct RecallTelemetryTests {
         #expect(s.logs.entries.contains { $0.level == .notice })
     }
 
-    @Test("graceful shutdown waits for background refreshes and flushes the storage")
+    @Test("a background refresh leaves the answered request's spans alone and opens none of its own")
+    func backgroundRefresh() async throws {
+        let s = Setup()
+        s.mock.route("GET", "/swr", .text("v1", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"1\""]),
+                     .text("v2", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"2\""]))
+        _ = try await s.get("/swr")
+        try await Task.sleep(for: .milliseconds(1_100))
+        #expect(try await s.get("/swr").bodyText == "v1")   // stale; the refresh runs in the background
+        await s.cache.waitForBackgroundRefreshes()
+        #expect(s.mock.count(for: "/swr") == 2)
+        let spans = s.tracer.finishedSpans
+        #expect(spans.filter { $0.operationName == "recall.request" }.count == 2)
+        #expect(spans.filter { $0.operationName == "recall.attempt" }.count == 1, "the first request's attempt only")
+        #expect(s.tracer.activeSpans.isEmpty, "no span left open")
+        #expect(try s.metrics.expectCounter("recall.attempts").totalValue == 2, "the refresh's attempt is counted")
+    }
+
+    @Test("tracer nil: no spans; URLs redacted; a coalesced miss counted once; a cancellation is not a notice")
+    func details() async throws {
+        let logs = InMemoryLogHandler()
+        let metrics = TestMetrics()
+        let tracer = InMemoryTracer()
+        // The process's tracer is this one (once per process: no other test bootstraps), so
+        // `tracer: nil` falling back to it would show.
+        InstrumentationSystem.bootstrap(tracer)
+        var logger = Logger(label: "details", factory: { _ in logs })
+        logger.logLevel = .trace
+        let telemetry = RecallTelemetry(logger: logger, metrics: metrics, tracer: nil)
+        let mock = MockTransport()
+        let gate = AsyncStream<Void>.makeStream()
+        mock.route("GET", "/slow") { _ in
+            var iterator = gate.stream.makeAsyncIterator()
+            await iterator.next()
+            return .text("slow", headers: ["Cache-Control": "no-store"])
+        }
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: mock, hooks: [telemetry, cache], observer: telemetry.observe)
+        let url = URL(string: "https://user:pw@api.test/slow?token=abc&page=2")!
+        async let first = pipeline.send(URLRequest(url: url))
+        while mock.count(for: "/slow") == 0 { await Task.yield() }
+        async let second = pipeline.send(URLRequest(url: url))
+        while cache.statistics.waiting == 0 { await Task.yield() }
+        gate.continuation.yield()
+        gate.continuation.finish()
+        _ = try await [first, second]
+        #expect(tracer.finishedSpans.isEmpty && tracer.activeSpans.isEmpty, "tracer: nil means no spans, not the global tracer")
+        // Two requests: two results (both misses: no-store), the wait counted apart.
+        #expect(try metrics.expectCounter("recall.cache.requests", [("result", "miss")]).totalValue == 2)
+        #expect(try metrics.expectCounter("recall.cache.coalesced").totalValue == 1)
+        #expect(!logs.entries.contains { "\($0.message)\($0.metadata)".contains("abc") || "\($0.message)".contains("pw@") })
+        #expect(logs.entries.contains { "\($0.metadata)".contains("token=REDACTED&page=2") })
+        // A caller that gives up: debug, not notice.
+        let cancelled = Task { try await pipeline.send(URLRequest(url: URL(string: "https://api.test/never")!)) }
+        cancelled.cancel()
+        _ = try? await cancelled.value
+        #expect(!logs.entries.contains { $0.level >= .notice })
+    }
+
+    @Test("graceful shutdown waits for a background refresh under way, then flushes the storage")
     func shutdown() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-shutdown-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try DiskStorage(directory: directory)
         let cache = HTTPCache(storage: disk)
         let mock = MockTransport()
-        mock.route("GET", "/swr", .text("v", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"1\""]))
+        let gate = AsyncStream<Void>.makeStream()
+        let calls = Mutex(0)
+        mock.route("GET", "/swr") { _ in
+            let call = calls.withLock { count -> Int in count += 1; return count }
+            if call == 2 { // the refresh: held until the test opens the gate
+                var iterator = gate.stream.makeAsyncIterator()
+                await iterator.next()
+            }
+            return .text("v\(call)", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"\(call)\""])
+        }
         let pipeline = Pipeline(transport: mock, hooks: [cache])
         let request = URLRequest(url: URL(string: "https://api.test/swr")!)
         _ = try await pipeline.send(request)
         try await Task.sleep(for: .milliseconds(1_100))
-        _ = try await pipeline.send(request) // served stale; the refresh runs in the background
+        #expect(try await pipeline.send(request).bodyText == "v1") // served stale; the refresh starts
+        while calls.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
         let logs = InMemoryLogHandler()
         let service = RecallCacheService(caches: [cache], logger: Logger(label: "shutdown", factory: { _ in logs }))
+        final class Flag: Sendable { let raised = Mutex(false) }
+        let finished = Flag()
         try await testGracefulShutdown { trigger in
-            let run = Task { try await service.run() }
+            let run = Task {
+                try await service.run()
+                finished.raised.withLock { $0 = true }
+            }
             trigger.triggerGracefulShutdown()
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(!finished.raised.withLock { $0 }, "the service waits while the refresh is under way")
+            gate.continuation.yield()
+            gate.continuation.finish()
             try await run.value
         }
-        #expect(mock.count(for: "/swr") == 2, "the background refresh finished before the service returned")
+        #expect(finished.raised.withLock { $0 })
         #expect(logs.entries.contains { "\($0.message)".contains("storage flushed") })
-        let records = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".rce") }
-        #expect(records.count == 1, "what the cache wrote is on disk for the next process")
         #expect(disk.statistics.pendingBytes == 0, "no write left queued")
+        // What the refresh fetched is in the file the next process reads.
+        let key = try #require(cache.key(for: request))
+        #expect(await disk.record(for: key)?.variants.first.map { String(decoding: $0.body, as: UTF8.self) } == "v2")
     }
 }
