@@ -25,9 +25,18 @@ import FoundationNetworking
 ///   (Apple's platforms), from `httpBodyStream`, up to ``maxRequestBodyBytes``.
 /// - Stopping the load (a cancelled task, a cancelled `async` call) cancels the pipeline's work:
 ///   the session reports `URLError(.cancelled)` as usual.
-/// - Every status arrives as a response, as from the network; errors that outlast the retrier
-///   arrive as the session's error (a ``TransportError`` carrying the `URLError` it came from
-///   when there was one). Foundation's own `URLCache` is not written: Recall caches.
+/// - Every status arrives as a response, as from the network. Errors that outlast the retrier
+///   arrive as the session's error **as a `URLError`**, so code that checks `URLError` codes
+///   keeps working: a `URLError` as it was; a ``TransportError`` with the code it came from, or
+///   the code of its kind (a timeout `.timedOut`, a refused connection `.cannotConnectToHost`,
+///   DNS `.cannotFindHost`, a lost connection `.networkConnectionLost`, TLS
+///   `.secureConnectionFailed`); a deadline (``RetryError``) `.timedOut`; an open circuit
+///   `.cannotConnectToHost`; anything else `.unknown`. Recall's own error is kept in the
+///   `userInfo` under `NSUnderlyingErrorKey`. Foundation's own `URLCache` is not written:
+///   Recall caches.
+/// - The session's client is called on the thread that started the load (through its run loop)
+///   on Apple's platforms, as `URLProtocol` requires there; swift-corelibs-foundation's client
+///   may be called from any thread. Nothing reaches the client after ``stopLoading()``.
 /// - swift-corelibs-foundation (Linux) does not show an upload task's body to a `URLProtocol`:
 ///   such a task fails with ``RecallURLProtocolError/uploadBodyUnavailable`` rather than being
 ///   sent without its body. Use a data task with `httpBody` there.
@@ -50,8 +59,17 @@ open class RecallURLProtocol: URLProtocol {
     /// with `URLError(.dataLengthExceedsMaximum)`.
     open class var maxRequestBodyBytes: Int { 64 << 20 }
 
-    /// The work of one load, cancelled by `stopLoading` — also when that comes first.
-    private let work = Locked((task: Task<Void, Never>?.none, stopped: false))
+    /// The work of one load, cancelled by `stopLoading` — also when that comes first — and
+    /// whether the session still wants to hear from it.
+    private let work = Locked(Work())
+
+    private struct Work {
+        var task: Task<Void, Never>?
+        /// `stopLoading` was called: the client hears nothing more.
+        var stopped = false
+        /// The answer (or the failure) went to the client: it hears nothing more either.
+        var finished = false
+    }
 
     /// Takes `http` and `https` requests a route matches.
     override open class func canInit(with request: URLRequest) -> Bool {
@@ -70,23 +88,23 @@ open class RecallURLProtocol: URLProtocol {
             client.fail(URLError(.unsupportedURL))
             return
         }
-        let prepared: URLRequest
-        do {
-            prepared = try Self.withBody(request, isUpload: task is URLSessionUploadTask)
-        } catch {
-            client.fail(error)
-            return
-        }
-        let fallbackURL = request.url
+        let request = UncheckedRequest(request: request, isUpload: task is URLSessionUploadTask)
+        let fallbackURL = request.request.url
         let pipeline = route.pipeline
+        let work = self.work
+        let limit = Self.maxRequestBodyBytes
         let task = Task {
             do {
+                // A streamed body is read off the loading thread (its writer may need that thread).
+                let prepared = try await RecallURLProtocol.withBodyOffThread(request, limit: limit)
                 let response = try await pipeline.send(prepared)
                 try Task.checkCancellation()
+                guard RecallURLProtocol.claimFinish(work) else { return }
                 client.deliver(response, fallbackURL: fallbackURL)
             } catch {
                 // After stopLoading the session wants nothing more from this protocol.
-                if !Task.isCancelled { client.fail(error) }
+                guard !Task.isCancelled, RecallURLProtocol.claimFinish(work) else { return }
+                client.fail(RecallURLProtocol.sessionError(error, url: fallbackURL))
             }
         }
         let stopped = work.withLock { work in
@@ -94,6 +112,16 @@ open class RecallURLProtocol: URLProtocol {
             return work.stopped
         }
         if stopped { task.cancel() }
+    }
+
+    /// Whether the answer may still go to the client (not stopped, not sent already); marks it
+    /// sent.
+    private static func claimFinish(_ work: Locked<Work>) -> Bool {
+        work.withLock { work in
+            guard !work.stopped, !work.finished else { return false }
+            work.finished = true
+            return true
+        }
     }
 
     /// Cancels the pipeline's work for this load.
@@ -105,13 +133,52 @@ open class RecallURLProtocol: URLProtocol {
         task?.cancel()
     }
 
+    /// ``withBody(_:isUpload:limit:)`` on a thread of Dispatch's global pool, not the caller's (reading
+    /// a stream blocks until its writer has written).
+    static func withBodyOffThread(_ request: UncheckedRequest, limit: Int) async throws -> URLRequest {
+        guard request.request.httpBodyStream != nil else { return try withBody(request.request, isUpload: request.isUpload, limit: limit) }
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try withBody(request.request, isUpload: request.isUpload, limit: limit) })
+            }
+        }
+    }
+
+    /// `error` as the session reports it to unmodified code: a `URLError` (see the type's notes),
+    /// with Recall's error under `NSUnderlyingErrorKey`.
+    static func sessionError(_ error: any Error, url: URL?) -> URLError {
+        if let error = error as? URLError { return error }
+        var userInfo: [String: Any] = [NSUnderlyingErrorKey: error as NSError, NSLocalizedDescriptionKey: "\(error)"]
+        if let url { userInfo[NSURLErrorFailingURLErrorKey] = url }
+        let code: URLError.Code
+        switch error {
+        case let error as TransportError:
+            if let known = error.urlErrorCode.flatMap({ URLError.Code(rawValue: $0) }) { code = known } else {
+                switch error.kind {
+                case .timedOut: code = .timedOut
+                case .cannotConnect: code = .cannotConnectToHost
+                case .dnsFailure: code = .cannotFindHost
+                case .connectionLost: code = .networkConnectionLost
+                case .tls: code = .secureConnectionFailed
+                case .cancelled: code = .cancelled
+                default: code = .unknown
+                }
+            }
+        case is RetryError: code = .timedOut
+        case is CircuitOpenError: code = .cannotConnectToHost
+        case is CancellationError: code = .cancelled
+        default: code = .unknown
+        }
+        return URLError(code, userInfo: userInfo)
+    }
+
     /// `request` with its body in `httpBody`, read from `httpBodyStream` when Foundation put it
     /// there.
-    static func withBody(_ request: URLRequest, isUpload: Bool) throws -> URLRequest {
+    static func withBody(_ request: URLRequest, isUpload: Bool, limit: Int) throws -> URLRequest {
         var prepared = request
         if let stream = request.httpBodyStream {
             prepared.httpBodyStream = nil
-            prepared.httpBody = try read(stream, limit: maxRequestBodyBytes)
+            prepared.httpBody = try read(stream, limit: limit)
         } else if isUpload, request.httpBody == nil {
             throw RecallURLProtocolError.uploadBodyUnavailable
         }
@@ -134,20 +201,48 @@ open class RecallURLProtocol: URLProtocol {
     }
 }
 
+/// The request of a load and whether it is an upload task's, handed to the task that reads its
+/// body (`URLRequest` holds a non-`Sendable` stream; only that task reads it).
+struct UncheckedRequest: @unchecked Sendable {
+    let request: URLRequest
+    let isUpload: Bool
+}
+
 /// The protocol object and its client, handed to the task that runs the pipeline. URLProtocol
-/// is not `Sendable`; its client may be called from any thread, and nothing else of the
-/// protocol is touched from there.
+/// is not `Sendable`; its client is called on the loading thread's run loop on Apple's
+/// platforms, from any thread with swift-corelibs-foundation, and nothing else of the protocol
+/// is touched from there.
 private struct UncheckedClient: @unchecked Sendable {
     let `protocol`: URLProtocol
     let client: (any URLProtocolClient)?
+    #if canImport(Darwin)
+    /// The run loop of the thread that called `startLoading`.
+    let runLoop: CFRunLoop = CFRunLoopGetCurrent()
+    #endif
+
+    init(protocol: URLProtocol, client: (any URLProtocolClient)?) {
+        self.protocol = `protocol`
+        self.client = client
+    }
 
     func deliver(_ response: Response, fallbackURL: URL?) {
-        client?.urlProtocol(self.protocol, didReceive: response.httpURLResponse(fallbackURL: fallbackURL), cacheStoragePolicy: .notAllowed)
-        if !response.body.isEmpty { client?.urlProtocol(self.protocol, didLoad: response.body) }
-        client?.urlProtocolDidFinishLoading(self.protocol)
+        onClientThread {
+            client?.urlProtocol(self.protocol, didReceive: response.httpURLResponse(fallbackURL: fallbackURL), cacheStoragePolicy: .notAllowed)
+            if !response.body.isEmpty { client?.urlProtocol(self.protocol, didLoad: response.body) }
+            client?.urlProtocolDidFinishLoading(self.protocol)
+        }
     }
 
     func fail(_ error: any Error) {
-        client?.urlProtocol(self.protocol, didFailWithError: error)
+        onClientThread { client?.urlProtocol(self.protocol, didFailWithError: error) }
+    }
+
+    private func onClientThread(_ body: @escaping () -> Void) {
+        #if canImport(Darwin)
+        CFRunLoopPerformBlock(runLoop, CFRunLoopMode.commonModes.rawValue, body)
+        CFRunLoopWakeUp(runLoop)
+        #else
+        body()
+        #endif
     }
 }

@@ -16,6 +16,13 @@ extension URLSessionConfiguration {
     /// let session = URLSession(configuration: configuration)   // call sites unchanged
     /// ```
     ///
+    /// Routes belong to `protocolClass`, not to this configuration: **every** session of the
+    /// process that lists the class uses them, and the newest route that matches a host wins —
+    /// a second `sendThroughRecall(_:)` for every host takes over the first one's sessions too.
+    /// Sessions that need different pipelines for the same host use subclasses with routes of
+    /// their own (see ``RecallURLProtocol``). A route keeps its pipeline alive until it is
+    /// removed: `protocolClass.routes.remove(id)` when the sessions are done.
+    ///
     /// - Throws: ``RecallURLProtocolError/loop`` when `pipeline` sends through a session that
     ///   lists a `RecallURLProtocol` class.
     @discardableResult

@@ -104,12 +104,28 @@ struct RecallURLProtocolTests {
         var request = URLRequest(url: URL(string: "http://origin.test/upload")!)
         let bytes = Data((0..<200_000).map { UInt8($0 % 251) })
         request.httpBodyStream = InputStream(data: bytes)
-        let prepared = try RecallURLProtocol.withBody(request, isUpload: false)
+        let prepared = try RecallURLProtocol.withBody(request, isUpload: false, limit: RecallURLProtocol.maxRequestBodyBytes)
         #expect(prepared.httpBody == bytes && prepared.httpBodyStream == nil)
         #expect(throws: URLError.self) { try RecallURLProtocol.read(InputStream(data: bytes), limit: 1_000) }
         #expect(throws: RecallURLProtocolError.uploadBodyUnavailable) {
-            try RecallURLProtocol.withBody(URLRequest(url: URL(string: "http://origin.test/upload")!), isUpload: true)
+            try RecallURLProtocol.withBody(URLRequest(url: URL(string: "http://origin.test/upload")!), isUpload: true, limit: RecallURLProtocol.maxRequestBodyBytes)
         }
+    }
+
+    @Test("errors reach the session as URLErrors an unmodified client understands, Recall's error underneath")
+    func sessionErrors() throws {
+        let url = URL(string: "http://origin.test/x")
+        let timedOut = RecallURLProtocol.sessionError(TransportError(.timedOut, message: "attempt timed out"), url: url)
+        #expect(timedOut.code == .timedOut)
+        #expect((timedOut.userInfo[NSUnderlyingErrorKey] as? NSError) != nil)
+        #expect(timedOut.userInfo[NSURLErrorFailingURLErrorKey] as? URL == url)
+        #expect(RecallURLProtocol.sessionError(RetryError.deadlineExceeded(deadline: .seconds(1), attempts: 3), url: url).code == .timedOut)
+        #expect(RecallURLProtocol.sessionError(TransportError(.cannotConnect), url: url).code == .cannotConnectToHost)
+        #expect(RecallURLProtocol.sessionError(TransportError(.dnsFailure), url: url).code == .cannotFindHost)
+        #expect(RecallURLProtocol.sessionError(TransportError(.other, urlErrorCode: URLError.notConnectedToInternet.rawValue), url: url).code
+            == .notConnectedToInternet)
+        #expect(RecallURLProtocol.sessionError(URLError(.badServerResponse), url: url).code == .badServerResponse)
+        #expect(RecallURLProtocol.sessionError(CocoaError(.fileNoSuchFile), url: url).code == .unknown)
     }
 
     @Test("cancelling the session's task cancels the pipeline's work")
