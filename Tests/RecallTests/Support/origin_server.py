@@ -14,6 +14,7 @@ Every path answers; the query string says how:
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   drop_first=N        the same for the first N requests to the path
+  reset=1             reset the connection (TCP RST: SO_LINGER 0) without answering
   truncate=1          promise 1,000 more body bytes than are sent, then close the connection
   bad304=1            answer any If-None-Match with a 304 carrying another ETag ("other")
   fail_first=N        the first N hits of this path answer fail_status (default 503)
@@ -30,6 +31,9 @@ Hits are counted per path (query excluded):
 The server prints "PORT <n>" once listening and exits when its standard input closes.
 """
 import email.utils
+import io
+import socket
+import struct
 import json
 import os
 import sys
@@ -87,6 +91,12 @@ class Handler(BaseHTTPRequestHandler):
 
         if one("delay_ms"):
             time.sleep(int(one("delay_ms")) / 1000.0)
+        if one("reset") == "1":
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.wfile = io.BytesIO()  # what the handler flushes at the end goes nowhere
+            return
         if one("drop") == "1" or hit <= int(one("drop_first", "0")):
             self.close_connection = True
             self.connection.shutdown(2)

@@ -11,6 +11,15 @@ extension AsyncHTTPClientTransport {
         func make(_ kind: TransportError.Kind, neverSent: Bool? = nil) -> TransportError {
             TransportError(kind, url: url, message: message, requestNeverSent: neverSent)
         }
+        /// A socket's `errno` (from NIO's POSIX sockets or from Network.framework).
+        func make(errno code: Int32) -> TransportError {
+            switch code {
+            case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, ENETDOWN: return make(.cannotConnect, neverSent: true)
+            case ECONNRESET, EPIPE, ECONNABORTED, ENOTCONN: return make(.connectionLost)
+            case ETIMEDOUT: return make(.timedOut)
+            default: return make(.other)
+            }
+        }
         switch error {
         case let error as TransportError:
             return error
@@ -45,12 +54,14 @@ extension AsyncHTTPClientTransport {
                 return make(.other)
             }
         case let error as IOError:
-            switch error.errnoCode {
-            case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH: return make(.cannotConnect, neverSent: true)
-            case ECONNRESET, EPIPE, ECONNABORTED: return make(.connectionLost)
-            case ETIMEDOUT: return make(.timedOut)
-            default: return make(.other)
-            }
+            return make(errno: error.errnoCode)
+        #if canImport(Network)
+        // Apple's platforms: HTTPClient.shared runs on Network.framework (NIOTransportServices).
+        case let error as HTTPClient.NWPOSIXError:
+            return make(errno: error.errorCode.rawValue)
+        case is HTTPClient.NWTLSError:
+            return make(.tls)
+        #endif
         case is NIOTooManyBytesError:
             return TransportError(.other, url: url, message: "the response body is larger than the transport's maxResponseBodyBytes")
         default:

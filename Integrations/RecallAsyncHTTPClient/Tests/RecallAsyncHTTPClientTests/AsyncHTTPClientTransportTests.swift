@@ -61,11 +61,18 @@ struct AsyncHTTPClientTransportTests {
         #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
     }
 
-    @Test("a server that closes the connection without answering: connectionLost, retried for a GET")
+    @Test("a server that closes or resets the connection without answering: connectionLost, retried for a GET")
     func connectionReset() async throws {
         let origin = try Self.origin()
         do {
             _ = try await transport.send(URLRequest(url: origin.url("/drop", [("drop", "1")])))
+            Issue.record("answered")
+        } catch let error as TransportError {
+            #expect(error.kind == .connectionLost && !error.requestNeverSent, "\(error)")
+        }
+        // A reset (TCP RST) rather than a close.
+        do {
+            _ = try await transport.send(URLRequest(url: origin.url("/reset", [("reset", "1")])))
             Issue.record("answered")
         } catch let error as TransportError {
             #expect(error.kind == .connectionLost && !error.requestNeverSent, "\(error)")
