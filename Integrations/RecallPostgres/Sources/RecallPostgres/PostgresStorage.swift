@@ -134,6 +134,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         var maintaining: Task<Void, Never>?
         var listener: Task<Void, Never>?
         var tiers: [any CacheStorage] = []
+        /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
+        var touching: Set<String> = []
         var shutDown = false
     }
 
@@ -213,10 +215,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             return nil
         }
         count { $0.hits += 1 }
-        if needsTouch {
+        if needsTouch, state.withLock({ $0.touching.insert(key).inserted }) {
             // Recorded off the request path; a touch that fails only makes eviction less exact.
             Task { [client, logger] in
                 _ = await attempt { try await client.execute(PostgresStatements.Touch(key: key), logger: logger).drain() }
+                _ = state.withLock { $0.touching.remove(key) }
             }
         }
         return bytes
