@@ -131,6 +131,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         var failuresInARow = 0
         var pausedUntil: ContinuousClock.Instant?
         var storesSinceMaintenance = 0
+        /// A maintenance pass is running (set before its task starts, cleared when it ends).
+        var maintenanceRunning = false
+        /// Counts passes, so a pass's task is kept only by the pass that made it.
+        var maintenancePass = 0
+        /// Its task, for ``PostgresStorage/shutdown()`` to wait on.
         var maintaining: Task<Void, Never>?
         var listener: Task<Void, Never>?
         var tiers: [any CacheStorage] = []
@@ -319,21 +324,27 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Starts a maintenance pass in the background every ``Configuration/maintenanceInterval``
     /// stores (one at a time).
     private func storeCounted() {
-        let start = state.withLock { state -> Bool in
+        let number = state.withLock { state -> Int? in
             state.storesSinceMaintenance += 1
-            guard state.storesSinceMaintenance >= configuration.maintenanceInterval, state.maintaining == nil, !state.shutDown else {
-                return false
+            guard state.storesSinceMaintenance >= configuration.maintenanceInterval, !state.maintenanceRunning, !state.shutDown else {
+                return nil
             }
             state.storesSinceMaintenance = 0
-            return true
+            state.maintenanceRunning = true
+            state.maintenancePass += 1
+            return state.maintenancePass
         }
-        guard start else { return }
+        guard let number else { return }
         let pass = Task {
             await self.maintain()
-            self.state.withLock { $0.maintaining = nil }
+            self.state.withLock { state in
+                state.maintenanceRunning = false
+                state.maintaining = nil
+            }
         }
+        // Kept for shutdown only while it runs (it may have ended already).
         state.withLock { state in
-            if state.maintaining == nil, !pass.isCancelled { state.maintaining = pass }
+            if state.maintenanceRunning, state.maintenancePass == number { state.maintaining = pass }
         }
     }
 

@@ -134,6 +134,26 @@ struct PostgresStorageTests {
         }
     }
 
+    @Test("maintenance runs by itself every maintenanceInterval stores and keeps the table near its row limit")
+    func backgroundMaintenance() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresStorage.Configuration()
+            configuration.maxEntries = 20
+            configuration.maintenanceInterval = 10
+            configuration.batchSize = 10
+            let storage = try await PostgresFixture.open(client, configuration)
+            for index in 0..<100 {
+                await storage.store(CacheRecord(key: "k\(index)", variants: [Self.entry("v")]))
+            }
+            await storage.shutdown()   // waits for a pass under way; no explicit maintain()
+            await storage.refreshStatistics()
+            // Passes ran in the background: at most the stores since the last pass (and those
+            // made while one ran) are over the limit.
+            #expect(storage.fleetStatistics.evictions >= 60)
+            #expect(storage.fleetStatistics.entries <= 40)
+        }
+    }
+
     @Test("entries that can no longer be served expire; those that can be revalidated are kept until retention")
     func expiry() async throws {
         try await PostgresFixture.withDatabase { client, _ in
