@@ -97,6 +97,18 @@ public final class TieredStorage: CacheStorage {
         await upper.removeAll()
     }
 
+    /// Removes `key` (every key, when `nil`) from the upper tier only, because the lower tier
+    /// changed without this storage — another process removed or replaced it in a shared lower
+    /// tier. A read under way that found the old record below does not promote it afterwards.
+    public func forgetUpper(_ key: String?) async {
+        if let key {
+            await changeUpper(key) { await self.upper.remove(key) }
+        } else {
+            bumpAll()
+            await upper.removeAll()
+        }
+    }
+
     private func bumpAll() {
         generations.withLock { generations in
             for index in generations.indices { generations[index] &+= 1 }

@@ -114,6 +114,24 @@ struct ByteStoreTests {
         #expect(upper.keys.isEmpty)
     }
 
+    @Test("forgetUpper (a shared lower tier changed elsewhere): a memory read under way does not put the old record back")
+    func forgetUpperDuringRead() async throws {
+        let upper = MemoryStorage()
+        let lower = InMemoryByteStore(readDelay: .milliseconds(200))
+        let tiers = TieredStorage(upper: upper, lower: lower)
+        let old = makeRecord("k")
+        await lower.store(old)
+        let slowRead = Task { await tiers.record(for: "k") }
+        try await Task.sleep(for: .milliseconds(50))   // the read is waiting on the lower tier
+        lower.put(makeRecord("k", bodySize: 10).encoded(), for: "k")   // another process replaced it…
+        await tiers.forgetUpper("k")                   // …and said so
+        #expect(await slowRead.value == old, "the read did not start before the change: nothing was tested")
+        #expect(await upper.record(for: "k") == nil, "the old record was promoted after the change")
+        await tiers.store(old)
+        await tiers.forgetUpper(nil)
+        #expect(await upper.record(for: "k") == nil)
+    }
+
     @Test("DiskStorage under a byte-store upper tier: flush through TieredStorage lands the file; reopened, it is read back")
     func diskBelowAnyUpper() async throws {
         let directory = temporaryDirectory()

@@ -45,19 +45,25 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 
-    /// Stores a record under its key, replacing what was there.
+    /// Stores a record under its key, replacing what was there, and tells the fleet (`NOTIFY`),
+    /// so memory tiers drop the version they hold.
     struct Upsert: PostgresPreparedStatement {
-        static let name = "recall_upsert_v1"
+        static let name = "recall_upsert_v2"
         static let sql = """
-            INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
-            VALUES (sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4)
-            ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size,
-                stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
+            WITH stored AS (
+                INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
+                VALUES (sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4)
+                ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size,
+                    stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
+                RETURNING 1
+            )
+            SELECT pg_notify('\(PostgresStorage.channel)', $5) FROM (SELECT count(*) FROM stored) AS counted
             """
         typealias Row = ()
         var key: String
         var record: Data
         var expires: Date?
+        var notice: String
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings()
@@ -65,6 +71,7 @@ enum PostgresStatements {
             try bindings.append(record)
             bindings.append(Int32(clamping: record.count))
             bindings.append(expires)
+            bindings.append(notice)
             return bindings
         }
 

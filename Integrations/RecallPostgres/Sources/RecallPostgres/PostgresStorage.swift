@@ -74,6 +74,16 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var leaseTime: Duration = .seconds(5)
         /// How often a replica waiting for another's fetch checks whether it ended (10 ms).
         public var leasePoll: Duration = .milliseconds(10)
+        /// The longest a maintenance statement may take (5 s). Maintenance failures do not count
+        /// towards the pause of the request path.
+        public var maintenanceTimeout: Duration = .seconds(5)
+        /// Added to every computed expiry (1 h): room for clocks that differ between the replicas
+        /// and the database, and for requests that accept more staleness (`max-stale`).
+        public var expiryMargin: Duration = .seconds(3_600)
+        /// Removals that could not reach the database (down, slow, pausing) kept to be replayed
+        /// when it answers again (10,000); meanwhile lookups of those keys are misses. Beyond
+        /// this, removals are lost and counted (``Statistics/removalsLost``).
+        public var pendingRemovalLimit = 10_000
 
         /// The defaults.
         public init() {}
@@ -103,8 +113,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var failures = 0
         /// Fetches this process claimed for the fleet, and claims it found held by another.
         public var claims = 0, claimsHeldElsewhere = 0
-        /// Removals by other replicas that reached this process's memory tiers.
+        /// Removals and stores by other replicas that reached this process's memory tiers.
         public var invalidationsReceived = 0
+        /// Removals waiting to be replayed because the database could not take them.
+        public var pendingRemovals = 0
+        /// Removals dropped because too many were waiting (``Configuration/pendingRemovalLimit``).
+        public var removalsLost = 0
     }
 
     /// The channel of the fleet's invalidations.
@@ -138,7 +152,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Its task, for ``PostgresStorage/shutdown()`` to wait on.
         var maintaining: Task<Void, Never>?
         var listener: Task<Void, Never>?
-        var tiers: [any CacheStorage] = []
+        var tiers: [TieredStorage] = []
+        /// Keys removed while the database could not take it, to replay (see ``Configuration/pendingRemovalLimit``).
+        var pendingRemovals: Set<String> = []
+        var replaying = false
+        /// The holder token of each claim this process holds, by name.
+        var claims: [String: UUID] = [:]
         /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
         var touching: Set<String> = []
         var shutDown = false
@@ -171,8 +190,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// A ``Recall/TieredStorage`` with `memory` in front of this storage; removals by any
     /// replica reach `memory` (see the type's notes on memory tiers).
     public func withMemoryTier(_ memory: MemoryStorage = MemoryStorage()) -> TieredStorage {
-        state.withLock { $0.tiers.append(memory) }
-        return TieredStorage(upper: memory, lower: self)
+        let tiered = TieredStorage(upper: memory, lower: self)
+        state.withLock { $0.tiers.append(tiered) }
+        return tiered
     }
 
     /// Stops listening and waits for a maintenance pass under way; call it before the client
@@ -209,7 +229,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func data(for key: String) async -> Data? {
-        guard !paused() else {
+        guard !paused(), !state.withLock({ $0.pendingRemovals.contains(key) }) else {
             count { $0.misses += 1 }
             return nil
         }
@@ -238,9 +258,40 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Removes the record under `key` for every replica, and from their memory tiers.
     public func remove(_ key: String) async {
-        guard !paused() else { return }
+        guard !paused(), await delete(key) else {
+            keepRemoval(key)
+            return
+        }
+    }
+
+    /// Deletes `key` in the database and tells the fleet; whether it was done.
+    private func delete(_ key: String) async -> Bool {
         let statement = PostgresStatements.Delete(key: key, notice: notice(for: key))
-        _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+        return await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() } != nil
+    }
+
+    /// Keeps a removal the database could not take, to replay it when it answers again.
+    private func keepRemoval(_ key: String) {
+        state.withLock { state in
+            if state.pendingRemovals.count < configuration.pendingRemovalLimit || state.pendingRemovals.contains(key) {
+                state.pendingRemovals.insert(key)
+            } else {
+                state.statistics.removalsLost += 1
+            }
+            state.statistics.pendingRemovals = state.pendingRemovals.count
+        }
+    }
+
+    /// Replays the kept removals, one at a time, while the database takes them.
+    private func replayRemovals() async {
+        while let key = state.withLock({ $0.pendingRemovals.first }), !paused() {
+            guard await delete(key) else { break }
+            state.withLock { state in
+                state.pendingRemovals.remove(key)
+                state.statistics.pendingRemovals = state.pendingRemovals.count
+            }
+        }
+        state.withLock { $0.replaying = false }
     }
 
     /// Removes every record of the table (for every replica) and empties their memory tiers.
@@ -248,6 +299,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let notice = notice(for: nil)
         _ = await attempt { [client, logger] in
             try await client.withTransaction(logger: logger) { connection in
+                // Waiting for the table's lock must not outlast the operation's timeout.
+                try await connection.query("SET LOCAL lock_timeout = '200ms'", logger: logger).drain()
                 try await connection.query("TRUNCATE recall_entries", logger: logger).drain()
                 try await connection.query("UPDATE recall_usage SET entries = 0, bytes = 0", logger: logger).drain()
                 try await connection.query("SELECT pg_notify(\(Self.channel), \(notice))", logger: logger).drain()
@@ -295,11 +348,15 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// ``Configuration/batchesPerPass`` statements). Runs by itself every
     /// ``Configuration/maintenanceInterval`` stores; call it from a timer for a read-mostly fleet.
     public func maintain() async {
+        // Claims that lapsed a while ago (their holders crashed or could not release).
+        _ = await attempt(maintenance: true) { [client, logger] in
+            try await client.query("DELETE FROM recall_leases WHERE expires_at < now() - interval '1 minute'", logger: logger).drain()
+        }
         var batches = 0
         while batches < configuration.batchesPerPass {
             batches += 1
             let expire = PostgresStatements.Expire(batch: Int32(clamping: configuration.batchSize))
-            let removed = await attempt { [client, logger] in try await client.execute(expire, logger: logger).first() }
+            let removed = await attempt(maintenance: true) { [client, logger] in try await client.execute(expire, logger: logger).first() }
             guard let (rows, _) = removed ?? nil else { return }
             count { $0.expired += Int(rows) }
             if Int(rows) < configuration.batchSize { break }
@@ -308,7 +365,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         while batches < configuration.batchesPerPass, isOverLimits() {
             batches += 1
             let evict = PostgresStatements.Evict(batch: Int32(clamping: configuration.batchSize))
-            let outcome = await attempt { [client, logger] in try await client.execute(evict, logger: logger).first() }
+            let outcome = await attempt(maintenance: true) { [client, logger] in try await client.execute(evict, logger: logger).first() }
             guard let (rows, _, _) = outcome ?? nil else { return }
             count { $0.evictions += Int(rows) }
             await refreshStatistics()
@@ -354,12 +411,18 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// cannot say (fetching twice beats not fetching).
     public func claim(_ name: String) async -> Bool {
         guard !paused() else { return true }
-        let statement = PostgresStatements.Claim(name: name, holder: instance, leaseTime: configuration.leaseTime.seconds)
+        let token = UUID()
+        let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
         guard let claimed = await attempt({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
             return true
         }
-        count { statistics in
-            if claimed == nil { statistics.claimsHeldElsewhere += 1 } else { statistics.claims += 1 }
+        state.withLock { state in
+            if claimed == nil {
+                state.statistics.claimsHeldElsewhere += 1
+            } else {
+                state.statistics.claims += 1
+                state.claims[name] = token
+            }
         }
         return claimed != nil
     }
@@ -378,7 +441,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Releases this process's claim on `name`.
     public func release(_ name: String) async {
-        let statement = PostgresStatements.Release(name: name, holder: instance)
+        // Only this claim's row: a later claim of the same name (this one lapsed) stays.
+        guard let token = state.withLock({ $0.claims.removeValue(forKey: name) }) else { return }
+        let statement = PostgresStatements.Release(name: name, holder: token)
         _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
     }
 
@@ -425,7 +490,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Removes `key` (nil: everything) from the memory tiers.
     private func forgetTiers(_ key: String?) async {
         for tier in state.withLock({ $0.tiers }) {
-            if let key { await tier.remove(key) } else { await tier.removeAll() }
+            await tier.forgetUpper(key)   // a read under way does not put the old record back
         }
     }
 
@@ -440,10 +505,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             count { $0.writeFailures += 1 }
             return
         }
-        let statement = PostgresStatements.Upsert(key: key, record: data, expires: expires)
+        let statement = PostgresStatements.Upsert(key: key, record: data, expires: expires, notice: notice(for: key))
         if await attempt({ [client, logger] in try await client.execute(statement, logger: logger).drain() }) == nil {
             count { $0.writeFailures += 1 }
         } else {
+            // A store replaces what a kept removal would have removed.
+            state.withLock { state in
+                if state.pendingRemovals.remove(key) != nil { state.statistics.pendingRemovals = state.pendingRemovals.count }
+            }
             storeCounted()
         }
     }
@@ -465,7 +534,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             let until = entry.responseTime.addingTimeInterval(freshFor + grace)
             latest = max(latest ?? until, until)
         }
-        return min(latest ?? now, cap)
+        let margin = configuration.expiryMargin.seconds
+        return min((latest ?? now).addingTimeInterval(margin), cap.addingTimeInterval(margin))
     }
 
     /// Whether the storage is pausing after failures in a row.
@@ -483,12 +553,24 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     /// Runs `operation` within the timeout; `nil` when it failed or was cut (counted towards a pause).
-    private func attempt<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
+    private func attempt<Value: Sendable>(maintenance: Bool = false,
+                                          _ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
         do {
-            let value = try await Deadline.run(within: configuration.timeout, operation)
-            state.withLock { $0.failuresInARow = 0 }
+            let value = try await Deadline.run(within: maintenance ? configuration.maintenanceTimeout : configuration.timeout, operation)
+            let replay = state.withLock { state -> Bool in
+                state.failuresInARow = 0
+                guard !state.pendingRemovals.isEmpty, !state.replaying, !state.shutDown else { return false }
+                state.replaying = true
+                return true
+            }
+            if replay { Task { await self.replayRemovals() } }
             return value
         } catch {
+            // The caller going away, or maintenance, says nothing about the request path's database.
+            if error is CancellationError || maintenance {
+                count { $0.failures += 1 }
+                return nil
+            }
             let pausing = state.withLock { state -> Bool in
                 state.statistics.failures += 1
                 state.failuresInARow += 1

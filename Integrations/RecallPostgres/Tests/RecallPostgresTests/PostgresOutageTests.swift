@@ -22,14 +22,22 @@ struct PostgresOutageTests {
             let origin = MockTransport()
             origin.route("GET", "/a", .text("a", headers: ["Cache-Control": "max-age=60"]))
             origin.route("GET", "/b", .text("b", headers: ["Cache-Control": "max-age=60"]))
+            origin.route("GET", "/c", .text("c1", headers: ["Cache-Control": "max-age=60"]), .text("c2", headers: ["Cache-Control": "max-age=60"]))
+            origin.route("POST", "/c", .text("changed"))
             let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
             func get(_ path: String) async throws -> Response {
                 try await pipeline.send(URLRequest(url: URL(string: "https://origin.test" + path)!))
             }
             #expect(try await get("/a").source == .network)
             #expect(try await get("/a").source == .cache)
+            #expect(try await get("/c").bodyText == "c1")
 
             try server.stopServer()
+            // An invalidation while the database is down is kept, and /c is a miss meanwhile.
+            var post = URLRequest(url: URL(string: "https://origin.test/c")!)
+            post.httpMethod = "POST"
+            _ = try await pipeline.send(post)
+            #expect(storage.fleetStatistics.pendingRemovals == 1)
             // Every request is answered, from the origin, each within a bound (lookup timeout +
             // store timeout, or the pause's immediate miss).
             var slowest = Duration.zero
@@ -57,6 +65,12 @@ struct PostgresOutageTests {
             #expect(recovered, "the cache did not answer from the database after it came back")
             _ = try await get("/b")
             #expect(try await get("/b").source == .cache)
+            // The kept removal was replayed: the old /c is gone from the table, not served again.
+            let end2 = ContinuousClock.now + .seconds(5)
+            while storage.fleetStatistics.pendingRemovals > 0, ContinuousClock.now < end2 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(storage.fleetStatistics.pendingRemovals == 0)
+            let c = try await get("/c")
+            #expect(c.bodyText == "c2" && c.source == .network)
             await storage.shutdown()
         }
     }

@@ -120,6 +120,8 @@ struct PostgresStorageTests {
             for index in 0..<5 { #expect(await storage.record(for: "k\(index)") != nil) }
             try await Self.eventually { try await Self.uses(client, "k0") > 0 }
             for index in 1..<5 { try await Self.eventually { try await Self.uses(client, "k\(index)") > 0 } }
+            // Make the used ones the least recently used: plain LRU would evict them first.
+            _ = try await client.query("UPDATE recall_entries SET used_at = now() - interval '1 hour' WHERE key IN ('k0', 'k1', 'k2', 'k3', 'k4')")
             await storage.maintain()
             let statistics = storage.fleetStatistics
             #expect(statistics.bytes <= 40_000)
@@ -159,6 +161,7 @@ struct PostgresStorageTests {
         try await PostgresFixture.withDatabase { client, _ in
             var configuration = PostgresStorage.Configuration()
             configuration.cache.servesStaleWhenDisconnected = false
+            configuration.expiryMargin = .zero
             let storage = try await PostgresFixture.open(client, configuration)
             let hourAgo = Date().addingTimeInterval(-3_600)
             // Fresh for 60 s an hour ago, no validator, no stale window: useless now.
@@ -176,7 +179,7 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("a memory tier in another replica drops a key as soon as one replica removes it (LISTEN/NOTIFY)")
+    @Test("a memory tier in another replica drops a key as soon as one replica replaces or removes it (LISTEN/NOTIFY)")
     func memoryTierInvalidation() async throws {
         try await PostgresFixture.withDatabase { client, _ in
             let a = try await PostgresFixture.open(client)
@@ -186,12 +189,19 @@ struct PostgresStorageTests {
             try await Self.eventually { try await Self.listeners(client) >= 2 }
             let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
             await a.store(record)
+            // A store is announced too; once B has heard it, B reads through and keeps the record.
+            try await Self.eventually { b.fleetStatistics.invalidationsReceived >= 1 }
             #expect(await tieredB.record(for: "k").map(Self.summary) == Self.summary(record))   // read through, kept in memory
             #expect(await memoryB.record(for: "k").map(Self.summary) == Self.summary(record))
+            // Replica A stores a new version: B's memory drops the old one, B reads the new one.
+            let newer = CacheRecord(key: "k", variants: [Self.entry("v2")])
+            await a.store(newer)
+            try await Self.eventually { await memoryB.record(for: "k") == nil }
+            #expect(await tieredB.record(for: "k").map(Self.summary) == Self.summary(newer))
             await a.remove("k")                                       // replica A invalidates
             try await Self.eventually { await memoryB.record(for: "k") == nil }
             #expect(await tieredB.record(for: "k") == nil)
-            #expect(b.fleetStatistics.invalidationsReceived >= 1)
+            #expect(b.fleetStatistics.invalidationsReceived >= 3)
             await a.shutdown()
             await b.shutdown()
         }

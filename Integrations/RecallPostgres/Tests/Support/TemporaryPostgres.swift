@@ -97,14 +97,17 @@ public final class TemporaryPostgres: Sendable {
     /// The path of PostgreSQL's program `name`.
     private static func tool(_ name: String) throws -> String {
         guard let path = which(name) else {
-            throw Unavailable(description: "\(name) is not on the PATH nor in /usr/lib/postgresql/15/bin: install PostgreSQL to run these tests")
+            throw Unavailable(description: "\(name) is not on the PATH nor in /usr/lib/postgresql/*/bin: install PostgreSQL to run these tests")
         }
         return path
     }
 
     private static func which(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        let candidates = path.split(separator: ":").map { "\($0)/\(name)" } + ["/usr/lib/postgresql/15/bin/\(name)"]
+        // Debian keeps the programs in /usr/lib/postgresql/<version>/bin: the newest version first.
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
+            .sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }
+        let candidates = path.split(separator: ":").map { "\($0)/\(name)" } + versions.map { "/usr/lib/postgresql/\($0)/bin/\(name)" }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
