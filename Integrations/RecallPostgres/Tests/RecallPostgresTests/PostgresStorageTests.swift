@@ -235,6 +235,44 @@ struct PostgresStorageTests {
         }
     }
 
+    @Test("a slow database (its table locked by another session): requests are answered by the origin within the timeout; then hits come back")
+    func slowDatabase() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresStorage.Configuration()
+            configuration.timeout = .milliseconds(200)
+            configuration.pause = .milliseconds(300)
+            let storage = try await PostgresFixture.open(client, configuration)
+            let origin = MockTransport()
+            origin.route("GET", "/s", .text("s", headers: ["Cache-Control": "max-age=60"]))
+            let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
+            let request = Self.get("/s")
+            #expect(try await pipeline.send(request).source == .network)
+            #expect(try await pipeline.send(request).source == .cache)
+            let locked = AsyncStream<Void>.makeStream()
+            let locker = Task {
+                try await client.withTransaction(logger: PostgresFixture.logger) { connection in
+                    _ = try await connection.query("LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE", logger: PostgresFixture.logger).all()
+                    locked.continuation.yield()
+                    try await Task.sleep(for: .seconds(2))
+                }
+            }
+            var iterator = locked.stream.makeAsyncIterator()
+            await iterator.next()
+            var slowest = Duration.zero
+            for _ in 0..<5 {
+                let started = ContinuousClock.now
+                let answer = try await pipeline.send(request)
+                slowest = max(slowest, ContinuousClock.now - started)
+                #expect(answer.status == 200 && answer.bodyText == "s")
+            }
+            #expect(slowest < .seconds(1), "a request waited \(slowest) for a locked table")
+            #expect(origin.count(for: "/s") >= 2, "lookups that could not finish were misses")
+            try await locker.value
+            try await Self.eventually { try await pipeline.send(request).source == .cache }
+            await storage.shutdown()
+        }
+    }
+
     @Test("a database with a newer schema is refused with a clear error")
     func newerSchema() async throws {
         try await PostgresFixture.withDatabase { client, _ in
