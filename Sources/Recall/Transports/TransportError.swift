@@ -175,8 +175,10 @@ public protocol TransportErrorConvertible: Error {
 }
 
 extension Error {
-    /// Whether this error means "cancelled", in any of the spellings Foundation and Recall use.
-    var isCancellation: Bool {
+    /// Whether this error means "cancelled", in any of the spellings Foundation and Recall use
+    /// (`CancellationError`, `URLError(.cancelled)`, a cancelled ``TransportError``, `ECANCELED`):
+    /// routine, not a failure worth reporting.
+    public var isCancellation: Bool {
         switch self {
         case is CancellationError: true
         case let error as URLError: error.code == .cancelled

@@ -114,13 +114,14 @@ public final class RecallTelemetry: ServiceHook, Sendable {
             }
             span.end()
         }
-        let url = Self.redacted(request.url)
-        if let error, Self.isCancellation(error) {
-            logger.debug("\(method) \(url) cancelled", metadata: ["recall.attempts": "\(context.attempts)"])
+        // Redacted only when a record is written: the hit path pays nothing for a quiet log.
+        let url = request.url
+        if let error, error.isCancellation {
+            logger.debug("\(method) \(Self.redacted(url)) cancelled", metadata: ["recall.attempts": "\(context.attempts)"])
         } else if let error {
-            logger.notice("\(method) \(url) failed: \(error)", metadata: ["recall.attempts": "\(context.attempts)"])
+            logger.notice("\(method) \(Self.redacted(url)) failed: \(error)", metadata: ["recall.attempts": "\(context.attempts)"])
         } else {
-            logger.debug("\(method) \(url) → \(status ?? 0)", metadata: [
+            logger.debug("\(method) \(Self.redacted(url)) → \(status ?? 0)", metadata: [
                 "recall.cache.result": "\(result ?? "none")", "recall.attempts": "\(context.attempts)",
                 "recall.duration_ms": "\(elapsed.nanoseconds / 1_000_000)",
             ])
@@ -160,14 +161,6 @@ public final class RecallTelemetry: ServiceHook, Sendable {
             }
         }
         return components.string ?? "?"
-    }
-
-    /// Whether `error` is the caller cancelling (routine, not worth a notice).
-    static func isCancellation(_ error: any Error) -> Bool {
-        if error is CancellationError { return true }
-        if let error = error as? URLError, error.code == .cancelled { return true }
-        if let error = error as? TransportError, error.kind == .cancelled { return true }
-        return false
     }
 
     // MARK: Events

@@ -229,7 +229,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func data(for key: String) async -> Data? {
-        guard !paused(), !state.withLock({ $0.pendingRemovals.contains(key) }) else {
+        guard !paused(orPending: key) else {
             count { $0.misses += 1 }
             return nil
         }
@@ -538,9 +538,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         return min((latest ?? now).addingTimeInterval(margin), cap.addingTimeInterval(margin))
     }
 
-    /// Whether the storage is pausing after failures in a row.
-    private func paused() -> Bool {
+    /// Whether the storage is pausing after failures in a row — or, with `key`, whether a
+    /// removal of `key` is waiting to be replayed (one lock for both on the lookup path).
+    private func paused(orPending key: String? = nil) -> Bool {
         state.withLock { state in
+            if let key, state.pendingRemovals.contains(key) { return true }
             guard let until = state.pausedUntil else { return false }
             if ContinuousClock.now < until { return true }
             state.pausedUntil = nil
