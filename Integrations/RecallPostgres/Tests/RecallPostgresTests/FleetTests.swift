@@ -37,13 +37,16 @@ struct FleetTests {
             try #expect(workers[0].ask("get " + shared) == "200 network 1")
             for worker in workers.dropFirst() { try #expect(worker.ask("get " + shared) == "200 cache 1") }
 
-            // An unsafe method in one invalidates it for all, memory tiers included.
+            // An unsafe method in one invalidates it for all, memory tiers included: each of the
+            // others hears one more notification.
+            let heard = try workers.map { try Self.invalidations($0.ask("stats")) }
             try #expect(workers[0].ask("post " + shared) == "200 network 2")
-            for worker in workers.dropFirst() {
+            for (worker, before) in zip(workers, heard).dropFirst() {
                 let end = ContinuousClock.now + .seconds(5)
-                while try !worker.ask("stats").contains("invalidations=1"), ContinuousClock.now < end {
+                while try Self.invalidations(worker.ask("stats")) <= before, ContinuousClock.now < end {
                     try await Task.sleep(for: .milliseconds(20))
                 }
+                #expect(try Self.invalidations(worker.ask("stats")) > before, "the removal reached this replica")
             }
             try #expect(workers[1].ask("get " + shared) == "200 network 3")
             for worker in workers.dropFirst(2) { try #expect(worker.ask("get " + shared) == "200 cache 3") }
@@ -59,6 +62,11 @@ struct FleetTests {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
+    }
+
+    /// The `invalidations=N` of a worker's `stats` line.
+    static func invalidations(_ stats: String) -> Int {
+        stats.split(separator: " ").first { $0.hasPrefix("invalidations=") }.flatMap { Int($0.dropFirst("invalidations=".count)) } ?? -1
     }
 
     /// Requests that reached the origin for `path`.
