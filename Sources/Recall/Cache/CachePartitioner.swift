@@ -23,6 +23,8 @@ struct CachePartitioner: Sendable {
     private let credentialLengths: Set<Int>
     private let keyFields: [String]
     private let secretQueryPatterns: [String]
+    /// The same patterns as bytes, for the scan every new URL goes through.
+    private let secretPatternBytes: [(bytes: [UInt8], isPrefix: Bool)]
     private let memo = Locked<[String: String]>([:])
 
     init(secret: [UInt8], configuration: CacheConfiguration) {
@@ -31,6 +33,9 @@ struct CachePartitioner: Sendable {
         credentialLengths = Set(credentialNames.map(\.utf8.count))
         keyFields = configuration.keyPolicy.headersInKey
         secretQueryPatterns = configuration.secretQueryParameters.map { $0.lowercased() }
+        secretPatternBytes = secretQueryPatterns.map { pattern in
+            pattern.hasSuffix("*") ? (Array(pattern.dropLast().utf8), true) : (Array(pattern.utf8), false)
+        }
     }
 
     /// Whether the field `name` (any case) carries a credential.
@@ -96,7 +101,10 @@ struct CachePartitioner: Sendable {
 
     /// `canonicalURL` with the values of secret query parameters replaced by keyed hashes.
     func redactingSecrets(in canonicalURL: String) -> String {
-        guard !secretQueryPatterns.isEmpty, let question = canonicalURL.firstIndex(of: "?") else { return canonicalURL }
+        // Nearly every URL has no secret parameter: find that out on the bytes, allocating nothing.
+        guard !secretQueryPatterns.isEmpty, mayHaveSecret(canonicalURL), let question = canonicalURL.firstIndex(of: "?") else {
+            return canonicalURL
+        }
         var changed = false
         let parameters = canonicalURL[canonicalURL.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
             .map { parameter -> Substring in
@@ -106,6 +114,40 @@ struct CachePartitioner: Sendable {
             }
         guard changed else { return canonicalURL }
         return canonicalURL[...question] + parameters.joined(separator: "&")
+    }
+
+    /// Whether a query parameter of `url` may be secret: false only when every name is plain
+    /// ASCII, unencoded, and matches no pattern (names with `%` or non-ASCII bytes answer true,
+    /// for ``isSecret(_:)`` to decide).
+    private func mayHaveSecret(_ url: String) -> Bool {
+        var url = url
+        return url.withUTF8 { bytes in
+            guard var start = bytes.firstIndex(of: UInt8(ascii: "?")).map({ $0 + 1 }) else { return false }
+            while start < bytes.count {
+                var end = start
+                var equals: Int?
+                while end < bytes.count, bytes[end] != UInt8(ascii: "&") {
+                    if equals == nil, bytes[end] == UInt8(ascii: "=") { equals = end }
+                    end += 1
+                }
+                if let equals, nameMayBeSecret(UnsafeBufferPointer(rebasing: bytes[start..<equals])) { return true }
+                start = end + 1
+            }
+            return false
+        }
+    }
+
+    private func nameMayBeSecret(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        if name.contains(where: { $0 == UInt8(ascii: "%") || $0 >= 0x80 }) { return true }
+        return secretPatternBytes.contains { pattern in
+            guard pattern.isPrefix ? name.count >= pattern.bytes.count : name.count == pattern.bytes.count else { return false }
+            for index in pattern.bytes.indices {
+                var byte = name[index]
+                if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") { byte |= 0x20 }
+                guard byte == pattern.bytes[index] else { return false }
+            }
+            return true
+        }
     }
 
     private func isSecret(_ encodedName: Substring) -> Bool {

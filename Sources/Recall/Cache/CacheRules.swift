@@ -24,6 +24,7 @@ public struct CacheRules: Sendable {
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
     public func requestDirectives(_ request: URLRequest) -> CacheControl {
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return CacheControl(nil as String?) }
         guard let value = request.value(forHTTPHeaderField: "Cache-Control") else {
             if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
                 return CacheControl("no-cache")

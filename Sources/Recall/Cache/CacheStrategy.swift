@@ -56,10 +56,13 @@ struct CacheStrategy: Sendable {
 
     /// The route of `request`, whose method is `method`.
     func route(_ request: URLRequest, method: HTTPMethod) -> Route {
+        // Most requests carry no field at all: then none of the field lookups below can find one.
+        let hasFields = !(request.allHTTPHeaderFields?.isEmpty ?? true)
         func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
-        if configuration.bypassFields.contains(where: has) { return .bypass }
+        if hasFields, configuration.bypassFields.contains(where: has) { return .bypass }
         if method.invalidatesCaches { return .invalidate }
         guard method == .get || method == .head else { return .bypass }
+        guard hasFields else { return .lookup }
         if let field = request.value(forHTTPHeaderField: "Range") {
             // Several ranges, the caller's own If-Range or validators, a HEAD: the origin answers them.
             guard method == .get, let range = ByteRange(rangeField: field), !Self.conditionalFields.contains(where: has) else {

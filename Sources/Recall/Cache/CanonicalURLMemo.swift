@@ -21,7 +21,8 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
         var bytes = 0
     }
 
-    private let table = Locked(Table())
+    /// Read by every request, written on the first sight of a URL.
+    private let table = ReadWriteLocked(Table())
 
     init(capacity: Int = 4096, byteLimit: Int = 1 << 20, maximumURLBytes: Int = 2048) {
         self.capacity = capacity
@@ -35,10 +36,10 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
         let text = url.absoluteString
         let length = text.utf8.count
         guard length <= maximumURLBytes else { return make(text) }
-        if let known = table.withLock({ $0.keys[text] }) { return known }
+        if let known = table.read({ $0.keys[text] }) { return known }
         guard let key = make(text) else { return nil }
         let cost = length + size(key) + 64 // the strings plus the table slot
-        table.withLock { table in
+        table.write { table in
             if table.keys.count >= capacity || table.bytes + cost > byteLimit {
                 table.keys.removeAll(keepingCapacity: true)
                 table.bytes = 0
@@ -50,5 +51,5 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
     }
 
     /// How many URLs and bytes are remembered (for tests).
-    var usage: (count: Int, bytes: Int) { table.withLock { ($0.keys.count, $0.bytes) } }
+    var usage: (count: Int, bytes: Int) { table.read { ($0.keys.count, $0.bytes) } }
 }

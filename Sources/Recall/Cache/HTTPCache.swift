@@ -35,6 +35,8 @@ public final class HTTPCache: ServiceHook {
     let strategy: CacheStrategy
     private let now: @Sendable () -> Date
     private let counters = Locked(CacheStatistics())
+    /// Fresh hits, counted apart: every hit adds one, and a shared lock there made the cores take turns.
+    private let hitCount = StripedCounter()
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
     private let memo = CanonicalURLMemo<Location>()
@@ -95,6 +97,7 @@ public final class HTTPCache: ServiceHook {
     /// What the cache did so far, with the storage's counters.
     public var statistics: CacheStatistics {
         var statistics = counters.withLock { $0 }
+        statistics.hits += hitCount.value
         statistics.waiting = flights.waiting
         statistics.storage = storage.statistics
         return statistics
@@ -270,8 +273,11 @@ public final class HTTPCache: ServiceHook {
         switch before {
         case .serve(let response, let stale):
             finish(lead, key: key)
-            count(stale.map { .stale($0) } ?? .hit, context) { statistics in
-                if let stale { statistics.staleServed[stale, default: 0] += 1 } else { statistics.hits += 1 }
+            if let stale {
+                count(.stale(stale), context) { $0.staleServed[stale, default: 0] += 1 }
+            } else {
+                hitCount.add()
+                context.record(.cache(.hit))
             }
             return .respond(response)
         case .serveAndRefresh(let response, let refresh, let mode):

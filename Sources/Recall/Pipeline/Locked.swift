@@ -36,4 +36,12 @@ package final class Locked<State>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
     }
+
+    /// Runs `body` with exclusive access if the lock is free right now; returns nil without
+    /// waiting when another thread holds it (for work that may be skipped under contention).
+    package func withLockIfAvailable<Result>(_ body: (inout State) throws -> Result) rethrows -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&state)
+    }
 }

@@ -33,6 +33,8 @@ import Darwin
 public final class DiskStorage: CacheByteStore {
     /// The cache directory.
     public let directory: URL
+    /// The directory's path with a trailing slash.
+    private let directoryPrefix: String
     /// The most bytes of files kept.
     public let byteLimit: Int
     /// The largest single record written (and read: a larger file is not a record of this cache).
@@ -79,6 +81,7 @@ public final class DiskStorage: CacheByteStore {
     public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, pendingByteLimit: Int = 16 << 20,
                 eviction: Eviction = .s3fifo) throws {
         self.directory = directory
+        self.directoryPrefix = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
         self.byteLimit = max(0, byteLimit)
         self.entryLimit = max(0, entryLimit)
         self.pendingByteLimit = max(0, pendingByteLimit)
@@ -117,7 +120,9 @@ public final class DiskStorage: CacheByteStore {
         }
         self.lockDescriptor = descriptor
 
-        var state = State(policy: eviction.make())
+        var policy = eviction.make()
+        policy.setCapacity(byteLimit: self.byteLimit, countLimit: Int.max)
+        var state = State(policy: policy)
         var found: [(name: String, size: Int, modified: Double)] = []
         var cleaned = 0
         for name in names where name != Self.markerName && name != Self.lockName && Self.isOwnName(name) {
@@ -233,6 +238,10 @@ public final class DiskStorage: CacheByteStore {
     /// The file name for `key`: its SHA-256 in hex.
     static func fileName(for key: String) -> String { SHA256.hex(key) + suffix }
 
+    /// The path of the file `name` in the directory, by string concatenation (no Foundation
+    /// `URL` built and taken apart on every read).
+    private func path(of name: String) -> String { directoryPrefix + name }
+
     /// The bytes under `key`: a pending write if there is one, else the file's. A file that
     /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
     public func data(for key: String) async -> Data? {
@@ -249,7 +258,7 @@ public final class DiskStorage: CacheByteStore {
         case nil: break
         }
         guard lookup.onDisk else { return nil }
-        guard let data = try? Self.readFile(directory.appendingPathComponent(name).path, limit: entryLimit) else {
+        guard let data = try? Self.readFile(path(of: name), limit: entryLimit) else {
             discard(name)
             return nil
         }
@@ -266,7 +275,7 @@ public final class DiskStorage: CacheByteStore {
     /// `data`) the file no longer holds those bytes. Under the state lock, where writes rename
     /// their files into place, so the check and the removal are one step.
     private func discard(_ name: String, ifStill data: Data? = nil) {
-        let path = directory.appendingPathComponent(name).path
+        let path = path(of: name)
         state.withLock { state in
             guard state.pending[name] == nil, state.sizes[name] != nil else { return }
             if let data, let current = try? Self.readFile(path, limit: entryLimit), current != data { return }
@@ -340,7 +349,7 @@ public final class DiskStorage: CacheByteStore {
 
     private func write(_ data: Data, name: String, generation: UInt64) {
         defer { state.withLock { $0.pendingBytes -= data.count } }
-        let path = directory.appendingPathComponent(name).path
+        let path = path(of: name)
         guard data.count <= entryLimit, data.count <= byteLimit else {
             state.withLock { state in
                 state.statistics.rejected += 1
@@ -388,19 +397,20 @@ public final class DiskStorage: CacheByteStore {
         }
         let size = Int(info.st_size)
         guard size <= limit else { throw CacheStorageError.corrupt("\(size) bytes, more than the \(limit)-byte entry limit") }
-        var data = Data(count: size)
-        let read = data.withUnsafeMutableBytes { raw -> Int in
-            var offset = 0
-            while offset < size {
-                let count = systemRead(descriptor, raw.baseAddress! + offset, size - offset)
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { break }
-                offset += count
-            }
-            return offset
+        // Read into memory that is not zeroed first (Data(count:) would write every byte twice).
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, size), alignment: 16)
+        var offset = 0
+        while offset < size {
+            let count = systemRead(descriptor, buffer + offset, size - offset)
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { break }
+            offset += count
         }
-        guard read == size else { throw CacheStorageError.corrupt("short read: \(read) of \(size) bytes") }
-        return data
+        guard offset == size else {
+            buffer.deallocate()
+            throw CacheStorageError.corrupt("short read: \(offset) of \(size) bytes")
+        }
+        return Data(bytesNoCopy: buffer, count: size, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
 
     /// Writes `data` to a new file at `path` (mode 0600); returns an error text on failure.
@@ -423,7 +433,7 @@ public final class DiskStorage: CacheByteStore {
     }
 
     private func deleteLocked(_ name: String, from state: inout State) {
-        unlink(directory.appendingPathComponent(name).path)
+        unlink(path(of: name))
         guard let size = state.sizes.removeValue(forKey: name) else { return }
         state.policy.recordRemoval(name)
         state.statistics.count -= 1

@@ -15,17 +15,23 @@ public struct LRUPolicy: EvictionPolicy {
     /// The number of keys tracked.
     public var count: Int { nodes.count }
 
-    /// Moves `key` to the front.
+    /// Tracks `key` (or moves it) at the front.
     public mutating func recordInsert(_ key: String, size: Int) {
-        recordAccess(key)
-    }
-
-    /// Moves `key` to the front, tracking it if new.
-    public mutating func recordAccess(_ key: String) {
         if nodes[key] != nil {
             guard head != key else { return }
             unlink(key)
         }
+        pushFront(key)
+    }
+
+    /// Moves `key` to the front; a key not tracked (removed meanwhile) is ignored.
+    public mutating func recordAccess(_ key: String) {
+        guard nodes[key] != nil, head != key else { return }
+        unlink(key)
+        pushFront(key)
+    }
+
+    private mutating func pushFront(_ key: String) {
         nodes[key] = Node(previous: nil, next: head)
         if let head { nodes[head]?.previous = key }
         head = key

@@ -263,4 +263,36 @@ struct StorageTests {
         #expect(await memory.record(for: "k") == nil)
         #expect(await disk.record(for: "k") == nil)
     }
+
+    @Test("MemoryStorage: hits read without waiting while stores, removals and evictions run; the books stay exact",
+          arguments: [Eviction.lru, .s3fifo, .wTinyLFU])
+    func concurrentReadsAndWrites(eviction: Eviction) async {
+        let storage = MemoryStorage(byteLimit: 1 << 30, countLimit: 50, entryLimit: 1 << 20, eviction: eviction)
+        let keys = (0..<200).map { "https://c.test/\($0)" }
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var random = SeededRandomSource(seed: UInt64(task))
+                    for step in 0..<2_000 {
+                        let key = keys[Int.random(in: 0..<keys.count, using: &random)]
+                        switch step % 10 {
+                        case 0..<6:
+                            if let record = storage.recordNow(for: key) { #expect(record.key == key) }
+                        case 6..<9: storage.storeNow(makeRecord(key))
+                        default: storage.removeNow(key)
+                        }
+                    }
+                }
+            }
+        }
+        let held = keys.filter { storage.recordNow(for: $0) != nil }
+        let statistics = storage.statistics
+        #expect(statistics.count == held.count)
+        #expect(statistics.count <= 50)
+        #expect(statistics.bytes == held.reduce(0) { $0 + makeRecord($1).byteCount })
+        // The policy tracks exactly what is held: filling the storage evicts only held keys and
+        // never loops on keys it no longer has.
+        for key in keys.prefix(60) { storage.storeNow(makeRecord(key + "/refill")) }
+        #expect(storage.statistics.count == 50)
+    }
 }
