@@ -11,19 +11,22 @@ let package = Package(
     products: [
         .library(name: "Recall", targets: ["Recall"]),
         .library(name: "RecallTesting", targets: ["RecallTesting"]),
+        .library(name: "RecallReplay", targets: ["RecallReplay"]),
         .executable(name: "recall", targets: ["RecallCLI"]),
     ],
     targets: [
         .target(name: "Recall", swiftSettings: strict),
         .target(name: "RecallTesting", dependencies: ["Recall"], swiftSettings: strict),
-        .executableTarget(name: "RecallCLI", dependencies: ["Recall"], swiftSettings: strict),
+        // Hit-ratio replays of traces, HAR captures and access logs (`recall replay`, Benchmarks/).
+        .target(name: "RecallReplay", dependencies: ["Recall"], swiftSettings: strict),
+        .executableTarget(name: "RecallCLI", dependencies: ["Recall", "RecallReplay"], swiftSettings: strict),
         // A child process the reliability tests kill with SIGKILL mid-write (not a product).
         .executableTarget(name: "recall-crash-writer", dependencies: ["Recall"], path: "Tests/CrashWriter", swiftSettings: strict),
         // A child process for tests that cannot run inside the test process (not a product).
         .executableTarget(name: "recall-test-child", dependencies: ["Recall", "RecallTesting"], path: "Tests/TestChild", swiftSettings: strict),
         .testTarget(
             name: "RecallTests",
-            dependencies: ["Recall", "RecallTesting"],
+            dependencies: ["Recall", "RecallTesting", "RecallReplay"],
             resources: [.copy("Support/origin_server.py")],
             swiftSettings: strict
         ),

@@ -6,6 +6,7 @@ enum Usage {
     USAGE
       recall demo [--seed N] [--quiet]     run a scripted workload against an in-process service (no network)
       recall get URL [options]             fetch URL through a Recall pipeline
+      recall replay FILE [options]         what Recall would have done with your traffic (a HAR capture or an access log)
       recall <command> --help              help for one command
     """
 
@@ -37,5 +38,34 @@ enum Usage {
                            when another process has it open, recall fetches without it and says so
       -H 'Name: value'     add a request header field (repeatable)
       -h, --help           this help
+    """
+
+    static let replay = """
+    recall replay — what Recall would have done with your real traffic
+
+    USAGE
+      recall replay FILE [--format har|log] [--sizes LIST] [--chart FILE.svg]
+
+    FILE is a HAR 1.2 capture (browsers' developer tools: Network panel → 'Save all as HAR';
+    many proxies export one too) or an access log in Common or Combined Log Format
+    (Apache, nginx's default 'combined'). '-' reads standard input (HAR unless --format log).
+    Files are streamed: memory grows with the number of requests, not with the file's size.
+
+    For a HAR capture, every entry is replayed through Recall's real HTTPCache, at the capture's
+    times, answered by the captured responses: hits, revalidations, stale answers, misses,
+    origin requests and body bytes saved, next to what the capturing client's own cache did.
+
+    For both, the GET requests answered 200, 203 or 304 are replayed through Recall's
+    MemoryStorage under each eviction policy at several cache sizes, next to Belady's offline
+    optimum: object and byte hit ratios, as a table (and a chart with --chart).
+
+    OPTIONS
+      --format har|log   the input's format (default: from the name, .har/.json or .log, else from its first byte)
+      --sizes LIST       cache sizes: shares of the working set and/or sizes, comma-separated
+                         (default 1%,5%,10%,25%,50%; e.g. 10%,64MB)
+      --chart FILE.svg   also write an SVG chart (size on x, hit ratio on y, one line per policy)
+      -h, --help         this help
+
+    A malformed input stops the replay with the line it was found on; exit status 1.
     """
 }

@@ -1,0 +1,89 @@
+import Foundation
+import Recall
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The origin of a replay: answers each request with the response the capture recorded for the
+/// entry being replayed, and with a `304` when the cache's validators match it.
+///
+/// A capture's `304` (the capturing client revalidated) carries no body; the origin answers a
+/// request without validators with the last full response seen for that URL, updated with the
+/// 304's fields. Bodies are zero bytes of the captured size.
+final class CaptureOrigin: Transport, Sendable {
+    private struct Representation {
+        var headers: HTTPHeaders
+        var size: Int
+    }
+
+    private struct State {
+        var entry: HAREntry?
+        var known: [String: Representation] = [:]
+        var requests = 0
+        var bodyBytes = 0
+    }
+
+    private let state = Locked(State())
+
+    /// Requests are answered from the entry of the moment, so no background refresh may run
+    /// after the request that started it.
+    var allowsBackgroundRequests: Bool { false }
+    var respondsToCancellation: Bool { true }
+
+    /// Fields that describe the transfer, not the representation: they would contradict the
+    /// synthesized body.
+    private static let transferFields = ["Content-Length", "Transfer-Encoding", "Content-Encoding", "Connection", "Keep-Alive"]
+
+    /// Makes `entry` the one requests are answered from.
+    func answer(with entry: HAREntry) {
+        state.withLock { $0.entry = entry }
+    }
+
+    /// Requests received and body bytes sent so far.
+    var counts: (requests: Int, bodyBytes: Int) {
+        state.withLock { ($0.requests, $0.bodyBytes) }
+    }
+
+    func send(_ request: URLRequest) async throws -> Response {
+        try state.withLock { state in
+            guard let entry = state.entry else { throw URLError(.resourceUnavailable) }
+            state.requests += 1
+            var headers = HTTPHeaders(entry.responseHeaders.map { ($0.name, $0.value) })
+            for name in Self.transferFields { headers.remove(name) }
+            let url = entry.url
+            var representation: Representation
+            if entry.status == 304, let known = state.known[url] {
+                representation = known
+                for field in headers { representation.headers.replace(field.name, with: field.value) }
+            } else {
+                representation = Representation(headers: headers, size: entry.bodySize ?? state.known[url]?.size ?? 0)
+            }
+            if entry.status != 304 || state.known[url] != nil { state.known[url] = representation }
+            let status = entry.status == 304 ? 200 : entry.status
+            if status == 200, Self.matches(request, representation.headers) {
+                return Response(status: 304, headers: representation.headers, url: request.url)
+            }
+            state.bodyBytes += representation.size
+            return Response(status: status, headers: representation.headers, body: Data(count: representation.size), url: request.url)
+        }
+    }
+
+    /// Whether the request's validators match the representation (entity tags compared weakly;
+    /// dates compared as the cache sends them back, verbatim).
+    private static func matches(_ request: URLRequest, _ headers: HTTPHeaders) -> Bool {
+        if let tags = request.value(forHTTPHeaderField: "If-None-Match") {
+            guard let etag = headers["ETag"] else { return false }
+            let current = weak(etag)
+            return tags.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "*" || weak(String($0)) == current }
+        }
+        if let since = request.value(forHTTPHeaderField: "If-Modified-Since"), let modified = headers["Last-Modified"] {
+            return since.trimmingCharacters(in: .whitespaces) == modified.trimmingCharacters(in: .whitespaces)
+        }
+        return false
+    }
+
+    private static func weak(_ tag: String) -> String {
+        let trimmed = tag.trimmingCharacters(in: .whitespaces)
+        return trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Recall
+
+/// Replays a ``Trace`` through Recall's real `MemoryStorage` under an eviction policy, or
+/// through Belady's offline optimum, and counts the hits.
+///
+/// Every request is a lookup; a miss stores the object. Freshness plays no part: this measures
+/// the eviction policy alone (what ``HTTPCacheReplay`` measures with the HTTP rules).
+public enum EvictionReplay {
+    /// Hit counts of `trace` through a `MemoryStorage` holding `capacity` bytes of bodies,
+    /// evicting with `eviction`.
+    public static func run(_ trace: Trace, capacity: Int, eviction: Eviction) -> HitCount {
+        let keys = objectKeys(count: trace.sizes.count)
+        // Budget the storage by its own accounting: each record costs its body plus a fixed
+        // overhead, so the limit is the capacity plus that overhead for the objects it can hold.
+        let overhead = CacheRecord(key: keys.last ?? "", variants: [entry(size: 0)]).byteCount
+        let workingSet = trace.workingSet
+        let average = max(1, workingSet.bytes / max(1, workingSet.objects))
+        let storage = MemoryStorage(byteLimit: capacity + overhead * max(1, capacity / average),
+                                    countLimit: Int.max, entryLimit: Int.max, eviction: eviction)
+        var count = HitCount()
+        for id in trace.requests {
+            let index = Int(id)
+            let size = trace.sizes[index]
+            let hit = storage.recordNow(for: keys[index]) != nil
+            // An object larger than the whole cache is never held: do not build its body.
+            if !hit, size <= capacity { storage.storeNow(CacheRecord(key: keys[index], variants: [entry(size: size)])) }
+            count.count(hit: hit, size: size)
+        }
+        return count
+    }
+
+    /// Belady's MIN with sizes: on a miss, admit, then evict the objects whose next use is
+    /// furthest away (possibly the new one: a bypass). Optimal for equal sizes; the standard
+    /// heuristic for varied sizes.
+    public static func belady(_ trace: Trace, capacity: Int) -> HitCount {
+        let count = trace.requests.count
+        var nextUse = [Int](repeating: Int.max, count: count)
+        var last = [Int32](repeating: -1, count: trace.sizes.count)
+        for index in stride(from: count - 1, through: 0, by: -1) {
+            let id = trace.requests[index]
+            let following = last[Int(id)]
+            nextUse[index] = following < 0 ? Int.max : Int(following)
+            last[Int(id)] = Int32(truncatingIfNeeded: index)
+        }
+        // Int32 positions are exact up to 2^31 requests; longer traces are refused by TraceBuilder's limit.
+        var heap = MaxHeap()
+        var cached = [Int](repeating: -1, count: trace.sizes.count) // id → its current next use, -1 when not held
+        var used = 0
+        var result = HitCount()
+        for index in 0..<count {
+            let id = trace.requests[index]
+            let size = trace.sizes[Int(id)]
+            let hit = cached[Int(id)] >= 0
+            if !hit { used += size }
+            result.count(hit: hit, size: size)
+            cached[Int(id)] = nextUse[index]
+            heap.push(nextUse[index], id)
+            while used > capacity, let (next, victim) = heap.pop() {
+                guard cached[Int(victim)] == next else { continue } // a stale heap entry
+                cached[Int(victim)] = -1
+                used -= trace.sizes[Int(victim)]
+            }
+        }
+        return result
+    }
+
+    private static let blob = Data(count: 1 << 20)
+
+    /// Keys shaped like real ones (the storage hashes them), one per object.
+    static func objectKeys(count: Int) -> [String] {
+        (0..<count).map { "https://trace.test/object/\($0)" }
+    }
+
+    /// A stored response of `size` body bytes (bodies up to 1 MiB share one buffer, so a
+    /// replay costs no memory per object for them).
+    static func entry(size: Int) -> CacheEntry {
+        let body = size <= blob.count ? blob.prefix(size) : Data(count: size)
+        return CacheEntry(status: 200, headers: [:], body: body, url: nil,
+                          requestTime: Date(timeIntervalSince1970: 0), responseTime: Date(timeIntervalSince1970: 0))
+    }
+}
+
+/// A max-heap of (next use, object) pairs for Belady's replay.
+struct MaxHeap {
+    private var items: [(Int, Int32)] = []
+
+    mutating func push(_ priority: Int, _ id: Int32) {
+        items.append((priority, id))
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[parent].0 < items[child].0 else { break }
+            items.swapAt(parent, child)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> (Int, Int32)? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var largest = parent
+            if left < items.count, items[left].0 > items[largest].0 { largest = left }
+            if right < items.count, items[right].0 > items[largest].0 { largest = right }
+            guard largest != parent else { break }
+            items.swapAt(parent, largest)
+            parent = largest
+        }
+        return top
+    }
+}

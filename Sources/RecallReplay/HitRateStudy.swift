@@ -1,0 +1,62 @@
+import Foundation
+import Recall
+
+/// The synthetic hit-ratio study of docs/benchmarks.md: five traces with the shapes real
+/// workloads have, each replayed through every eviction policy at three cache sizes next to
+/// Belady.
+///
+/// - Zipf α 0.8 and α 1.0 over 100,000 objects of 1 KB (web and CDN popularity);
+/// - Zipf α 0.9 with sizes log-uniform from 256 B to 1 MiB, independent of popularity;
+/// - Zipf α 1.0 with scans: one request in five belongs to a sequential scan of objects never
+///   seen before (a crawler, a backup, a report);
+/// - a loop over the same objects in the same order, a little larger than the cache (LRU's
+///   worst case), with caches of 50 %, 80 % and 90 % of it.
+public struct HitRateStudy: Sendable {
+    /// One trace and the cache sizes (shares of its working set) it is replayed at.
+    public struct Case: Sendable {
+        /// The trace.
+        public var trace: Trace
+        /// Cache sizes as shares of the working set.
+        public var fractions: [Double]
+    }
+
+    /// The cases, in the order reported.
+    public let cases: [Case]
+
+    /// Makes the traces: `requests` requests over `objects` objects each (seeded, reproducible).
+    public init(requests: Int = 1_000_000, objects: Int = 100_000) {
+        var sizeRNG = SeededRandomSource(seed: 99)
+        let uniform = [Int](repeating: 1024, count: objects)
+        let varied = (0..<objects).map { _ in Int(pow(2, Double.random(in: 8...20, using: &sizeRNG))) }
+        let shares = [0.001, 0.01, 0.1]
+        cases = [
+            Case(trace: .zipf(name: "Zipf α=0.8", alpha: 0.8, objects: objects, count: requests, seed: 1, sizes: uniform), fractions: shares),
+            Case(trace: .zipf(name: "Zipf α=1.0", alpha: 1.0, objects: objects, count: requests, seed: 2, sizes: uniform), fractions: shares),
+            Case(trace: .zipf(name: "Zipf α=0.9, varied sizes", alpha: 0.9, objects: objects, count: requests, seed: 3, sizes: varied),
+                 fractions: shares),
+            Case(trace: .zipfWithScans(name: "Zipf α=1.0 with scans", alpha: 1.0, objects: objects, count: requests,
+                                       scanLength: max(1, objects / 20), scanEvery: max(1, objects / 5), seed: 4, objectSize: 1024),
+                 fractions: shares),
+            Case(trace: .loop(name: "Loop", objects: max(1, objects / 10), count: requests, objectSize: 1024), fractions: [0.5, 0.8, 0.9]),
+        ]
+    }
+
+    /// Replays every case through `evictions` (and Belady), returning one comparison per case.
+    public func run(evictions: [Eviction] = EvictionComparison.policies) -> [EvictionComparison] {
+        cases.map { EvictionComparison(trace: $0.trace, sizes: EvictionComparison.shares($0.fractions, of: $0.trace), evictions: evictions) }
+    }
+
+    /// Runs the study and writes `hit-ratio-N.svg` per case into `directory`; returns one
+    /// markdown table of every case.
+    public func report(chartsIn directory: String, evictions: [Eviction] = EvictionComparison.policies) throws -> String {
+        let comparisons = run(evictions: evictions)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var tables: [String] = []
+        for (index, comparison) in comparisons.enumerated() {
+            try comparison.svg.write(toFile: "\(directory)/hit-ratio-\(index + 1).svg", atomically: true, encoding: .utf8)
+            let rows = comparison.markdown.split(separator: "\n")
+            tables.append((index == 0 ? rows : Array(rows.dropFirst(2))).joined(separator: "\n"))
+        }
+        return tables.joined(separator: "\n")
+    }
+}
