@@ -23,19 +23,19 @@ let package = Package(
         ),
         .executableTarget(
             name: "HitRateReplay",
-            dependencies: [.product(name: "Benchmark", package: "benchmark"), "ReplayKit"],
+            dependencies: [.product(name: "Benchmark", package: "benchmark"), .product(name: "RecallReplay", package: "Recall")],
             path: "Benchmarks/HitRateReplay",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        .target(
-            name: "ReplayKit",
-            dependencies: [.product(name: "Recall", package: "Recall")],
-            path: "Tools/ReplayKit"
-        ),
         .executableTarget(
             name: "HitRates",
-            dependencies: ["ReplayKit"],
+            dependencies: [.product(name: "RecallReplay", package: "Recall")],
             path: "Tools/HitRates"
+        ),
+        .executableTarget(
+            name: "HitScaling",
+            dependencies: [.product(name: "Recall", package: "Recall"), .product(name: "RecallTesting", package: "Recall")],
+            path: "Tools/HitScaling"
         ),
         .executableTarget(
             name: "MissOverhead",

@@ -9,29 +9,87 @@ import FoundationNetworking
 // alternating order (bare, cached, cached, bare, …) to the same origin, so that the server's
 // and the machine's drift affect both sides alike. Every cached request is a miss that stores.
 //
-//   swift run -c release MissOverhead [--pairs N] [--no-cache]
+//   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant cache|noop-hook|no-store|no-coalescing] [--keys-only]
 
 var pairs = 2000
 var withCache = true
+var variant = "cache"
+var keysOnly = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
         pairs = value
     } else if argument == "--no-cache" {
         withCache = false // the pipeline alone, to separate its cost from the cache's
+        variant = "none"
+    } else if argument == "--keys-only" {
+        keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md
+    } else if argument == "--variant", let value = arguments.next(), ["cache", "noop-hook", "no-store", "no-coalescing"].contains(value) {
+        variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md
+        withCache = value != "noop-hook"
     } else {
-        print("usage: MissOverhead [--pairs N] [--no-cache]")
+        print("usage: MissOverhead [--pairs N] [--no-cache] [--variant cache|noop-hook|no-store|no-coalescing] [--keys-only]")
         exit(2)
     }
 }
 
+/// Wraps a hook and adds up the wall time of its calls (to tell computation from waiting).
+final class TimedHook: ServiceHook, @unchecked Sendable {
+    let inner: any ServiceHook
+    let lock = NSLock()
+    var schedule = 0.0, success = 0.0
+    init(_ inner: any ServiceHook) { self.inner = inner }
+    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        let start = ContinuousClock.now
+        defer { let d = ContinuousClock.now - start; lock.withLock { schedule += Double(d.components.attoseconds) * 1e-12 } }
+        return try await inner.onSchedule(request, context: context)
+    }
+    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+        let start = ContinuousClock.now
+        defer { let d = ContinuousClock.now - start; lock.withLock { success += Double(d.components.attoseconds) * 1e-12 } }
+        return try await inner.onSuccess(response, for: request, context: context)
+    }
+}
+
+/// A hook that does nothing, asynchronously: the price of the hook machinery alone.
+struct NoopHook: ServiceHook {}
+
+/// A storage that keeps nothing: the cache's miss path without the store.
+final class DroppingStorage: CacheStorage {
+    let secret: [UInt8] = Array(repeating: 7, count: 32)
+    func record(for key: String) async -> CacheRecord? { nil }
+    func store(_ record: CacheRecord) async {}
+    func remove(_ key: String) async {}
+    func removeAll() async {}
+    func flush() async {}
+    var statistics: StorageStatistics { StorageStatistics() }
+}
+
+if keysOnly {
+    let keyCache = HTTPCache(storage: MemoryStorage())
+    let requests = (0..<20_000).map { URLRequest(url: URL(string: "http://127.0.0.1:43210/cached?n=\($0)&cc=max-age%3D600&size=1024")!) }
+    let start = ContinuousClock.now
+    var total = 0
+    for request in requests { total &+= keyCache.key(for: request)?.utf8.count ?? 0 }
+    let elapsed = ContinuousClock.now - start
+    print("key(for:) of a new URL: \(Double(elapsed.components.attoseconds) * 1e-12 / 20_000 + Double(elapsed.components.seconds) * 1e6 / 20_000) µs (\(total))")
+    exit(0)
+}
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
 let server = try LoopbackOrigin(script: script)
 
 let bare = URLSessionTransport()
-let cache = HTTPCache(storage: MemoryStorage())
-let cached = Pipeline(transport: URLSessionTransport(), hooks: withCache ? [cache] : [])
+var configuration = CacheConfiguration()
+configuration.coalescesRequests = variant != "no-coalescing"
+let cache = HTTPCache(storage: variant == "no-store" ? DroppingStorage() : MemoryStorage(), configuration: configuration)
+let timed = TimedHook(cache)
+let hooks: [any ServiceHook] = switch variant {
+case "none": []
+case "noop-hook": [NoopHook()]
+default: [timed]
+}
+let cached = Pipeline(transport: URLSessionTransport(), hooks: hooks)
 func url(_ kind: String, _ number: Int) -> URL {
     server.url("/\(kind)", [("n", String(number)), ("cc", "max-age=600"), ("size", "1024")])
 }
@@ -60,7 +118,7 @@ for number in 0..<pairs {
         }
     }
 }
-precondition(!withCache || (cache.statistics.misses >= pairs && cache.statistics.stores >= pairs),
+precondition(!withCache || (cache.statistics.misses >= pairs && (cache.statistics.stores >= pairs || variant == "no-store")),
              "every cached request must be a miss that stores")
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
@@ -74,4 +132,7 @@ for (name, values) in [("bare URLSessionTransport", bareTimes), ("Pipeline + HTT
                  percentile(values, 0.75), values.reduce(0, +) / Double(values.count)))
 }
 let ratio = percentile(cachedTimes, 0.5) / percentile(bareTimes, 0.5)
-print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%), %d pairs, %d misses stored", ratio, (ratio - 1) * 100, pairs, cache.statistics.stores))
+print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%), %d pairs, %d misses stored", ratio, (ratio - 1) * 100, pairs, cache.statistics.stores)
+    + " (variant: \(variant))")
+print(String(format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs", timed.schedule / Double(cachedTimes.count + 200),
+             timed.success / Double(cachedTimes.count + 200)))

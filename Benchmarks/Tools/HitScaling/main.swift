@@ -1,0 +1,118 @@
+import Foundation
+import Recall
+import RecallTesting
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// Throughput of memory hits through the full pipeline (Pipeline + HTTPCache + MemoryStorage,
+// mock transport, 1 KB body) with 1, 2, 8 and 64 concurrent tasks, each doing hits back to back:
+//
+//   swift run -c release HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64]
+//
+// Each round measures every task count for S seconds (default 1), alternating, so that machine
+// drift lands on all of them; the table gives the median of the rounds' hits per second and the
+// ratio to one task. --keys spreads the hits over K URLs (default 1: every task hits one key, the
+// most contended case).
+
+var seconds = 1.0
+var rounds = 3
+var keyCount = 1
+var counts = [1, 2, 8, 64]
+var arguments = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = arguments.next() {
+    switch argument {
+    case "--seconds": seconds = Double(arguments.next() ?? "") ?? seconds
+    case "--rounds": rounds = Int(arguments.next() ?? "") ?? rounds
+    case "--keys": keyCount = max(1, Int(arguments.next() ?? "") ?? keyCount)
+    case "--tasks": counts = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+    default:
+        print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64]")
+        exit(2)
+    }
+}
+
+let body = Data(repeating: 0x61, count: 1024)
+let mock = MockTransport()
+for key in 0..<keyCount {
+    mock.route("GET", "/items/\(key)", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
+}
+let pipeline = Pipeline(transport: mock, hooks: [HTTPCache(storage: MemoryStorage())])
+/// The requests of one caller: each task makes its own, as concurrent callers do (a URLRequest
+/// is a reference to a shared Foundation object when copied).
+func makeRequests(_ keyCount: Int) -> [URLRequest] {
+    (0..<keyCount).map { URLRequest(url: URL(string: "https://bench.test/items/\($0)?b=2&a=1")!) }
+}
+for request in makeRequests(keyCount) { _ = try await pipeline.send(request) }
+
+/// Work units per second of a computation that shares nothing (hashing integers in a local
+/// hasher): what the machine itself gives `tasks` tasks, the ceiling of any scaling.
+func ceiling(tasks: Int, seconds: Double) async -> Double {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    let start = ContinuousClock.now
+    let total = await withTaskGroup(of: Int.self) { group in
+        for task in 0..<tasks {
+            group.addTask {
+                var count = 0
+                var hasher = Hasher()
+                while ContinuousClock.now < deadline {
+                    for value in 0..<2_000 { hasher.combine(value &+ task) }
+                    count += 1
+                }
+                return count &+ (hasher.finalize() == 42 ? 1 : 0)
+            }
+        }
+        return await group.reduce(0, +)
+    }
+    let elapsed = ContinuousClock.now - start
+    return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+}
+
+/// Hits per second with `tasks` tasks hitting for `seconds`.
+func measure(tasks: Int, seconds: Double, keyCount: Int) async -> Double {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    let start = ContinuousClock.now
+    let total = await withTaskGroup(of: Int.self) { group in
+        for task in 0..<tasks {
+            group.addTask {
+                let requests = makeRequests(keyCount)
+                var count = 0
+                var index = task % requests.count
+                while ContinuousClock.now < deadline {
+                    for _ in 0..<100 {
+                        _ = try? await pipeline.send(requests[index])
+                        index = (index + 1) % requests.count
+                    }
+                    count += 100
+                }
+                return count
+            }
+        }
+        return await group.reduce(0, +)
+    }
+    let elapsed = ContinuousClock.now - start
+    return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+}
+
+var results: [Int: [Double]] = [:]
+var machine: [Int: [Double]] = [:]
+_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount) // warm up
+for _ in 0..<rounds {
+    for tasks in counts {
+        results[tasks, default: []].append(await measure(tasks: tasks, seconds: seconds, keyCount: keyCount))
+        machine[tasks, default: []].append(await ceiling(tasks: tasks, seconds: seconds))
+    }
+}
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+let base = median(results[counts[0]]!)
+let machineBase = median(machine[counts[0]]!)
+let unit = "× \(counts[0]) task\(counts[0] == 1 ? "" : "s")"
+print("| tasks | hits/s (median of \(rounds)) | \(unit) | machine ceiling: shared-nothing work, \(unit) | hits/s of each round |")
+print("|---|---|---|---|---|")
+for tasks in counts {
+    let values = results[tasks]!
+    print("| \(tasks) | \(Int(median(values))) | \(String(format: "%.2f", median(values) / base)) | "
+        + "\(String(format: "%.2f", median(machine[tasks]!) / machineBase)) | "
+        + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
+}
+print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"))")
