@@ -47,8 +47,12 @@ public struct EvictionComparison: Sendable {
 
     /// Sizes as shares of the trace's working set (0.01 is 1 %).
     public static func shares(_ fractions: [Double], of trace: Trace) -> [CacheSize] {
-        let workingSet = trace.workingSetBytes
-        return fractions.map { CacheSize(label: percent($0 * 100) + " %", bytes: Int(Double(workingSet) * $0)) }
+        shares(fractions, ofBytes: trace.workingSetBytes)
+    }
+
+    /// Sizes as shares of `total` bytes (0.01 is 1 %).
+    public static func shares(_ fractions: [Double], ofBytes total: Int) -> [CacheSize] {
+        fractions.map { CacheSize(label: percent($0 * 100) + " %", bytes: Int(Double(total) * $0)) }
     }
 
     /// The hit counts of `policy` at every size, or nil for a policy not replayed.

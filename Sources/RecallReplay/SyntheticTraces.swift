@@ -40,6 +40,25 @@ extension Trace {
         return Trace(name: name, requests: requests, sizes: [Int](repeating: objectSize, count: nextNew))
     }
 
+    /// Popularity that drifts by recency, as on a news site or a feed: a new object appears
+    /// every `newEvery` requests, and each request asks for the object of age rank r (0 the
+    /// newest) with probability proportional to 1/(r+1)^α among the `live` newest. Recency is all
+    /// that matters here: LRU is near the optimum, and a frequency filter must adapt (a policy
+    /// that keeps yesterday's favourites loses).
+    public static func drifting(name: String, alpha: Double, live: Int, newEvery: Int, count: Int, seed: UInt64,
+                                objectSize: Int) -> Trace {
+        var rng = SeededRandomSource(seed: seed)
+        let sampler = ZipfSampler(alpha: alpha, objects: live)
+        var requests: [Int32] = []
+        requests.reserveCapacity(count)
+        var newest = live - 1 // the trace starts with `live` objects published
+        for index in 0..<count {
+            if index > 0, index % max(1, newEvery) == 0 { newest += 1 }
+            requests.append(Int32(newest - sampler.next(using: &rng)))
+        }
+        return Trace(name: name, requests: requests, sizes: [Int](repeating: objectSize, count: newest + 1))
+    }
+
     /// The same `objects` objects requested in the same order again and again: a loop a little
     /// larger than the cache is LRU's worst case (it evicts each object just before its turn).
     public static func loop(name: String, objects: Int, count: Int, objectSize: Int) -> Trace {
