@@ -352,8 +352,7 @@ public struct CacheRules: Sendable {
     /// The response served from `entry`: its status, fields with a current `Age`, and body
     /// (none for HEAD).
     public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: Response.Source) -> Response {
-        var headers = entry.headers
-        headers["Age"] = String(Int(currentAge(entry, now: now).rounded(.down)))
+        let headers = entry.headers.replacing("Age", with: String(Int(currentAge(entry, now: now).rounded(.down))))
         let isHead = HTTPMethod(request) == .head
         return Response(status: entry.status, headers: headers, body: isHead ? Data() : entry.body,
                         url: entry.url ?? request.url, source: source)

@@ -40,6 +40,8 @@ public final class HTTPCache: ServiceHook {
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
     private let memo = CanonicalURLMemo<Location>()
+    /// The storage, when it is a ``MemoryStorage`` (read without an async call).
+    private let memory: MemoryStorage?
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
     /// Counts completed stores and removals: a request that reads it before its lookup and leads
@@ -85,6 +87,7 @@ public final class HTTPCache: ServiceHook {
     public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
                 coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.storage = storage
+        self.memory = storage as? MemoryStorage
         self.configuration = configuration
         self.coordinator = coordinator
         self.evictionsSeen = Atomic(storage.statistics.evictions)
@@ -223,7 +226,8 @@ public final class HTTPCache: ServiceHook {
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let partition = partition(of: request, at: location, inScope: inScope)
             let writesBefore = writeCount.load(ordering: .acquiring)
-            var record = await lookup(location.key)
+            // A memory storage answers without suspending: the hit path makes no async call for it.
+            var record = if let memory { memory.recordNow(for: location.key) } else { await lookup(location.key) }
             var before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
             var lead: Lead?
             if case .send = before, configuration.coalescesRequests {

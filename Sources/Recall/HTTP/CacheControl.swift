@@ -25,7 +25,8 @@ public struct CacheControl: Sendable, Hashable {
 
     /// Whether `name` is present.
     public func contains(_ name: String) -> Bool {
-        directives.contains { $0.name == name }
+        for directive in directives where directive.name == name { return true }
+        return false
     }
 
     /// The value of the first `name`, if it has one.
@@ -36,11 +37,18 @@ public struct CacheControl: Sendable, Hashable {
     /// A delta-seconds directive: `nil` when absent; 0 when invalid or when duplicates
     /// disagree; capped at 2^31 seconds (RFC 9111 §1.2.2).
     public func seconds(_ name: String) -> Int? {
-        let values = directives.filter { $0.name == name }.map(\.value)
-        guard !values.isEmpty else { return nil }
-        let parsed = values.map { Self.deltaSeconds($0) }
-        guard let value = parsed[0], parsed.allSatisfy({ $0 == value }) else { return 0 }
-        return value
+        // Every hit asks for max-age: one pass, nothing allocated.
+        var first: Int??
+        for directive in directives where directive.name == name {
+            let parsed = Self.deltaSeconds(directive.value)
+            guard let seen = first else {
+                first = .some(parsed)
+                continue
+            }
+            if seen != parsed { return 0 }
+        }
+        guard let first else { return nil }
+        return first ?? 0
     }
 
     /// `max-age`.

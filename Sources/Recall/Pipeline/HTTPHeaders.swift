@@ -101,6 +101,24 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
     }
 
+    /// A copy as ``replace(_:with:)`` leaves it, made in one allocation (copying, then
+    /// appending, makes two; every cache hit sets `Age` this way).
+    func replacing(_ name: String, with value: String) -> HTTPHeaders {
+        var copy = HTTPHeaders()
+        copy.fields.reserveCapacity(fields.count + 1)
+        var replaced = false
+        for field in fields {
+            guard Self.namesEqual(field.name, name) else {
+                copy.fields.append(field)
+                continue
+            }
+            if !replaced { copy.fields.append(Field(name: field.name, value: value)) }
+            replaced = true
+        }
+        if !replaced { copy.fields.append(Field(name: name, value: value)) }
+        return copy
+    }
+
     /// The fields as a Foundation dictionary; repeated names are joined with `", "`.
     public var dictionary: [String: String] {
         var result: [String: String] = [:]

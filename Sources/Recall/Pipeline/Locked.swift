@@ -12,36 +12,48 @@ import Darwin
 /// built on futexes inside the (uninstrumented) standard library, so ThreadSanitizer cannot see
 /// it and reports every access it guards as a race; a pthread mutex is intercepted, so
 /// `swift test --sanitize=thread` finds real races only. Uncontended, both cost about the same.
-package final class Locked<State>: @unchecked Sendable {
-    private var state: State
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+///
+/// The state and the mutex live in one allocation (a `ManagedBuffer`), so a lock made per
+/// request — every ``RequestContext`` has one — costs one allocation, not two.
+package struct Locked<State>: @unchecked Sendable {
+    /// The state as the header and the mutex as the one tail element: a stable address for the
+    /// mutex, as pthreads require, without a second allocation.
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        deinit {
+            withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
+    }
+
+    private let storage: Storage
 
     /// Creates the lock around `state`.
     package init(_ state: State) {
-        self.state = state
-        mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in state }, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
     }
 
     /// Runs `body` with exclusive access to the state.
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        try storage.withUnsafeMutablePointers { state, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 
     /// Runs `body` with exclusive access if the lock is free right now; returns nil without
     /// waiting when another thread holds it (for work that may be skipped under contention).
     package func withLockIfAvailable<Result>(_ body: (inout State) throws -> Result) rethrows -> Result? {
-        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        try storage.withUnsafeMutablePointers { state, mutex in
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 }

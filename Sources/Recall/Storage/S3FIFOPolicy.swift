@@ -54,8 +54,9 @@ public struct S3FIFOPolicy: EvictionPolicy {
 
     /// Counts a read (saturating at 3).
     public mutating func recordAccess(_ key: String) {
-        guard let entry = entries[key] else { return }
-        entries[key]?.frequency = min(entry.frequency + 1, 3)
+        // One hash of the key, and no write at all for a key already at 3 (every hot key).
+        guard let index = entries.index(forKey: key), entries.values[index].frequency < 3 else { return }
+        entries.values[index].frequency += 1
     }
 
     /// Stops tracking `key`; a key evicted early from the small queue is remembered in the ghost.
