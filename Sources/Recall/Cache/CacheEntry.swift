@@ -61,6 +61,8 @@ public struct CacheEntry: Sendable, Hashable {
         let varyNames: [String]
         let etag: String?
         let lastModified: String?
+        /// Whether an `Age` field is stored (the rare case: a hit then replaces it, else appends one).
+        let hasAge: Bool
 
         init(_ headers: HTTPHeaders) {
             cacheControl = CacheControl(headers.values(for: "Cache-Control"))
@@ -71,6 +73,7 @@ public struct CacheEntry: Sendable, Hashable {
             lastModifiedDate = lastModified.flatMap { HTTPDate.parse($0) }
             varyNames = Self.varyNames(headers)
             etag = headers["ETag"]
+            hasAge = headers.contains("Age")
         }
 
         /// The `Age` of `headers` (RFC 9111 §5.1): the first member when the field is a list (on

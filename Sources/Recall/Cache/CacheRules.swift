@@ -352,8 +352,9 @@ public struct CacheRules: Sendable {
     /// The response served from `entry`: its status, fields with a current `Age`, and body
     /// (none for HEAD).
     public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: Response.Source) -> Response {
-        let headers = entry.headers.replacing("Age", with: String(Int(currentAge(entry, now: now).rounded(.down))))
-        let isHead = HTTPMethod(request) == .head
+        let age = String(Int(currentAge(entry, now: now).rounded(.down)))
+        let headers = entry.facts.hasAge ? entry.headers.replacing("Age", with: age) : entry.headers.appending("Age", age)
+        let isHead = request.httpMethod.map { HTTPMethod(rawValue: $0) == .head } ?? false
         return Response(status: entry.status, headers: headers, body: isHead ? Data() : entry.body,
                         url: entry.url ?? request.url, source: source)
     }

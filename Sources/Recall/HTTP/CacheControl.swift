@@ -101,38 +101,72 @@ public struct CacheControl: Sendable, Hashable {
         return value.split(separator: ",").map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
     }
 
+    /// Parses one field value on its UTF-8 bytes (every stored response's fields are parsed
+    /// when it is read back from disk, so this is on the hit path of a byte store).
     private mutating func parse(_ text: String) {
-        var chars = Substring(text)
-        while !chars.isEmpty {
-            chars = chars.drop { $0 == " " || $0 == "\t" || $0 == "," }
-            guard !chars.isEmpty else { break }
-            let name = chars.prefix { $0 != "=" && $0 != "," }
-            chars = chars.dropFirst(name.count)
+        var text = text
+        text.withUTF8 { parse($0) }
+    }
+
+    private mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let space = UInt8(ascii: " "), tab = UInt8(ascii: "\t"), comma = UInt8(ascii: ","), equals = UInt8(ascii: "=")
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        let count = bytes.count
+        var index = 0
+        while index < count {
+            while index < count, bytes[index] == space || bytes[index] == tab || bytes[index] == comma { index += 1 }
+            guard index < count else { break }
+            let nameStart = index
+            while index < count, bytes[index] != equals, bytes[index] != comma { index += 1 }
+            let nameEnd = index
             var value: String?
-            if chars.first == "=" {
-                chars = chars.dropFirst()
-                chars = chars.drop { $0 == " " || $0 == "\t" }
-                if chars.first == "\"" {
-                    chars = chars.dropFirst()
-                    var unquoted = ""
+            if index < count, bytes[index] == equals {
+                index += 1
+                while index < count, bytes[index] == space || bytes[index] == tab { index += 1 }
+                if index < count, bytes[index] == quote {
+                    index += 1
+                    var unquoted: [UInt8] = []
                     var escaped = false
-                    while let character = chars.first {
-                        chars = chars.dropFirst()
-                        if escaped { unquoted.append(character); escaped = false; continue }
-                        if character == "\\" { escaped = true; continue }
-                        if character == "\"" { break }
-                        unquoted.append(character)
+                    while index < count {
+                        let byte = bytes[index]
+                        index += 1
+                        if escaped {
+                            unquoted.append(byte)
+                            escaped = false
+                        } else if byte == backslash {
+                            escaped = true
+                        } else if byte == quote {
+                            break
+                        } else {
+                            unquoted.append(byte)
+                        }
                     }
-                    value = unquoted
-                    chars = chars.drop { $0 != "," }
+                    value = String(decoding: unquoted, as: UTF8.self)
+                    while index < count, bytes[index] != comma { index += 1 }
                 } else {
-                    let raw = chars.prefix { $0 != "," }
-                    chars = chars.dropFirst(raw.count)
-                    value = raw.trimmingOWS
+                    let start = index
+                    while index < count, bytes[index] != comma { index += 1 }
+                    value = Self.trimmed(bytes, start, index)
                 }
             }
-            let trimmed = name.trimmingOWS.lowercased()
-            if !trimmed.isEmpty { directives.append((trimmed, value)) }
+            let name = Self.trimmed(bytes, nameStart, nameEnd, lowercasing: true)
+            if !name.isEmpty { directives.append((name, value)) }
+        }
+    }
+
+    /// The bytes `start..<end` without leading and trailing spaces and tabs, as a string
+    /// (lowercased when asked: ASCII on the bytes, anything else as Unicode does it).
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, lowercasing: Bool = false) -> String {
+        var start = start, end = end
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        let slice = UnsafeBufferPointer(rebasing: bytes[start..<end])
+        guard lowercasing else { return String(decoding: slice, as: UTF8.self) }
+        guard slice.allSatisfy({ $0 < 0x80 }) else { return String(decoding: slice, as: UTF8.self).lowercased() }
+        guard slice.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return String(decoding: slice, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: slice.count) { buffer in
+            for (offset, byte) in slice.enumerated() { buffer[offset] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+            return slice.count
         }
     }
 

@@ -119,6 +119,15 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         return copy
     }
 
+    /// A copy with one more field at the end, made in one allocation.
+    func appending(_ name: String, _ value: String) -> HTTPHeaders {
+        var copy = HTTPHeaders()
+        copy.fields.reserveCapacity(fields.count + 1)
+        copy.fields.append(contentsOf: fields)
+        copy.fields.append(Field(name: name, value: value))
+        return copy
+    }
+
     /// The fields as a Foundation dictionary; repeated names are joined with `", "`.
     public var dictionary: [String: String] {
         var result: [String: String] = [:]

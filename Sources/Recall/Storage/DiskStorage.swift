@@ -71,6 +71,9 @@ public final class DiskStorage: CacheByteStore {
     static let lockName = ".lock"
     private static let markerHeader = "recall-cache 1\n"
     private let state: Locked<State>
+    /// File names of recently used keys: a hit computes no SHA-256 for a key it has seen.
+    private let names = Locked<[String: String]>([:])
+    private static let namesRemembered = 4096
     private let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
     private let lockDescriptor: Int32
 
@@ -238,6 +241,17 @@ public final class DiskStorage: CacheByteStore {
     /// The file name for `key`: its SHA-256 in hex.
     static func fileName(for key: String) -> String { SHA256.hex(key) + suffix }
 
+    /// ``fileName(for:)``, remembered for the last few thousand keys.
+    private func name(for key: String) -> String {
+        if let known = names.withLock({ $0[key] }) { return known }
+        let computed = Self.fileName(for: key)
+        names.withLock { names in
+            if names.count >= Self.namesRemembered { names.removeAll(keepingCapacity: true) }
+            names[key] = computed
+        }
+        return computed
+    }
+
     /// The path of the file `name` in the directory, by string concatenation (no Foundation
     /// `URL` built and taken apart on every read).
     private func path(of name: String) -> String { directoryPrefix + name }
@@ -245,20 +259,20 @@ public final class DiskStorage: CacheByteStore {
     /// The bytes under `key`: a pending write if there is one, else the file's. A file that
     /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
     public func data(for key: String) async -> Data? {
-        let name = Self.fileName(for: key)
-        let lookup = state.withLock { state -> (pending: Pending?, onDisk: Bool) in
-            if let pending = state.pending[name] { return (pending, false) }
-            guard state.sizes[name] != nil else { return (nil, false) }
+        let name = name(for: key)
+        let lookup = state.withLock { state -> (pending: Pending?, size: Int?) in
+            if let pending = state.pending[name] { return (pending, nil) }
+            guard let size = state.sizes[name] else { return (nil, nil) }
             state.policy.recordAccess(name)
-            return (nil, true)
+            return (nil, size)
         }
         switch lookup.pending {
         case .store(let data, _)?: return data
         case .remove?: return nil
         case nil: break
         }
-        guard lookup.onDisk else { return nil }
-        guard let data = try? Self.readFile(path(of: name), limit: entryLimit) else {
+        guard let size = lookup.size else { return nil }
+        guard let data = try? Self.readFile(path(of: name), limit: entryLimit, expectedSize: size) else {
             discard(name)
             return nil
         }
@@ -268,7 +282,7 @@ public final class DiskStorage: CacheByteStore {
     /// Removes the file of `key`, which did not decode as a record, counting it as corrupt —
     /// unless it no longer holds `data` (a newer write landed since the read).
     public func removeCorrupt(_ key: String, ifStill data: Data) async {
-        discard(Self.fileName(for: key), ifStill: data)
+        discard(name(for: key), ifStill: data)
     }
 
     /// Removes the file `name` as corrupt, unless a newer write was queued meanwhile or (given
@@ -291,7 +305,7 @@ public final class DiskStorage: CacheByteStore {
     /// Queues `data` to be written under `key`; reads see it at once. When more than
     /// ``pendingByteLimit`` bytes are queued, waits until the queue has caught up with it.
     public func store(_ data: Data, for key: String) async {
-        let name = Self.fileName(for: key)
+        let name = name(for: key)
         let (generation, backlog) = state.withLock { state -> (UInt64, Int) in
             state.generation += 1
             state.pending[name] = .store(data, generation: state.generation)
@@ -304,7 +318,7 @@ public final class DiskStorage: CacheByteStore {
 
     /// Queues the removal of `key`; reads miss at once.
     public func remove(_ key: String) async {
-        let name = Self.fileName(for: key)
+        let name = name(for: key)
         let generation = state.withLock { state -> UInt64 in
             state.generation += 1
             state.pending[name] = .remove(generation: state.generation)
@@ -387,10 +401,27 @@ public final class DiskStorage: CacheByteStore {
     /// The whole file at `path`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs
     /// more than the read itself for small files on Linux). Only a regular file of at most
     /// `limit` bytes is read: a symbolic link, a pipe (which would block) or a device is refused.
-    private static func readFile(_ path: String, limit: Int) throws -> Data {
+    ///
+    /// With `expectedSize` (the size the index recorded), the file is first read with one call
+    /// asking for `expectedSize + 1` bytes, without `fstat`: a regular file answers short only
+    /// at its end, so exactly `expectedSize` bytes is the whole file. A directory fails, a pipe
+    /// opened non-blocking has nothing (or would need a writer in the cache's own 0700
+    /// directory), and a device needs `mknod`. Anything else — the file was replaced
+    /// meanwhile, or is not a regular file — is decided by the `fstat` path.
+    private static func readFile(_ path: String, limit: Int, expectedSize: Int? = nil) throws -> Data {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
+        if let expectedSize, expectedSize > 0, expectedSize <= limit {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: expectedSize + 1, alignment: 16)
+            var count = systemRead(descriptor, buffer, expectedSize + 1)
+            while count < 0, errno == EINTR { count = systemRead(descriptor, buffer, expectedSize + 1) }
+            if count == expectedSize {
+                return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+            }
+            buffer.deallocate()
+            guard lseek(descriptor, 0, SEEK_SET) == 0 else { throw CacheStorageError.corrupt("cannot read the file again") }
+        }
         var info = stat()
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw CacheStorageError.corrupt("not a regular file")
@@ -399,18 +430,25 @@ public final class DiskStorage: CacheByteStore {
         guard size <= limit else { throw CacheStorageError.corrupt("\(size) bytes, more than the \(limit)-byte entry limit") }
         // Read into memory that is not zeroed first (Data(count:) would write every byte twice).
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, size), alignment: 16)
-        var offset = 0
-        while offset < size {
-            let count = systemRead(descriptor, buffer + offset, size - offset)
-            if count < 0, errno == EINTR { continue }
-            if count <= 0 { break }
-            offset += count
-        }
+        let offset = readFully(descriptor, into: buffer, count: size)
         guard offset == size else {
             buffer.deallocate()
             throw CacheStorageError.corrupt("short read: \(offset) of \(size) bytes")
         }
         return Data(bytesNoCopy: buffer, count: size, deallocator: .custom { pointer, _ in pointer.deallocate() })
+    }
+
+    /// Reads up to `count` bytes into `buffer`, until the end of the file or an error; returns
+    /// how many were read.
+    private static func readFully(_ descriptor: Int32, into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
+        var offset = 0
+        while offset < count {
+            let read = systemRead(descriptor, buffer + offset, count - offset)
+            if read < 0, errno == EINTR { continue }
+            if read <= 0 { break }
+            offset += read
+        }
+        return offset
     }
 
     /// Writes `data` to a new file at `path` (mode 0600); returns an error text on failure.

@@ -1,0 +1,75 @@
+import Foundation
+import Recall
+import Testing
+
+@Suite("Cache-Control parsing on bytes")
+struct CacheControlParsingTests {
+    /// The parser Recall had before it read bytes (Characters and Substrings): the reference
+    /// the byte parser must agree with.
+    private static func reference(_ text: String) -> [(String, String?)] {
+        func trim(_ text: Substring) -> String {
+            String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        }
+        var directives: [(String, String?)] = []
+        var chars = Substring(text)
+        while !chars.isEmpty {
+            chars = chars.drop { $0 == " " || $0 == "\t" || $0 == "," }
+            guard !chars.isEmpty else { break }
+            let name = chars.prefix { $0 != "=" && $0 != "," }
+            chars = chars.dropFirst(name.count)
+            var value: String?
+            if chars.first == "=" {
+                chars = chars.dropFirst()
+                chars = chars.drop { $0 == " " || $0 == "\t" }
+                if chars.first == "\"" {
+                    chars = chars.dropFirst()
+                    var unquoted = ""
+                    var escaped = false
+                    while let character = chars.first {
+                        chars = chars.dropFirst()
+                        if escaped { unquoted.append(character); escaped = false; continue }
+                        if character == "\\" { escaped = true; continue }
+                        if character == "\"" { break }
+                        unquoted.append(character)
+                    }
+                    value = unquoted
+                    chars = chars.drop { $0 != "," }
+                } else {
+                    let raw = chars.prefix { $0 != "," }
+                    chars = chars.dropFirst(raw.count)
+                    value = trim(raw)
+                }
+            }
+            let trimmed = trim(name).lowercased()
+            if !trimmed.isEmpty { directives.append((trimmed, value)) }
+        }
+        return directives
+    }
+
+    private static func same(_ text: String) -> Bool {
+        let parsed = CacheControl(text).directives
+        let expected = reference(text)
+        return parsed.count == expected.count && zip(parsed, expected).allSatisfy { $0.name == $1.0 && $0.value == $1.1 }
+    }
+
+    @Test("agrees with the reference parser on tricky values", arguments: [
+        "max-age=60", "  Max-Age = 60 , no-cache", "no-cache=\"Set-Cookie, X-Foo\", private",
+        "private=\"a\\\"b\", public", "max-age=\"30\"", "max-age=", "=5", ",,,", "", "\t no-store\t",
+        "stale-while-revalidate=30,stale-if-error=600", "MUST-REVALIDATE", "x=\"unterminated",
+        "a=\"q\\\\\", b", "ext=\"é\\ü\", Ünïcödé-Ext=Ä", "max-age=60 junk, s-maxage = 10 ",
+    ])
+    func tricky(_ text: String) {
+        #expect(Self.same(text), "\(text): \(CacheControl(text).directives) vs \(Self.reference(text))")
+    }
+
+    @Test("agrees with the reference parser on 20,000 random values made of the characters that matter")
+    func random() {
+        var generator = SeededRandomSource(seed: 7)
+        let alphabet = Array("aZm-x=\",\\ \t9;é")
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...24, using: &generator)
+            let text = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(Self.same(text), "\(text.debugDescription)")
+        }
+    }
+}
