@@ -132,6 +132,24 @@ struct DirectorySafetyTests {
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    @Test("a file whose size is not the one indexed (replaced behind the storage's back) is read whole, larger or smaller")
+    func sizeDiffersFromIndex() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try DiskStorage(directory: directory)
+        let key = "https://x.test/resized"
+        await storage.store(makeRecord(key, bodySize: 5_000))
+        await storage.flush()
+        let path = directory.appendingPathComponent(DiskStorage.fileName(for: key)).path
+        for size in [9_000, 100] { // one read of the indexed size + 1 is short of the first, too long for the second
+            let replacement = makeRecord(key, bodySize: size)
+            try replacement.encoded().write(to: URL(fileURLWithPath: path + ".new"))
+            #expect(rename(path + ".new", path) == 0)
+            #expect(await storage.record(for: key) == replacement)
+        }
+        #expect(storage.statistics.corruptRemoved == 0)
+    }
+
     @Test("a symbolic link at an entry's name is never followed, even to a valid record of that key")
     func symlinkNotFollowed() async throws {
         let directory = temporaryDirectory()
