@@ -10,15 +10,27 @@ public struct CacheControl: Sendable, Hashable {
     /// The directive names, lowercased, with their raw values (nil when none was given), in order.
     public private(set) var directives: [(name: String, value: String?)] = []
 
+    /// `max-age`, worked out once when parsed: every lookup asks for it.
+    public private(set) var maxAge: Int?
+
     /// Parses the values of one or more `Cache-Control` fields.
     public init(_ values: [String]) {
-        for value in values { parse(value) }
+        var parsed = CacheControl()
+        for value in values { parsed.parse(value) }
+        parsed.maxAge = parsed.seconds("max-age")
+        self = parsed
     }
 
     /// Parses one field value.
     public init(_ value: String?) {
-        if let value { parse(value) }
+        var parsed = CacheControl()
+        if let value { parsed.parse(value) }
+        parsed.maxAge = parsed.seconds("max-age")
+        self = parsed
     }
+
+    /// No directives.
+    private init() {}
 
     /// Whether there are no directives.
     public var isEmpty: Bool { directives.isEmpty }
@@ -51,8 +63,6 @@ public struct CacheControl: Sendable, Hashable {
         return first ?? 0
     }
 
-    /// `max-age`.
-    public var maxAge: Int? { seconds("max-age") }
     /// `no-store`.
     public var noStore: Bool { contains("no-store") }
     /// `no-cache` without field names: every use must be validated.

@@ -15,7 +15,12 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 
     /// A method named `rawValue` (upper-cased).
     public init(rawValue: String) {
-        // Methods are nearly always upper-case already: then no new string is made.
+        // Methods are nearly always upper-case already: then no new string is made. GET, the
+        // method of nearly every request, is recognised by one comparison of small strings.
+        if rawValue == "GET" {
+            self.rawValue = rawValue
+            return
+        }
         self.rawValue = rawValue.utf8.contains(where: { $0 >= 0x61 && $0 <= 0x7A }) ? rawValue.uppercased() : rawValue
     }
 

@@ -20,7 +20,10 @@ public final class RequestContext: Sendable {
         var attempts = 0
         var lastSentRequest: URLRequest?
         var stage: Stage?
-        var events: [RecallEvent] = []
+        /// The first event, kept inline: a cache hit records one event and allocates no array.
+        var firstEvent: RecallEvent?
+        /// The events after the first.
+        var laterEvents: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
 
@@ -50,11 +53,15 @@ public final class RequestContext: Sendable {
     }
 
     /// Every event recorded for this request so far, in order.
-    public var events: [RecallEvent] { state.withLock { $0.events } }
+    public var events: [RecallEvent] {
+        state.withLock { state in state.firstEvent.map { [$0] + state.laterEvents } ?? [] }
+    }
 
     /// Records `event` and tells the observer.
     public func record(_ event: RecallEvent) {
-        state.withLock { $0.events.append(event) }
+        state.withLock { state in
+            if state.firstEvent == nil { state.firstEvent = event } else { state.laterEvents.append(event) }
+        }
         observer?(event, self)
     }
 
