@@ -38,15 +38,33 @@ final class TimedHook: ServiceHook, @unchecked Sendable {
     let inner: any ServiceHook
     let lock = NSLock()
     var schedule = 0.0, success = 0.0
+    /// The same calls' CPU time on the calling thread: when it is far below the wall time, the
+    /// thread was waiting or descheduled, not computing.
+    var scheduleCPU = 0.0, successCPU = 0.0
     init(_ inner: any ServiceHook) { self.inner = inner }
+    static func threadCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) * 1e6 + Double(time.tv_nsec) / 1e3
+    }
     func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
         let start = ContinuousClock.now
-        defer { let d = ContinuousClock.now - start; lock.withLock { schedule += Double(d.components.attoseconds) * 1e-12 } }
+        let cpu = Self.threadCPU()
+        defer {
+            let d = ContinuousClock.now - start
+            let c = Self.threadCPU() - cpu
+            lock.withLock { schedule += Double(d.components.attoseconds) * 1e-12; scheduleCPU += c }
+        }
         return try await inner.onSchedule(request, context: context)
     }
     func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
         let start = ContinuousClock.now
-        defer { let d = ContinuousClock.now - start; lock.withLock { success += Double(d.components.attoseconds) * 1e-12 } }
+        let cpu = Self.threadCPU()
+        defer {
+            let d = ContinuousClock.now - start
+            let c = Self.threadCPU() - cpu
+            lock.withLock { success += Double(d.components.attoseconds) * 1e-12; successCPU += c }
+        }
         return try await inner.onSuccess(response, for: request, context: context)
     }
 }
@@ -134,5 +152,6 @@ for (name, values) in [("bare URLSessionTransport", bareTimes), ("Pipeline + HTT
 let ratio = percentile(cachedTimes, 0.5) / percentile(bareTimes, 0.5)
 print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%), %d pairs, %d misses stored", ratio, (ratio - 1) * 100, pairs, cache.statistics.stores)
     + " (variant: \(variant))")
-print(String(format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs", timed.schedule / Double(cachedTimes.count + 200),
-             timed.success / Double(cachedTimes.count + 200)))
+let calls = Double(cachedTimes.count + 200)
+print(String(format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs (thread CPU time: %.1f µs, %.1f µs)",
+             timed.schedule / calls, timed.success / calls, timed.scheduleCPU / calls, timed.successCPU / calls))

@@ -45,7 +45,14 @@ extension CacheByteStore {
     /// another key's record.
     public func record(for key: String) async -> CacheRecord? {
         guard let data = await data(for: key) else { return nil }
-        guard let record = try? CacheRecordCodec.decode(data) else {
+        return await record(decoding: data, for: key)
+    }
+
+    /// The record in `data`, read for `key`: `nil` when it is not a valid record (then removed
+    /// with ``removeCorrupt(_:ifStill:)``) or holds another key's. `sharingBuffer`: large bodies
+    /// may refer to `data`'s bytes (only for a buffer nothing else holds; see `CacheRecordCodec`).
+    func record(decoding data: Data, for key: String, sharingBuffer: Bool = false) async -> CacheRecord? {
+        guard let record = try? CacheRecordCodec.decode(data, sharingBuffer: sharingBuffer) else {
             await removeCorrupt(key, ifStill: data)
             return nil
         }

@@ -71,7 +71,11 @@ enum CacheRecordCodec {
         return output
     }
 
-    static func decode(_ data: Data) throws -> CacheRecord {
+    /// Decodes and checks `data`. With `sharingBuffer`, large bodies refer to `data`'s bytes
+    /// instead of copying them: only for a buffer nothing else holds or will change (the one
+    /// ``DiskStorage`` has just read a file into), since such a body is changed in place when its
+    /// owner changes it, and keeps the whole buffer alive.
+    static func decode(_ data: Data, sharingBuffer: Bool = false) throws -> CacheRecord {
         guard data.count >= headerSize, data.prefix(4).elementsEqual(magic) else {
             throw CacheStorageError.corrupt("not a Recall cache file (bad magic or too short)")
         }
@@ -90,7 +94,7 @@ enum CacheRecordCodec {
             guard hash(UnsafeRawBufferPointer(rebasing: raw[headerSize...])) == checksum else {
                 throw CacheStorageError.corrupt("checksum mismatch")
             }
-            var reader = Reader(raw, from: headerSize, owner: data)
+            var reader = Reader(raw, from: headerSize, owner: sharingBuffer ? data : nil)
             let key = try reader.string()
             let count = try reader.uint64()
             guard count >= 1, count <= maxVariants else { throw CacheStorageError.corrupt("implausible variant count \(count)") }
@@ -218,7 +222,9 @@ enum CacheRecordCodec {
         /// The `Data` the bytes belong to: a large body refers to its bytes instead of copying them.
         let owner: Data?
 
-        /// Bodies at least this large are not copied: they keep the record's bytes alive instead.
+        /// Bodies at least this large, and at least half of the record's bytes, are not copied
+        /// when there is an owner: they keep the record's bytes alive instead (at most twice
+        /// what the body counts).
         static let sharedBodySize = 4096
 
         init(_ raw: UnsafeRawBufferPointer, from offset: Int, owner: Data? = nil) {
@@ -255,7 +261,9 @@ enum CacheRecordCodec {
 
         mutating func bytes() throws -> Data {
             let bytes = try run()
-            guard let owner, bytes.count >= Self.sharedBodySize, let base = bytes.baseAddress else { return Data(bytes) }
+            guard let owner, bytes.count >= Self.sharedBodySize, 2 * bytes.count >= raw.count, let base = bytes.baseAddress else {
+                return Data(bytes)
+            }
             // The body points into the record's buffer, which the deallocator keeps alive.
             return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
                         deallocator: .custom { _, _ in withExtendedLifetime(owner) {} })

@@ -259,6 +259,19 @@ public final class DiskStorage: CacheByteStore {
     /// The bytes under `key`: a pending write if there is one, else the file's. A file that
     /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
     public func data(for key: String) async -> Data? {
+        read(key)?.data
+    }
+
+    /// The record under `key`, decoded and checked. The bytes of a file just read belong to this
+    /// read alone, so its large bodies are served from them, not copied.
+    public func record(for key: String) async -> CacheRecord? {
+        guard let (data, fromFile) = read(key) else { return nil }
+        return await record(decoding: data, for: key, sharingBuffer: fromFile)
+    }
+
+    /// The bytes under `key` and whether they were just read from its file (else they are a
+    /// pending write's, which the write queue still holds).
+    private func read(_ key: String) -> (data: Data, fromFile: Bool)? {
         let name = name(for: key)
         let lookup = state.withLock { state -> (pending: Pending?, size: Int?) in
             if let pending = state.pending[name] { return (pending, nil) }
@@ -267,7 +280,7 @@ public final class DiskStorage: CacheByteStore {
             return (nil, size)
         }
         switch lookup.pending {
-        case .store(let data, _)?: return data
+        case .store(let data, _)?: return (data, false)
         case .remove?: return nil
         case nil: break
         }
@@ -276,7 +289,7 @@ public final class DiskStorage: CacheByteStore {
             discard(name)
             return nil
         }
-        return data
+        return (data, true)
     }
 
     /// Removes the file of `key`, which did not decode as a record, counting it as corrupt —

@@ -43,7 +43,7 @@ struct CacheRecordCodecTests {
         }
     }
 
-    @Test("a large body is read in place and stays valid after the bytes it came from are gone; a small one is copied")
+    @Test("a large body shares a private buffer and stays valid after the buffer's owner is gone; a small one is copied")
     func bodiesInPlace() throws {
         var decoded: CacheRecord?
         do {
@@ -55,7 +55,7 @@ struct CacheRecordCodecTests {
                 memset(pointer, 0xEE, encoded.count) // a use after free reads garbage, not the body
                 pointer.deallocate()
             })
-            decoded = try CacheRecordCodec.decode(file)
+            decoded = try CacheRecordCodec.decode(file, sharingBuffer: true)
         }
         let body = try #require(decoded?.variants.first?.body)
         #expect(body.count == 64 << 10)
@@ -63,5 +63,32 @@ struct CacheRecordCodecTests {
         #expect(body.allSatisfy { $0 == UInt8(ascii: "x") })
         let small = try CacheRecordCodec.decode(CacheRecordCodec.encode(makeRecord("https://x.test/small", bodySize: 100)))
         #expect(small.variants.first?.body == Data(repeating: UInt8(ascii: "x"), count: 100))
+    }
+
+    @Test("bodies are copied unless the buffer is private: changing a served body never changes the stored bytes")
+    func bodiesCopiedFromSharedBuffers() throws {
+        let stored = CacheRecordCodec.encode(makeRecord("https://x.test/shared", bodySize: 64 << 10))
+        var record = try CacheRecordCodec.decode(stored) // a buffer someone else holds (a pending write, another backend)
+        record.variants[0].body[0] = UInt8(ascii: "y") // in place, were the body the sole owner of shared bytes
+        #expect(try CacheRecordCodec.decode(stored).variants[0].body[0] == UInt8(ascii: "x"))
+        // Shared, but a small body of a large record is copied, so it does not keep the rest alive.
+        var two = makeRecord("https://x.test/two", bodySize: 5_000)
+        two.variants.append(makeRecord("https://x.test/two", bodySize: 200_000).variants[0])
+        let decoded = try CacheRecordCodec.decode(CacheRecordCodec.encode(two), sharingBuffer: true)
+        #expect(decoded == two)
+    }
+
+    @Test("a hit on a write not yet on disk gets its own copy: changing it corrupts neither the write nor the next hit")
+    func pendingWriteBodies() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try DiskStorage(directory: directory)
+        let record = makeRecord("https://x.test/pending", bodySize: 64 << 10)
+        await storage.store(record)
+        var first = try #require(await storage.record(for: record.key)) // from the pending write or the file
+        first.variants[0].body[0] = 0 // a subscript set changes a sole no-copy Data in place (withUnsafeMutableBytes copies)
+        await storage.flush()
+        #expect(await storage.record(for: record.key) == record)
+        #expect(storage.statistics.corruptRemoved == 0)
     }
 }
