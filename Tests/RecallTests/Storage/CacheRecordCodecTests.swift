@@ -31,7 +31,7 @@ struct CacheRecordCodecTests {
         #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(unknown) }
     }
 
-    @Test("any changed byte of the payload fails the checksum, in every lane and in the tail", arguments: [0, 1, 7, 8, 31, 32, 33, 1_000, 4_099])
+    @Test("any changed byte of the payload fails the checksum, in every lane and in the tail", arguments: [0, 1, 7, 8, 31, 32, 33, 63, 64, 65, 1_000, 4_099])
     func checksumCatchesChanges(bodySize: Int) throws {
         let record = makeRecord("https://x.test/\(bodySize)", bodySize: bodySize)
         let bytes = CacheRecordCodec.encode(record)
