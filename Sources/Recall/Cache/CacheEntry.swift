@@ -65,29 +65,51 @@ public struct CacheEntry: Sendable, Hashable {
         let hasAge: Bool
 
         init(_ headers: HTTPHeaders) {
-            cacheControl = CacheControl(headers.values(for: "Cache-Control"))
-            date = headers["Date"].flatMap { HTTPDate.parse($0) }
-            age = Self.age(headers)
-            expires = headers.values(for: "Expires")
-            lastModified = headers["Last-Modified"]
+            // One pass over the fields (every record read from a byte store is parsed anew):
+            // names are told apart by length first, then compared without regard to case.
+            var cacheControl: [String] = [], dates: [String] = [], ages: [String] = [], expires: [String] = []
+            var modified: [String] = [], vary: [String] = [], etags: [String] = []
+            for field in headers.fields {
+                let name = field.name
+                func named(_ candidate: String) -> Bool { HTTPHeaders.namesEqual(name, candidate) }
+                switch name.utf8.count {
+                case 3 where named("Age"): ages.append(field.value)
+                case 4 where named("Date"): dates.append(field.value)
+                case 4 where named("Vary"): vary.append(field.value)
+                case 4 where named("ETag"): etags.append(field.value)
+                case 7 where named("Expires"): expires.append(field.value)
+                case 13 where named("Cache-Control"): cacheControl.append(field.value)
+                case 13 where named("Last-Modified"): modified.append(field.value)
+                default: break
+                }
+            }
+            func joined(_ values: [String]) -> String? { values.isEmpty ? nil : values.joined(separator: ", ") }
+            self.cacheControl = CacheControl(cacheControl)
+            date = joined(dates).flatMap { HTTPDate.parse($0) }
+            age = Self.age(ages)
+            self.expires = expires
+            lastModified = joined(modified)
             lastModifiedDate = lastModified.flatMap { HTTPDate.parse($0) }
-            varyNames = Self.varyNames(headers)
-            etag = headers["ETag"]
-            hasAge = headers.contains("Age")
+            varyNames = Self.varyNames(vary)
+            etag = joined(etags)
+            hasAge = !ages.isEmpty
         }
 
-        /// The `Age` of `headers` (RFC 9111 §5.1): the first member when the field is a list (on
-        /// one line or several), ignored (0) when that member is not a non-negative integer.
-        static func age(_ headers: HTTPHeaders) -> Int {
-            guard let first = headers.values(for: "Age").first else { return 0 }
+        /// The `Age` of the `Age` field values (RFC 9111 §5.1): the first member when the field is
+        /// a list (on one line or several), ignored (0) when that member is not a non-negative integer.
+        private static func age(_ values: [String]) -> Int {
+            guard let first = values.first else { return 0 }
             let member = first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingOWS } ?? ""
             return CacheControl.deltaSeconds(String(member)) ?? 0
         }
 
         /// The lowercased field names listed in the `Vary` fields of `headers`.
         static func varyNames(_ headers: HTTPHeaders) -> [String] {
-            headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
-                .map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
+            varyNames(headers.values(for: "Vary"))
+        }
+
+        private static func varyNames(_ values: [String]) -> [String] {
+            values.flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
         }
     }
 
