@@ -76,9 +76,6 @@ public final class DiskStorage: CacheByteStore {
     private static let namesRemembered = 4096
     private let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
     private let lockDescriptor: Int32
-    /// The directory, open: entries are opened relative to it (`openat`), so a read walks one
-    /// path component, not the whole path.
-    private let directoryDescriptor: Int32
 
     /// Opens (creating if needed) a cache in `directory`.
     /// - Throws: ``CacheStorageError/directory(_:)`` when the directory cannot be made or
@@ -124,13 +121,7 @@ public final class DiskStorage: CacheByteStore {
             close(descriptor)
             throw error
         }
-        let directoryDescriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryDescriptor >= 0 else {
-            close(descriptor)
-            throw CacheStorageError.directory("cannot open \(path): \(String(cString: strerror(errno)))")
-        }
         self.lockDescriptor = descriptor
-        self.directoryDescriptor = directoryDescriptor
 
         var policy = eviction.make()
         policy.setCapacity(byteLimit: self.byteLimit, countLimit: Int.max)
@@ -245,7 +236,6 @@ public final class DiskStorage: CacheByteStore {
         // Queued writes hold a strong reference, so by now every write has landed.
         flock(lockDescriptor, LOCK_UN)
         close(lockDescriptor)
-        close(directoryDescriptor)
     }
 
     /// The file name for `key`: its SHA-256 in hex.
@@ -295,7 +285,7 @@ public final class DiskStorage: CacheByteStore {
         case nil: break
         }
         guard let size = lookup.size else { return nil }
-        guard let data = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size) else {
+        guard let data = try? Self.readFile(path(of: name), limit: entryLimit, expectedSize: size) else {
             discard(name)
             return nil
         }
@@ -431,11 +421,8 @@ public final class DiskStorage: CacheByteStore {
     /// opened non-blocking has nothing (or would need a writer in the cache's own 0700
     /// directory), and a device needs `mknod`. Anything else — the file was replaced
     /// meanwhile, or is not a regular file — is decided by the `fstat` path.
-    ///
-    /// With `directory` (an open descriptor), `path` is a name in that directory.
-    private static func readFile(_ path: String, in directory: Int32? = nil, limit: Int, expectedSize: Int? = nil) throws -> Data {
-        let flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
-        let descriptor = directory.map { openat($0, path, flags) } ?? open(path, flags)
+    private static func readFile(_ path: String, limit: Int, expectedSize: Int? = nil) throws -> Data {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         if let expectedSize, expectedSize > 0, expectedSize <= limit {
