@@ -3,7 +3,7 @@ import Testing
 
 /// `recall replay` as a user runs it: the real binary, on the sample capture, an access log and
 /// bad input.
-@Suite("recall replay: the command", .timeLimit(.minutes(1)))
+@Suite("recall replay: the command", .timeLimit(.minutes(3)))
 struct ReplayCommandTests {
     private static func run(_ arguments: [String]) async throws -> ChildProcess.Result {
         try await ChildProcess.run("recall", ["replay"] + arguments, deadline: .seconds(40))

@@ -141,7 +141,7 @@ struct DirectorySafetyTests {
         await storage.store(makeRecord(key, bodySize: 5_000))
         await storage.flush()
         let path = directory.appendingPathComponent(DiskStorage.fileName(for: key)).path
-        for size in [9_000, 100] { // one read of the indexed size + 1 is short of the first, too long for the second
+        for size in [9_000, 100] { // one read of the indexed size + 1 falls short of the larger file and overshoots the smaller
             let replacement = makeRecord(key, bodySize: size)
             try replacement.encoded().write(to: URL(fileURLWithPath: path + ".new"))
             #expect(rename(path + ".new", path) == 0)

@@ -31,8 +31,24 @@ struct CacheRecordCodecTests {
         #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(unknown) }
     }
 
-    @Test("any changed byte of the payload fails the checksum, in every lane and in the tail", arguments: [0, 1, 7, 8, 31, 32, 33, 63, 64, 65, 1_000, 4_099])
-    func checksumCatchesChanges(bodySize: Int) throws {
+    @Test("any changed bit fails the checksum, at every length around the four lanes' 32-byte step and the 8-byte words")
+    func checksumCatchesChanges() {
+        var generator = SeededRandomSource(seed: 11)
+        for length in 0...130 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let original = bytes.withUnsafeBytes { CacheRecordCodec.checksum($0) }
+            for position in 0..<length {
+                for bit in [0, 7] {
+                    var changed = bytes
+                    changed[position] ^= 1 << bit
+                    #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "length \(length), byte \(position)")
+                }
+            }
+        }
+    }
+
+    @Test("a record with a changed payload byte does not decode", arguments: [0, 1, 1_000, 4_099])
+    func changedRecordsFail(bodySize: Int) throws {
         let record = makeRecord("https://x.test/\(bodySize)", bodySize: bodySize)
         let bytes = CacheRecordCodec.encode(record)
         #expect(try CacheRecordCodec.decode(bytes) == record)
@@ -71,11 +87,28 @@ struct CacheRecordCodecTests {
         var record = try CacheRecordCodec.decode(stored) // a buffer someone else holds (a pending write, another backend)
         record.variants[0].body[0] = UInt8(ascii: "y") // in place, were the body the sole owner of shared bytes
         #expect(try CacheRecordCodec.decode(stored).variants[0].body[0] == UInt8(ascii: "x"))
-        // Shared, but a small body of a large record is copied, so it does not keep the rest alive.
+    }
+
+    @Test("with a private buffer, a small body of a large record is copied: it does not keep the record's bytes alive")
+    func smallBodiesCopied() throws {
         var two = makeRecord("https://x.test/two", bodySize: 5_000)
         two.variants.append(makeRecord("https://x.test/two", bodySize: 200_000).variants[0])
-        let decoded = try CacheRecordCodec.decode(CacheRecordCodec.encode(two), sharingBuffer: true)
-        #expect(decoded == two)
+        let encoded = CacheRecordCodec.encode(two)
+        let freed = Locked(false)
+        var small: Data?
+        do {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: encoded.count, alignment: 16)
+            encoded.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: encoded.count)
+            let file = Data(bytesNoCopy: buffer, count: encoded.count, deallocator: .custom { pointer, _ in
+                freed.withLock { $0 = true }
+                pointer.deallocate()
+            })
+            let decoded = try CacheRecordCodec.decode(file, sharingBuffer: true)
+            #expect(decoded == two)
+            small = decoded.variants[0].body
+        }
+        #expect(small?.count == 5_000)
+        #expect(freed.withLock { $0 }) // only the 5,000-byte body is left, and it is a copy
     }
 
     @Test("a hit on a write not yet on disk gets its own copy: changing it corrupts neither the write nor the next hit")
@@ -83,10 +116,29 @@ struct CacheRecordCodecTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try DiskStorage(directory: directory)
-        let record = makeRecord("https://x.test/pending", bodySize: 64 << 10)
-        await storage.store(record)
-        var first = try #require(await storage.record(for: record.key)) // from the pending write or the file
+        // The write must still be queued when the hit reads it: a large one, read at once, and
+        // tried again (with another key) in the rare case the queue was faster. The queued bytes
+        // are read too: changing the hit's body must leave them as they were, whether or not
+        // they have reached the file meanwhile.
+        var record = makeRecord("https://x.test/pending", bodySize: 4 << 20)
+        var hit: (record: CacheRecord, queued: Data)?
+        for attempt in 0..<20 {
+            record = makeRecord("https://x.test/pending-\(attempt)", bodySize: 4 << 20)
+            await storage.store(record)
+            let queued = await storage.data(for: record.key)
+            let read = await storage.record(for: record.key)
+            if storage.statistics.pendingBytes > 0, let queued, let read { // still queued after both reads
+                hit = (read, queued)
+                break
+            }
+        }
+        guard let queued = hit?.queued, var first = hit?.record else {
+            Issue.record("the write queue landed every write before it was read: the pending path was not reached")
+            return
+        }
+        hit = nil // so that `first` holds its record alone, as a caller would
         first.variants[0].body[0] = 0 // a subscript set changes a sole no-copy Data in place (withUnsafeMutableBytes copies)
+        #expect(queued == CacheRecordCodec.encode(record))
         await storage.flush()
         #expect(await storage.record(for: record.key) == record)
         #expect(storage.statistics.corruptRemoved == 0)
