@@ -31,26 +31,24 @@ enum DemoCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         var seed: UInt64 = 1
         var quiet = false
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
+        var cursor = ArgumentCursor(arguments)
+        while let argument = cursor.next() {
+            switch argument {
             case "-h", "--help":
                 print(Usage.demo)
                 return 0
             case "--quiet":
                 quiet = true
             case "--seed":
-                guard index + 1 < arguments.count, let value = UInt64(arguments[index + 1]) else {
+                guard let value = cursor.value().flatMap(UInt64.init) else {
                     printError("recall demo: --seed needs a whole number")
                     return 2
                 }
                 seed = value
-                index += 1
             default:
-                printError("recall demo: unknown option '\(arguments[index])'\n\n\(Usage.demo)")
+                printError("recall demo: unknown option '\(argument)'\n\n\(Usage.demo)")
                 return 2
             }
-            index += 1
         }
         do {
             try await demo(seed: seed, quiet: quiet)

@@ -15,13 +15,9 @@ enum GetCommand {
         var timeoutGiven = false
         var cacheDirectory: String?
         var fields: [(String, String)] = []
-        var index = 0
-        func value() -> String? {
-            index += 1
-            return index < arguments.count ? arguments[index] : nil
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
+        var cursor = ArgumentCursor(arguments)
+        func value() -> String? { cursor.value() }
+        while let argument = cursor.next() {
             switch argument {
             case "-h", "--help":
                 print(Usage.get)
@@ -51,7 +47,6 @@ enum GetCommand {
                 guard urlText == nil, !argument.hasPrefix("-") else { return usage("unexpected argument '\(argument)'") }
                 urlText = argument
             }
-            index += 1
         }
         guard let urlText else { return usage("a URL is required") }
         guard var components = URLComponents(string: urlText), let scheme = components.scheme?.lowercased(),

@@ -11,13 +11,9 @@ enum ReplayCommand {
         var fractions = TrafficReplay.defaultFractions
         var absoluteSizes: [Int] = []
         var chartPath: String?
-        var index = 0
-        func value() -> String? {
-            index += 1
-            return index < arguments.count ? arguments[index] : nil
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
+        var cursor = ArgumentCursor(arguments)
+        func value() -> String? { cursor.value() }
+        while let argument = cursor.next() {
             switch argument {
             case "-h", "--help":
                 print(Usage.replay)
@@ -39,7 +35,6 @@ enum ReplayCommand {
                 guard path == nil, argument == "-" || !argument.hasPrefix("-") else { return usage("unexpected argument '\(argument)'") }
                 path = argument
             }
-            index += 1
         }
         guard let path else { return usage("a HAR capture or an access log is required (- reads standard input)") }
         do {

@@ -35,37 +35,37 @@ while let argument = arguments.next() {
 
 /// Wraps a hook and adds up the wall time of its calls (to tell computation from waiting).
 final class TimedHook: ServiceHook, @unchecked Sendable {
+    /// Wall and thread-CPU microseconds of one kind of call: when the CPU time is far below the
+    /// wall time, the thread was waiting or descheduled, not computing.
+    struct Totals { var wall = 0.0, cpu = 0.0 }
     let inner: any ServiceHook
     let lock = NSLock()
-    var schedule = 0.0, success = 0.0
-    /// The same calls' CPU time on the calling thread: when it is far below the wall time, the
-    /// thread was waiting or descheduled, not computing.
-    var scheduleCPU = 0.0, successCPU = 0.0
+    var schedule = Totals(), success = Totals()
     init(_ inner: any ServiceHook) { self.inner = inner }
     static func threadCPU() -> Double {
         var time = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
         return Double(time.tv_sec) * 1e6 + Double(time.tv_nsec) / 1e3
     }
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    /// Runs `body`, adding its wall and CPU time to the totals at `totals`.
+    func timed<Result>(_ totals: ReferenceWritableKeyPath<TimedHook, Totals>, _ body: () async throws -> Result) async rethrows -> Result {
         let start = ContinuousClock.now
         let cpu = Self.threadCPU()
         defer {
-            let d = ContinuousClock.now - start
-            let c = Self.threadCPU() - cpu
-            lock.withLock { schedule += Double(d.components.attoseconds) * 1e-12; scheduleCPU += c }
+            let wall = ContinuousClock.now - start
+            let used = Self.threadCPU() - cpu
+            lock.withLock {
+                self[keyPath: totals].wall += Double(wall.components.attoseconds) * 1e-12
+                self[keyPath: totals].cpu += used
+            }
         }
-        return try await inner.onSchedule(request, context: context)
+        return try await body()
+    }
+    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        try await timed(\.schedule) { try await inner.onSchedule(request, context: context) }
     }
     func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
-        let start = ContinuousClock.now
-        let cpu = Self.threadCPU()
-        defer {
-            let d = ContinuousClock.now - start
-            let c = Self.threadCPU() - cpu
-            lock.withLock { success += Double(d.components.attoseconds) * 1e-12; successCPU += c }
-        }
-        return try await inner.onSuccess(response, for: request, context: context)
+        try await timed(\.success) { try await inner.onSuccess(response, for: request, context: context) }
     }
 }
 
@@ -154,4 +154,4 @@ print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%), %d pairs, %d misses
     + " (variant: \(variant))")
 let calls = Double(cachedTimes.count + 200)
 print(String(format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs (thread CPU time: %.1f µs, %.1f µs)",
-             timed.schedule / calls, timed.success / calls, timed.scheduleCPU / calls, timed.successCPU / calls))
+             timed.schedule.wall / calls, timed.success.wall / calls, timed.schedule.cpu / calls, timed.success.cpu / calls))
