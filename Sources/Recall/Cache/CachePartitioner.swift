@@ -51,8 +51,14 @@ struct CachePartitioner: Sendable {
     /// `userinfo`: whether the URL has a user name or password (``hasUserinfo(_:)``, which the
     /// cache remembers per URL).
     func partition(for request: URLRequest, userinfo: Bool, inScope: Set<String>) -> String {
+        partition(for: request, hasFields: !(request.allHTTPHeaderFields?.isEmpty ?? true), userinfo: userinfo, inScope: inScope)
+    }
+
+    /// ``partition(for:userinfo:inScope:)`` when whether `request` has any field is known
+    /// (``RequestFacts``): a request without fields, key fields or user information reads nothing.
+    func partition(for request: URLRequest, hasFields: Bool, userinfo: Bool, inScope: Set<String>) -> String {
+        if keyFields.isEmpty, !hasFields, !userinfo { return "" }
         let fields = request.allHTTPHeaderFields ?? [:]
-        if keyFields.isEmpty, fields.isEmpty, !userinfo { return "" }
         var partition = ""
         for name in keyFields {
             var value = request.value(forHTTPHeaderField: name).map(CacheKeyPolicy.normalizeFieldValue) ?? ""

@@ -24,7 +24,12 @@ public struct CacheRules: Sendable {
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
     public func requestDirectives(_ request: URLRequest) -> CacheControl {
-        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return CacheControl(nil as String?) }
+        requestDirectives(request, hasFields: !(request.allHTTPHeaderFields?.isEmpty ?? true))
+    }
+
+    /// ``requestDirectives(_:)`` when whether `request` has any field is known (``RequestFacts``).
+    func requestDirectives(_ request: URLRequest, hasFields: Bool) -> CacheControl {
+        guard hasFields else { return CacheControl(nil as String?) }
         guard let value = request.value(forHTTPHeaderField: "Cache-Control") else {
             if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
                 return CacheControl("no-cache")
@@ -225,16 +230,17 @@ public struct CacheRules: Sendable {
 
     /// How `request` may use `entry` at `now` (the entry already matched key and `Vary`).
     public func use(of entry: CacheEntry, for request: URLRequest, now: Date) -> Use {
-        use(of: entry, for: request, directives: requestDirectives(request), now: now)
+        use(of: entry, cachePolicy: request.cachePolicy, directives: requestDirectives(request), now: now)
     }
 
-    /// ``use(of:for:now:)`` with the request's directives already parsed (the cache parses them
-    /// once per lookup).
-    func use(of entry: CacheEntry, for request: URLRequest, directives requestDirectives: CacheControl, now: Date) -> Use {
+    /// ``use(of:for:now:)`` for a request whose cache policy and directives are already read (the
+    /// cache reads them once per lookup).
+    func use(of entry: CacheEntry, cachePolicy: URLRequest.CachePolicy, directives requestDirectives: CacheControl,
+             now: Date) -> Use {
         let responseDirectives = entry.cacheControl
         let age = currentAge(entry, now: now)
         let lifetime = freshnessLifetime(entry)
-        switch request.cachePolicy {
+        switch cachePolicy {
         case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
             return age < lifetime ? .fresh : .stale(.cachePolicy)
         case .reloadRevalidatingCacheData:
@@ -352,10 +358,14 @@ public struct CacheRules: Sendable {
     /// The response served from `entry`: its status, fields with a current `Age`, and body
     /// (none for HEAD).
     public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: Response.Source) -> Response {
+        response(from: entry, for: RequestFacts(request), now: now, source: source)
+    }
+
+    /// ``response(from:for:now:source:)`` for a request whose ``RequestFacts`` are read.
+    func response(from entry: CacheEntry, for request: RequestFacts, now: Date, source: Response.Source) -> Response {
         let age = String(Int(currentAge(entry, now: now).rounded(.down)))
         let headers = entry.facts.hasAge ? entry.headers.replacing("Age", with: age) : entry.headers.appending("Age", age)
-        let isHead = request.httpMethod.map { HTTPMethod(rawValue: $0) == .head } ?? false
-        return Response(status: entry.status, headers: headers, body: isHead ? Data() : entry.body,
+        return Response(status: entry.status, headers: headers, body: request.method == .head ? Data() : entry.body,
                         url: entry.url ?? request.url, source: source)
     }
 

@@ -54,10 +54,10 @@ struct CacheStrategy: Sendable {
     /// Request fields that make a request conditional (RFC 9110 §13.1).
     static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
 
-    /// The route of `request`, whose method is `method`.
-    func route(_ request: URLRequest, method: HTTPMethod) -> Route {
+    /// The route of `request`, whose ``RequestFacts`` are `facts`.
+    func route(_ request: URLRequest, _ facts: RequestFacts) -> Route {
         // Most requests carry no field at all: then none of the field lookups below can find one.
-        let hasFields = !(request.allHTTPHeaderFields?.isEmpty ?? true)
+        let hasFields = facts.hasFields, method = facts.method
         func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
         if hasFields, configuration.bypassFields.contains(where: has) { return .bypass }
         if method.invalidatesCaches { return .invalidate }
@@ -134,27 +134,28 @@ struct CacheStrategy: Sendable {
 
     /// What `request` does with `record` (the stored responses of its key; `nil`: none) at
     /// `now`, for the request's `partition`.
-    func before(_ request: URLRequest, record: CacheRecord?, partition: String, inScope: Set<String>, now: Date) -> Before {
-        let directives = rules.requestDirectives(request)
-        let onlyIfCached = directives.onlyIfCached || request.cachePolicy == .returnCacheDataDontLoad
+    func before(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
+                now: Date) -> Before {
+        let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
+        let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
             if onlyIfCached { return .gatewayTimeout }
             // No stored variant matches the request's Vary fields; the origin may still say one
             // of them is the right one (RFC 9111 §4.3.1): offer their entity tags.
             let alternates = record?.variants.filter { $0.status != 206 && $0.partition == partition && $0.etag != nil } ?? []
-            guard HTTPMethod(request) == .get, !alternates.isEmpty else { return .send(request, .fetching(stored: nil)) }
+            guard facts.method == .get, !alternates.isEmpty else { return .send(request, .fetching(stored: nil)) }
             var conditional = request
             let tags = alternates.compactMap(\.etag).map(CacheRules.quotedEntityTag)
             conditional.setValue(tags.joined(separator: ", "), forHTTPHeaderField: "If-None-Match")
             return .send(conditional, .validating(stored: nil, alternates: alternates))
         }
-        switch rules.use(of: entry, for: request, directives: directives, now: now) {
+        switch rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: directives, now: now) {
         case .fresh:
-            return .serve(rules.response(from: entry, for: request, now: now, source: .cache), stale: nil)
+            return .serve(rules.response(from: entry, for: facts, now: now, source: .cache), stale: nil)
         case .stale(let reason):
-            return .serve(rules.response(from: entry, for: request, now: now, source: .stale), stale: reason)
+            return .serve(rules.response(from: entry, for: facts, now: now, source: .stale), stale: reason)
         case .staleWhileRevalidate:
-            let stale = rules.response(from: entry, for: request, now: now, source: .stale)
+            let stale = rules.response(from: entry, for: facts, now: now, source: .stale)
             let conditional = rules.conditionalRequest(request, for: entry)
             var refresh = conditional ?? request
             refresh.httpMethod = HTTPMethod.get.rawValue
@@ -178,9 +179,9 @@ struct CacheStrategy: Sendable {
     /// - else the origin is asked: for the bytes the pieces lack (one span) with `If-Range`
     ///   naming their strong entity tag; for the range with `If-Range` naming a full response
     ///   that needs validation (a `206` then confirms it); or for the range as it is.
-    func before(_ request: URLRequest, range: ByteRange, record: CacheRecord?, partition: String, inScope: Set<String>,
-                now: Date) -> Before {
-        let whole = before(request, record: record, partition: partition, inScope: inScope, now: now)
+    func before(_ request: URLRequest, _ facts: RequestFacts, range: ByteRange, record: CacheRecord?, partition: String,
+                inScope: Set<String>, now: Date) -> Before {
+        let whole = before(request, facts, record: record, partition: partition, inScope: inScope, now: now)
         switch whole {
         case .serve(let full, let stale) where full.status == 200:
             return .serve(rules.partialResponse(full, range: range), stale: stale)
@@ -190,11 +191,11 @@ struct CacheStrategy: Sendable {
         default:
             break
         }
-        let directives = rules.requestDirectives(request)
-        let onlyIfCached = directives.onlyIfCached || request.cachePolicy == .returnCacheDataDontLoad
+        let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
+        let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         if let record, let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
            let pieces = PartialContent(entry), let tag = entry.etag {
-            let use = rules.use(of: entry, for: request, directives: directives, now: now)
+            let use = rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: directives, now: now)
             let bounds = range.bounds(length: pieces.length)
             if case .reload = use { return .send(request, .ranging(range, stored: nil)) }
             let stale: StaleReason?? = switch use {

@@ -132,7 +132,12 @@ public final class HTTPCache: ServiceHook {
     /// The ``Location`` of `request`, remembered per URL text (namespace included, so a hit
     /// builds no key); `nil` when it cannot be cached.
     private func locate(_ request: URLRequest) -> Location? {
-        guard let url = request.url else { return nil }
+        locate(request.url)
+    }
+
+    /// The ``Location`` of a request for `url`.
+    private func locate(_ url: URL?) -> Location? {
+        guard let url else { return nil }
         return memo.value(for: url, size: { $0.key.utf8.count }) { text in
             guard let canonical = configuration.keyPolicy.canonicalURL(text: text) else { return nil }
             let key = partitioner.redactingSecrets(in: canonical)
@@ -143,8 +148,8 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// The partition of `request` (see ``CachePartitioner``).
-    private func partition(of request: URLRequest, at location: Location, inScope: Set<String>) -> String {
-        partitioner.partition(for: request, userinfo: location.userinfo, inScope: inScope)
+    private func partition(of request: URLRequest, _ facts: RequestFacts, at location: Location, inScope: Set<String>) -> String {
+        partitioner.partition(for: request, hasFields: facts.hasFields, userinfo: location.userinfo, inScope: inScope)
     }
 
     /// The names of the credential fields in scope for the current task, lowercased.
@@ -191,9 +196,10 @@ public final class HTTPCache: ServiceHook {
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        let method = HTTPMethod(request)
-        let route = strategy.route(request, method: method)
-        guard route != .bypass, let location = locate(request) else {
+        let facts = RequestFacts(request)
+        let method = facts.method
+        let route = strategy.route(request, facts)
+        guard route != .bypass, let location = locate(facts.url) else {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         }
@@ -212,23 +218,23 @@ public final class HTTPCache: ServiceHook {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         case .callerConditional:
-            context[StateKey.self] = state(partition: partition(of: request, at: location, inScope: inScope), mode: .callerConditional)
+            context[StateKey.self] = state(partition: partition(of: request, facts, at: location, inScope: inScope), mode: .callerConditional)
             count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         case .range(let range):
-            let partition = partition(of: request, at: location, inScope: inScope)
+            let partition = partition(of: request, facts, at: location, inScope: inScope)
             let record = await lookup(location.key)
-            let before = strategy.before(request, range: range, record: record, partition: partition, inScope: inScope, now: requestTime)
+            let before = strategy.before(request, facts, range: range, record: record, partition: partition, inScope: inScope, now: requestTime)
             return act(on: before, request: request, key: location.key, lead: nil, context: context) {
                 state(partition: partition, record: record, mode: $0)
             }
         case .lookup:
             // The hit path builds no per-request state: only what goes to the origin needs one.
-            let partition = partition(of: request, at: location, inScope: inScope)
+            let partition = partition(of: request, facts, at: location, inScope: inScope)
             let writesBefore = writeCount.load(ordering: .acquiring)
             // A memory storage answers without suspending: the hit path makes no async call for it.
             var record = if let memory { memory.recordNow(for: location.key) } else { await lookup(location.key) }
-            var before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
+            var before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
             var lead: Lead?
             if case .send = before, configuration.coalescesRequests {
                 let flightKey = RequestCoalescer.key(location.key, request)
@@ -238,7 +244,7 @@ public final class HTTPCache: ServiceHook {
                     // Another leader may have stored the entry between our lookup and our lead.
                     if writeCount.load(ordering: .acquiring) != writesBefore {
                         record = await lookup(location.key)
-                        before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
+                        before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
                     }
                     if case .send = before, let coordinator {
                         let name = partitioner.fetchName(flightKey)
@@ -246,14 +252,14 @@ public final class HTTPCache: ServiceHook {
                             lead = .flight(flightKey, claim: name)
                             // Another process may have stored it between our lookup and our claim.
                             record = await lookup(location.key)
-                            before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: requestTime)
+                            before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
                         } else {
                             // Another process fetches it: wait for its answer, then look again;
                             // still missing (it failed, or its claim lapsed), fetch it here.
                             await coordinator.wait(for: name)
                             count(.coalesced, context) { $0.coalesced += 1 }
                             record = await lookup(location.key)
-                            before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: now())
+                            before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
                             if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
                         }
                     }
@@ -261,7 +267,7 @@ public final class HTTPCache: ServiceHook {
                     try Task.checkCancellation()
                     count(.coalesced, context) { $0.coalesced += 1 }
                     record = await lookup(location.key)
-                    before = strategy.before(request, record: record, partition: partition, inScope: inScope, now: now())
+                    before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
                 }
             }
             return act(on: before, request: request, key: location.key, lead: lead, context: context) {
@@ -337,7 +343,7 @@ public final class HTTPCache: ServiceHook {
             // Answered for another URL than the one looked up (a redirect, or an inner hook that
             // rewrote the URL): what was stored for the lookup is neither merged nor removed.
             exchange.redirected = target != state.key
-            exchange.partition = location.map { partition(of: exchange.answered, at: $0, inScope: state.inScope) } ?? ""
+            exchange.partition = location.map { partitioner.partition(for: exchange.answered, userinfo: $0.userinfo, inScope: state.inScope) } ?? ""
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         count(after, response: response, state: state, context: context)

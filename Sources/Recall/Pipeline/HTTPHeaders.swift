@@ -21,6 +21,13 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
             self.name = name
             self.value = value.trimmingOWS
         }
+
+        /// A field whose value is known to have no surrounding whitespace (a number the cache
+        /// made): nothing to trim.
+        init(name: String, trimmedValue: String) {
+            self.name = name
+            self.value = trimmedValue
+        }
     }
 
     /// The fields in the order they were added.
@@ -102,7 +109,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// A copy as ``replace(_:with:)`` leaves it, made in one allocation (copying, then
-    /// appending, makes two; every cache hit sets `Age` this way).
+    /// appending, makes two; every cache hit sets `Age` this way). `value` has no surrounding
+    /// whitespace.
     func replacing(_ name: String, with value: String) -> HTTPHeaders {
         var copy = HTTPHeaders()
         copy.fields.reserveCapacity(fields.count + 1)
@@ -112,19 +120,19 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
                 copy.fields.append(field)
                 continue
             }
-            if !replaced { copy.fields.append(Field(name: field.name, value: value)) }
+            if !replaced { copy.fields.append(Field(name: field.name, trimmedValue: value)) }
             replaced = true
         }
-        if !replaced { copy.fields.append(Field(name: name, value: value)) }
+        if !replaced { copy.fields.append(Field(name: name, trimmedValue: value)) }
         return copy
     }
 
-    /// A copy with one more field at the end, made in one allocation.
+    /// A copy with one more field at the end, made in one allocation. `value` has no surrounding whitespace.
     func appending(_ name: String, _ value: String) -> HTTPHeaders {
         var copy = HTTPHeaders()
         copy.fields.reserveCapacity(fields.count + 1)
         copy.fields.append(contentsOf: fields)
-        copy.fields.append(Field(name: name, value: value))
+        copy.fields.append(Field(name: name, trimmedValue: value))
         return copy
     }
 

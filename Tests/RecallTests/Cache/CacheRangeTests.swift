@@ -131,7 +131,7 @@ struct CacheRangeTests {
 
     func before(_ range: String, stored: CacheEntry?, age: Double = 0, fields: [String: String] = [:]) -> CacheStrategyTests.Outcome {
         let request = request(fields.merging(["Range": range]) { $1 })
-        guard case .range(let byteRange) = Self.strategy.route(request, method: .get) else { return .bypass }
+        guard case .range(let byteRange) = Self.strategy.route(request, RequestFacts(request)) else { return .bypass }
         let record = stored.map { CacheRecord(key: "k", variants: [$0]) }
         return CacheStrategyTests.Outcome(Self.strategy.before(request, range: byteRange, record: record, partition: "",
                                                                inScope: [], now: Self.t0 + age))

@@ -63,7 +63,7 @@ struct CacheStrategyTests {
     @Test("route: from the method and fields alone", arguments: routes)
     func route(row: RouteRow) {
         let request = Self.request(row.method, row.fields)
-        #expect(Self.strategy.route(request, method: HTTPMethod(request)) == row.route)
+        #expect(Self.strategy.route(request, RequestFacts(request)) == row.route)
     }
 
     // MARK: Before the network
@@ -229,7 +229,7 @@ struct CacheStrategyTests {
     @Test("before a range: 206 or 416 from a usable stored full response, else the origin", arguments: ranges)
     func beforeRange(row: BeforeRow) throws {
         let request = Self.request(row.method, row.fields)
-        guard case .range(let range) = Self.strategy.route(request, method: .get) else {
+        guard case .range(let range) = Self.strategy.route(request, RequestFacts(request)) else {
             Issue.record("not routed as a range")
             return
         }
@@ -473,5 +473,18 @@ struct CacheStrategyTests {
             #expect(Self.strategy.afterFailure(TransportError(.cannotConnect, message: "x"), mode: mode, request: Self.request(),
                                                now: Self.t0) == .fail)
         }
+    }
+}
+
+extension CacheStrategy {
+    /// The decision for `request`, reading its ``RequestFacts`` as the cache does.
+    func before(_ request: URLRequest, record: CacheRecord?, partition: String, inScope: Set<String>, now: Date) -> Before {
+        before(request, RequestFacts(request), record: record, partition: partition, inScope: inScope, now: now)
+    }
+
+    /// The decision for `request`'s `range`, reading its ``RequestFacts`` as the cache does.
+    func before(_ request: URLRequest, range: ByteRange, record: CacheRecord?, partition: String, inScope: Set<String>,
+                now: Date) -> Before {
+        before(request, RequestFacts(request), range: range, record: record, partition: partition, inScope: inScope, now: now)
     }
 }
