@@ -22,6 +22,9 @@ import Darwin
 ///   opened; a total byte limit is kept by evicting with the chosen policy (S3-FIFO by default).
 /// - The directory is locked (`flock`) while open: a second storage on the same directory,
 ///   in this process or another, gets ``CacheStorageError/locked(_:)`` instead of corrupting it.
+/// - The directory is held open, and every file is opened, renamed and removed relative to it:
+///   if its path is renamed, replaced or made a link while the storage is open, reads and
+///   writes still go to the directory that was checked when it opened.
 ///
 /// **The directory belongs to the cache and to you.** It must be new, empty, or a Recall cache
 /// (it holds a `.recall-cache` file, mode 0600, with the storage's ``secret``); it must be
@@ -33,8 +36,11 @@ import Darwin
 public final class DiskStorage: CacheByteStore {
     /// The cache directory.
     public let directory: URL
-    /// The directory's path with a trailing slash.
-    private let directoryPrefix: String
+    /// The directory, held open from the start: every file is opened, renamed and removed
+    /// relative to it (`openat`, `renameat`, `unlinkat`). A hit walks one path component, not
+    /// the whole path; and if the path is renamed, replaced or made a link while the storage is
+    /// open, reads and writes still go to the one directory that was checked when it opened.
+    private let directoryDescriptor: Int32
     /// The most bytes of files kept.
     public let byteLimit: Int
     /// The largest single record written (and read: a larger file is not a record of this cache).
@@ -84,7 +90,6 @@ public final class DiskStorage: CacheByteStore {
     public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, pendingByteLimit: Int = 16 << 20,
                 eviction: Eviction = .s3fifo) throws {
         self.directory = directory
-        self.directoryPrefix = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
         self.byteLimit = max(0, byteLimit)
         self.entryLimit = max(0, entryLimit)
         self.pendingByteLimit = max(0, pendingByteLimit)
@@ -92,36 +97,34 @@ public final class DiskStorage: CacheByteStore {
         guard directory.isFileURL, !path.isEmpty else {
             throw CacheStorageError.directory("'\(directory)' is not a directory path")
         }
-        try Self.prepare(path)
+        let directoryDescriptor = try Self.openDirectory(path)
+        var descriptor: Int32 = -1
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: path)
+            names = try Self.names(in: directoryDescriptor, path: path)
+            let hasMarker = names.contains(Self.markerName)
+            if !hasMarker, let stranger = names.first(where: { !Self.isOwnName($0) }) {
+                throw CacheStorageError.directory(
+                    "\(path) is not empty and is not a Recall cache (it holds '\(stranger)' and no \(Self.markerName) file); "
+                        + "give DiskStorage a new or empty directory of its own, such as ~/.cache/recall")
+            }
+            let lockPath = path + "/" + Self.lockName
+            descriptor = openat(directoryDescriptor, Self.lockName, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+            guard descriptor >= 0 else {
+                throw CacheStorageError.directory("cannot open \(lockPath): \(String(cString: strerror(errno)))"
+                    + (errno == ELOOP ? " (it is a symbolic link: remove it)" : ""))
+            }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                throw CacheStorageError.locked("\(path) is open in another DiskStorage (this or another process)")
+            }
+            secret = try Self.loadOrCreateSecret(in: directoryDescriptor, path: path)
         } catch {
-            throw CacheStorageError.directory("cannot list \(path): \(error.localizedDescription)")
-        }
-        let hasMarker = names.contains(Self.markerName)
-        if !hasMarker, let stranger = names.first(where: { !Self.isOwnName($0) }) {
-            throw CacheStorageError.directory(
-                "\(path) is not empty and is not a Recall cache (it holds '\(stranger)' and no \(Self.markerName) file); "
-                    + "give DiskStorage a new or empty directory of its own, such as ~/.cache/recall")
-        }
-        let lockPath = path + "/" + Self.lockName
-        let descriptor = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard descriptor >= 0 else {
-            throw CacheStorageError.directory("cannot open \(lockPath): \(String(cString: strerror(errno)))"
-                + (errno == ELOOP ? " (it is a symbolic link: remove it)" : ""))
-        }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            close(descriptor)
-            throw CacheStorageError.locked("\(path) is open in another DiskStorage (this or another process)")
-        }
-        do {
-            secret = try Self.loadOrCreateSecret(in: path)
-        } catch {
-            close(descriptor)
+            if descriptor >= 0 { close(descriptor) }
+            close(directoryDescriptor)
             throw error
         }
         self.lockDescriptor = descriptor
+        self.directoryDescriptor = directoryDescriptor
 
         var policy = eviction.make()
         policy.setCapacity(byteLimit: self.byteLimit, countLimit: Int.max)
@@ -129,14 +132,13 @@ public final class DiskStorage: CacheByteStore {
         var found: [(name: String, size: Int, modified: Double)] = []
         var cleaned = 0
         for name in names where name != Self.markerName && name != Self.lockName && Self.isOwnName(name) {
-            let file = path + "/" + name
             var info = stat()
-            guard lstat(file, &info) == 0 else { continue }
+            guard fstatat(directoryDescriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
             let regular = (info.st_mode & S_IFMT) == S_IFREG
             if !name.hasSuffix(Self.suffix) || !regular || Int(info.st_size) > self.entryLimit {
                 // A write interrupted by a crash, or something that is not a record of this cache
                 // under one of its names (a link, a pipe, an oversized file): never read it.
-                if (info.st_mode & S_IFMT) == S_IFDIR { rmdir(file) } else { unlink(file) }
+                Self.removeFile(name, in: directoryDescriptor)
                 if name.hasSuffix(Self.suffix) { cleaned += 1 }
                 continue
             }
@@ -157,9 +159,10 @@ public final class DiskStorage: CacheByteStore {
         self.state = Locked(state)
     }
 
-    /// Creates the directory (mode 0700) or checks that an existing one is safe to use: a
-    /// directory, owned by the current user, not writable by group or others.
-    private static func prepare(_ path: String) throws {
+    /// Creates the directory (mode 0700) if needed and opens it, checking that what was opened
+    /// is safe to use: a directory, owned by the current user, not writable by group or others.
+    /// The checks are made on the open descriptor, so they hold for the directory used.
+    private static func openDirectory(_ path: String) throws -> Int32 {
         var info = stat()
         if stat(path, &info) != 0 {
             guard errno == ENOENT else {
@@ -171,11 +174,26 @@ public final class DiskStorage: CacheByteStore {
             } catch {
                 throw CacheStorageError.directory("cannot create \(path): \(error.localizedDescription)")
             }
-            guard stat(path, &info) == 0 else {
-                throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
-            }
         }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CacheStorageError.directory(errno == ENOTDIR ? "\(path) exists and is not a directory"
+                                                               : "cannot use \(path): \(String(cString: strerror(errno)))")
+        }
+        do {
+            try check(descriptor, path: path)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        return descriptor
+    }
+
+    /// Checks that the open directory `descriptor` (at `path`) is owned by the current user
+    /// and not writable by group or others.
+    private static func check(_ descriptor: Int32, path: String) throws {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw CacheStorageError.directory("\(path) exists and is not a directory")
         }
         guard info.st_uid == geteuid() else {
@@ -209,11 +227,37 @@ public final class DiskStorage: CacheByteStore {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
     }
 
+    /// The names in the open directory `descriptor` (at `path`), without `.` and `..`.
+    private static func names(in descriptor: Int32, path: String) throws -> [String] {
+        // fdopendir takes the descriptor it is given: give it a copy, the storage keeps its own.
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw CacheStorageError.directory("cannot list \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                String(cString: UnsafeRawPointer(tuple).assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes the file `name` in the directory `descriptor`, or the empty directory squatting
+    /// on the name.
+    private static func removeFile(_ name: String, in descriptor: Int32) {
+        if unlinkat(descriptor, name, 0) != 0, errno == EISDIR || errno == EPERM { unlinkat(descriptor, name, AT_REMOVEDIR) }
+    }
+
     /// Reads the secret from the `.recall-cache` file, or writes a new one (a new cache, or a
     /// first-edition cache without one, or a damaged file).
-    private static func loadOrCreateSecret(in path: String) throws -> [UInt8] {
+    private static func loadOrCreateSecret(in directory: Int32, path: String) throws -> [UInt8] {
         let markerPath = path + "/" + markerName
-        if let data = try? readFile(markerPath, limit: 4096), let text = String(data: data, encoding: .utf8),
+        if let data = try? readFile(markerName, in: directory, limit: 4096), let text = String(data: data, encoding: .utf8),
            text.hasPrefix(markerHeader) {
             let hex = Array(text.dropFirst(markerHeader.count).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
             if hex.count == StorageSecret.byteCount * 2, hex.allSatisfy(isLowerHex) {
@@ -224,9 +268,9 @@ public final class DiskStorage: CacheByteStore {
         let contents = Data((markerHeader + SHA256.hexString(secret) + "\n").utf8)
         // The directory is locked: no other storage writes the file meanwhile. A crash while it is
         // written leaves a damaged file, which the next open replaces like this.
-        unlink(markerPath)
-        if let failure = writeFile(contents, to: markerPath) {
-            unlink(markerPath)
+        unlinkat(directory, markerName, 0)
+        if let failure = writeFile(contents, to: markerName, in: directory) {
+            unlinkat(directory, markerName, 0)
             throw CacheStorageError.directory("cannot write \(markerPath): \(failure)")
         }
         return secret
@@ -236,6 +280,7 @@ public final class DiskStorage: CacheByteStore {
         // Queued writes hold a strong reference, so by now every write has landed.
         flock(lockDescriptor, LOCK_UN)
         close(lockDescriptor)
+        close(directoryDescriptor)
     }
 
     /// The file name for `key`: its SHA-256 in hex.
@@ -251,10 +296,6 @@ public final class DiskStorage: CacheByteStore {
         }
         return computed
     }
-
-    /// The path of the file `name` in the directory, by string concatenation (no Foundation
-    /// `URL` built and taken apart on every read).
-    private func path(of name: String) -> String { directoryPrefix + name }
 
     /// The bytes under `key`: a pending write if there is one, else the file's. A file that
     /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
@@ -285,7 +326,7 @@ public final class DiskStorage: CacheByteStore {
         case nil: break
         }
         guard let size = lookup.size else { return nil }
-        guard let data = try? Self.readFile(path(of: name), limit: entryLimit, expectedSize: size) else {
+        guard let data = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size) else {
             discard(name)
             return nil
         }
@@ -302,16 +343,17 @@ public final class DiskStorage: CacheByteStore {
     /// `data`) the file no longer holds those bytes. Under the state lock, where writes rename
     /// their files into place, so the check and the removal are one step.
     private func discard(_ name: String, ifStill data: Data? = nil) {
-        let path = path(of: name)
         state.withLock { state in
             guard state.pending[name] == nil, state.sizes[name] != nil else { return }
-            if let data, let current = try? Self.readFile(path, limit: entryLimit), current != data { return }
+            if let data, let current = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit), current != data {
+                return
+            }
             guard let size = state.sizes.removeValue(forKey: name) else { return }
             state.policy.recordRemoval(name)
             state.statistics.count -= 1
             state.statistics.bytes -= size
             state.statistics.corruptRemoved += 1
-            if unlink(path) != 0 { rmdir(path) } // an empty directory squatting on the name
+            Self.removeFile(name, in: directoryDescriptor)
         }
     }
 
@@ -376,7 +418,6 @@ public final class DiskStorage: CacheByteStore {
 
     private func write(_ data: Data, name: String, generation: UInt64) {
         defer { state.withLock { $0.pendingBytes -= data.count } }
-        let path = path(of: name)
         guard data.count <= entryLimit, data.count <= byteLimit else {
             state.withLock { state in
                 state.statistics.rejected += 1
@@ -385,12 +426,12 @@ public final class DiskStorage: CacheByteStore {
             }
             return
         }
-        let temporary = path + ".tmp-\(generation)-\(getpid())"
-        let failure = Self.writeFile(data, to: temporary)
+        let temporary = name + ".tmp-\(generation)-\(getpid())"
+        let failure = Self.writeFile(data, to: temporary, in: directoryDescriptor)
         state.withLock { state in
             defer { finishLocked(name, generation: generation, in: &state) }
-            guard failure == nil, rename(temporary, path) == 0 else {
-                unlink(temporary)
+            guard failure == nil, renameat(directoryDescriptor, temporary, directoryDescriptor, name) == 0 else {
+                unlinkat(directoryDescriptor, temporary, 0)
                 state.statistics.writeFailures += 1
                 deleteLocked(name, from: &state)
                 return
@@ -411,7 +452,7 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
-    /// The whole file at `path`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs
+    /// The whole file `name` in the directory `directory`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs
     /// more than the read itself for small files on Linux). Only a regular file of at most
     /// `limit` bytes is read: a symbolic link, a pipe (which would block) or a device is refused.
     ///
@@ -421,8 +462,8 @@ public final class DiskStorage: CacheByteStore {
     /// opened non-blocking has nothing (or would need a writer in the cache's own 0700
     /// directory), and a device needs `mknod`. Anything else — the file was replaced
     /// meanwhile, or is not a regular file — is decided by the `fstat` path.
-    private static func readFile(_ path: String, limit: Int, expectedSize: Int? = nil) throws -> Data {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    private static func readFile(_ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil) throws -> Data {
+        let descriptor = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         if let expectedSize, expectedSize > 0, expectedSize <= limit {
@@ -464,9 +505,10 @@ public final class DiskStorage: CacheByteStore {
         return offset
     }
 
-    /// Writes `data` to a new file at `path` (mode 0600); returns an error text on failure.
-    private static func writeFile(_ data: Data, to path: String) -> String? {
-        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    /// Writes `data` to a new file `name` in the directory `directory` (mode 0600); returns an
+    /// error text on failure.
+    private static func writeFile(_ data: Data, to name: String, in directory: Int32) -> String? {
+        let descriptor = openat(directory, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { return String(cString: strerror(errno)) }
         defer { close(descriptor) }
         return data.withUnsafeBytes { raw -> String? in
@@ -484,7 +526,7 @@ public final class DiskStorage: CacheByteStore {
     }
 
     private func deleteLocked(_ name: String, from state: inout State) {
-        unlink(path(of: name))
+        unlinkat(directoryDescriptor, name, 0)
         guard let size = state.sizes.removeValue(forKey: name) else { return }
         state.policy.recordRemoval(name)
         state.statistics.count -= 1

@@ -167,6 +167,29 @@ struct DirectorySafetyTests {
         #expect(FileManager.default.fileExists(atPath: outside)) // the link is removed, its target is not
     }
 
+    @Test("the directory's path swapped for a link to another directory while open: reads and writes stay in the one opened")
+    func pathSwappedWhileOpen() async throws {
+        let directory = temporaryDirectory()
+        let moved = URL(fileURLWithPath: directory.path + "-moved"), elsewhere = URL(fileURLWithPath: directory.path + "-elsewhere")
+        defer { for url in [directory, moved, elsewhere] { try? FileManager.default.removeItem(at: url) } }
+        let storage = try DiskStorage(directory: directory)
+        let before = makeRecord("https://x.test/before"), after = makeRecord("https://x.test/after")
+        await storage.store(before)
+        await storage.flush()
+        // The cache directory is moved away and its path made a link to a directory of someone else's choosing.
+        #expect(rename(directory.path, moved.path) == 0)
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        #expect(symlink(elsewhere.path, directory.path) == 0)
+        await storage.store(after)
+        await storage.flush()
+        #expect(await storage.record(for: "https://x.test/before") == before) // read from the directory opened
+        #expect(await storage.record(for: "https://x.test/after") == after)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty) // nothing written through the link
+        let kept = try FileManager.default.contentsOfDirectory(atPath: moved.path)
+        for key in ["https://x.test/before", "https://x.test/after"] { #expect(kept.contains(DiskStorage.fileName(for: key))) }
+        #expect(storage.statistics.corruptRemoved == 0)
+    }
+
     @Test("at open, links, pipes and oversized files under entry names are removed, not indexed")
     func openIgnoresNonRecords() async throws {
         let directory = temporaryDirectory()
