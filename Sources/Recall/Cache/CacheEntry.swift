@@ -67,38 +67,40 @@ public struct CacheEntry: Sendable, Hashable {
         init(_ headers: HTTPHeaders) {
             // One pass over the fields (every record read from a byte store is parsed anew):
             // names are told apart by length first, then compared without regard to case.
-            var cacheControl: [String] = [], dates: [String] = [], ages: [String] = [], expires: [String] = []
-            var modified: [String] = [], vary: [String] = [], etags: [String] = []
+            // Each name's values are joined as they come (RFC 9110 §5.3): a name seen once, as
+            // nearly all are, makes no list and no new string.
+            var cacheControl: String?, date: String?, age: String?, modified: String?, vary: String?, etag: String?
+            var expires: [String] = []
+            func join(_ value: String, to joined: inout String?) { joined = joined.map { $0 + ", " + value } ?? value }
             for field in headers.fields {
                 let name = field.name
                 func named(_ candidate: String) -> Bool { HTTPHeaders.namesEqual(name, candidate) }
                 switch name.utf8.count {
-                case 3 where named("Age"): ages.append(field.value)
-                case 4 where named("Date"): dates.append(field.value)
-                case 4 where named("Vary"): vary.append(field.value)
-                case 4 where named("ETag"): etags.append(field.value)
+                case 3 where named("Age"): if age == nil { age = field.value } // only the first counts
+                case 4 where named("Date"): join(field.value, to: &date)
+                case 4 where named("Vary"): join(field.value, to: &vary)
+                case 4 where named("ETag"): join(field.value, to: &etag)
                 case 7 where named("Expires"): expires.append(field.value)
-                case 13 where named("Cache-Control"): cacheControl.append(field.value)
-                case 13 where named("Last-Modified"): modified.append(field.value)
+                case 13 where named("Cache-Control"): join(field.value, to: &cacheControl)
+                case 13 where named("Last-Modified"): join(field.value, to: &modified)
                 default: break
                 }
             }
-            func joined(_ values: [String]) -> String? { values.isEmpty ? nil : values.joined(separator: ", ") }
             self.cacheControl = CacheControl(cacheControl)
-            date = joined(dates).flatMap { HTTPDate.parse($0) }
-            age = Self.age(ages)
+            self.date = date.flatMap { HTTPDate.parse($0) }
+            self.age = Self.age(age)
             self.expires = expires
-            lastModified = joined(modified)
-            lastModifiedDate = lastModified.flatMap { HTTPDate.parse($0) }
-            varyNames = Self.varyNames(vary)
-            etag = joined(etags)
-            hasAge = !ages.isEmpty
+            lastModified = modified
+            lastModifiedDate = modified.flatMap { HTTPDate.parse($0) }
+            varyNames = vary.map { Self.varyNames([$0]) } ?? []
+            self.etag = etag
+            hasAge = age != nil
         }
 
         /// The `Age` of the `Age` field values (RFC 9111 §5.1): the first member when the field is
         /// a list (on one line or several), ignored (0) when that member is not a non-negative integer.
-        private static func age(_ values: [String]) -> Int {
-            guard let first = values.first else { return 0 }
+        private static func age(_ first: String?) -> Int {
+            guard let first else { return 0 }
             let member = first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingOWS } ?? ""
             return CacheControl.deltaSeconds(String(member)) ?? 0
         }

@@ -52,7 +52,7 @@ extension CacheByteStore {
     /// with ``removeCorrupt(_:ifStill:)``) or holds another key's. `sharingBuffer`: large bodies
     /// may refer to `data`'s bytes (only for a buffer nothing else holds; see `CacheRecordCodec`).
     func record(decoding data: Data, for key: String, sharingBuffer: Bool = false) async -> CacheRecord? {
-        guard let record = try? CacheRecordCodec.decode(data, sharingBuffer: sharingBuffer) else {
+        guard let record = try? CacheRecordCodec.decode(data, sharingBuffer: sharingBuffer, expectedKey: key) else {
             await removeCorrupt(key, ifStill: data)
             return nil
         }

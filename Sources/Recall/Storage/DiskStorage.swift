@@ -463,7 +463,8 @@ public final class DiskStorage: CacheByteStore {
     /// directory), and a device needs `mknod`. Anything else — the file was replaced
     /// meanwhile, or is not a regular file — is decided by the `fstat` path.
     private static func readFile(_ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil) throws -> Data {
-        let descriptor = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        // (withCString hands over the string's own bytes; passing the String converts it to a new array.)
+        let descriptor = name.withCString { openat(directory, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         if let expectedSize, expectedSize > 0, expectedSize <= limit {

@@ -4,46 +4,72 @@ import Testing
 
 @Suite("Record format: versions, checksums, bodies read in place")
 struct CacheRecordCodecTests {
-    /// `record` in format version 3 or 4 as an earlier Recall wrote it: the same layout under
-    /// the one-lane checksum.
-    private func legacyBytes(_ record: CacheRecord, partial: Bool = false) -> Data {
+    /// `record` in an older format `version` as an earlier Recall wrote it: the same layout
+    /// under that version's `checksum`.
+    private func olderBytes(_ record: CacheRecord, version: UInt8, checksum: (UnsafeRawBufferPointer) -> UInt64) -> Data {
         var bytes = CacheRecordCodec.encode(record)
-        bytes[4] = partial ? CacheRecordCodec.legacyPartialVersion : CacheRecordCodec.legacyVersion
+        bytes[4] = version
         let payload = bytes[CacheRecordCodec.headerSize...]
-        let checksum = payload.withUnsafeBytes { CacheRecordCodec.legacyChecksum($0) }
-        withUnsafeBytes(of: checksum.littleEndian) { bytes.replaceSubrange(13..<21, with: $0) }
+        let sum = payload.withUnsafeBytes { checksum($0) }
+        withUnsafeBytes(of: sum.littleEndian) { bytes.replaceSubrange(13..<21, with: $0) }
         return bytes
     }
 
-    @Test("records written by an earlier Recall (versions 3 and 4) still decode; the current version is written")
-    func legacyVersions() throws {
+    @Test("records written by an earlier Recall (versions 3 to 6) still decode; the current version is written")
+    func olderVersions() throws {
         let record = makeRecord("https://x.test/old", bodySize: 10_000)
         let current = CacheRecordCodec.encode(record)
         #expect(current[4] == CacheRecordCodec.version)
-        #expect(try CacheRecordCodec.decode(legacyBytes(record)) == record)
-        #expect(try CacheRecordCodec.decode(legacyBytes(record, partial: true)) == record)
-        // The two checksums differ, so a file is checked with its own version's.
-        var mislabelled = current
-        mislabelled[4] = CacheRecordCodec.legacyVersion
-        #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(mislabelled) }
+        let older: [(UInt8, (UnsafeRawBufferPointer) -> UInt64)] = [
+            (CacheRecordCodec.legacyVersion, CacheRecordCodec.legacyChecksum),
+            (CacheRecordCodec.legacyPartialVersion, CacheRecordCodec.legacyChecksum),
+            (CacheRecordCodec.fourLaneVersion, CacheRecordCodec.fourLaneChecksum),
+            (CacheRecordCodec.fourLanePartialVersion, CacheRecordCodec.fourLaneChecksum),
+        ]
+        for (version, checksum) in older {
+            #expect(try CacheRecordCodec.decode(olderBytes(record, version: version, checksum: checksum)) == record, "version \(version)")
+            // The checksums differ, so a file is checked with its own version's.
+            var mislabelled = current
+            mislabelled[4] = version
+            #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(mislabelled) }
+        }
         var unknown = current
-        unknown[4] = 7
+        unknown[4] = 9
         #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(unknown) }
     }
 
-    @Test("any changed bit fails the checksum, at every length around the four lanes' 32-byte step and the 8-byte words")
+    @Test("any changed bit fails either checksum, at every length around the 64-byte blocks, the 32-byte steps and the 8-byte words")
     func checksumCatchesChanges() {
         var generator = SeededRandomSource(seed: 11)
-        for length in 0...130 {
+        for length in 0...200 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            let original = bytes.withUnsafeBytes { CacheRecordCodec.checksum($0) }
-            for position in 0..<length {
-                for bit in [0, 7] {
-                    var changed = bytes
-                    changed[position] ^= 1 << bit
-                    #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "length \(length), byte \(position)")
+            for checksum in [CacheRecordCodec.checksum as (UnsafeRawBufferPointer) -> UInt64, CacheRecordCodec.fourLaneChecksum] {
+                let original = bytes.withUnsafeBytes { checksum($0) }
+                for position in 0..<length {
+                    for bit in [0, 7] {
+                        var changed = bytes
+                        changed[position] ^= 1 << bit
+                        #expect(changed.withUnsafeBytes { checksum($0) } != original, "length \(length), byte \(position)")
+                    }
                 }
             }
+        }
+    }
+
+    @Test("the sums checksum catches what plain sums miss: swapped words of one lane, moved blocks, a zeroed tail")
+    func checksumCatchesMoves() {
+        var generator = SeededRandomSource(seed: 12)
+        let bytes = (0..<4_096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let original = bytes.withUnsafeBytes { CacheRecordCodec.checksum($0) }
+        var swapped = bytes // words 64 bytes apart: the same lane, so the same plain sum
+        for index in 0..<8 { swapped.swapAt(128 + index, 192 + index) }
+        var moved = bytes // two whole blocks exchanged: every lane's plain sum unchanged
+        for index in 0..<64 { moved.swapAt(index, 1_024 + index) }
+        var zeroed = bytes // a torn write: the last 1,000 bytes never reached the disk
+        for index in 3_096..<4_096 { zeroed[index] = 0 }
+        for (name, changed) in [("swapped", swapped), ("moved", moved), ("zeroed", zeroed)] {
+            #expect(changed != bytes)
+            #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "\(name)")
         }
     }
 
