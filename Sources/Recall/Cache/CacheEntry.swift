@@ -68,9 +68,11 @@ public struct CacheEntry: Sendable, Hashable {
             // One pass over the fields (every record read from a byte store is parsed anew):
             // names are told apart by length first, then compared without regard to case.
             // Each name's values are joined as they come (RFC 9110 §5.3): a name seen once, as
-            // nearly all are, makes no list and no new string.
+            // nearly all are, makes no list and no new string. Cache-Control fields are parsed
+            // each on its own (an unclosed quote in one must not swallow the next one's
+            // directives), so only a second one makes a list.
             var cacheControl: String?, date: String?, age: String?, modified: String?, vary: String?, etag: String?
-            var expires: [String] = []
+            var expires: [String] = [], moreCacheControl: [String] = []
             func join(_ value: String, to joined: inout String?) { joined = joined.map { $0 + ", " + value } ?? value }
             for field in headers.fields {
                 let name = field.name
@@ -81,12 +83,13 @@ public struct CacheEntry: Sendable, Hashable {
                 case 4 where named("Vary"): join(field.value, to: &vary)
                 case 4 where named("ETag"): join(field.value, to: &etag)
                 case 7 where named("Expires"): expires.append(field.value)
-                case 13 where named("Cache-Control"): join(field.value, to: &cacheControl)
+                case 13 where named("Cache-Control"):
+                    if cacheControl == nil { cacheControl = field.value } else { moreCacheControl.append(field.value) }
                 case 13 where named("Last-Modified"): join(field.value, to: &modified)
                 default: break
                 }
             }
-            self.cacheControl = CacheControl(cacheControl)
+            self.cacheControl = CacheControl(first: cacheControl, rest: moreCacheControl)
             self.date = date.flatMap { HTTPDate.parse($0) }
             self.age = Self.age(age)
             self.expires = expires

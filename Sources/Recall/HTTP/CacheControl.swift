@@ -21,6 +21,16 @@ public struct CacheControl: Sendable, Hashable {
         self = parsed
     }
 
+    /// Parses the values of several fields, each on its own (as the `[String]` initializer does),
+    /// given as the first and the rest: a response with one field makes no list.
+    init(first: String?, rest: [String]) {
+        var parsed = CacheControl()
+        if let first { parsed.parse(first) }
+        for value in rest { parsed.parse(value) }
+        parsed.maxAge = parsed.seconds("max-age")
+        self = parsed
+    }
+
     /// Parses one field value.
     public init(_ value: String?) {
         var parsed = CacheControl()

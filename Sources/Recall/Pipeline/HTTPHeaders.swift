@@ -23,7 +23,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
 
         /// A field whose value is known to have no surrounding whitespace (a number the cache
-        /// made): nothing to trim.
+        /// made, or a value read back from a stored record, trimmed when its field was made):
+        /// nothing to trim.
         init(name: String, trimmedValue: String) {
             self.name = name
             self.value = trimmedValue

@@ -18,8 +18,9 @@ import Foundation
 /// `206` entry, see `PartialContent`): a Recall that predates them reads such a record as
 /// corrupt (a miss) instead of serving the pieces as a response.
 /// Versions 5 and 6 are 3 and 4 with a checksum computed in four multiplying lanes
-/// (``fourLaneChecksum(_:)``); versions 7 and 8, written now, with sums in eight lanes
-/// (``checksum(_:)``, three to four times faster again). Versions 3 to 6 are still read; a Recall
+/// (``fourLaneChecksum(_:)``); versions 7 and 8, written now, with Fletcher-style sums
+/// (``checksum(_:)``, about twice as fast again). Checksums read words as little-endian on
+/// every host. Versions 3 to 6 are still read; a Recall
 /// that predates a version reads its records as corrupt (a miss).
 enum CacheRecordCodec {
     static let magic: [UInt8] = Array("RCL1".utf8)
@@ -141,27 +142,40 @@ enum CacheRecordCodec {
         }
     }
 
-    /// A 64-bit checksum of format versions 7 and 8, in the manner of Fletcher's: over 64-byte
-    /// blocks, eight lanes of 8-byte words keep a running sum and a sum of those sums (two vector
-    /// additions a block, no multiplication). A changed word changes its lane's sum; moved or
-    /// swapped words change the sum of sums, which weighs each word by its position. The sixteen
-    /// sums and then the tail are mixed into one value with multiplications, so two different
-    /// files agree by chance about as often as two random 64-bit numbers. It detects torn,
-    /// shifted and garbage files at memory speed; it is not a defence against an adversary who
-    /// can write the cache.
+    /// A 64-bit checksum of format versions 7 and 8, in the manner of Fletcher's (and of ZFS's
+    /// `fletcher4`): the payload is read in 32-byte blocks as eight streams of 32-bit words (the
+    /// low and high halves of four 8-byte lanes), and each stream keeps, in 64 bits, a running
+    /// sum of its words and a sum of those sums. That is four vector additions, two masks and no
+    /// multiplication per block. Words of 32 bits added into 64 bits cannot wrap within the
+    /// entry limit, so the running sum changes whenever one word of a stream does, and when two
+    /// words of a stream change and the running sum does not, the sum of sums (which weighs each
+    /// word by its position) does: every change to one or two words of each stream is caught,
+    /// and so are moved blocks, truncation and zeroed tails of real data. A change of three or
+    /// more words of one stream in exact proportions (+d, −2d, +d) cancels, as in every
+    /// Fletcher sum. The sixteen sums, the tail and the length are then mixed with
+    /// multiplications into one value. It detects torn and garbage files at memory speed; it
+    /// is not a defence against an adversary who can write the cache.
     static func checksum(_ data: Data) -> UInt64 {
         data.withUnsafeBytes { checksum($0) }
     }
 
     static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt64 {
-        var sums = SIMD8<UInt64>(0x9E37_79B9_7F4A_7C15, 0x6A09_E667_F3BC_C908, 0xBB67_AE85_84CA_A73B, 0x3C6E_F372_FE94_F82B,
-                                 0x510E_527F_ADE6_82D1, 0x9B05_688C_2B3E_6C1F, 0x1F83_D9AB_FB41_BD6B, 0x5BE0_CD19_137E_2179)
-        var weighted = SIMD8<UInt64>(repeating: UInt64(raw.count))
+        // Four lanes a vector (eight would not fit the SSE2 registers: measured 2× slower).
+        var low = SIMD4<UInt64>(1, 2, 3, 4), high = SIMD4<UInt64>(5, 6, 7, 8)
+        var lowSums = SIMD4<UInt64>(repeating: 0), highSums = SIMD4<UInt64>(repeating: 0)
+        let mask = SIMD4<UInt64>(repeating: 0xFFFF_FFFF)
         var offset = 0
-        while offset + 64 <= raw.count {
-            sums &+= raw.loadUnaligned(fromByteOffset: offset, as: SIMD8<UInt64>.self)
-            weighted &+= sums
-            offset += 64
+        // Loads through the base pointer: the buffer's own bounds check costs a tenth of the loop.
+        while offset + 32 <= raw.count, let base = raw.baseAddress {
+            var words = (base + offset).loadUnaligned(as: SIMD4<UInt64>.self)
+            #if _endian(big)
+            words = SIMD4(words[0].byteSwapped, words[1].byteSwapped, words[2].byteSwapped, words[3].byteSwapped)
+            #endif
+            low &+= words & mask
+            high &+= words &>> 32
+            lowSums &+= low
+            highSums &+= high
+            offset += 32
         }
         let multiplier: UInt64 = 0xBF58_476D_1CE4_E5B9
         var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count)
@@ -169,9 +183,11 @@ enum CacheRecordCodec {
             hash = (hash ^ value) &* multiplier
             hash ^= hash >> 31
         }
-        for lane in 0..<8 {
-            mix(sums[lane])
-            mix(weighted[lane])
+        for lane in 0..<4 {
+            mix(low[lane])
+            mix(high[lane])
+            mix(lowSums[lane])
+            mix(highSums[lane])
         }
         return finish(hash, raw, from: offset)
     }
@@ -184,10 +200,10 @@ enum CacheRecordCodec {
                                                        0xBB67_AE85_84CA_A73B, 0x3C6E_F372_FE94_F82B)
         var offset = 0
         while offset + 32 <= raw.count {
-            lanes.0 = (lanes.0 ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* multiplier
-            lanes.1 = (lanes.1 ^ raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)) &* multiplier
-            lanes.2 = (lanes.2 ^ raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)) &* multiplier
-            lanes.3 = (lanes.3 ^ raw.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self)) &* multiplier
+            lanes.0 = (lanes.0 ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))) &* multiplier
+            lanes.1 = (lanes.1 ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))) &* multiplier
+            lanes.2 = (lanes.2 ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))) &* multiplier
+            lanes.3 = (lanes.3 ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self))) &* multiplier
             lanes.0 ^= lanes.0 >> 31
             lanes.1 ^= lanes.1 >> 31
             lanes.2 ^= lanes.2 >> 31
@@ -213,7 +229,7 @@ enum CacheRecordCodec {
         var hash = hash
         var offset = offset
         while offset + 8 <= raw.count {
-            hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+            hash = (hash ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))) &* 0xBF58_476D_1CE4_E5B9
             hash ^= hash >> 31
             offset += 8
         }

@@ -193,9 +193,10 @@ public final class DiskStorage: CacheByteStore {
     /// and not writable by group or others.
     private static func check(_ descriptor: Int32, path: String) throws {
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw CacheStorageError.directory("\(path) exists and is not a directory")
+        guard fstat(descriptor, &info) == 0 else {
+            throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
         }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw CacheStorageError.directory("\(path) exists and is not a directory") }
         guard info.st_uid == geteuid() else {
             throw CacheStorageError.directory(
                 "\(path) belongs to user \(info.st_uid), not to you (user \(geteuid())): another user could forge its entries; "
@@ -230,21 +231,30 @@ public final class DiskStorage: CacheByteStore {
     /// The names in the open directory `descriptor` (at `path`), without `.` and `..`.
     private static func names(in descriptor: Int32, path: String) throws -> [String] {
         // fdopendir takes the descriptor it is given: give it a copy, the storage keeps its own.
+        func failure() -> CacheStorageError {
+            CacheStorageError.directory("cannot list \(path): \(String(cString: strerror(errno)))")
+        }
         let copy = dup(descriptor)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            throw CacheStorageError.directory("cannot list \(path): \(String(cString: strerror(errno)))")
+        guard copy >= 0 else { throw failure() }
+        guard let stream = fdopendir(copy) else {
+            let error = failure()
+            close(copy)
+            throw error
         }
         defer { closedir(stream) }
         rewinddir(stream)
         var names: [String] = []
-        while let entry = readdir(stream) {
+        while true {
+            errno = 0 // readdir returns nil both at the end and on an error: errno tells them apart
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw failure() }
+                return names
+            }
             let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
                 String(cString: UnsafeRawPointer(tuple).assumingMemoryBound(to: CChar.self))
             }
             if name != "." && name != ".." { names.append(name) }
         }
-        return names
     }
 
     /// Removes the file `name` in the directory `descriptor`, or the empty directory squatting

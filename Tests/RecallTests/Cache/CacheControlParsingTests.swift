@@ -72,4 +72,22 @@ struct CacheControlParsingTests {
             #expect(Self.same(text), "\(text.debugDescription)")
         }
     }
+
+    @Test("a stored response's Cache-Control fields are parsed each on its own: an unclosed quote does not swallow the next field")
+    func repeatedFieldsParsedApart() {
+        let cases: [[String]] = [
+            ["private=\"Set-Cookie", "no-store"],
+            ["no-cache=\"a", "max-age=0"],
+            ["max-age=60", "no-transform", "s-maxage=5, must-revalidate"],
+            ["max-age=60"],
+        ]
+        for values in cases {
+            let headers = HTTPHeaders(values.map { ("Cache-Control", $0) } + [("ETag", "\"1\"")])
+            let entry = CacheEntry(status: 200, headers: headers, body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+            #expect(entry.cacheControl == CacheControl(values), "\(values)")
+        }
+        let entry = CacheEntry(status: 200, headers: HTTPHeaders([("Cache-Control", "private=\"Set-Cookie"), ("Cache-Control", "no-store")]),
+                               body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+        #expect(entry.cacheControl.noStore)
+    }
 }

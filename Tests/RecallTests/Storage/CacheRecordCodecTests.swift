@@ -38,7 +38,14 @@ struct CacheRecordCodecTests {
         #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(unknown) }
     }
 
-    @Test("any changed bit fails either checksum, at every length around the 64-byte blocks, the 32-byte steps and the 8-byte words")
+    @Test("the older checksums are what earlier Recalls computed (fixed values), so their records keep decoding")
+    func olderChecksumsPinned() {
+        let bytes = (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        #expect(bytes.withUnsafeBytes { CacheRecordCodec.legacyChecksum($0) } == 7_726_406_359_585_199_235)
+        #expect(bytes.withUnsafeBytes { CacheRecordCodec.fourLaneChecksum($0) } == 11_040_529_710_658_408_696)
+    }
+
+    @Test("any changed bit fails either checksum, at every length around the 32-byte blocks and the 8-byte words")
     func checksumCatchesChanges() {
         var generator = SeededRandomSource(seed: 11)
         for length in 0...200 {
@@ -46,7 +53,7 @@ struct CacheRecordCodecTests {
             for checksum in [CacheRecordCodec.checksum as (UnsafeRawBufferPointer) -> UInt64, CacheRecordCodec.fourLaneChecksum] {
                 let original = bytes.withUnsafeBytes { checksum($0) }
                 for position in 0..<length {
-                    for bit in [0, 7] {
+                    for bit in 0..<8 {
                         var changed = bytes
                         changed[position] ^= 1 << bit
                         #expect(changed.withUnsafeBytes { checksum($0) } != original, "length \(length), byte \(position)")
@@ -56,17 +63,43 @@ struct CacheRecordCodecTests {
         }
     }
 
-    @Test("the sums checksum catches what plain sums miss: swapped words of one lane, moved blocks, a zeroed tail")
+    @Test("two changed bits fail the checksum, also where wrapping 64-bit sums would cancel (top bits of one stream)")
+    func checksumCatchesTwoBitChanges() {
+        var generator = SeededRandomSource(seed: 13)
+        let bytes = (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let original = bytes.withUnsafeBytes { CacheRecordCodec.checksum($0) }
+        // The top bit of the same byte of blocks 0 and 2, and of every other pair of blocks:
+        // +2³¹ twice, which 64-bit words summed in 64 bits would lose (2 × 2⁶³ wraps to 0).
+        for first in stride(from: 7, to: 1_000, by: 32) {
+            for second in stride(from: first + 32, to: 1_000, by: 32) {
+                var changed = bytes
+                changed[first] ^= 0x80
+                changed[second] ^= 0x80
+                #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "bytes \(first), \(second)")
+            }
+        }
+        for _ in 0..<20_000 { // random pairs of bits anywhere
+            let first = Int.random(in: 0..<1_000, using: &generator), second = Int.random(in: 0..<1_000, using: &generator)
+            let firstBit = UInt8(1) << UInt8.random(in: 0..<8, using: &generator), secondBit = UInt8(1) << UInt8.random(in: 0..<8, using: &generator)
+            guard first != second || firstBit != secondBit else { continue }
+            var changed = bytes
+            changed[first] ^= firstBit
+            changed[second] ^= secondBit
+            #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "bytes \(first), \(second)")
+        }
+    }
+
+    @Test("the sums checksum catches what plain sums miss: swapped words of one stream, moved blocks, a zeroed tail")
     func checksumCatchesMoves() {
         var generator = SeededRandomSource(seed: 12)
-        let bytes = (0..<4_096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let bytes = (0..<4_093).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let original = bytes.withUnsafeBytes { CacheRecordCodec.checksum($0) }
-        var swapped = bytes // words 64 bytes apart: the same lane, so the same plain sum
+        var swapped = bytes // words 64 bytes apart: the same stream, so the same plain sum
         for index in 0..<8 { swapped.swapAt(128 + index, 192 + index) }
-        var moved = bytes // two whole blocks exchanged: every lane's plain sum unchanged
+        var moved = bytes // two whole blocks exchanged: every stream's plain sum unchanged
         for index in 0..<64 { moved.swapAt(index, 1_024 + index) }
-        var zeroed = bytes // a torn write: the last 1,000 bytes never reached the disk
-        for index in 3_096..<4_096 { zeroed[index] = 0 }
+        var zeroed = bytes // a torn write: the last 1,000 bytes never reached the disk (a length not a multiple of 32)
+        for index in 3_093..<4_093 { zeroed[index] = 0 }
         for (name, changed) in [("swapped", swapped), ("moved", moved), ("zeroed", zeroed)] {
             #expect(changed != bytes)
             #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "\(name)")
@@ -142,14 +175,15 @@ struct CacheRecordCodecTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try DiskStorage(directory: directory)
-        // The write must still be queued when the hit reads it: a large one, read at once, and
-        // tried again (with another key) in the rare case the queue was faster. The queued bytes
-        // are read too: changing the hit's body must leave them as they were, whether or not
-        // they have reached the file meanwhile.
-        var record = makeRecord("https://x.test/pending", bodySize: 4 << 20)
+        // The write must still be queued when the hit reads it: it is queued behind a large
+        // write that keeps the queue busy, and tried again (with another key) in the rare case
+        // the queue was faster. The queued bytes are read too: changing the hit's body must
+        // leave them as they were, whether or not they have reached the file meanwhile.
+        var record = makeRecord("https://x.test/pending", bodySize: 64 << 10)
         var hit: (record: CacheRecord, queued: Data)?
         for attempt in 0..<20 {
-            record = makeRecord("https://x.test/pending-\(attempt)", bodySize: 4 << 20)
+            await storage.store(makeRecord("https://x.test/blocker-\(attempt)", bodySize: 12 << 20))
+            record = makeRecord("https://x.test/pending-\(attempt)", bodySize: 64 << 10)
             await storage.store(record)
             let queued = await storage.data(for: record.key)
             let read = await storage.record(for: record.key)
