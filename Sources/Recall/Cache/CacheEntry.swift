@@ -2,32 +2,107 @@ import Foundation
 
 /// One stored response: what the origin sent, when, and for which request header values
 /// (the fields named by its `Vary`).
+///
+/// An entry is a value with copy-on-write storage: its fields live in one object, so copying an
+/// entry (every cache hit does) retains one object instead of each of its arrays, strings and
+/// body. Concurrent hits on one entry then share one reference count, not ten.
 public struct CacheEntry: Sendable, Hashable {
+    /// The fields of an entry. Changed only through a uniquely referenced copy (see ``unique()``),
+    /// so sharing one between threads is safe.
+    private final class Storage: @unchecked Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var facts: Facts
+        var body: Data
+        var url: URL?
+        var requestTime: Date
+        var responseTime: Date
+        var varyValues: [HTTPHeaders.Field]
+        var partition: String
+        var assignedLifetime: Double?
+
+        init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+             varyValues: [HTTPHeaders.Field], partition: String, assignedLifetime: Double?) {
+            self.status = status
+            self.headers = headers
+            self.facts = facts
+            self.body = body
+            self.url = url
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+            self.varyValues = varyValues
+            self.partition = partition
+            self.assignedLifetime = assignedLifetime
+        }
+
+        func copy() -> Storage {
+            Storage(status: status, headers: headers, facts: facts, body: body, url: url, requestTime: requestTime,
+                    responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: assignedLifetime)
+        }
+    }
+
+    private var storage: Storage
+
+    /// The storage, copied first if another entry shares it.
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
     /// The status of the stored response.
-    public var status: Int
+    public var status: Int {
+        get { storage.status }
+        set { unique().status = newValue }
+    }
     /// The stored header fields, in order.
     public var headers: HTTPHeaders {
-        didSet { facts = Facts(headers) }
+        get { storage.headers }
+        set {
+            let storage = unique()
+            storage.headers = newValue
+            storage.facts = Facts(newValue)
+        }
     }
     /// The stored body.
-    public var body: Data
+    public var body: Data {
+        get { storage.body }
+        set { unique().body = newValue }
+    }
     /// The URL of the response.
-    public var url: URL?
+    public var url: URL? {
+        get { storage.url }
+        set { unique().url = newValue }
+    }
     /// When the request that produced the response was sent (`request_time`, RFC 9111 §4.2.3).
-    public var requestTime: Date
+    public var requestTime: Date {
+        get { storage.requestTime }
+        set { unique().requestTime = newValue }
+    }
     /// When the response was received (`response_time`).
-    public var responseTime: Date
+    public var responseTime: Date {
+        get { storage.responseTime }
+        set { unique().responseTime = newValue }
+    }
     /// The normalized values of the request fields named by the response's `Vary`
     /// (name lowercased; an absent field has no entry). Empty when the response has no `Vary`.
-    public var varyValues: [HTTPHeaders.Field]
+    public var varyValues: [HTTPHeaders.Field] {
+        get { storage.varyValues }
+        set { unique().varyValues = newValue }
+    }
     /// Who the response was made for: the values of the cache key's header fields and a keyed
     /// hash of the request's credentials (empty for an anonymous request without such fields).
     /// A stored response answers only requests of the same partition.
-    public var partition: String
+    public var partition: String {
+        get { storage.partition }
+        set { unique().partition = newValue }
+    }
     /// The freshness lifetime in seconds Recall gave this response because it came with none
     /// (from a ``LifetimeRule`` or the request's ``HTTPCache/RequestLifetime``); nil when the
     /// origin's fields decide. `max-age`, `s-maxage` and `Expires` still win over it.
-    public var assignedLifetime: Double?
+    public var assignedLifetime: Double? {
+        get { storage.assignedLifetime }
+        set { unique().assignedLifetime = newValue }
+    }
 
     /// Creates an entry.
     public init(status: Int, headers: HTTPHeaders, body: Data, url: URL?, requestTime: Date, responseTime: Date,
@@ -39,15 +114,31 @@ public struct CacheEntry: Sendable, Hashable {
     /// Creates an entry whose header facts were already parsed from `headers`.
     init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
          varyValues: [HTTPHeaders.Field], partition: String) {
-        self.partition = partition
-        self.status = status
-        self.headers = headers
-        self.facts = facts
-        self.body = body
-        self.url = url
-        self.requestTime = requestTime
-        self.responseTime = responseTime
-        self.varyValues = varyValues
+        storage = Storage(status: status, headers: headers, facts: facts, body: body, url: url, requestTime: requestTime,
+                          responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: nil)
+    }
+
+    /// Entries are equal when every field is (the header facts follow from the fields).
+    public static func == (lhs: CacheEntry, rhs: CacheEntry) -> Bool {
+        if lhs.storage === rhs.storage { return true }
+        let a = lhs.storage, b = rhs.storage
+        return a.status == b.status && a.headers == b.headers && a.body == b.body && a.url == b.url
+            && a.requestTime == b.requestTime && a.responseTime == b.responseTime && a.varyValues == b.varyValues
+            && a.partition == b.partition && a.assignedLifetime == b.assignedLifetime
+    }
+
+    /// Hashes the fields `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        let storage = storage
+        hasher.combine(storage.status)
+        hasher.combine(storage.headers)
+        hasher.combine(storage.body)
+        hasher.combine(storage.url)
+        hasher.combine(storage.requestTime)
+        hasher.combine(storage.responseTime)
+        hasher.combine(storage.varyValues)
+        hasher.combine(storage.partition)
+        hasher.combine(storage.assignedLifetime)
     }
 
     /// What the rules read from the header fields, parsed once when the fields are set
@@ -119,7 +210,7 @@ public struct CacheEntry: Sendable, Hashable {
     }
 
     /// Parsed header facts (see ``Facts``).
-    private(set) var facts: Facts
+    var facts: Facts { storage.facts }
 
     /// The response's `Cache-Control`.
     public var cacheControl: CacheControl { facts.cacheControl }
