@@ -19,32 +19,6 @@ func temporaryDirectory(_ name: String = #function) -> URL {
 
 @Suite("Storage: memory, disk, tiered; LRU", .timeLimit(.minutes(1)))
 struct StorageTests {
-    @Test("an entry is a value: changing a copy (fields, headers and so its parsed facts, body) leaves the original as it was")
-    func entryIsAValue() {
-        let original = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""], body: Data("one".utf8),
-                                  url: nil, requestTime: Date(timeIntervalSince1970: 1), responseTime: Date(timeIntervalSince1970: 2))
-        var copy = original
-        #expect(copy == original && copy.hashValue == original.hashValue)
-        copy.headers = ["Cache-Control": "no-store"]
-        copy.body = Data("two".utf8)
-        copy.status = 404
-        copy.partition = "p"
-        copy.assignedLifetime = 5
-        copy.varyValues = [HTTPHeaders.Field(name: "accept", value: "text/html")]
-        #expect(original.cacheControl.maxAge == 60 && !original.cacheControl.noStore && original.etag == "\"a\"")
-        #expect(original.status == 200 && original.body == Data("one".utf8) && original.partition == "")
-        #expect(original.assignedLifetime == nil && original.varyValues.isEmpty)
-        #expect(copy.cacheControl.noStore && copy.cacheControl.maxAge == nil && copy.etag == nil && copy.status == 404)
-        #expect(copy != original)
-        // Equal fields in separate storage: equal, with equal hashes.
-        let twin = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""], body: Data("one".utf8),
-                              url: nil, requestTime: Date(timeIntervalSince1970: 1), responseTime: Date(timeIntervalSince1970: 2))
-        #expect(twin == original && twin.hashValue == original.hashValue)
-        var later = twin
-        later.responseTime = Date(timeIntervalSince1970: 3)
-        #expect(later != twin && twin == original)
-    }
-
     @Test("LRU evicts the least recently used key")
     func lru() {
         var policy = LRUPolicy()
