@@ -146,8 +146,8 @@ enum CacheRecordCodec {
     /// `fletcher4`): the payload is read in 32-byte blocks as eight streams of 32-bit words (the
     /// low and high halves of four 8-byte lanes), and each stream keeps, in 64 bits, a running
     /// sum of its words and a sum of those sums. That is four vector additions, two masks and no
-    /// multiplication per block. Words of 32 bits added into 64 bits cannot wrap within the
-    /// entry limit, so the running sum changes whenever one word of a stream does, and when two
+    /// multiplication per block. Words of 32 bits added into 64 bits cannot wrap in any record
+    /// under 128 GiB, so the running sum changes whenever one word of a stream does, and when two
     /// words of a stream change and the running sum does not, the sum of sums (which weighs each
     /// word by its position) does: every change to one or two words of each stream is caught,
     /// and so are moved blocks, truncation and zeroed tails of real data. A change of three or
