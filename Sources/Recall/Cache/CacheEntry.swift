@@ -211,7 +211,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             self.expires = expires
             lastModified = modified
             lastModifiedDate = modified.flatMap { HTTPDate.parse($0) }
-            varyNames = vary.map { Self.varyNames([$0]) } ?? []
+            varyNames = vary.map(Self.varyNames) ?? []
             self.etag = etag
             hasAge = age != nil
         }
@@ -226,11 +226,12 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
 
         /// The lowercased field names listed in the `Vary` fields of `headers`.
         static func varyNames(_ headers: HTTPHeaders) -> [String] {
-            varyNames(headers.values(for: "Vary"))
+            varyNames(headers.values(for: "Vary").joined(separator: ","))
         }
 
-        private static func varyNames(_ values: [String]) -> [String] {
-            values.flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
+        /// The lowercased field names listed in `value` (the `Vary` values joined).
+        private static func varyNames(_ value: String) -> [String] {
+            value.split(separator: ",").map { $0.trimmingOWS.lowercased() }.filter { !$0.isEmpty }
         }
     }
 

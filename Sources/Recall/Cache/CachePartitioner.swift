@@ -51,7 +51,7 @@ struct CachePartitioner: Sendable {
     /// `userinfo`: whether the URL has a user name or password (``hasUserinfo(_:)``, which the
     /// cache remembers per URL).
     func partition(for request: URLRequest, userinfo: Bool, inScope: Set<String>) -> String {
-        partition(for: request, hasFields: !(request.allHTTPHeaderFields?.isEmpty ?? true), userinfo: userinfo, inScope: inScope)
+        partition(for: request, hasFields: RequestFacts.hasFields(request), userinfo: userinfo, inScope: inScope)
     }
 
     /// ``partition(for:userinfo:inScope:)`` when whether `request` has any field is known

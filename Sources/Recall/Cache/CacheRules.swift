@@ -24,7 +24,7 @@ public struct CacheRules: Sendable {
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
     public func requestDirectives(_ request: URLRequest) -> CacheControl {
-        requestDirectives(request, hasFields: !(request.allHTTPHeaderFields?.isEmpty ?? true))
+        requestDirectives(request, hasFields: RequestFacts.hasFields(request))
     }
 
     /// ``requestDirectives(_:)`` when whether `request` has any field is known (``RequestFacts``).

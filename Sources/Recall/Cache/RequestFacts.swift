@@ -22,7 +22,12 @@ struct RequestFacts: Sendable {
     init(_ request: URLRequest) {
         method = HTTPMethod(request)
         url = request.url
-        hasFields = !(request.allHTTPHeaderFields?.isEmpty ?? true)
+        hasFields = Self.hasFields(request)
         cachePolicy = request.cachePolicy
+    }
+
+    /// Whether `request` has any header field.
+    static func hasFields(_ request: URLRequest) -> Bool {
+        !(request.allHTTPHeaderFields?.isEmpty ?? true)
     }
 }

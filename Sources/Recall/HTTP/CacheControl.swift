@@ -15,28 +15,20 @@ public struct CacheControl: Sendable, Hashable {
 
     /// Parses the values of one or more `Cache-Control` fields.
     public init(_ values: [String]) {
-        var parsed = CacheControl()
-        for value in values { parsed.parse(value) }
-        parsed.maxAge = parsed.seconds("max-age")
-        self = parsed
-    }
-
-    /// Parses the values of several fields, each on its own (as the `[String]` initializer does),
-    /// given as the first and the rest: a response with one field makes no list.
-    init(first: String?, rest: [String]) {
-        var parsed = CacheControl()
-        if let first { parsed.parse(first) }
-        for value in rest { parsed.parse(value) }
-        parsed.maxAge = parsed.seconds("max-age")
-        self = parsed
+        self.init(first: nil, rest: values)
     }
 
     /// Parses one field value.
     public init(_ value: String?) {
-        var parsed = CacheControl()
-        if let value { parsed.parse(value) }
-        parsed.maxAge = parsed.seconds("max-age")
-        self = parsed
+        self.init(first: value, rest: [])
+    }
+
+    /// Parses the values of several fields, each on its own, given as the first and the rest:
+    /// a response with one field makes no list.
+    init(first: String?, rest: [String]) {
+        if let first { parse(first) }
+        for value in rest { parse(value) }
+        maxAge = seconds("max-age")
     }
 
     /// No directives.

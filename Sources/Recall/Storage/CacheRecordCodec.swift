@@ -319,16 +319,11 @@ enum CacheRecordCodec {
                         deallocator: .custom { _, _ in withExtendedLifetime(owner) {} })
         }
 
-        mutating func string() throws -> String {
-            String(decoding: try run(), as: UTF8.self)
-        }
-
-        /// The next string: `candidate` itself when it has the same bytes.
-        mutating func string(reusing candidate: String?) throws -> String {
+        /// The next string: `candidate` itself when it has the same bytes (no new string made).
+        mutating func string(reusing candidate: String? = nil) throws -> String {
             let bytes = try run()
-            guard var candidate else { return String(decoding: bytes, as: UTF8.self) }
-            let same = candidate.withUTF8 { $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }
-            return same ? candidate : String(decoding: bytes, as: UTF8.self)
+            if var candidate, candidate.withUTF8({ $0.elementsEqual(bytes) }) { return candidate }
+            return String(decoding: bytes, as: UTF8.self)
         }
 
         mutating func fields() throws -> [HTTPHeaders.Field] {

@@ -190,6 +190,22 @@ struct DirectorySafetyTests {
         #expect(storage.statistics.corruptRemoved == 0)
     }
 
+    @Test("the directory deleted while open: reads miss and writes fail (counted), nothing crashes or is written elsewhere")
+    func directoryDeletedWhileOpen() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try DiskStorage(directory: directory)
+        await storage.store(makeRecord("https://x.test/before"))
+        await storage.flush()
+        try FileManager.default.removeItem(at: directory)
+        #expect(await storage.record(for: "https://x.test/before") == nil)
+        await storage.store(makeRecord("https://x.test/after"))
+        await storage.flush()
+        #expect(await storage.record(for: "https://x.test/after") == nil)
+        #expect(storage.statistics.writeFailures == 1)
+        #expect(!FileManager.default.fileExists(atPath: directory.path)) // not recreated behind the caller's back
+    }
+
     @Test("at open, links, pipes and oversized files under entry names are removed, not indexed")
     func openIgnoresNonRecords() async throws {
         let directory = temporaryDirectory()
