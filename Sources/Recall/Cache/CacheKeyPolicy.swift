@@ -58,82 +58,140 @@ public struct CacheKeyPolicy: Sendable, Hashable {
     /// The canonical form of an absolute URL's text.
     func canonicalURL(text: String) -> String? {
         var text = text
-        return text.withUTF8 { canonical(Array($0)) }
+        return text.withUTF8 { canonical($0) }
     }
 
-    private func canonical(_ input: [UInt8]) -> String? {
-        var bytes = input[...]
-        if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) { bytes = bytes[..<hash] } // fragment dropped
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + 8)
-        for byte in bytes[..<colon] { out.append(Self.lower(byte)) }
-        let https = out == Array("https".utf8)
-        guard https || out == Array("http".utf8) else { return nil }
-        var index = colon + 1
-        guard bytes.endIndex - index >= 2, bytes[index] == UInt8(ascii: "/"), bytes[index + 1] == UInt8(ascii: "/") else { return nil }
-        index += 2
-        out.append(contentsOf: "://".utf8)
-        let authorityEnd = bytes[index...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.endIndex
-        var authority = bytes[index..<authorityEnd]
-        if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-            authority = authority[(at + 1)...] // userinfo: a credential, never part of the key
-        }
-        var host = authority
+    /// The canonical form of the URL in `input`, checked first and then written straight into
+    /// the result's storage: the only allocation is the result (and, for a long query or a
+    /// path with dot segments, one scratch buffer). It runs for every URL the cache has not
+    /// seen stored before: every miss.
+    private func canonical(_ input: UnsafeBufferPointer<UInt8>) -> String? {
+        let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?")
+        let end = input.firstIndex(of: UInt8(ascii: "#")) ?? input.count // the fragment is dropped
+        guard let colon = input[..<end].firstIndex(of: UInt8(ascii: ":")), colon == 4 || colon == 5,
+              Self.lower(input[0]) == UInt8(ascii: "h"), Self.lower(input[1]) == UInt8(ascii: "t"),
+              Self.lower(input[2]) == UInt8(ascii: "t"), Self.lower(input[3]) == UInt8(ascii: "p"),
+              colon == 4 || Self.lower(input[4]) == UInt8(ascii: "s") else { return nil }
+        let https = colon == 5
+        guard end - colon >= 3, input[colon + 1] == slash, input[colon + 2] == slash else { return nil }
+        let authorityStart = colon + 3
+        let authorityEnd = input[authorityStart..<end].firstIndex { $0 == slash || $0 == question } ?? end
+        // User information is a credential, never part of the key.
+        let hostStart = input[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 } ?? authorityStart
+        var hostEnd = authorityEnd
         var port: Int?
-        let bracket = authority.lastIndex(of: UInt8(ascii: "]"))
-        if let portColon = authority.lastIndex(of: UInt8(ascii: ":")), bracket.map({ portColon > $0 }) ?? true {
-            let digits = authority[(portColon + 1)...]
+        let bracket = input[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: "]"))
+        if let portColon = input[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")), bracket.map({ portColon > $0 }) ?? true {
+            let digits = input[(portColon + 1)..<authorityEnd]
             if !digits.isEmpty {
                 guard digits.count <= 5, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
                 let value = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
                 guard value <= 65_535 else { return nil }
                 port = value
             }
-            host = authority[..<portColon]
+            hostEnd = portColon
         }
-        guard !host.isEmpty else { return nil }
-        for byte in host { out.append(Self.lower(byte)) }
-        if let port, port != (https ? 443 : 80) {
-            out.append(UInt8(ascii: ":"))
-            out.append(contentsOf: String(port).utf8)
-        }
-        let queryStart = bytes[authorityEnd...].firstIndex(of: UInt8(ascii: "?"))
-        var path: [UInt8] = []
-        Self.appendNormalized(bytes[authorityEnd..<(queryStart ?? bytes.endIndex)], to: &path)
-        if path.contains(UInt8(ascii: ".")) { path = Self.removeDotSegments(path) }
-        if path.isEmpty { out.append(UInt8(ascii: "/")) } else { out.append(contentsOf: path) }
-        if let queryStart {
-            var normalized: [UInt8] = []
-            var parameters: [(range: Range<Int>, nameEnd: Int, offset: Int)] = []
-            for (offset, piece) in bytes[(queryStart + 1)...].split(separator: UInt8(ascii: "&")).enumerated() {
-                let start = normalized.count
-                Self.appendNormalized(piece, to: &normalized)
-                let nameEnd = normalized[start...].firstIndex(of: UInt8(ascii: "=")) ?? normalized.count
-                if !isIgnored(normalized[start..<nameEnd]) {
-                    parameters.append((start..<normalized.count, nameEnd, offset))
-                } else {
-                    normalized.removeSubrange(start...)
+        guard hostEnd > hostStart else { return nil }
+        if port == (https ? 443 : 80) { port = nil }
+        let queryStart = input[authorityEnd..<end].firstIndex(of: question)
+        // Percent-encoding at most triples a byte; scheme, "://", a port and a "/" fit in 16.
+        return String(unsafeUninitializedCapacity: 3 * end + 16) { out in
+            // The scheme as it came, lowercased, then "://".
+            for index in 0..<colon { out[index] = Self.lower(input[index]) }
+            out[colon] = UInt8(ascii: ":")
+            out[colon + 1] = slash
+            out[colon + 2] = slash
+            var count = colon + 3
+            for index in hostStart..<hostEnd { out[count] = Self.lower(input[index]); count += 1 }
+            if let port {
+                out[count] = UInt8(ascii: ":")
+                count += 1
+                var divisor = 10_000
+                while divisor > 1, port / divisor == 0 { divisor /= 10 }
+                while divisor > 0 {
+                    out[count] = UInt8(0x30 + port / divisor % 10)
+                    count += 1
+                    divisor /= 10
                 }
             }
-            // Sorted by name, stably (Swift's sort is not stable: the offset breaks ties).
-            parameters.sort { lhs, rhs in
-                let left = normalized[lhs.range.lowerBound..<lhs.nameEnd], right = normalized[rhs.range.lowerBound..<rhs.nameEnd]
-                return left.elementsEqual(right) ? lhs.offset < rhs.offset : left.lexicographicallyPrecedes(right)
+            let pathStart = count
+            count = Self.normalize(input[authorityEnd..<(queryStart ?? end)], into: out, at: count)
+            if Self.hasDotSegment(out[pathStart..<count]) {
+                let path = Self.removeDotSegments(Array(out[pathStart..<count]))
+                _ = UnsafeMutableBufferPointer(rebasing: out[pathStart...]).initialize(fromContentsOf: path)
+                count = pathStart + path.count
             }
-            for (position, parameter) in parameters.enumerated() {
-                out.append(position == 0 ? UInt8(ascii: "?") : UInt8(ascii: "&"))
-                out.append(contentsOf: normalized[parameter.range])
+            if count == pathStart { out[count] = slash; count += 1 }
+            if let queryStart { count = appendQuery(input[(queryStart + 1)..<end], into: out, at: count) }
+            return count
+        }
+    }
+
+    /// A query parameter, normalized in a scratch buffer: where it is, where its name ends, and
+    /// its place among the parameters (to sort stably).
+    private struct Parameter {
+        var start: Int, nameEnd: Int, end: Int, place: Int
+    }
+
+    /// Writes the parameters of `query` at `position` in `out`, normalized, without empty and
+    /// ignored ones, sorted by name stably; returns the new end. Nothing when none is left.
+    private func appendQuery(_ query: Slice<UnsafeBufferPointer<UInt8>>, into out: UnsafeMutableBufferPointer<UInt8>, at position: Int) -> Int {
+        guard !query.isEmpty else { return position }
+        let ampersand = UInt8(ascii: "&")
+        let pieces = query.reduce(1) { $1 == ampersand ? $0 + 1 : $0 }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 3 * query.count) { scratch in
+            withUnsafeTemporaryAllocation(of: Parameter.self, capacity: pieces) { parameters in
+                var used = 0, kept = 0
+                var start = query.startIndex
+                while start < query.endIndex {
+                    let stop = query[start...].firstIndex(of: ampersand) ?? query.endIndex
+                    if stop > start {
+                        let begin = used
+                        used = Self.normalize(query[start..<stop], into: scratch, at: used)
+                        let nameEnd = scratch[begin..<used].firstIndex(of: UInt8(ascii: "=")) ?? used
+                        if isIgnored(scratch[begin..<nameEnd]) {
+                            used = begin
+                        } else {
+                            parameters[kept] = Parameter(start: begin, nameEnd: nameEnd, end: used, place: kept)
+                            kept += 1
+                        }
+                    }
+                    start = stop + 1
+                }
+                var sorted = UnsafeMutableBufferPointer(rebasing: parameters[..<kept])
+                sorted.sort { lhs, rhs in
+                    let left = scratch[lhs.start..<lhs.nameEnd], right = scratch[rhs.start..<rhs.nameEnd]
+                    return left.elementsEqual(right) ? lhs.place < rhs.place : left.lexicographicallyPrecedes(right)
+                }
+                var count = position
+                for (index, parameter) in sorted.enumerated() {
+                    out[count] = index == 0 ? UInt8(ascii: "?") : ampersand
+                    count += 1
+                    for byte in scratch[parameter.start..<parameter.end] { out[count] = byte; count += 1 }
+                }
+                return count
             }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether `path` has a segment that is `.` or `..` (encoded dots are not dots: see the type).
+    private static func hasDotSegment(_ path: Slice<UnsafeMutableBufferPointer<UInt8>>) -> Bool {
+        let dot = UInt8(ascii: ".")
+        var segmentStart = path.startIndex
+        for index in path.startIndex...path.endIndex where index == path.endIndex || path[index] == UInt8(ascii: "/") {
+            let length = index - segmentStart
+            if length == 1, path[segmentStart] == dot { return true }
+            if length == 2, path[segmentStart] == dot, path[segmentStart + 1] == dot { return true }
+            segmentStart = index + 1
+        }
+        return false
     }
 
     private static func lower(_ byte: UInt8) -> UInt8 {
         byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
     }
 
-    private func isIgnored(_ name: ArraySlice<UInt8>) -> Bool {
+    private func isIgnored(_ name: Slice<UnsafeMutableBufferPointer<UInt8>>) -> Bool {
         guard !ignoredQueryParameters.isEmpty else { return false }
         return isIgnored(String(decoding: name, as: UTF8.self))
     }
@@ -151,16 +209,28 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
     }
 
-    private static let hex = Array("0123456789ABCDEF".utf8)
+    /// Whether `byte` is unreserved and decoded when percent-encoded: `A–Z a–z 0–9 - _ ~`
+    /// (one bit per ASCII byte, in two words: no table to load, no lazy global to check).
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        isIn((0x03FF_2000_0000_0000, 0x47FF_FFFE_87FF_FFFE), byte)
+    }
 
-    /// Per byte: 1 unreserved and decoded when percent-encoded, 2 allowed raw (sub-delims,
-    /// `:`, `@`, `/`, `?`, and `.`, which is unreserved but never decoded: see the type's
-    /// documentation), 0 must be encoded.
-    private static let classes: [UInt8] = (0..<256).map { value in
-        let byte = UInt8(value)
-        if (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == 0x2D || byte == 0x5F || byte == 0x7E { return 1 }
-        return Array("!$&'()*+,;=:@/?.".utf8).contains(byte) ? 2 : 0
+    /// Whether `byte` is allowed raw but never decoded: the sub-delims, `:`, `@`, `/`, `?`, and
+    /// `.`, which is unreserved but stays encoded (see the type's documentation).
+    static func isAllowedRaw(_ byte: UInt8) -> Bool {
+        isIn((0xAC00_DFD2_0000_0000, 0x1), byte)
+    }
+
+    private static func isIn(_ set: (low: UInt64, high: UInt64), _ byte: UInt8) -> Bool {
+        switch byte {
+        case 0..<64: set.low >> byte & 1 == 1
+        case 64..<128: set.high >> (byte - 64) & 1 == 1
+        default: false
+        }
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? 0x30 + value : 0x37 + value
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -172,28 +242,31 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         }
     }
 
-    /// Appends `bytes` to `output` with percent-encoding normalized: unreserved characters
-    /// but `.` decoded, the hex of the rest uppercased, and anything that must not appear raw encoded
-    /// (a lone `%` becomes `%25`).
-    static func appendNormalized(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) {
+    /// Writes `bytes` at `position` in `output` with percent-encoding normalized: unreserved
+    /// characters but `.` decoded, the hex of the rest uppercased, and anything that must not
+    /// appear raw encoded (a lone `%` becomes `%25`); returns the new end. `output` has room
+    /// for three times `bytes`.
+    static func normalize(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, into output: UnsafeMutableBufferPointer<UInt8>, at position: Int) -> Int {
+        var count = position
+        func encode(_ byte: UInt8) {
+            output[count] = 0x25
+            output[count + 1] = hexDigit(byte >> 4)
+            output[count + 2] = hexDigit(byte & 0x0F)
+            count += 3
+        }
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]
             if byte == 0x25, bytes.endIndex - index > 2, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
                 let decoded = high << 4 | low
-                if classes[Int(decoded)] == 1 { output.append(decoded) } else { appendEncoded(decoded, to: &output) }
+                if isUnreserved(decoded) { output[count] = decoded; count += 1 } else { encode(decoded) }
                 index += 3
             } else {
-                if classes[Int(byte)] != 0 { output.append(byte) } else { appendEncoded(byte, to: &output) }
+                if isUnreserved(byte) || isAllowedRaw(byte) { output[count] = byte; count += 1 } else { encode(byte) }
                 index += 1
             }
         }
-    }
-
-    private static func appendEncoded(_ byte: UInt8, to output: inout [UInt8]) {
-        output.append(0x25)
-        output.append(hex[Int(byte >> 4)])
-        output.append(hex[Int(byte & 0x0F)])
+        return count
     }
 
     /// RFC 3986 §5.2.4 `remove_dot_segments`, on bytes, in one pass.

@@ -3,7 +3,8 @@ import Foundation
 /// Remembers what the cache derives from recently seen URLs (the key, whether the URL carries
 /// user information): it is a pure function of the URL text,
 /// and a cache sees the same URLs again and again (that is what makes hits), so the hit path
-/// skips it.
+/// skips it. The cache remembers only URLs with stored responses (when it stores one, and when
+/// a lookup finds one), so a stream of new URLs that miss costs no memo writes.
 ///
 /// Bounded by entries and by bytes, and URLs longer than ``maximumURLBytes`` are never kept
 /// (a key made from them would be too long to cache anyway, or rare enough not to matter), so
@@ -30,24 +31,32 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
         self.maximumURLBytes = maximumURLBytes
     }
 
-    /// The value for `url`, from memory when seen before, else made by `make` from the URL's
-    /// text (and remembered); `size` tells how many bytes of text a value holds.
-    func value(for url: URL, size: (Value) -> Int, make: (String) -> Value?) -> Value? {
+    /// The value for `url`: from memory when it was remembered, else made by `make` from the
+    /// URL's text (and not remembered: see ``remember(_:for:size:)``).
+    func value(for url: URL, make: (String) -> Value?) -> Value? {
         let text = url.absoluteString
-        let length = text.utf8.count
-        guard length <= maximumURLBytes else { return make(text) }
-        if let known = table.read({ $0.keys[text] }) { return known }
-        guard let key = make(text) else { return nil }
-        let cost = length + size(key) + 64 // the strings plus the table slot
+        guard text.utf8.count <= maximumURLBytes else { return make(text) }
+        return table.read({ $0.keys[text] }) ?? make(text)
+    }
+
+    /// Remembers `value` for `url`; `size` tells how many bytes of text the value holds.
+    func remember(_ value: Value, for url: URL, size: Int) {
+        let text = url.absoluteString
+        guard text.utf8.count <= maximumURLBytes else { return }
+        remember(value, forText: text, size: size)
+    }
+
+    private func remember(_ value: Value, forText text: String, size: Int) {
+        let cost = text.utf8.count + size + 64 // the strings plus the table slot
         table.write { table in
+            guard table.keys[text] == nil else { return }
             if table.keys.count >= capacity || table.bytes + cost > byteLimit {
                 table.keys.removeAll(keepingCapacity: true)
                 table.bytes = 0
             }
-            table.keys[text] = key
+            table.keys[text] = value
             table.bytes += cost
         }
-        return key
     }
 
     /// How many URLs and bytes are remembered (for tests).

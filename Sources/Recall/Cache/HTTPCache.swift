@@ -48,6 +48,13 @@ public final class HTTPCache: ServiceHook {
     /// a miss afterwards looks again only when it changed (nothing can have been stored for it
     /// otherwise). One atomic load, so the hit path pays no lock for it.
     private let writeCount = Atomic<UInt64>(0)
+    /// Stores made after their answers (see ``writesBehind(_:state:)``) not yet landed: while
+    /// there are any, a lookup first waits for the write lock of its key.
+    private let pendingWrites = PendingWrites()
+    /// Where stores made after their answers run: a plain queue, not a task, as a store into a
+    /// memory storage never suspends (and a dispatch costs less than a task on the caller's path).
+    /// Tests suspend it to hold stores back.
+    let writeBehindQueue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
     /// The storage's eviction count when the cache last looked (after a store).
     private let evictionsSeen: Atomic<Int>
 
@@ -106,6 +113,16 @@ public final class HTTPCache: ServiceHook {
         return statistics
     }
 
+    /// Waits until every store the cache made after answering (a miss over a ``MemoryStorage``
+    /// is stored just after its caller has the response) has reached the storage, then flushes
+    /// the storage (``CacheStorage/flush()``). The cache's own lookups never need it: they wait
+    /// for a pending store of their key. Call it before reading the storage or
+    /// ``statistics``' `stores` directly, and before a process exits.
+    public func flush() async {
+        await pendingWrites.waitUntilEmpty()
+        await storage.flush()
+    }
+
     /// Waits until every background refresh (`stale-while-revalidate`) started so far has finished.
     public func waitForBackgroundRefreshes() async {
         await refreshes.waitForAll()
@@ -127,6 +144,8 @@ public final class HTTPCache: ServiceHook {
     struct Location: Sendable {
         var key: String
         var userinfo: Bool
+        /// Whether it came from the memo.
+        var remembered = true
     }
 
     /// The ``Location`` of `request`, remembered per URL text (namespace included, so a hit
@@ -135,16 +154,27 @@ public final class HTTPCache: ServiceHook {
         locate(request.url)
     }
 
-    /// The ``Location`` of a request for `url`.
+    /// The ``Location`` of a request for `url`, from the memo when it remembers the URL
+    /// (``remember(_:for:)``).
     private func locate(_ url: URL?) -> Location? {
         guard let url else { return nil }
-        return memo.value(for: url, size: { $0.key.utf8.count }) { text in
+        return memo.value(for: url) { text in
             guard let canonical = configuration.keyPolicy.canonicalURL(text: text) else { return nil }
             let key = partitioner.redactingSecrets(in: canonical)
             guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
             let namespaced = configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
-            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text))
+            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), remembered: false)
         }
+    }
+
+    /// Remembers the location of `url`, which has a stored response (one was just stored or
+    /// found), so hits of it skip the key. Only such URLs are remembered: a miss of a new URL
+    /// pays for no memo entry, which would help only if something were stored.
+    private func remember(_ location: Location, for url: URL?) {
+        guard !location.remembered, let url else { return }
+        var remembered = location
+        remembered.remembered = true
+        memo.remember(remembered, for: url, size: location.key.utf8.count)
     }
 
     /// The partition of `request` (see ``CachePartitioner``).
@@ -203,6 +233,8 @@ public final class HTTPCache: ServiceHook {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         }
+        // A store made after its answer lands before anything else reads or writes its key.
+        if !pendingWrites.isEmpty { await writes.waitUntilFree(location.key) }
         let inScope = Self.inScope
         let requestTime = now()
         func state(partition: String = "", record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
@@ -234,6 +266,7 @@ public final class HTTPCache: ServiceHook {
             let writesBefore = writeCount.load(ordering: .acquiring)
             // A memory storage answers without suspending: the hit path makes no async call for it.
             var record = if let memory { memory.recordNow(for: location.key) } else { await lookup(location.key) }
+            if record != nil { remember(location, for: facts.url) }
             var before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
             var lead: Lead?
             if case .send = before, configuration.coalescesRequests {
@@ -324,26 +357,86 @@ public final class HTTPCache: ServiceHook {
     /// redirected).
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
         guard let state = context[StateKey.self] else { return response }
+        let sent = context.lastSentRequest ?? request
+        let lifetime = context[RequestLifetime.self]?.seconds
+        if writesBehind(response, for: request, sent: sent, state: state) {
+            // Whatever is decided, the answer is the response itself: decide and store after it.
+            let answeredAt = now()
+            writeBehindQueue.async { [self] in
+                storeBehind(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state, context: context)
+            }
+            return response
+        }
         defer { finish(state) }
+        return try await settle(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
+    }
+
+    /// Whether the answer to a request in `state` is `response` whatever the cache decides, so
+    /// that the decision and the store can wait until the caller has it (write-behind,
+    /// ``CacheConfiguration/writesBehind``): a plain miss (nothing was stored for it) over a
+    /// ``MemoryStorage`` (a store that never suspends, and nothing to flush at exit), answered
+    /// by the network for the URL looked up. Takes the key's write lock when it says yes, so
+    /// every later write of the key comes after this one, and counts the pending write, so
+    /// every later lookup of the key waits for it.
+    private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> Bool {
+        guard configuration.writesBehind, memory != nil, response.source == .network, case .fetching(stored: nil) = state.mode,
+              sent.url == request.url, response.url == nil || response.url == sent.url, writes.tryLock(state.key) else { return false }
+        pendingWrites.begin()
+        return true
+    }
+
+    /// The write-behind of ``writesBehind(_:for:sent:state:)``: decides as `onSuccess` would,
+    /// stores into the memory storage, then releases the key, the pending count and the lead.
+    /// The answer is stored under the key looked up, whose write lock is held.
+    private func storeBehind(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+                             state: State, context: RequestContext) {
+        let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
+        let after = strategy.after(response, mode: state.mode, exchange: exchange)
+        count(after, response: response, state: state, context: context)
+        if case .store(let entry) = after, let target, let memory {
+            remember(target, for: exchange.answered.url)
+            let existing = keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)
+            memory.storeNow(record(storing: entry, key: target.key, over: existing))
+            stored(context: state.isRefresh ? nil : context)
+        }
+        writes.unlock(state.key)
+        pendingWrites.end()
+        finish(state)
+    }
+
+    /// The exchange `response` ends, for `request` sent as `sent` and answered at `date`, and
+    /// where the answer belongs: the URL that answered (``Location``; `nil` when it cannot be
+    /// cached or the answer is not the network's), in the partition of what was sent.
+    private func exchange(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+                          state: State) -> (CacheStrategy.Exchange, Location?) {
+        var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
+                                              method: state.method, requestTime: state.requestTime, now: date,
+                                              requestLifetime: lifetime)
+        guard state.mode != .invalidating, response.source == .network else { return (exchange, nil) }
+        var target = sent.url == request.url ? state.location : locate(sent)
+        if let url = response.url, url != sent.url {
+            exchange.answered.url = url
+            target = locate(exchange.answered)
+        }
+        // Answered for another URL than the one looked up (a redirect, or an inner hook that
+        // rewrote the URL): what was stored for the lookup is neither merged nor removed.
+        exchange.redirected = target?.key != state.key
+        exchange.partition = target.map { partitioner.partition(for: exchange.answered, userinfo: $0.userinfo, inScope: state.inScope) } ?? ""
+        return (exchange, target)
+    }
+
+    /// What `onSuccess` does with `response` (see there), answered at `date` for `request`,
+    /// which went out as `sent`.
+    private func settle(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date, state: State,
+                        context: RequestContext) async throws -> Response {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
-        let sent = context.lastSentRequest ?? request
-        var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
-                                              method: state.method, requestTime: state.requestTime, now: now(),
-                                              requestLifetime: context[RequestLifetime.self]?.seconds)
-        // Where the answer belongs: the URL that answered, the partition of what was sent.
-        var target: String?
-        if state.mode != .invalidating, response.source == .network {
-            var location = sent.url == request.url ? state.location : locate(sent)
-            if let url = response.url, url != sent.url {
-                exchange.answered.url = url
-                location = locate(exchange.answered)
-            }
-            target = location?.key
-            // Answered for another URL than the one looked up (a redirect, or an inner hook that
-            // rewrote the URL): what was stored for the lookup is neither merged nor removed.
-            exchange.redirected = target != state.key
-            exchange.partition = location.map { partitioner.partition(for: exchange.answered, userinfo: $0.userinfo, inScope: state.inScope) } ?? ""
+        let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
+        // Stores `entry` where the answer belongs, and remembers that URL's location.
+        func storeAnswer(_ entry: CacheEntry) async {
+            guard let target else { return }
+            remember(target, for: exchange.answered.url)
+            await store(entry, key: target.key, keepsNothing: keepsNothing(entry, key: target.key, state: state), context: recording)
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         count(after, response: response, state: state, context: context)
@@ -351,13 +444,13 @@ public final class HTTPCache: ServiceHook {
         case .pass:
             return response
         case .store(let entry):
-            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state), context: recording) }
+            await storeAnswer(entry)
             return response
         case .storeAndAnswer(let entry, let answer):
-            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state), context: recording) }
+            await storeAnswer(entry)
             return answer
         case .revalidated(let entry):
-            if let target { await store(entry, key: target, keepsNothing: keepsNothing(entry, key: target, state: state), context: recording) }
+            await storeAnswer(entry)
             return rules.response(from: entry, for: request, now: exchange.now, source: .revalidated)
         case .serveStale(let entry, _):
             return rules.response(from: entry, for: request, now: exchange.now, source: .stale)
@@ -381,7 +474,7 @@ public final class HTTPCache: ServiceHook {
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
             if let target {
-                await freshen(key: target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
+                await freshen(key: target.key, partition: exchange.partition, request: exchange.answered, with: response, state: state,
                               at: exchange.now, context: recording)
             }
             return response
@@ -457,14 +550,27 @@ public final class HTTPCache: ServiceHook {
     /// Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
     private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool, context: RequestContext? = nil) async {
         await writes.lock(key)
-        let existing = keepsNothing ? [] : await lookup(key)?.variants ?? []
-        let kept = existing.filter { old in
+        let existing = keepsNothing ? nil : await lookup(key)
+        await storage.store(record(storing: entry, key: key, over: existing))
+        stored(context: context)
+        writes.unlock(key)
+    }
+
+    /// The record of `key` with `entry` stored in it: first, then `existing`'s responses of the
+    /// other partitions and this partition's other `Vary` variants, at most
+    /// ``CacheConfiguration/maxVariants`` in all.
+    private func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
+        let kept = existing?.variants.filter { old in
             old.partition != entry.partition
                 || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
-        }
-        await storage.store(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants))))
+        } ?? []
+        return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants)))
+    }
+
+    /// Counts a store that reached the storage, and records it in `context` with what the
+    /// storage evicted meanwhile.
+    private func stored(context: RequestContext?) {
         writeCount.add(1, ordering: .releasing)
-        writes.unlock(key)
         count { $0.stores += 1 }
         guard let context else { return }
         context.record(.cache(.stored))

@@ -8,12 +8,28 @@ final class KeyedLock: Sendable {
 
     /// Takes the lock of `key`, waiting while another task holds it. Pair with ``unlock(_:)``.
     func lock(_ key: String) async {
-        let taken = held.withLock { held -> Bool in
+        if !tryLock(key) { await wait(for: key) }
+    }
+
+    /// Takes the lock of `key` if nobody holds it, without waiting: `false` when it is held.
+    func tryLock(_ key: String) -> Bool {
+        held.withLock { held in
             guard held[key] == nil else { return false }
             held[key] = []
             return true
         }
-        if !taken { await wait(for: key) }
+    }
+
+    /// Whether a task holds the lock of `key` right now.
+    func isHeld(_ key: String) -> Bool {
+        held.withLock { $0[key] != nil }
+    }
+
+    /// Waits until nobody holds the lock of `key` (taking it in turn and handing it on at once).
+    func waitUntilFree(_ key: String) async {
+        guard isHeld(key) else { return }
+        await lock(key)
+        unlock(key)
     }
 
     /// Releases the lock of `key`, handing it to the first waiter if there is one.

@@ -35,6 +35,7 @@ struct CacheEventTests {
                                 clock: ManualClock(autoAdvance: true), observer: story.observe)
         let request = URLRequest(url: URL(string: "https://api.test/a")!)
         _ = try await pipeline.send(request)
+        await cache.flush() // a miss over a memory storage is stored just after its answer
         #expect(story.of("/a") == ["cache miss", "attempt #1", "retry #2 in 0.0 s (status 503)", "attempt #2", "cache stored"])
         story.clear()
         _ = try await pipeline.send(request)
@@ -55,9 +56,11 @@ struct CacheEventTests {
                    .status(503))
         mock.route("POST", "/s", .status(204))
         let story = Story()
-        let pipeline = Pipeline(transport: mock, hooks: [HTTPCache(now: { now.value })], observer: story.observe)
+        let cache = HTTPCache(now: { now.value })
+        let pipeline = Pipeline(transport: mock, hooks: [cache], observer: story.observe)
         let get = URLRequest(url: URL(string: "https://api.test/s")!)
         _ = try await pipeline.send(get)
+        await cache.flush()
         now.advance(5)
         story.clear()
         #expect(try await pipeline.send(get).source == .stale)
@@ -83,8 +86,23 @@ struct CacheEventTests {
         let story = Story()
         let pipeline = Pipeline(transport: mock, hooks: [cache], observer: story.observe)
         for path in ["/1", "/2", "/3"] { _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test" + path)!)) }
+        await cache.flush()
         #expect(story.of("/2") == ["cache miss", "attempt #1", "cache stored"])
         #expect(story.of("/3") == ["cache miss", "attempt #1", "cache stored", "cache evicted 1"])
         #expect(cache.statistics.storage.evictions == 1)
+    }
+
+    @Test("without write-behind, a miss's story is whole when send returns: the store is made before the answer")
+    func storedBeforeAnswer() async throws {
+        let mock = MockTransport()
+        mock.route("GET", "/w", .text("w", headers: ["Cache-Control": "max-age=60"]))
+        var configuration = CacheConfiguration()
+        configuration.writesBehind = false
+        let cache = HTTPCache(configuration: configuration)
+        let story = Story()
+        let pipeline = Pipeline(transport: mock, hooks: [cache], observer: story.observe)
+        _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/w")!))
+        #expect(story.of("/w") == ["cache miss", "attempt #1", "cache stored"])
+        #expect(cache.statistics.stores == 1)
     }
 }

@@ -14,16 +14,21 @@ struct LimitsTests {
         let long = String(repeating: "a", count: 100_000)
         for index in 0..<200 {
             let url = URL(string: "https://x.test/\(index)/" + long)!
-            #expect(memo.value(for: url, size: \.utf8.count) { _ in "key \(index)" } == "key \(index)")
+            memo.remember("key \(index)", for: url, size: 10)
+            #expect(memo.value(for: url) { _ in "made \(index)" } == "made \(index)")
         }
         #expect(memo.usage.count == 0)
         #expect(memo.usage.bytes == 0)
         for index in 0..<10_000 {
-            _ = memo.value(for: URL(string: "https://x.test/items/\(index)?page=\(index % 9)")!, size: \.utf8.count) { policy.canonicalURL(text: $0) }
+            let url = URL(string: "https://x.test/items/\(index)?page=\(index % 9)")!
+            guard let key = memo.value(for: url, make: { policy.canonicalURL(text: $0) }) else { continue }
+            memo.remember(key, for: url, size: key.utf8.count)
         }
         #expect(memo.usage.bytes <= 1 << 20)
         #expect(memo.usage.count <= 4096)
-        #expect(memo.value(for: URL(string: "https://x.test/items/9999?page=0")!, size: \.utf8.count) { _ in "wrong" } == "https://x.test/items/9999?page=0")
+        #expect(memo.usage.count > 0)
+        #expect(memo.value(for: URL(string: "https://x.test/items/9999?page=0")!) { _ in "wrong" } == "https://x.test/items/9999?page=0")
+        #expect(memo.value(for: URL(string: "https://x.test/never-remembered")!) { _ in "made" } == "made")
     }
 
     @Test("DiskStorage's write queue is bounded: a store past the limit waits, so one writer never queues more than one record past it")

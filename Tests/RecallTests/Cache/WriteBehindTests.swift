@@ -1,0 +1,114 @@
+import Foundation
+@testable import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue #15, target 2: a plain miss over a memory storage is stored after its caller has the
+/// answer. Each test holds the store back (the cache's write-behind queue suspended) to show
+/// that nothing reads or writes the key around it.
+@Suite("HTTPCache: write-behind of a miss", .timeLimit(.minutes(1)))
+struct WriteBehindTests {
+    @Test("held back, the store has not happened when send returns; the next request for the URL waits for it and hits",
+          arguments: [true, false])
+    func readYourWrites(coalescing: Bool) async throws {
+        // Without coalescing, no lead makes the second request wait: only the pending store does.
+        var configuration = CacheConfiguration()
+        configuration.coalescesRequests = coalescing
+        let h = CacheHarness(configuration: configuration)
+        h.origin("/a", [(200, ["Cache-Control": "max-age=60"], "one"), (200, ["Cache-Control": "max-age=60"], "two")])
+        h.cache.writeBehindQueue.suspend()
+        #expect(try await h.get("/a").bodyText == "one")
+        #expect(h.cache.statistics.stores == 0, "the store waits behind the suspended queue")
+        let again = Task { try await h.get("/a") }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(h.mock.requests(for: "/a").count == 1, "the second request waits for the store, not the origin")
+        h.cache.writeBehindQueue.resume()
+        let answer = try await again.value
+        #expect(answer.source == .cache)
+        #expect(answer.bodyText == "one")
+        #expect(h.cache.statistics.stores == 1)
+    }
+
+    @Test("an invalidation after the miss comes after its store: the next GET goes to the origin")
+    func invalidationAfterStore() async throws {
+        let h = CacheHarness()
+        h.origin("/b", [(200, ["Cache-Control": "max-age=60"], "old"), (200, ["Cache-Control": "max-age=60"], "new")])
+        h.origin("/b", method: "POST", [(204, [:], "")])
+        h.cache.writeBehindQueue.suspend()
+        _ = try await h.get("/b")
+        var post = URLRequest(url: URL(string: h.base + "/b")!)
+        post.httpMethod = "POST"
+        let posted = Task { try await h.pipeline.send(post) }
+        try await Task.sleep(for: .milliseconds(50))
+        h.cache.writeBehindQueue.resume()
+        #expect(try await posted.value.status == 204)
+        let after = try await h.get("/b")
+        #expect(after.source == .network)
+        #expect(after.bodyText == "new", "the store of the first GET landed before the POST's invalidation, never after")
+    }
+
+    @Test("flush waits for the stores held back; with write-behind off, send returns after the store")
+    func flushWaits() async throws {
+        let h = CacheHarness()
+        for path in ["/1", "/2", "/3"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
+        h.cache.writeBehindQueue.suspend()
+        for path in ["/1", "/2", "/3"] { _ = try await h.get(path) }
+        let flushed = Locked(false)
+        let flushing = Task {
+            await h.cache.flush()
+            flushed.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(!flushed.withLock { $0 })
+        h.cache.writeBehindQueue.resume()
+        await flushing.value
+        #expect(h.cache.statistics.stores == 3)
+        #expect(h.cache.storage.statistics.count == 3)
+
+        var configuration = CacheConfiguration()
+        configuration.writesBehind = false
+        let strict = CacheHarness(configuration: configuration)
+        strict.origin("/s", [(200, ["Cache-Control": "max-age=60"], "s")])
+        strict.cache.writeBehindQueue.suspend()
+        defer { strict.cache.writeBehindQueue.resume() }
+        _ = try await strict.get("/s")
+        #expect(strict.cache.statistics.stores == 1)
+    }
+
+    @Test("other partitions and Vary variants of the URL are kept by a store made behind the answer")
+    func keepsOtherResponses() async throws {
+        let h = CacheHarness()
+        h.origin("/v", [(200, ["Cache-Control": "max-age=60", "Vary": "Accept-Language"], "v")])
+        _ = try await h.get("/v", headers: ["Accept-Language": "en"])
+        _ = try await h.get("/v", headers: ["Accept-Language": "fr"])
+        _ = try await h.get("/v", headers: ["Authorization": "Bearer alice"])
+        await h.cache.flush()
+        let key = try #require(h.cache.key(for: URLRequest(url: URL(string: h.base + "/v")!)))
+        let record = try #require(await h.cache.storage.record(for: key))
+        #expect(record.variants.count == 3)
+        for headers: [String: String] in [["Accept-Language": "en"], ["Accept-Language": "fr"], ["Authorization": "Bearer alice"]] {
+            #expect(try await h.get("/v", headers: headers).source == .cache)
+        }
+    }
+
+    @Test("many tasks missing and hitting the same URLs: every miss is stored once, every later request hits")
+    func concurrent() async throws {
+        let h = CacheHarness()
+        for index in 0..<20 { h.origin("/c\(index)", [(200, ["Cache-Control": "max-age=60"], "c\(index)")]) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for round in 0..<40 { _ = try await h.get("/c\((task + round) % 20)") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await h.cache.flush()
+        #expect(h.cache.statistics.stores == 20)
+        #expect(h.mock.requests.count == 20, "coalesced misses and waiting lookups: one origin request per URL")
+        for index in 0..<20 { #expect(try await h.get("/c\(index)").source == .cache) }
+    }
+}
