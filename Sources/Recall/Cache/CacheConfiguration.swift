@@ -41,14 +41,15 @@ public struct CacheConfiguration: Sendable {
     }
     /// Concurrent misses on one key share one origin request.
     public var coalescesRequests = true
-    /// Over a ``MemoryStorage``, a plain miss (nothing was stored for its URL) is answered
-    /// first and stored just after, off the caller's path (write-behind): the answer is the
-    /// origin's response whatever the cache decides. Nothing is lost or reordered: a later
-    /// request for the same URL, and any later write of it (an invalidation), waits for the
-    /// store. Only the miss's ``CacheEvent/stored`` event (and any eviction) is recorded in its
-    /// context after `send` returned, and ``CacheStatistics/stores`` counts it then;
-    /// ``HTTPCache/flush()`` waits for every such store. Off: every store is made before the
-    /// answer, as with other storages.
+    /// Over a ``MemoryStorage``, a `GET` with no usable stored response is answered first and
+    /// stored just after, off the caller's path (write-behind): the answer is the origin's
+    /// response whatever the cache decides. Nothing is reordered: a later request for the same
+    /// URL, and any later write of it through the cache (an invalidation), waits for the store;
+    /// a removal made around the cache meanwhile (the storage's `removeAll()`, another cache on
+    /// the storage) drops it. The miss's ``CacheEvent/stored`` event (and any eviction) is
+    /// recorded in its context after `send` returned, and ``CacheStatistics/stores`` counts it
+    /// then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
+    /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".
     public var writesBehind = true
     /// When the origin cannot be reached at all (connection refused or reset, DNS failure, the
     /// retrier gave up on such failures, a circuit breaker refusing), serve a stored response

@@ -119,7 +119,7 @@ public final class HTTPCache: ServiceHook {
     /// for a pending store of their key. Call it before reading the storage or
     /// ``statistics``' `stores` directly, and before a process exits.
     public func flush() async {
-        await pendingWrites.waitUntilEmpty()
+        await pendingWrites.waitForWritesBegun()
         await storage.flush()
     }
 
@@ -234,7 +234,7 @@ public final class HTTPCache: ServiceHook {
             return .proceed(request)
         }
         // A store made after its answer lands before anything else reads or writes its key.
-        if !pendingWrites.isEmpty { await writes.waitUntilFree(location.key) }
+        if pendingWrites.mayHold(location.key) { await writes.waitUntilFree(location.key) }
         let inScope = Self.inScope
         let requestTime = now()
         func state(partition: String = "", record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
@@ -256,6 +256,7 @@ public final class HTTPCache: ServiceHook {
         case .range(let range):
             let partition = partition(of: request, facts, at: location, inScope: inScope)
             let record = await lookup(location.key)
+            if record != nil { remember(location, for: facts.url) }
             let before = strategy.before(request, facts, range: range, record: record, partition: partition, inScope: inScope, now: requestTime)
             return act(on: before, request: request, key: location.key, lead: nil, context: context) {
                 state(partition: partition, record: record, mode: $0)
@@ -359,11 +360,12 @@ public final class HTTPCache: ServiceHook {
         guard let state = context[StateKey.self] else { return response }
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
-        if writesBehind(response, for: request, sent: sent, state: state) {
+        if let behind = writesBehind(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             writeBehindQueue.async { [self] in
-                storeBehind(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state, context: context)
+                storeBehind(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state, context: context,
+                            behind: behind)
             }
             return response
         }
@@ -371,36 +373,46 @@ public final class HTTPCache: ServiceHook {
         return try await settle(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
     }
 
+    /// A store made after its answer: its ticket among the pending writes, and the storage's
+    /// removal count when the answer was returned.
+    struct WriteBehind: Sendable {
+        var ticket: UInt64
+        var removals: UInt64
+    }
+
     /// Whether the answer to a request in `state` is `response` whatever the cache decides, so
     /// that the decision and the store can wait until the caller has it (write-behind,
-    /// ``CacheConfiguration/writesBehind``): a plain miss (nothing was stored for it) over a
-    /// ``MemoryStorage`` (a store that never suspends, and nothing to flush at exit), answered
-    /// by the network for the URL looked up. Takes the key's write lock when it says yes, so
-    /// every later write of the key comes after this one, and counts the pending write, so
-    /// every later lookup of the key waits for it.
-    private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> Bool {
-        guard configuration.writesBehind, memory != nil, response.source == .network, case .fetching(stored: nil) = state.mode,
-              sent.url == request.url, response.url == nil || response.url == sent.url, writes.tryLock(state.key) else { return false }
-        pendingWrites.begin()
-        return true
+    /// ``CacheConfiguration/writesBehind``): a `GET` with no usable stored response (mode
+    /// `.fetching(stored: nil)`) over a ``MemoryStorage`` (a store that never suspends, and
+    /// nothing to flush at exit), answered by the network for the URL looked up. When it says
+    /// yes it has taken the key's write lock, so every later write of the key through this
+    /// cache comes after this one, counted the pending write, so every later lookup of the key
+    /// waits for it, and read the storage's removal count, so a removal made around the cache
+    /// meanwhile drops the store rather than be undone by it.
+    private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> WriteBehind? {
+        guard configuration.writesBehind, let memory, response.source == .network, state.method == .get,
+              case .fetching(stored: nil) = state.mode, sent.url == request.url, response.url == nil || response.url == sent.url,
+              writes.tryLock(state.key) else { return nil }
+        return WriteBehind(ticket: pendingWrites.begin(key: state.key), removals: memory.removalCount)
     }
 
     /// The write-behind of ``writesBehind(_:for:sent:state:)``: decides as `onSuccess` would,
     /// stores into the memory storage, then releases the key, the pending count and the lead.
     /// The answer is stored under the key looked up, whose write lock is held.
     private func storeBehind(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
-                             state: State, context: RequestContext) {
+                             state: State, context: RequestContext, behind: WriteBehind) {
         let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         count(after, response: response, state: state, context: context)
         if case .store(let entry) = after, let target, let memory {
-            remember(target, for: exchange.answered.url)
             let existing = keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)
-            memory.storeNow(record(storing: entry, key: target.key, over: existing))
-            stored(context: state.isRefresh ? nil : context)
+            if memory.storeNow(record(storing: entry, key: target.key, over: existing), unlessRemovedSince: behind.removals) != nil {
+                remember(target, for: exchange.answered.url)
+                stored(context: state.isRefresh ? nil : context)
+            }
         }
         writes.unlock(state.key)
-        pendingWrites.end()
+        pendingWrites.end(behind.ticket, key: state.key)
         finish(state)
     }
 
@@ -587,9 +599,12 @@ public final class HTTPCache: ServiceHook {
         return entry.facts.varyNames.isEmpty && record.variants.allSatisfy { $0.partition == entry.partition }
     }
 
-    /// Removes every stored response of `key`, in every partition.
-    private func remove(_ key: String) async {
+    /// Removes every stored response of `key`, in every partition; `counting`: counts an
+    /// invalidation when something was stored (read under the key's lock, so a store pending
+    /// before it is seen).
+    private func remove(_ key: String, counting: Bool = false) async {
         await writes.lock(key)
+        if counting, await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
         await storage.remove(key)
         writeCount.add(1, ordering: .releasing)
         writes.unlock(key)
@@ -630,8 +645,7 @@ public final class HTTPCache: ServiceHook {
             var lookup = CacheStrategy.asGet(request)
             lookup.url = url
             guard let key = key(for: lookup) else { continue }
-            if await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
-            await remove(key)
+            await remove(key, counting: true)
         }
     }
 

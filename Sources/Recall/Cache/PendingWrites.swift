@@ -1,40 +1,78 @@
 import Synchronization
 
-/// Counts the cache's stores under way after their answers were returned (write-behind): read
-/// with one atomic load on every lookup, and waited for until none is left by
-/// ``HTTPCache/flush()``.
+/// The cache's stores under way after their answers were returned (write-behind).
+///
+/// - Every lookup asks ``mayHold(_:)`` of its key: one atomic load of the key's stripe, so a
+///   hit takes no shared lock while stores of other keys are pending (a stripe only says
+///   "maybe": the cache then checks the key's write lock).
+/// - ``waitForWritesBegun()`` waits for the writes begun before it was called, not for the
+///   count to reach zero, so a flush under steady traffic returns.
 final class PendingWrites: Sendable {
-    private let count = Atomic<Int>(0)
-    /// Tasks waiting until ``count`` is zero.
-    private let waiters = Locked<[CheckedContinuation<Void, Never>]>([])
+    private static let stripeCount = 64
+    /// Pending writes per stripe of keys.
+    private let stripes: InlineArray<64, Atomic<Int>> = InlineArray { _ in Atomic(0) }
 
-    /// Whether no write is under way (an acquiring load: a write that ended is seen whole).
-    var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
+    private struct State {
+        var nextTicket: UInt64 = 0
+        var outstanding: Set<UInt64> = []
+        /// Waiting flushes: each waits until no ticket below its bound is outstanding.
+        var waiters: [(bound: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
 
-    /// Counts one more write under way.
-    func begin() {
-        count.add(1, ordering: .relaxed)
-    }
-
-    /// Counts a write as landed, waking the waiters when it was the last one.
-    func end() {
-        guard count.subtract(1, ordering: .releasing).newValue == 0 else { return }
-        let waiting = waiters.withLock { waiters in
-            defer { waiters.removeAll() }
-            return waiters
+        /// Whether every ticket below `bound` has ended.
+        func done(below bound: UInt64) -> Bool {
+            (outstanding.min() ?? .max) >= bound
         }
-        waiting.forEach { $0.resume() }
     }
 
-    /// Waits until no write is under way (returns at once when none is).
-    func waitUntilEmpty() async {
-        guard !isEmpty else { return }
+    private let state = Locked(State())
+
+    /// The stripe of `key`: its length and three of its bytes, mixed (cheap: no full hash on
+    /// the hit path; a collision only costs a needless check).
+    private static func stripe(_ key: String) -> Int {
+        let count = key.utf8.count
+        let mixed = key.utf8.withContiguousStorageIfAvailable { bytes -> Int in
+            guard count > 0 else { return 0 }
+            return Int(bytes[count - 1]) &+ Int(bytes[count / 2]) &* 31 &+ Int(bytes[count / 3]) &* 961
+        } ?? 0
+        return (mixed &+ count &* 29_791) & (stripeCount - 1)
+    }
+
+    /// Whether a write of `key` may be under way (an acquiring load: a write that ended is seen whole).
+    func mayHold(_ key: String) -> Bool {
+        stripes[Self.stripe(key)].load(ordering: .acquiring) > 0
+    }
+
+    /// Counts a write of `key` as under way; returns its ticket, for ``end(_:key:)``.
+    func begin(key: String) -> UInt64 {
+        stripes[Self.stripe(key)].add(1, ordering: .relaxed)
+        return state.withLock { state in
+            defer { state.nextTicket += 1 }
+            state.outstanding.insert(state.nextTicket)
+            return state.nextTicket
+        }
+    }
+
+    /// Counts the write of `ticket` (of `key`) as landed, waking the flushes it was the last for.
+    func end(_ ticket: UInt64, key: String) {
+        stripes[Self.stripe(key)].subtract(1, ordering: .releasing)
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.outstanding.remove(ticket)
+            guard !state.waiters.isEmpty else { return [] }
+            let lowest = state.outstanding.min() ?? .max // every ticket below it has ended
+            let ready = state.waiters.filter { $0.bound <= lowest }
+            state.waiters.removeAll { $0.bound <= lowest }
+            return ready.map(\.continuation)
+        }
+        ready.forEach { $0.resume() }
+    }
+
+    /// Waits until every write begun before this call has ended (returns at once when none is
+    /// under way).
+    func waitForWritesBegun() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // Checked under the lock that `end` takes after its last decrement: either this
-            // sees zero, or `end` sees this waiter.
-            let now = waiters.withLock { waiters -> Bool in
-                if count.load(ordering: .acquiring) == 0 { return true }
-                waiters.append(continuation)
+            let now = state.withLock { state -> Bool in
+                if state.done(below: state.nextTicket) { return true }
+                state.waiters.append((state.nextTicket, continuation))
                 return false
             }
             if now { continuation.resume() }

@@ -19,6 +19,8 @@ public final class MemoryStorage: CacheStorage {
     private struct Books {
         var policy: any EvictionPolicy
         var statistics = StorageStatistics()
+        /// Explicit removals so far (``removeNow(_:)``, ``removeAll()``; not evictions).
+        var removals: UInt64 = 0
     }
 
     private let table = ReadWriteLocked(Table())
@@ -54,9 +56,24 @@ public final class MemoryStorage: CacheStorage {
     /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult
     public func storeNow(_ record: CacheRecord) -> [String] {
+        storeNow(record, unlessRemovedSince: nil) ?? []
+    }
+
+    /// How many explicit removals (of any key, or of all) this storage has made: a store
+    /// decided before a removal it did not see can be dropped with
+    /// ``storeNow(_:unlessRemovedSince:)``.
+    var removalCount: UInt64 { books.withLock { $0.removals } }
+
+    /// Stores `record` unless a removal was made since `removals` was read from
+    /// ``removalCount`` (`nil` when it was dropped, else the keys evicted). A cache's
+    /// write-behind stores this way, so that a removal made around the cache (another cache
+    /// on the storage invalidating the URL, `removeAll()` at logout) is never undone by a
+    /// store decided before it.
+    func storeNow(_ record: CacheRecord, unlessRemovedSince removals: UInt64?) -> [String]? {
         let size = record.byteCount
         return books.withLock { books in
-            table.write { table in
+            if let removals, books.removals != removals { return nil }
+            return table.write { table in
                 removeLocked(record.key, from: &table, books: &books)
                 guard size <= entryLimit, size <= byteLimit, countLimit > 0 else {
                     books.statistics.rejected += 1
@@ -92,6 +109,7 @@ public final class MemoryStorage: CacheStorage {
     /// The same removal without suspending.
     public func removeNow(_ key: String) {
         books.withLock { books in
+            books.removals += 1
             table.write { table in _ = removeLocked(key, from: &table, books: &books) }
         }
     }
@@ -99,6 +117,7 @@ public final class MemoryStorage: CacheStorage {
     /// Removes every record.
     public func removeAll() async {
         books.withLock { books in
+            books.removals += 1
             table.write { table in
                 for key in Array(table.keys) { _ = removeLocked(key, from: &table, books: &books) }
             }

@@ -33,6 +33,7 @@ struct CacheStoringTests {
         let headers = side == "request" ? ["Cache-Control": "no-store"] : [:]
         try await h.get("/a", headers: headers)
         try await h.get("/a", headers: headers)
+        await h.cache.flush() // a miss is decided after its answer (write-behind)
         #expect(h.hits("/a") == 2)
         #expect(h.cache.statistics.stores == 0)
     }
@@ -97,6 +98,7 @@ struct CacheStoringTests {
         try await h.get("/r", headers: ["Range": "bytes=0-1"])
         try await h.get("/r", headers: ["Range": "bytes=0-1"])
         try await h.get("/r")
+        await h.cache.flush()
         #expect(h.hits("/r") == 3)
         #expect(h.cache.statistics.stores == 0) // a 206 is never stored
     }

@@ -19,13 +19,14 @@ struct WriteBehindTests {
         configuration.coalescesRequests = coalescing
         let h = CacheHarness(configuration: configuration)
         h.origin("/a", [(200, ["Cache-Control": "max-age=60"], "one"), (200, ["Cache-Control": "max-age=60"], "two")])
-        h.cache.writeBehindQueue.suspend()
+        let held = Held(h.cache.writeBehindQueue)
+        defer { held.release() }
         #expect(try await h.get("/a").bodyText == "one")
         #expect(h.cache.statistics.stores == 0, "the store waits behind the suspended queue")
         let again = Task { try await h.get("/a") }
         try await Task.sleep(for: .milliseconds(50))
         #expect(h.mock.requests(for: "/a").count == 1, "the second request waits for the store, not the origin")
-        h.cache.writeBehindQueue.resume()
+        held.release()
         let answer = try await again.value
         #expect(answer.source == .cache)
         #expect(answer.bodyText == "one")
@@ -37,14 +38,18 @@ struct WriteBehindTests {
         let h = CacheHarness()
         h.origin("/b", [(200, ["Cache-Control": "max-age=60"], "old"), (200, ["Cache-Control": "max-age=60"], "new")])
         h.origin("/b", method: "POST", [(204, [:], "")])
-        h.cache.writeBehindQueue.suspend()
+        let held = Held(h.cache.writeBehindQueue)
+        defer { held.release() }
         _ = try await h.get("/b")
         var post = URLRequest(url: URL(string: h.base + "/b")!)
         post.httpMethod = "POST"
         let posted = Task { try await h.pipeline.send(post) }
         try await Task.sleep(for: .milliseconds(50))
-        h.cache.writeBehindQueue.resume()
+        #expect(h.mock.requests(for: "/b").count == 1, "the POST waits for the pending store before it goes out")
+        held.release()
         #expect(try await posted.value.status == 204)
+        #expect(h.cache.statistics.stores == 1)
+        #expect(h.cache.statistics.invalidations == 1, "the POST found the stored response and removed it")
         let after = try await h.get("/b")
         #expect(after.source == .network)
         #expect(after.bodyText == "new", "the store of the first GET landed before the POST's invalidation, never after")
@@ -54,7 +59,8 @@ struct WriteBehindTests {
     func flushWaits() async throws {
         let h = CacheHarness()
         for path in ["/1", "/2", "/3"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
-        h.cache.writeBehindQueue.suspend()
+        let held = Held(h.cache.writeBehindQueue)
+        defer { held.release() }
         for path in ["/1", "/2", "/3"] { _ = try await h.get(path) }
         let flushed = Locked(false)
         let flushing = Task {
@@ -63,7 +69,7 @@ struct WriteBehindTests {
         }
         try await Task.sleep(for: .milliseconds(50))
         #expect(!flushed.withLock { $0 })
-        h.cache.writeBehindQueue.resume()
+        held.release()
         await flushing.value
         #expect(h.cache.statistics.stores == 3)
         #expect(h.cache.storage.statistics.count == 3)
@@ -72,10 +78,62 @@ struct WriteBehindTests {
         configuration.writesBehind = false
         let strict = CacheHarness(configuration: configuration)
         strict.origin("/s", [(200, ["Cache-Control": "max-age=60"], "s")])
-        strict.cache.writeBehindQueue.suspend()
-        defer { strict.cache.writeBehindQueue.resume() }
+        let strictHeld = Held(strict.cache.writeBehindQueue)
+        defer { strictHeld.release() }
         _ = try await strict.get("/s")
         #expect(strict.cache.statistics.stores == 1)
+    }
+
+    @Test("a flush waits for the writes begun before it, not for a moment with none pending (steady traffic)")
+    func flushUnderTraffic() async throws {
+        let pending = PendingWrites()
+        let first = pending.begin(key: "a")
+        #expect(pending.mayHold("a"))
+        let flushed = Locked(false)
+        let flushing = Task {
+            await pending.waitForWritesBegun()
+            flushed.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        let second = pending.begin(key: "b") // begun after the flush: not waited for
+        #expect(!flushed.withLock { $0 })
+        pending.end(first, key: "a")
+        await flushing.value
+        #expect(!pending.mayHold("a"))
+        #expect(pending.mayHold("b"))
+        pending.end(second, key: "b")
+        #expect(!pending.mayHold("b"))
+        await pending.waitForWritesBegun() // none under way: at once
+    }
+
+    @Test("a removal made around the cache while a store is pending (the storage's removeAll, another cache on it) is not undone")
+    func removalAroundTheCache() async throws {
+        let storage = MemoryStorage()
+        let h = CacheHarness(storage: storage)
+        let other = HTTPCache(storage: storage)
+        h.origin("/p", [(200, ["Cache-Control": "max-age=60"], "private")])
+        h.origin("/q", [(200, ["Cache-Control": "max-age=60"], "q")])
+        let held = Held(h.cache.writeBehindQueue)
+        defer { held.release() }
+        _ = try await h.get("/p")
+        await storage.removeAll() // a logout, say: nothing stored before it may survive it
+        held.release()
+        await h.cache.flush()
+        #expect(storage.statistics.count == 0, "the store decided before removeAll was dropped")
+        #expect(h.cache.statistics.stores == 0)
+        #expect(try await h.get("/p").source == .network)
+
+        // Another cache on the same storage invalidates the URL while this cache's store is pending.
+        let again = Held(h.cache.writeBehindQueue)
+        defer { again.release() }
+        _ = try await h.get("/q")
+        var post = URLRequest(url: URL(string: h.base + "/q")!)
+        post.httpMethod = "POST"
+        h.origin("/q", method: "POST", [(204, [:], "")])
+        _ = try await Pipeline(transport: h.mock, hooks: [other]).send(post)
+        again.release()
+        await h.cache.flush()
+        #expect(try await h.get("/q").source == .network, "the other cache's invalidation stands")
     }
 
     @Test("other partitions and Vary variants of the URL are kept by a store made behind the answer")
@@ -110,5 +168,21 @@ struct WriteBehindTests {
         #expect(h.cache.statistics.stores == 20)
         #expect(h.mock.requests.count == 20, "coalesced misses and waiting lookups: one origin request per URL")
         for index in 0..<20 { #expect(try await h.get("/c\(index)").source == .cache) }
+    }
+}
+
+/// Holds a dispatch queue suspended until released (once, also from a `defer`: a queue freed
+/// while suspended would crash the process).
+final class Held: Sendable {
+    private let queue: DispatchQueue
+    private let suspended = Locked(true)
+
+    init(_ queue: DispatchQueue) {
+        self.queue = queue
+        queue.suspend()
+    }
+
+    func release() {
+        if suspended.withLock({ was in defer { was = false }; return was }) { queue.resume() }
     }
 }
