@@ -40,6 +40,7 @@ public enum HTTPCacheReplay {
             origin.answer(with: entry)
             if let response = try? await pipeline.send(request) { report.bodyBytes += response.body.count }
         }
+        await cache.flush() // the last misses' stores land after their answers (write-behind)
         report.cache = cache.statistics
         (report.originRequests, report.originBodyBytes) = origin.counts
         return report
