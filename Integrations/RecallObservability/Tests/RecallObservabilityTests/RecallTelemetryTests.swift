@@ -100,6 +100,7 @@ struct RecallTelemetryTests {
         let verbose = Setup(level: .debug)
         verbose.mock.route("GET", "/items", .status(503), .text("items", headers: ["Cache-Control": "max-age=60"]))
         _ = try await verbose.get("/items")
+        await verbose.cache.flush() // the miss is stored, and logged, just after its answer
         let messages = verbose.logs.entries.map { "\($0.message)" }
         #expect(messages.contains("cache miss") && messages.contains { $0.hasPrefix("retry #2") } && messages.contains("cache stored"))
     }
