@@ -45,8 +45,8 @@ public struct CacheConfiguration: Sendable {
     /// stored just after, off the caller's path (write-behind): the answer is the origin's
     /// response whatever the cache decides. Nothing is reordered: a later request for the same
     /// URL, and any later write of it through the cache (an invalidation), waits for the store;
-    /// a removal made around the cache meanwhile (the storage's `removeAll()`, another cache on
-    /// the storage) drops it. The miss's ``CacheEvent/stored`` event (and any eviction) is
+    /// a removal of the URL made around the cache meanwhile (the storage's `removeAll()`,
+    /// another cache on the storage) drops it. The miss's ``CacheEvent/stored`` event (and any eviction) is
     /// recorded in its context after `send` returned, and ``CacheStatistics/stores`` counts it
     /// then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
     /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".

@@ -360,12 +360,12 @@ public final class HTTPCache: ServiceHook {
         guard let state = context[StateKey.self] else { return response }
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
-        if let behind = writesBehind(response, for: request, sent: sent, state: state) {
+        if let ticket = writesBehind(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             writeBehindQueue.async { [self] in
                 storeBehind(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state, context: context,
-                            behind: behind)
+                            ticket: ticket)
             }
             return response
         }
@@ -373,46 +373,46 @@ public final class HTTPCache: ServiceHook {
         return try await settle(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
     }
 
-    /// A store made after its answer: its ticket among the pending writes, and the storage's
-    /// removal count when the answer was returned.
-    struct WriteBehind: Sendable {
-        var ticket: UInt64
-        var removals: UInt64
-    }
 
     /// Whether the answer to a request in `state` is `response` whatever the cache decides, so
     /// that the decision and the store can wait until the caller has it (write-behind,
     /// ``CacheConfiguration/writesBehind``): a `GET` with no usable stored response (mode
     /// `.fetching(stored: nil)`) over a ``MemoryStorage`` (a store that never suspends, and
     /// nothing to flush at exit), answered by the network for the URL looked up. When it says
-    /// yes it has taken the key's write lock, so every later write of the key through this
-    /// cache comes after this one, counted the pending write, so every later lookup of the key
-    /// waits for it, and read the storage's removal count, so a removal made around the cache
-    /// meanwhile drops the store rather than be undone by it.
-    private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> WriteBehind? {
+    /// yes (with the write's ticket) it has taken the key's write lock, so every later write of
+    /// the key through this cache comes after this one; counted the pending write, so every
+    /// later lookup of the key waits for it; and asked the storage to watch the key, so a
+    /// removal made around the cache meanwhile drops the store rather than be undone by it.
+    private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> UInt64? {
         guard configuration.writesBehind, let memory, response.source == .network, state.method == .get,
               case .fetching(stored: nil) = state.mode, sent.url == request.url, response.url == nil || response.url == sent.url,
               writes.tryLock(state.key) else { return nil }
-        return WriteBehind(ticket: pendingWrites.begin(key: state.key), removals: memory.removalCount)
+        memory.watch(state.key)
+        return pendingWrites.begin(key: state.key)
     }
 
     /// The write-behind of ``writesBehind(_:for:sent:state:)``: decides as `onSuccess` would,
     /// stores into the memory storage, then releases the key, the pending count and the lead.
     /// The answer is stored under the key looked up, whose write lock is held.
     private func storeBehind(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
-                             state: State, context: RequestContext, behind: WriteBehind) {
+                             state: State, context: RequestContext, ticket: UInt64) {
         let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         count(after, response: response, state: state, context: context)
-        if case .store(let entry) = after, let target, let memory {
-            let existing = keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)
-            if memory.storeNow(record(storing: entry, key: target.key, over: existing), unlessRemovedSince: behind.removals) != nil {
-                remember(target, for: exchange.answered.url)
-                stored(context: state.isRefresh ? nil : context)
+        if let memory {
+            // The answer came for the URL looked up: `target` is the key locked and watched.
+            if case .store(let entry) = after, let target, target.key == state.key {
+                let existing = keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)
+                if memory.storeNow(record(storing: entry, key: target.key, over: existing), watched: true) != nil {
+                    remember(target, for: exchange.answered.url)
+                    stored(context: state.isRefresh ? nil : context)
+                }
+            } else {
+                memory.unwatch(state.key)
             }
         }
         writes.unlock(state.key)
-        pendingWrites.end(behind.ticket, key: state.key)
+        pendingWrites.end(ticket, key: state.key)
         finish(state)
     }
 

@@ -19,8 +19,10 @@ public final class MemoryStorage: CacheStorage {
     private struct Books {
         var policy: any EvictionPolicy
         var statistics = StorageStatistics()
-        /// Explicit removals so far (``removeNow(_:)``, ``removeAll()``; not evictions).
-        var removals: UInt64 = 0
+        /// Keys a cache will store later (write-behind), each with how many stores are coming
+        /// and whether an explicit removal (``removeNow(_:)``, ``removeAll()``; not an
+        /// eviction) has been made since.
+        var watched: [String: (stores: Int, removed: Bool)] = [:]
     }
 
     private let table = ReadWriteLocked(Table())
@@ -56,23 +58,37 @@ public final class MemoryStorage: CacheStorage {
     /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult
     public func storeNow(_ record: CacheRecord) -> [String] {
-        storeNow(record, unlessRemovedSince: nil) ?? []
+        storeNow(record, watched: false) ?? []
     }
 
-    /// How many explicit removals (of any key, or of all) this storage has made: a store
-    /// decided before a removal it did not see can be dropped with
-    /// ``storeNow(_:unlessRemovedSince:)``.
-    var removalCount: UInt64 { books.withLock { $0.removals } }
+    /// Starts watching `key` for explicit removals: a cache that answers first and stores
+    /// after (write-behind) calls it before answering, then ``storeNow(_:watched:)`` with
+    /// `watched: true`, or ``unwatch(_:)`` if it stores nothing. A removal made meanwhile
+    /// around the cache (another cache on this storage invalidating the URL, `removeAll()` at
+    /// logout) then drops the store instead of being undone by it.
+    func watch(_ key: String) {
+        books.withLock { books in books.watched[key, default: (0, false)].stores += 1 }
+    }
 
-    /// Stores `record` unless a removal was made since `removals` was read from
-    /// ``removalCount`` (`nil` when it was dropped, else the keys evicted). A cache's
-    /// write-behind stores this way, so that a removal made around the cache (another cache
-    /// on the storage invalidating the URL, `removeAll()` at logout) is never undone by a
-    /// store decided before it.
-    func storeNow(_ record: CacheRecord, unlessRemovedSince removals: UInt64?) -> [String]? {
+    /// Ends a watch of `key` that stores nothing.
+    func unwatch(_ key: String) {
+        books.withLock { books in _ = Self.unwatch(key, in: &books) }
+    }
+
+    @discardableResult
+    private static func unwatch(_ key: String, in books: inout Books) -> Bool {
+        guard let watch = books.watched[key] else { return false }
+        if watch.stores <= 1 { books.watched[key] = nil } else { books.watched[key]?.stores -= 1 }
+        return watch.removed
+    }
+
+    /// Stores `record`, evicting as needed; `watched`: ends the watch of its key
+    /// (``watch(_:)``) and stores nothing (`nil`) when the key was removed meanwhile. Returns
+    /// the keys evicted.
+    func storeNow(_ record: CacheRecord, watched: Bool) -> [String]? {
         let size = record.byteCount
         return books.withLock { books in
-            if let removals, books.removals != removals { return nil }
+            if watched, Self.unwatch(record.key, in: &books) { return nil }
             return table.write { table in
                 removeLocked(record.key, from: &table, books: &books)
                 guard size <= entryLimit, size <= byteLimit, countLimit > 0 else {
@@ -109,7 +125,7 @@ public final class MemoryStorage: CacheStorage {
     /// The same removal without suspending.
     public func removeNow(_ key: String) {
         books.withLock { books in
-            books.removals += 1
+            books.watched[key]?.removed = true
             table.write { table in _ = removeLocked(key, from: &table, books: &books) }
         }
     }
@@ -117,7 +133,7 @@ public final class MemoryStorage: CacheStorage {
     /// Removes every record.
     public func removeAll() async {
         books.withLock { books in
-            books.removals += 1
+            for key in books.watched.keys { books.watched[key]?.removed = true }
             table.write { table in
                 for key in Array(table.keys) { _ = removeLocked(key, from: &table, books: &books) }
             }

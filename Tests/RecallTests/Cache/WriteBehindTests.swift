@@ -136,6 +136,27 @@ struct WriteBehindTests {
         #expect(try await h.get("/q").source == .network, "the other cache's invalidation stands")
     }
 
+    @Test("a removal of another URL, in the cache or around it, leaves a pending store alone")
+    func otherRemovals() async throws {
+        let storage = MemoryStorage()
+        let h = CacheHarness(storage: storage)
+        for path in ["/x", "/y", "/z"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
+        h.origin("/y", method: "DELETE", [(204, [:], "")])
+        _ = try await h.get("/y")
+        _ = try await h.get("/z")
+        await h.cache.flush()
+        let held = Held(h.cache.writeBehindQueue)
+        defer { held.release() }
+        _ = try await h.get("/x")
+        _ = try await h.pipeline.send(h.request("/y", method: "DELETE")) // through the cache
+        await storage.remove(try #require(h.cache.key(for: h.request("/z")))) // around it
+        held.release()
+        await h.cache.flush()
+        #expect(try await h.get("/x").source == .cache)
+        #expect(try await h.get("/y").source == .network)
+        #expect(try await h.get("/z").source == .network)
+    }
+
     @Test("other partitions and Vary variants of the URL are kept by a store made behind the answer")
     func keepsOtherResponses() async throws {
         let h = CacheHarness()
