@@ -224,6 +224,9 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver listens with a backlog of 5. A burst of parallel tests overflowed it: the
+    # kernel logged "Possible SYN flooding", and a request's connection was reset.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         # A client that gave up (an attempt timeout, a cancelled task) closes its connection
