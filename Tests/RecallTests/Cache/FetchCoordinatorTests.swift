@@ -88,8 +88,9 @@ struct FetchCoordinatorTests {
         let fleet = Fleet(replicas: 0)
         fleet.origin.route("GET", "/orphan") { _ in .text("fetched", headers: ["Cache-Control": "max-age=60"]) }
         // Another replica claimed the fetch and died. (A lease long enough that a busy test
-        // process still asks for the claim before it lapses: at 50 ms it once lapsed first.)
-        let crashed = InMemoryFetchCoordinator(leaseTime: .milliseconds(800))
+        // process still asks for the claim before it lapses: at 50 ms, and once at 800 ms in a
+        // full parallel run, it lapsed first.)
+        let crashed = InMemoryFetchCoordinator(leaseTime: .seconds(2))
         let replica = HTTPCache(storage: fleet.storage, coordinator: crashed)
         let pipeline = Pipeline(transport: StallingTransport(), hooks: [replica])
         let stalled = Task { try await pipeline.send(URLRequest(url: URL(string: "https://origin.test/orphan")!)) }
