@@ -62,9 +62,10 @@ public struct CacheKeyPolicy: Sendable, Hashable {
     }
 
     /// The canonical form of the URL in `input`, checked first and then written straight into
-    /// the result's storage: the only allocation is the result (and, for a long query or a
-    /// path with dot segments, one scratch buffer). It runs for every URL the cache has not
-    /// seen stored before: every miss.
+    /// the result's storage: for a usual URL the only allocation is the result (the query's
+    /// scratch space is on the stack; a path with dot segments, or a query too long for the
+    /// stack, allocates a few more). It runs for every URL the cache has not seen stored
+    /// before: every miss.
     private func canonical(_ input: UnsafeBufferPointer<UInt8>) -> String? {
         let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?")
         let end = input.firstIndex(of: UInt8(ascii: "#")) ?? input.count // the fragment is dropped

@@ -48,8 +48,9 @@ public final class HTTPCache: ServiceHook {
     /// a miss afterwards looks again only when it changed (nothing can have been stored for it
     /// otherwise). One atomic load, so the hit path pays no lock for it.
     private let writeCount = Atomic<UInt64>(0)
-    /// Stores made after their answers (see ``writesBehind(_:state:)``) not yet landed: while
-    /// there are any, a lookup first waits for the write lock of its key.
+    /// Stores made after their answers (see ``writesBehind(_:for:sent:state:)``) not yet
+    /// landed: while one may be pending for its key's stripe, a lookup first waits until the
+    /// key's write lock is free.
     private let pendingWrites = PendingWrites()
     /// Where stores made after their answers run: a plain queue, not a task, as a store into a
     /// memory storage never suspends (and a dispatch costs less than a task on the caller's path).
@@ -113,9 +114,9 @@ public final class HTTPCache: ServiceHook {
         return statistics
     }
 
-    /// Waits until every store the cache made after answering (a miss over a ``MemoryStorage``
-    /// is stored just after its caller has the response) has reached the storage, then flushes
-    /// the storage (``CacheStorage/flush()``). The cache's own lookups never need it: they wait
+    /// Waits until every store the cache began after answering before this call (a miss over a
+    /// ``MemoryStorage`` is stored just after its caller has the response) has reached the
+    /// storage, then flushes the storage (``CacheStorage/flush()``). The cache's own lookups never need it: they wait
     /// for a pending store of their key. Call it before reading the storage or
     /// ``statistics``' `stores` directly, and before a process exits.
     public func flush() async {
@@ -144,6 +145,8 @@ public final class HTTPCache: ServiceHook {
     struct Location: Sendable {
         var key: String
         var userinfo: Bool
+        /// The key's stripe among pending writes (``PendingWrites/stripe(of:)``), worked out once.
+        var stripe: Int
         /// Whether it came from the memo.
         var remembered = true
     }
@@ -163,7 +166,8 @@ public final class HTTPCache: ServiceHook {
             let key = partitioner.redactingSecrets(in: canonical)
             guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
             let namespaced = configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
-            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), remembered: false)
+            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
+                            remembered: false)
         }
     }
 
@@ -234,7 +238,7 @@ public final class HTTPCache: ServiceHook {
             return .proceed(request)
         }
         // A store made after its answer lands before anything else reads or writes its key.
-        if pendingWrites.mayHold(location.key) { await writes.waitUntilFree(location.key) }
+        if pendingWrites.mayHold(stripe: location.stripe) { await writes.waitUntilFree(location.key) }
         let inScope = Self.inScope
         let requestTime = now()
         func state(partition: String = "", record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
@@ -373,7 +377,6 @@ public final class HTTPCache: ServiceHook {
         return try await settle(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
     }
 
-
     /// Whether the answer to a request in `state` is `response` whatever the cache decides, so
     /// that the decision and the store can wait until the caller has it (write-behind,
     /// ``CacheConfiguration/writesBehind``): a `GET` with no usable stored response (mode
@@ -388,7 +391,7 @@ public final class HTTPCache: ServiceHook {
               case .fetching(stored: nil) = state.mode, sent.url == request.url, response.url == nil || response.url == sent.url,
               writes.tryLock(state.key) else { return nil }
         memory.watch(state.key)
-        return pendingWrites.begin(key: state.key)
+        return pendingWrites.begin(stripe: state.location.stripe)
     }
 
     /// The write-behind of ``writesBehind(_:for:sent:state:)``: decides as `onSuccess` would,
@@ -412,7 +415,7 @@ public final class HTTPCache: ServiceHook {
             }
         }
         writes.unlock(state.key)
-        pendingWrites.end(ticket, key: state.key)
+        pendingWrites.end(ticket, stripe: state.location.stripe)
         finish(state)
     }
 

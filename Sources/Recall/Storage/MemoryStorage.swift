@@ -75,7 +75,7 @@ public final class MemoryStorage: CacheStorage {
         books.withLock { books in _ = Self.unwatch(key, in: &books) }
     }
 
-    @discardableResult
+    /// Ends a watch of `key`; whether the key was removed while watched.
     private static func unwatch(_ key: String, in books: inout Books) -> Bool {
         guard let watch = books.watched[key] else { return false }
         if watch.stores <= 1 { books.watched[key] = nil } else { books.watched[key]?.stores -= 1 }

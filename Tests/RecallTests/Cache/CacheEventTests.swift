@@ -1,5 +1,5 @@
 import Foundation
-import Recall
+@testable import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
@@ -99,6 +99,8 @@ struct CacheEventTests {
         var configuration = CacheConfiguration()
         configuration.writesBehind = false
         let cache = HTTPCache(configuration: configuration)
+        let held = Held(cache.writeBehindQueue) // were the store made behind, it would wait here
+        defer { held.release() }
         let story = Story()
         let pipeline = Pipeline(transport: mock, hooks: [cache], observer: story.observe)
         _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/w")!))

@@ -1,5 +1,5 @@
 import Foundation
-import Recall
+@testable import Recall
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -139,5 +139,16 @@ struct CacheKeyTests {
         #expect(SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
             == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         #expect(SHA256.hex(String(repeating: "a", count: 1000)) == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+
+    @Test("the byte classes of percent-encoding normalization are RFC 3986's sets, for all 256 bytes")
+    func byteClasses() {
+        let unreserved = Set(("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~").utf8)
+        let allowedRaw = Set("!$&'()*+,;=:@/?.".utf8) // sub-delims, ":", "@", "/", "?", and "." (never decoded)
+        for value in 0...255 {
+            let byte = UInt8(value)
+            #expect(CacheKeyPolicy.isUnreserved(byte) == unreserved.contains(byte), "byte \(value)")
+            #expect(CacheKeyPolicy.isAllowedRaw(byte) == allowedRaw.contains(byte), "byte \(value)")
+        }
     }
 }

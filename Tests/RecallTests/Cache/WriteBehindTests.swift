@@ -87,22 +87,24 @@ struct WriteBehindTests {
     @Test("a flush waits for the writes begun before it, not for a moment with none pending (steady traffic)")
     func flushUnderTraffic() async throws {
         let pending = PendingWrites()
-        let first = pending.begin(key: "a")
-        #expect(pending.mayHold("a"))
+        let (a, b) = (PendingWrites.stripe(of: "a"), PendingWrites.stripe(of: "b"))
+        try #require(a != b)
+        let first = pending.begin(stripe: a)
+        #expect(pending.mayHold(stripe: a))
         let flushed = Locked(false)
         let flushing = Task {
             await pending.waitForWritesBegun()
             flushed.withLock { $0 = true }
         }
         try await Task.sleep(for: .milliseconds(20))
-        let second = pending.begin(key: "b") // begun after the flush: not waited for
+        let second = pending.begin(stripe: b) // begun after the flush: not waited for
         #expect(!flushed.withLock { $0 })
-        pending.end(first, key: "a")
+        pending.end(first, stripe: a)
         await flushing.value
-        #expect(!pending.mayHold("a"))
-        #expect(pending.mayHold("b"))
-        pending.end(second, key: "b")
-        #expect(!pending.mayHold("b"))
+        #expect(!pending.mayHold(stripe: a))
+        #expect(pending.mayHold(stripe: b))
+        pending.end(second, stripe: b)
+        #expect(!pending.mayHold(stripe: b))
         await pending.waitForWritesBegun() // none under way: at once
     }
 
