@@ -33,6 +33,13 @@ public struct HitRateStudy: Sendable {
         }
     }
 
+    /// The policies the study replays: every one Recall ships, and S3-FIFO with the paper's
+    /// parameters (a 10 % small queue, a ghost as large as the main queue), which Recall's
+    /// defaults were tuned against.
+    public static let evictions: [Eviction] = EvictionComparison.policies + [
+        Eviction(name: "S3-FIFO (paper)") { S3FIFOPolicy(smallRatio: 0.1, ghostRatio: 0.9) },
+    ]
+
     /// The cases, in the order reported.
     public let cases: [Case]
 
@@ -60,13 +67,13 @@ public struct HitRateStudy: Sendable {
     }
 
     /// Replays every case through `evictions` (and Belady), returning one comparison per case.
-    public func run(evictions: [Eviction] = EvictionComparison.policies) -> [EvictionComparison] {
+    public func run(evictions: [Eviction] = HitRateStudy.evictions) -> [EvictionComparison] {
         cases.map { EvictionComparison(trace: $0.trace, sizes: $0.sizes, evictions: evictions) }
     }
 
     /// Runs the study and writes `hit-ratio-N.svg` per case into `directory`; returns one
     /// markdown table of every case.
-    public func report(chartsIn directory: String, evictions: [Eviction] = EvictionComparison.policies) throws -> String {
+    public func report(chartsIn directory: String, evictions: [Eviction] = HitRateStudy.evictions) throws -> String {
         let comparisons = run(evictions: evictions)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var tables: [String] = []

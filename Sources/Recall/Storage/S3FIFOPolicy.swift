@@ -1,10 +1,19 @@
 /// S3-FIFO eviction (Yang et al., "FIFO queues are all you need for cache eviction", SOSP 2023).
 ///
-/// New keys enter a small FIFO (about 10 % of the bytes); keys read again while there move to
-/// the main FIFO, the rest are evicted early and remembered in a ghost FIFO, so that a key
-/// seen again soon goes straight to the main queue. The main queue gives keys read since
-/// their last pass another round (a CLOCK-like second chance, up to three). One-hit wonders
-/// thus leave quickly without pushing out the popular keys, which is where LRU loses.
+/// New keys enter a small FIFO (5 % of the bytes); keys read again while there move to the
+/// main FIFO, the rest are evicted early and remembered in a ghost FIFO, so that a key seen
+/// again soon goes straight to the main queue. The main queue gives keys read since their last
+/// pass another round (a CLOCK-like second chance, up to three). One-hit wonders thus leave
+/// quickly without pushing out the popular keys, which is where LRU loses.
+///
+/// The paper's defaults are a 10 % small queue and a ghost as large as the main queue. Recall's
+/// (5 %, and a ghost of half as many keys as the cache holds) were chosen on the six traces of
+/// docs/benchmarks.md and checked on catalogues 3× smaller and larger. Against the paper's they
+/// gain up to 1.2 points of hit ratio on skewed traffic (Zipf 1.0, 1 % cache: 60.1 % against
+/// 59.4 %) and up to 3.9 on loops, and lose 1.3–1.5 points on recency-driven traffic in the smallest caches
+/// (30 to 130 objects), where a 5 % queue holds too few keys, and up to 0.4 on scans in large
+/// ones. Pass the paper's values to `init(smallRatio:promotionThreshold:ghostRatio:)` to get
+/// its policy.
 public struct S3FIFOPolicy: EvictionPolicy {
     private enum Queue { case small, main }
 
@@ -31,10 +40,16 @@ public struct S3FIFOPolicy: EvictionPolicy {
     /// How many reads while in the small queue earn a key its place in the main queue.
     public let promotionThreshold: UInt8
 
-    /// Creates the policy; `smallRatio` is 0.1 in the paper.
-    public init(smallRatio: Double = 0.1, promotionThreshold: UInt8 = 1) {
-        self.smallRatio = min(max(smallRatio, 0.01), 0.9)
+    /// How many keys the ghost remembers, as a share of the keys the cache holds.
+    public let ghostRatio: Double
+
+    /// Creates the policy. The paper's values are `smallRatio` 0.1 and `ghostRatio` 0.9 (the
+    /// main queue's share); out-of-range values are clamped (`smallRatio` to 0.01...0.9,
+    /// `ghostRatio` to 0...4, and the ghost always remembers at least 16 keys).
+    public init(smallRatio: Double = 0.05, promotionThreshold: UInt8 = 1, ghostRatio: Double = 0.5) {
+        self.smallRatio = smallRatio.isFinite ? min(max(smallRatio, 0.01), 0.9) : 0.05
         self.promotionThreshold = max(1, promotionThreshold)
+        self.ghostRatio = ghostRatio.isFinite ? min(max(ghostRatio, 0), 4) : 0.5
     }
 
     /// Tracks a new key (into the main queue if the ghost remembers it) or a replaced one.
@@ -135,8 +150,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
         nextGeneration += 1
         ghostKeys[key] = nextGeneration
         ghost.push(key, generation: nextGeneration)
-        // The ghost remembers about as many keys as the cache holds.
-        let limit = max(16, entries.count)
+        let limit = max(16, Int(ghostRatio * Double(entries.count)))
         while ghostKeys.count > limit, let (old, generation) = ghost.pop() {
             if ghostKeys[old] == generation { ghostKeys[old] = nil }
         }

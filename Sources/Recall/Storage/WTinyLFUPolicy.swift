@@ -314,8 +314,8 @@ public struct WTinyLFUPolicy: EvictionPolicy {
 
 extension Eviction {
     /// W-TinyLFU: a small LRU window before a frequency-filtered segmented LRU, the window
-    /// sized by hill climbing (Caffeine's policy). Ahead of S3-FIFO on loops and most skewed
-    /// traces, resistant to scans; slow to adapt when popularity shifts by recency (see
-    /// docs/benchmarks.md).
+    /// sized by hill climbing (Caffeine's policy). Ahead of S3-FIFO on loops and on skewed
+    /// traffic in large caches, resistant to scans; slow to adapt when popularity shifts by
+    /// recency (see docs/benchmarks.md).
     public static let wTinyLFU = Eviction(name: "W-TinyLFU") { WTinyLFUPolicy() }
 }

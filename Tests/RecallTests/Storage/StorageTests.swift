@@ -60,6 +60,18 @@ struct StorageTests {
         #expect(policy.victim() == "c")
     }
 
+    @Test("S3-FIFO: Recall's sizes by default, the paper's on request, nonsense clamped")
+    func s3fifoParameters() {
+        let defaults = S3FIFOPolicy()
+        #expect(defaults.smallRatio == 0.05 && defaults.ghostRatio == 0.5 && defaults.promotionThreshold == 1)
+        let paper = S3FIFOPolicy(smallRatio: 0.1, ghostRatio: 0.9)
+        #expect(paper.smallRatio == 0.1 && paper.ghostRatio == 0.9)
+        let clamped = S3FIFOPolicy(smallRatio: .nan, promotionThreshold: 0, ghostRatio: -1)
+        #expect(clamped.smallRatio == 0.05 && clamped.ghostRatio == 0 && clamped.promotionThreshold == 1)
+        #expect(S3FIFOPolicy(smallRatio: 5, ghostRatio: .infinity).smallRatio == 0.9)
+        #expect(S3FIFOPolicy(ghostRatio: .infinity).ghostRatio == 0.5)
+    }
+
     @Test("MemoryStorage is bounded by count and by bytes, evicting LRU")
     func memoryBounds() async {
         let byCount = MemoryStorage(byteLimit: 1 << 20, countLimit: 2, eviction: .lru)
