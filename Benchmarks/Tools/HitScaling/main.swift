@@ -8,17 +8,19 @@ import FoundationNetworking
 // Throughput of memory hits through the full pipeline (Pipeline + HTTPCache + MemoryStorage,
 // mock transport, 1 KB body) with 1, 2, 8 and 64 concurrent tasks, each doing hits back to back:
 //
-//   swift run -c release HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64]
+//   swift run -c release HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--separate]
 //
 // Each round measures every task count for S seconds (default 1), alternating, so that machine
 // drift lands on all of them; the table gives the median of the rounds' hits per second and the
 // ratio to one task. --keys spreads the hits over K URLs (default 1: every task hits one key, the
-// most contended case).
+// most contended case). --separate gives each task a pipeline, cache and storage of its own:
+// Recall's code with nothing shared between tasks, the ceiling that sharing less could reach.
 
 var seconds = 1.0
 var rounds = 3
 var keyCount = 1
 var counts = [1, 2, 8, 64]
+var separate = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -26,24 +28,29 @@ while let argument = arguments.next() {
     case "--rounds": rounds = Int(arguments.next() ?? "") ?? rounds
     case "--keys": keyCount = max(1, Int(arguments.next() ?? "") ?? keyCount)
     case "--tasks": counts = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+    case "--separate": separate = true
     default:
-        print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64]")
+        print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--separate]")
         exit(2)
     }
 }
 
-let body = Data(repeating: 0x61, count: 1024)
-let mock = MockTransport()
-for key in 0..<keyCount {
-    mock.route("GET", "/items/\(key)", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
+/// A pipeline with a cache over a memory storage, in front of a mock origin serving `keyCount` URLs.
+func makePipeline(_ keyCount: Int) -> Pipeline {
+    let body = Data(repeating: 0x61, count: 1024)
+    let mock = MockTransport()
+    for key in 0..<keyCount {
+        mock.route("GET", "/items/\(key)", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
+    }
+    return Pipeline(transport: mock, hooks: [HTTPCache(storage: MemoryStorage())])
 }
-let pipeline = Pipeline(transport: mock, hooks: [HTTPCache(storage: MemoryStorage())])
+let shared = makePipeline(keyCount)
 /// The requests of one caller: each task makes its own, as concurrent callers do (a URLRequest
 /// is a reference to a shared Foundation object when copied).
 func makeRequests(_ keyCount: Int) -> [URLRequest] {
     (0..<keyCount).map { URLRequest(url: URL(string: "https://bench.test/items/\($0)?b=2&a=1")!) }
 }
-for request in makeRequests(keyCount) { _ = try await pipeline.send(request) }
+for request in makeRequests(keyCount) { _ = try await shared.send(request) }
 
 /// Work units per second of a computation that shares nothing (hashing integers in a local
 /// hasher): what the machine itself gives `tasks` tasks, the ceiling of any scaling.
@@ -69,13 +76,15 @@ func ceiling(tasks: Int, seconds: Double) async -> Double {
 }
 
 /// Hits per second with `tasks` tasks hitting for `seconds`.
-func measure(tasks: Int, seconds: Double, keyCount: Int) async -> Double {
+func measure(tasks: Int, seconds: Double, keyCount: Int, separate: Bool) async -> Double {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     let start = ContinuousClock.now
     let total = await withTaskGroup(of: Int.self) { group in
         for task in 0..<tasks {
             group.addTask {
                 let requests = makeRequests(keyCount)
+                let pipeline = separate ? makePipeline(keyCount) : shared
+                if separate { for request in requests { _ = try? await pipeline.send(request) } }
                 var count = 0
                 var index = task % requests.count
                 while ContinuousClock.now < deadline {
@@ -96,10 +105,10 @@ func measure(tasks: Int, seconds: Double, keyCount: Int) async -> Double {
 
 var results: [Int: [Double]] = [:]
 var machine: [Int: [Double]] = [:]
-_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount) // warm up
+_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount, separate: separate) // warm up
 for _ in 0..<rounds {
     for tasks in counts {
-        results[tasks, default: []].append(await measure(tasks: tasks, seconds: seconds, keyCount: keyCount))
+        results[tasks, default: []].append(await measure(tasks: tasks, seconds: seconds, keyCount: keyCount, separate: separate))
         machine[tasks, default: []].append(await ceiling(tasks: tasks, seconds: seconds))
     }
 }
@@ -115,4 +124,4 @@ for tasks in counts {
         + "\(String(format: "%.2f", median(machine[tasks]!) / machineBase)) | "
         + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
 }
-print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"))")
+print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s")\(separate ? "; a pipeline, cache and storage per task" : ""))")
