@@ -8,19 +8,29 @@ import FoundationNetworking
 // Throughput of memory hits through the full pipeline (Pipeline + HTTPCache + MemoryStorage,
 // mock transport, 1 KB body) with 1, 2, 8 and 64 concurrent tasks, each doing hits back to back:
 //
-//   swift run -c release HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--separate]
+//   swift run -c release HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64]
+//                                   [--share all|cache|storage|none] [--separate]
 //
 // Each round measures every task count for S seconds (default 1), alternating, so that machine
 // drift lands on all of them; the table gives the median of the rounds' hits per second and the
 // ratio to one task. --keys spreads the hits over K URLs (default 1: every task hits one key, the
-// most contended case). --separate gives each task a pipeline, cache and storage of its own:
-// Recall's code with nothing shared between tasks, the ceiling that sharing less could reach.
+// most contended case). --share says what the tasks share: `all` (the default: one pipeline),
+// `cache` (a pipeline each around one HTTPCache), `storage` (a pipeline and cache each over one
+// MemoryStorage) or `none` (nothing; `--separate` says the same): Recall's code with nothing
+// shared between tasks, the ceiling that sharing less could reach. Every task's pipeline is made
+// and warmed (each key stored) before the clock starts.
 
 var seconds = 1.0
 var rounds = 3
 var keyCount = 1
 var counts = [1, 2, 8, 64]
-var separate = false
+/// What the tasks share.
+enum Sharing: String { case all, cache, storage, none }
+var sharing = Sharing.all
+func usage() -> Never {
+    print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--share all|cache|storage|none] [--separate]")
+    exit(2)
+}
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -28,29 +38,42 @@ while let argument = arguments.next() {
     case "--rounds": rounds = Int(arguments.next() ?? "") ?? rounds
     case "--keys": keyCount = max(1, Int(arguments.next() ?? "") ?? keyCount)
     case "--tasks": counts = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
-    case "--separate": separate = true
-    default:
-        print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--separate]")
-        exit(2)
+    case "--separate": sharing = .none
+    case "--share":
+        guard let value = arguments.next(), let parsed = Sharing(rawValue: value) else { usage() }
+        sharing = parsed
+    default: usage()
     }
 }
 
-/// A pipeline with a cache over a memory storage, in front of a mock origin serving `keyCount` URLs.
-func makePipeline(_ keyCount: Int) -> Pipeline {
+/// A mock origin serving `keyCount` URLs.
+func makeOrigin(_ keyCount: Int) -> MockTransport {
     let body = Data(repeating: 0x61, count: 1024)
     let mock = MockTransport()
     for key in 0..<keyCount {
         mock.route("GET", "/items/\(key)", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
     }
-    return Pipeline(transport: mock, hooks: [HTTPCache(storage: MemoryStorage())])
+    return mock
 }
-let shared = makePipeline(keyCount)
+/// What every task shares under `--share all`, `cache` and `storage`.
+let sharedStorage = MemoryStorage()
+let sharedCache = HTTPCache(storage: sharedStorage)
+let sharedPipeline = Pipeline(transport: makeOrigin(keyCount), hooks: [sharedCache])
+/// The pipeline of one task.
+func makePipeline(_ keyCount: Int, _ sharing: Sharing) -> Pipeline {
+    switch sharing {
+    case .all: sharedPipeline
+    case .cache: Pipeline(transport: makeOrigin(keyCount), hooks: [sharedCache])
+    case .storage: Pipeline(transport: makeOrigin(keyCount), hooks: [HTTPCache(storage: sharedStorage)])
+    case .none: Pipeline(transport: makeOrigin(keyCount), hooks: [HTTPCache(storage: MemoryStorage())])
+    }
+}
 /// The requests of one caller: each task makes its own, as concurrent callers do (a URLRequest
 /// is a reference to a shared Foundation object when copied).
 func makeRequests(_ keyCount: Int) -> [URLRequest] {
     (0..<keyCount).map { URLRequest(url: URL(string: "https://bench.test/items/\($0)?b=2&a=1")!) }
 }
-for request in makeRequests(keyCount) { _ = try await shared.send(request) }
+for request in makeRequests(keyCount) { _ = try await sharedPipeline.send(request) }
 
 /// Work units per second of a computation that shares nothing (hashing integers in a local
 /// hasher): what the machine itself gives `tasks` tasks, the ceiling of any scaling.
@@ -76,15 +99,21 @@ func ceiling(tasks: Int, seconds: Double) async -> Double {
 }
 
 /// Hits per second with `tasks` tasks hitting for `seconds`.
-func measure(tasks: Int, seconds: Double, keyCount: Int, separate: Bool) async -> Double {
+func measure(tasks: Int, seconds: Double, keyCount: Int, sharing: Sharing) async -> Double {
+    // Each task's pipeline and requests, made and warmed before the clock starts.
+    var callers: [(Pipeline, [URLRequest])] = []
+    for _ in 0..<tasks {
+        let pipeline = makePipeline(keyCount, sharing)
+        let requests = makeRequests(keyCount)
+        if sharing == .none { for request in requests { _ = try? await pipeline.send(request) } }
+        callers.append((pipeline, requests))
+    }
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     let start = ContinuousClock.now
     let total = await withTaskGroup(of: Int.self) { group in
         for task in 0..<tasks {
+            let (pipeline, requests) = callers[task]
             group.addTask {
-                let requests = makeRequests(keyCount)
-                let pipeline = separate ? makePipeline(keyCount) : shared
-                if separate { for request in requests { _ = try? await pipeline.send(request) } }
                 var count = 0
                 var index = task % requests.count
                 while ContinuousClock.now < deadline {
@@ -105,10 +134,10 @@ func measure(tasks: Int, seconds: Double, keyCount: Int, separate: Bool) async -
 
 var results: [Int: [Double]] = [:]
 var machine: [Int: [Double]] = [:]
-_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount, separate: separate) // warm up
+_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount, sharing: sharing) // warm up
 for _ in 0..<rounds {
     for tasks in counts {
-        results[tasks, default: []].append(await measure(tasks: tasks, seconds: seconds, keyCount: keyCount, separate: separate))
+        results[tasks, default: []].append(await measure(tasks: tasks, seconds: seconds, keyCount: keyCount, sharing: sharing))
         machine[tasks, default: []].append(await ceiling(tasks: tasks, seconds: seconds))
     }
 }
@@ -124,4 +153,5 @@ for tasks in counts {
         + "\(String(format: "%.2f", median(machine[tasks]!) / machineBase)) | "
         + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
 }
-print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s")\(separate ? "; a pipeline, cache and storage per task" : ""))")
+let shares = [Sharing.all: "one pipeline", .cache: "one cache, a pipeline per task", .storage: "one storage, a pipeline and cache per task", .none: "a pipeline, cache and storage per task"]
+print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"); \(shares[sharing]!))")
