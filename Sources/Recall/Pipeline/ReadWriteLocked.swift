@@ -13,14 +13,16 @@ import Darwin
 ///
 /// A `pthread_rwlock_t`, for the reason ``Locked`` is a pthread mutex: ThreadSanitizer sees it.
 package final class ReadWriteLocked<State>: @unchecked Sendable {
-    /// Its own allocation, read in place (see ``lend(_:to:)``).
-    private let state: UnsafeMutablePointer<State>
+    /// The state in a box that cannot be copied, in its own allocation: a reader borrows it in
+    /// place (see ``lend(_:to:)``).
+    private struct Box: ~Copyable { var state: State }
+    private let box: UnsafeMutablePointer<Box>
     private let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
     /// Creates the lock around `state`.
     package init(_ state: State) {
-        self.state = UnsafeMutablePointer<State>.allocate(capacity: 1)
-        self.state.initialize(to: state)
+        box = UnsafeMutablePointer<Box>.allocate(capacity: 1)
+        box.initialize(to: Box(state: state))
         lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
         lock.initialize(to: pthread_rwlock_t())
         #if canImport(Glibc)
@@ -39,30 +41,32 @@ package final class ReadWriteLocked<State>: @unchecked Sendable {
         pthread_rwlock_destroy(lock)
         lock.deinitialize(count: 1)
         lock.deallocate()
-        state.deinitialize(count: 1)
-        state.deallocate()
+        box.deinitialize(count: 1)
+        box.deallocate()
     }
 
     /// Runs `body` with shared, read-only access; other readers may run at the same time.
     package func read<Result>(_ body: (borrowing State) throws -> Result) rethrows -> Result {
         pthread_rwlock_rdlock(lock)
         defer { pthread_rwlock_unlock(lock) }
-        return try Self.lend(&state.pointee, to: body)
+        return try Self.lend(box.pointee, to: body)
     }
 
-    /// Hands `state` to `body` as a borrow, in place. Passing `state.pointee` directly would copy
-    /// it first: for a dictionary, a retain and a release of its storage on every read, an
-    /// atomic write to one cache line that every core's readers share (the cores then take turns
-    /// owning that line). Going through an `inout` parameter lends the memory itself; nothing is
-    /// written, so readers sharing the lock still only read.
-    private static func lend<Result>(_ state: inout State, to body: (borrowing State) throws -> Result) rethrows -> Result {
-        try body(state)
+    /// Hands the state to `body` as a borrow, in place. Passing a copyable value read through a
+    /// pointer would copy it first: for a dictionary, a retain and a release of its storage on
+    /// every read, atomic writes to one cache line that every core's readers share (the cores
+    /// then take turns owning that line). A box that cannot be copied is borrowed where it lies,
+    /// and so is its state; nothing is written, so readers sharing the lock only read (an
+    /// `inout` lend avoids the copy too, but ThreadSanitizer rightly reports concurrent `inout`
+    /// accesses as races).
+    private static func lend<Result>(_ box: borrowing Box, to body: (borrowing State) throws -> Result) rethrows -> Result {
+        try body(box.state)
     }
 
     /// Runs `body` with exclusive access.
     package func write<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }
-        return try body(&state.pointee)
+        return try body(&box.pointee.state)
     }
 }
