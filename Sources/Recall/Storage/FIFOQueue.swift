@@ -6,6 +6,9 @@ struct FIFOQueue {
 
     var isEmpty: Bool { head == items.count }
 
+    /// How many entries are queued, current or not.
+    var count: Int { items.count - head }
+
     mutating func push(_ key: String, generation: UInt64) {
         items.append((key, generation))
     }
@@ -19,5 +22,13 @@ struct FIFOQueue {
             head = 0
         }
         return item
+    }
+
+    /// Drops the entries `isCurrent` rejects, keeping the order of the rest. Entries go stale
+    /// when their key is removed or requeued; a queue that is rarely popped (a cache below its
+    /// limits, the ghost of keys that keep coming back) would otherwise keep every stale one.
+    mutating func compact(keeping isCurrent: (String, UInt64) -> Bool) {
+        items = items[head...].filter { isCurrent($0.key, $0.generation) }
+        head = 0
     }
 }

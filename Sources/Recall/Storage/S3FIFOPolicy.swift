@@ -137,7 +137,18 @@ public struct S3FIFOPolicy: EvictionPolicy {
         case .small: small.push(key, generation: generation)
         case .main: main.push(key, generation: generation)
         }
+        // Stale entries (removed or requeued keys) leave a queue only when popped, and a cache
+        // below its limits never pops: drop them once they outnumber the live keys.
+        if small.count + main.count > 2 * entries.count + 1024 {
+            let entries = entries
+            small.compact { key, generation in entries[key].map { $0.generation == generation && $0.queue == .small } ?? false }
+            main.compact { key, generation in entries[key].map { $0.generation == generation && $0.queue == .main } ?? false }
+        }
     }
+
+    /// Entries in the three queues, stale ones included (for tests: it stays within a small
+    /// multiple of the keys tracked and remembered).
+    var queuedCount: Int { small.count + main.count + ghost.count }
 
     private mutating func adjust(_ queue: Queue, by delta: Int) {
         switch queue {
@@ -153,6 +164,11 @@ public struct S3FIFOPolicy: EvictionPolicy {
         let limit = max(16, Int(ghostRatio * Double(entries.count)))
         while ghostKeys.count > limit, let (old, generation) = ghost.pop() {
             if ghostKeys[old] == generation { ghostKeys[old] = nil }
+        }
+        // Keys that come back from the ghost leave stale entries behind (see `push`).
+        if ghost.count > 2 * ghostKeys.count + 1024 {
+            let ghostKeys = ghostKeys
+            ghost.compact { key, generation in ghostKeys[key] == generation }
         }
     }
 }

@@ -89,4 +89,36 @@ struct LimitsTests {
         #expect(record.variants.first?.headers.count == CacheRecordCodec.maxFields)
         #expect(disk.statistics.corruptRemoved == 0)
     }
+
+    @Test("S3-FIFO's queues stay bounded when keys are stored again and again below the limits, and when they keep coming back from the ghost")
+    func s3fifoQueuesBounded() {
+        // A storage below its limits never evicts, so nothing pops the queues: every store of a
+        // key already held (a removal, then an insert) used to leave one stale entry behind.
+        let storage = MemoryStorage(byteLimit: 1 << 30, countLimit: 1_000)
+        let record = makeRecord("k")
+        for round in 0..<20_000 { storage.storeNow(CacheRecord(key: "k\(round % 10)", variants: record.variants)) }
+        #expect(storage.statistics.count == 10)
+        var policy = S3FIFOPolicy()
+        policy.setCapacity(byteLimit: 1 << 30, countLimit: 1_000)
+        for round in 0..<50_000 {
+            let key = "k\(round % 10)"
+            policy.recordRemoval(key)
+            policy.recordInsert(key, size: 1)
+        }
+        #expect(policy.queuedCount <= 2 * 10 + 1024 + 1)
+        // Keys evicted from the small queue into the ghost, then inserted again (back into
+        // main): each return used to leave a stale ghost entry.
+        var cycling = S3FIFOPolicy()
+        cycling.setCapacity(byteLimit: 1 << 30, countLimit: 1_000)
+        for round in 0..<50_000 {
+            let key = "g\(round % 5)"
+            cycling.recordInsert(key, size: 1)
+            cycling.recordInsert("filler", size: 1)
+            if let victim = cycling.victim() { cycling.recordRemoval(victim) }
+            cycling.recordRemoval(key)
+            cycling.recordRemoval("filler")
+        }
+        #expect(cycling.queuedCount <= 3 * (5 + 2) + 2 * 1024 + 2)
+    }
 }
+
