@@ -51,6 +51,16 @@ public struct CacheConfiguration: Sendable {
     /// then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
     /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".
     public var writesBehind = true
+    /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it
+    /// serves again and again, up to this many bytes per core (256 KiB; a response over a
+    /// sixteenth of it is never copied), and serves their hits from its copies: cores serving
+    /// one response then share no memory for it, so hits scale with cores (docs/benchmarks.md,
+    /// target 1). A copy is served only while the storage holds exactly what it was copied
+    /// from: any store, removal or eviction in the storage, by this cache or any other, retires
+    /// every copy. 0 turns it off. Where the platform cannot tell the current core (only glibc
+    /// and musl can so far), there are no copies. See docs/caching.md, "Per-core copies".
+    public var copyBytesPerCore = 256 << 10
+
     /// When the origin cannot be reached at all (connection refused or reset, DNS failure, the
     /// retrier gave up on such failures, a circuit breaker refusing), serve a stored response
     /// even though it is stale — RFC 9111 §4.2.4's "disconnected" cache — unless a directive

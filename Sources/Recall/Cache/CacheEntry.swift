@@ -235,6 +235,26 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         }
     }
 
+    /// A copy that shares no heap object with this entry (its strings, arrays, body and URL are
+    /// copied, and its header facts parsed anew), for ``PerCoreCopies``; nil when the URL cannot
+    /// be copied exactly (it is relative to a base URL).
+    func unsharedCopy() -> CacheEntry? {
+        var url: URL?
+        if let original = self.url {
+            guard original.baseURL == nil, let copy = URL(string: original.absoluteString.unsharedCopy), copy == original else { return nil }
+            url = copy
+        }
+        func copied(_ fields: [HTTPHeaders.Field]) -> [HTTPHeaders.Field] {
+            fields.map { HTTPHeaders.Field(name: $0.name.unsharedCopy, trimmedValue: $0.value.unsharedCopy) }
+        }
+        let body = self.body.isEmpty ? Data() : self.body.withUnsafeBytes { Data($0) }
+        var copy = CacheEntry(status: status, headers: HTTPHeaders(copied(headers.fields)), body: body, url: url,
+                              requestTime: requestTime, responseTime: responseTime, varyValues: copied(varyValues),
+                              partition: partition.unsharedCopy)
+        copy.assignedLifetime = assignedLifetime
+        return copy
+    }
+
     /// Parsed header facts (see ``Facts``).
     var facts: Facts { storage.facts }
 
@@ -277,6 +297,18 @@ public struct CacheRecord: Sendable, Hashable {
     public init(key: String, variants: [CacheEntry]) {
         self.key = key
         self.variants = variants
+    }
+
+    /// A copy that shares no heap object with this record (see ``CacheEntry/unsharedCopy()``);
+    /// nil when a variant cannot be copied exactly.
+    func unsharedCopy() -> CacheRecord? {
+        var variants: [CacheEntry] = []
+        variants.reserveCapacity(self.variants.count)
+        for variant in self.variants {
+            guard let copy = variant.unsharedCopy() else { return nil }
+            variants.append(copy)
+        }
+        return CacheRecord(key: key.unsharedCopy, variants: variants)
     }
 
     /// The memory the record takes (its key, its variants and ~80 bytes of bookkeeping).

@@ -42,6 +42,9 @@ public final class HTTPCache: ServiceHook {
     private let memo = CanonicalURLMemo<Location>()
     /// The storage, when it is a ``MemoryStorage`` (read without an async call).
     private let memory: MemoryStorage?
+    /// Per-core copies of the records hit most, over a ``MemoryStorage`` (see
+    /// ``CacheConfiguration/copyBytesPerCore``).
+    private let copies: PerCoreCopies<Location>?
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
     /// Counts completed stores and removals: a request that reads it before its lookup and leads
@@ -96,6 +99,7 @@ public final class HTTPCache: ServiceHook {
                 coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.storage = storage
         self.memory = storage as? MemoryStorage
+        self.copies = memory.flatMap { PerCoreCopies(bytesPerCore: configuration.copyBytesPerCore, generations: $0.generations) }
         self.configuration = configuration
         self.coordinator = coordinator
         self.evictionsSeen = Atomic(storage.statistics.evictions)
@@ -147,6 +151,8 @@ public final class HTTPCache: ServiceHook {
         var userinfo: Bool
         /// The key's stripe among pending writes (``PendingWrites/stripe(of:)``), worked out once.
         var stripe: Int
+        /// The key's stripe in a memory storage's change counts (``RecordGenerations/stripe(of:)``), worked out once.
+        var generationStripe: Int
         /// Whether it came from the memo.
         var remembered = true
     }
@@ -167,8 +173,46 @@ public final class HTTPCache: ServiceHook {
             guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
             let namespaced = configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
             return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
-                            remembered: false)
+                            generationStripe: RecordGenerations.stripe(of: namespaced), remembered: false)
         }
+    }
+
+    /// A look at the calling core's copies (``PerCoreCopies``) for a request's URL.
+    private struct CopyLookup {
+        /// The URL's text.
+        let text: String
+        /// The copy found, if any.
+        let hit: PerCoreCopies<Location>.Hit?
+
+        /// Looks, when `cache` keeps copies and the URL is short enough to be remembered.
+        init?(_ url: URL?, in cache: HTTPCache) {
+            guard let copies = cache.copies, let url else { return nil }
+            let text = url.absoluteString
+            guard text.utf8.count <= cache.memo.maximumURLBytes else { return nil }
+            self.text = text
+            hit = copies.copy(for: text)
+        }
+    }
+
+    /// Reads the record at `location` from the memory storage and offers it for the calling
+    /// core's copies (when `lookup` looked there first and found none).
+    private func read(_ memory: MemoryStorage, at location: Location, offering lookup: CopyLookup?) -> CacheRecord? {
+        guard let copies, let lookup else { return memory.recordNow(for: location.key) }
+        let generation = memory.generations.current(location.generationStripe) // before the read
+        guard let record = memory.recordNow(for: location.key) else { return nil }
+        copies.offer(record, for: lookup.text, stripe: location.generationStripe, generation: generation) {
+            guard let record = record.unsharedCopy() else { return nil }
+            var copied = location
+            copied.key = location.key.unsharedCopy
+            copied.remembered = true
+            return (copied, record, lookup.text.unsharedCopy)
+        }
+        return record
+    }
+
+    /// The per-core copies held, their bytes and the number of tables (for tests); nil without copies.
+    var copyUsage: (copies: Int, bytes: Int, tables: Int)? {
+        copies.map { ($0.usage.copies, $0.usage.bytes, $0.slotCount) }
     }
 
     /// Remembers the location of `url`, which has a stored response (one was just stored or
@@ -233,12 +277,18 @@ public final class HTTPCache: ServiceHook {
         let facts = RequestFacts(request)
         let method = facts.method
         let route = strategy.route(request, facts)
-        guard route != .bypass, let location = locate(facts.url) else {
+        // A plain lookup first tries the calling core's copies: a hit there touches nothing
+        // another core touches (not even the URL memo).
+        var copy = route == .lookup ? CopyLookup(facts.url, in: self) : nil
+        guard route != .bypass, let location = copy?.hit?.location ?? locate(facts.url) else {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         }
         // A store made after its answer lands before anything else reads or writes its key.
-        if pendingWrites.mayHold(stripe: location.stripe) { await writes.waitUntilFree(location.key) }
+        if pendingWrites.mayHold(stripe: location.stripe) {
+            await writes.waitUntilFree(location.key)
+            copy = nil // the storage changed meanwhile
+        }
         let inScope = Self.inScope
         let requestTime = now()
         func state(partition: String = "", record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
@@ -269,8 +319,16 @@ public final class HTTPCache: ServiceHook {
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let partition = partition(of: request, facts, at: location, inScope: inScope)
             let writesBefore = writeCount.load(ordering: .acquiring)
-            // A memory storage answers without suspending: the hit path makes no async call for it.
-            var record = if let memory { memory.recordNow(for: location.key) } else { await lookup(location.key) }
+            var record: CacheRecord?
+            if let hit = copy?.hit {
+                record = hit.record
+                if hit.reportsRead { memory?.recordRead(location.key) }
+            } else if let memory {
+                // A memory storage answers without suspending: the hit path makes no async call for it.
+                record = read(memory, at: location, offering: copy)
+            } else {
+                record = await lookup(location.key)
+            }
             if record != nil { remember(location, for: facts.url) }
             var before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
             var lead: Lead?

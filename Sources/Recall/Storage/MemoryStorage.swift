@@ -28,6 +28,12 @@ public final class MemoryStorage: CacheStorage {
     private let table = ReadWriteLocked(Table())
     private let books: Locked<Books>
 
+    /// Counts the changes to the records by stripe of keys (a store, a removal, `removeAll()`,
+    /// an eviction), each bumped after its change: a copy of a record made after loading its
+    /// stripe's count is the storage's record for as long as the count is the same. ``HTTPCache``'s
+    /// per-core copies rely on it (``PerCoreCopies``).
+    let generations = RecordGenerations()
+
     /// A secret made for this storage (its records live no longer than it does).
     public let secret = StorageSecret.make()
 
@@ -47,8 +53,15 @@ public final class MemoryStorage: CacheStorage {
     /// The same lookup without suspending (memory never blocks), for layered storages and replays.
     public func recordNow(for key: String) -> CacheRecord? {
         guard let record = table.read({ $0[key]?.record }), record.key == key else { return nil }
-        _ = books.withLockIfAvailable { $0.policy.recordAccess(key) }
+        recordRead(key)
         return record
+    }
+
+    /// Tells the eviction policy of a read of `key`, if its books are free this instant (under
+    /// contention a read goes unrecorded, as Caffeine's lossy read buffers do). For reads served
+    /// from a copy of the record (``PerCoreCopies``), which report some of their reads.
+    func recordRead(_ key: String) {
+        _ = books.withLockIfAvailable { $0.policy.recordAccess(key) }
     }
 
     /// Stores `record`, evicting as needed; a record over `entryLimit` is refused (and any
@@ -96,6 +109,7 @@ public final class MemoryStorage: CacheStorage {
                     return []
                 }
                 table[record.key] = (record, size)
+                generations.bump(record.key)
                 books.statistics.count += 1
                 books.statistics.bytes += size
                 books.policy.recordInsert(record.key, size: size)
@@ -146,6 +160,7 @@ public final class MemoryStorage: CacheStorage {
     @discardableResult
     private func removeLocked(_ key: String, from table: inout Table, books: inout Books) -> CacheRecord? {
         guard let held = table.removeValue(forKey: key) else { return nil }
+        generations.bump(key)
         books.statistics.count -= 1
         books.statistics.bytes -= held.size
         books.policy.recordRemoval(key)

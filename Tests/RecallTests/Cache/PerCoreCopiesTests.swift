@@ -1,0 +1,210 @@
+import Foundation
+@testable import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue #15, target 1: over a memory storage, each core serves the responses it hits again and
+/// again from copies of its own. A copy must answer exactly as the storage would, and never once
+/// the storage has changed.
+@Suite("HTTPCache: per-core copies of hot responses", .timeLimit(.minutes(1)))
+struct PerCoreCopiesTests {
+    static let fresh: HTTPHeaders = ["Cache-Control": "max-age=600"]
+
+    /// A harness whose `/a` answers "one", then "new"; `/a` fetched and stored, then hit until
+    /// the calling thread's core holds a copy of it (and more, so that both cores likely do).
+    private func warmed(storage: MemoryStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration())
+        async throws -> CacheHarness {
+        let h = CacheHarness(configuration: configuration, storage: storage)
+        h.origin("/a", [(200, Self.fresh, "one"), (200, Self.fresh, "new")])
+        #expect(try await h.get("/a").source == .network)
+        await h.cache.flush()
+        try await hitUntilCopied(h, "/a")
+        return h
+    }
+
+    private func hitUntilCopied(_ h: CacheHarness, _ path: String) async throws {
+        var hits = 0
+        while (h.cache.copyUsage?.copies ?? 0) == 0, hits < 200 {
+            #expect(try await h.get(path).bodyText == "one")
+            hits += 1
+        }
+        try #require((h.cache.copyUsage?.copies ?? 0) > 0, "no copy made after \(hits) hits")
+        for _ in 0..<40 { #expect(try await h.get(path).bodyText == "one") }
+    }
+
+    @Test("a hit served from a copy is the hit the storage gives: status, fields, body, URL, source")
+    func copiesAnswerAlike() async throws {
+        let h = CacheHarness()
+        h.origin("/a", status: 200, headers: ["Cache-Control": "max-age=600", "ETag": "\"v1\"", "Vary": "Accept",
+                                              "X-Long": String(repeating: "long value ", count: 8)], body: "body of a")
+        _ = try await h.get("/a", headers: ["Accept": "text/plain"])
+        await h.cache.flush()
+        h.now.advance(5)
+        let first = try await h.get("/a", headers: ["Accept": "text/plain"]) // from the storage: nothing copied yet
+        #expect(h.cache.copyUsage?.copies == 0)
+        for _ in 0..<100 {
+            let hit = try await h.get("/a", headers: ["Accept": "text/plain"])
+            #expect(hit.status == first.status)
+            #expect(hit.headers == first.headers)
+            #expect(hit.body == first.body)
+            #expect(hit.url == first.url)
+            #expect(hit.source == .cache)
+        }
+        #expect((h.cache.copyUsage?.copies ?? 0) > 0)
+        #expect(try await h.get("/a", headers: ["Accept": "text/html"]).source == .network, "another variant is not the copy's")
+        #expect(h.hits("/a") == 2)
+    }
+
+    /// A change made to the storage after the copies were made.
+    enum Change: String, CaseIterable, CustomTestStringConvertible {
+        case storedAround, removed, removedAll, evicted, invalidatedByAnotherCache
+        var testDescription: String { rawValue }
+    }
+
+    @Test("no copy is served once the storage changed: a store around the cache, a removal, removeAll, an eviction, another cache's invalidation",
+          arguments: Change.allCases)
+    func copiesEndWithChanges(change: Change) async throws {
+        // LRU for the eviction: S3-FIFO would rather evict the one-off records stored around /a.
+        let storage = MemoryStorage(countLimit: 2, eviction: change == .evicted ? .lru : .s3fifo)
+        let h = try await warmed(storage: storage)
+        let key = try #require(h.cache.key(for: h.request("/a")))
+        var expected = "new" // the origin's second answer
+        switch change {
+        case .storedAround:
+            var record = try #require(storage.recordNow(for: key))
+            record.variants[0].body = Data("two".utf8)
+            storage.storeNow(record)
+            expected = "two"
+        case .removed:
+            storage.removeNow(key)
+        case .removedAll:
+            await storage.removeAll()
+        case .evicted:
+            let other = CacheEntry(status: 200, headers: Self.fresh, body: Data(), url: nil, requestTime: h.now.value, responseTime: h.now.value)
+            var evicted = false
+            for index in 0..<50 where !evicted {
+                evicted = storage.storeNow(CacheRecord(key: "other \(index)", variants: [other])).contains(key)
+            }
+            try #require(evicted, "the stores above evicted /a")
+        case .invalidatedByAnotherCache:
+            let other = CacheHarness(storage: storage)
+            other.origin("/a", method: "POST", status: 204, body: "")
+            var post = other.request("/a")
+            post.httpMethod = "POST"
+            #expect(try await other.pipeline.send(post).status == 204)
+            #expect(other.cache.statistics.invalidations == 1)
+        }
+        for _ in 0..<60 {
+            #expect(try await h.get("/a").bodyText == expected)
+            await h.cache.flush()
+        }
+        #expect(h.hits("/a") == (change == .storedAround ? 1 : 2))
+    }
+
+    @Test("under concurrent stores, no answer is older than the last store made before its request began")
+    func copiesAreNeverStale() async throws {
+        let storage = MemoryStorage()
+        let h = CacheHarness(storage: storage)
+        h.origin("/v", status: 200, headers: Self.fresh, body: "0")
+        _ = try await h.get("/v")
+        await h.cache.flush()
+        let key = try #require(h.cache.key(for: h.request("/v")))
+        let template = try #require(storage.recordNow(for: key))
+        let published = Locked(0)
+        let writer = Task {
+            for version in 1...300 {
+                var record = template
+                record.variants[0].body = Data(String(version).utf8)
+                storage.storeNow(record)
+                published.withLock { $0 = version }
+                // Let the readers copy this version before the next store retires it.
+                for _ in 0..<3 { await Task.yield() }
+            }
+        }
+        let stale = Locked(0)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<2_000 {
+                        let floor = published.withLock { $0 }
+                        guard let answer = try? await h.get("/v"), let version = Int(answer.bodyText) else {
+                            stale.withLock { $0 += 1 }
+                            continue
+                        }
+                        if version < floor { stale.withLock { $0 += 1 } }
+                    }
+                }
+            }
+        }
+        await writer.value
+        #expect(stale.withLock { $0 } == 0, "answers older than a store completed before their request")
+        #expect(h.hits("/v") == 1, "every answer came from the cache")
+    }
+
+    @Test("the copies stay within their bytes per core; responses over a sixteenth of it are never copied")
+    func copiesAreBounded() async throws {
+        var configuration = CacheConfiguration()
+        configuration.copyBytesPerCore = 64 << 10 // records up to 4 KiB are copied
+        let h = CacheHarness(configuration: configuration)
+        let paths = (0..<20).map { "/s\($0)" } // few enough to be seen twice, too big together to fit
+        for path in paths { h.origin(path, status: 200, headers: Self.fresh, body: String(repeating: "s", count: 3000)) }
+        h.origin("/large", status: 200, headers: Self.fresh, body: String(repeating: "x", count: 8192))
+        for path in paths { _ = try await h.get(path) }
+        _ = try await h.get("/large")
+        await h.cache.flush()
+        var most = 0
+        for _ in 0..<10 {
+            for path in paths {
+                #expect(try await h.get(path).source == .cache)
+                let usage = try #require(h.cache.copyUsage)
+                #expect(usage.bytes <= (64 << 10) * usage.tables)
+                #expect(usage.copies <= 64 * usage.tables)
+                most = max(most, usage.copies)
+            }
+        }
+        #expect(most > 0)
+        let storage = try #require(h.cache.storage as? MemoryStorage)
+        let sizes = paths.map { path in h.cache.key(for: h.request(path)).flatMap { storage.recordNow(for: $0) }?.byteCount ?? 0 }
+        #expect(sizes.allSatisfy { $0 > 0 && $0 <= 4096 } && sizes.reduce(0, +) > 64 << 10, "each fits; together they do not")
+
+        let before = h.cache.copyUsage?.copies
+        for _ in 0..<100 { #expect(try await h.get("/large").body.count == 8192) }
+        let key = try #require(h.cache.key(for: h.request("/large")))
+        #expect(try #require(storage.recordNow(for: key)).byteCount > 4096)
+        #expect(h.cache.copyUsage?.copies == before, "no copy of a record over the size limit")
+    }
+
+    @Test("copyBytesPerCore 0 keeps no copies; the hits are the same")
+    func copiesOff() async throws {
+        var configuration = CacheConfiguration()
+        configuration.copyBytesPerCore = 0
+        let h = CacheHarness(configuration: configuration)
+        h.origin("/a", status: 200, headers: Self.fresh, body: "one")
+        _ = try await h.get("/a")
+        for _ in 0..<20 { #expect(try await h.get("/a").bodyText == "one") }
+        #expect(h.cache.copyUsage == nil)
+        #expect(h.hits("/a") == 1)
+    }
+
+    @Test("hits served from copies still tell the eviction policy: a hot key keeps its place in an LRU")
+    func copiesReportReads() async throws {
+        let storage = MemoryStorage(countLimit: 2, eviction: .lru)
+        let h = try await warmed(storage: storage)
+        h.origin("/b", status: 200, headers: Self.fresh, body: "b")
+        h.origin("/c", status: 200, headers: Self.fresh, body: "c")
+        _ = try await h.get("/b") // stored after /a: /a is the least recently used
+        await h.cache.flush()
+        try await hitUntilCopied(h, "/a") // the store retired /a's copies: copy it again
+        #expect(try await h.get("/b").source == .cache) // /b read last
+        for _ in 0..<64 { #expect(try await h.get("/a").bodyText == "one") } // from copies, some reported
+        _ = try await h.get("/c") // evicts the least recently used
+        await h.cache.flush()
+        let keyA = try #require(h.cache.key(for: h.request("/a")))
+        let keyB = try #require(h.cache.key(for: h.request("/b")))
+        #expect(storage.recordNow(for: keyB) == nil, "/b was evicted")
+        #expect(storage.recordNow(for: keyA) != nil, "/a, hit from copies after /b's read, was kept")
+    }
+}
