@@ -9,7 +9,7 @@ import FoundationNetworking
 // mock transport, 1 KB body) with 1, 2, 8 and 64 concurrent tasks, each doing hits back to back:
 //
 //   swift run -c release HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64]
-//                                   [--share all|cache|storage|none] [--separate]
+//                                   [--share all|cache|storage|none] [--separate] [--copy-bytes B]
 //
 // Each round measures every task count for S seconds (default 1), alternating, so that machine
 // drift lands on all of them; the table gives the median of the rounds' hits per second and the
@@ -18,7 +18,8 @@ import FoundationNetworking
 // `cache` (a pipeline each around one HTTPCache), `storage` (a pipeline and cache each over one
 // MemoryStorage) or `none` (nothing; `--separate` says the same): Recall's code with nothing
 // shared between tasks, the ceiling that sharing less could reach. Every task's pipeline is made
-// and warmed (each key stored) before the clock starts.
+// and warmed (each key stored) before the clock starts. --copy-bytes sets the caches'
+// `copyBytesPerCore` (0: no per-core copies of hot records, the code path before them).
 
 var seconds = 1.0
 var rounds = 3
@@ -27,8 +28,9 @@ var counts = [1, 2, 8, 64]
 /// What the tasks share.
 enum Sharing: String { case all, cache, storage, none }
 var sharing = Sharing.all
+var configuration = CacheConfiguration()
 func usage() -> Never {
-    print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--share all|cache|storage|none] [--separate]")
+    print("usage: HitScaling [--seconds S] [--rounds N] [--keys K] [--tasks 1,2,8,64] [--share all|cache|storage|none] [--separate] [--copy-bytes B]")
     exit(2)
 }
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
@@ -39,12 +41,18 @@ while let argument = arguments.next() {
     case "--keys": keyCount = max(1, Int(arguments.next() ?? "") ?? keyCount)
     case "--tasks": counts = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     case "--separate": sharing = .none
+    case "--copy-bytes":
+        guard let value = arguments.next().flatMap({ Int($0) }), value >= 0 else { usage() }
+        configuration.copyBytesPerCore = value
     case "--share":
         guard let value = arguments.next(), let parsed = Sharing(rawValue: value) else { usage() }
         sharing = parsed
     default: usage()
     }
 }
+
+/// The caches' settings, as the arguments left them.
+let cacheConfiguration = configuration
 
 /// A mock origin serving `keyCount` URLs.
 func makeOrigin(_ keyCount: Int) -> MockTransport {
@@ -57,15 +65,15 @@ func makeOrigin(_ keyCount: Int) -> MockTransport {
 }
 /// What every task shares under `--share all`, `cache` and `storage`.
 let sharedStorage = MemoryStorage()
-let sharedCache = HTTPCache(storage: sharedStorage)
+let sharedCache = HTTPCache(storage: sharedStorage, configuration: cacheConfiguration)
 let sharedPipeline = Pipeline(transport: makeOrigin(keyCount), hooks: [sharedCache])
 /// The pipeline of one task.
 func makePipeline(_ keyCount: Int, _ sharing: Sharing) -> Pipeline {
     switch sharing {
     case .all: sharedPipeline
     case .cache: Pipeline(transport: makeOrigin(keyCount), hooks: [sharedCache])
-    case .storage: Pipeline(transport: makeOrigin(keyCount), hooks: [HTTPCache(storage: sharedStorage)])
-    case .none: Pipeline(transport: makeOrigin(keyCount), hooks: [HTTPCache(storage: MemoryStorage())])
+    case .storage: Pipeline(transport: makeOrigin(keyCount), hooks: [HTTPCache(storage: sharedStorage, configuration: cacheConfiguration)])
+    case .none: Pipeline(transport: makeOrigin(keyCount), hooks: [HTTPCache(storage: MemoryStorage(), configuration: cacheConfiguration)])
     }
 }
 /// The requests of one caller: each task makes its own, as concurrent callers do (a URLRequest
@@ -154,4 +162,4 @@ for tasks in counts {
         + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
 }
 let shares = [Sharing.all: "one pipeline", .cache: "one cache, a pipeline per task", .storage: "one storage, a pipeline and cache per task", .none: "a pipeline, cache and storage per task"]
-print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"); \(shares[sharing]!))")
+print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"); \(shares[sharing]!); copyBytesPerCore \(configuration.copyBytesPerCore))")

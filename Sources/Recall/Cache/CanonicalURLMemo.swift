@@ -25,7 +25,10 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
     /// Read by every request, written on the first sight of a URL.
     private let table = ReadWriteLocked(Table())
 
-    init(capacity: Int = 4096, byteLimit: Int = 1 << 20, maximumURLBytes: Int = 2048) {
+    /// The default of ``maximumURLBytes``.
+    static var defaultMaximumURLBytes: Int { 2048 }
+
+    init(capacity: Int = 4096, byteLimit: Int = 1 << 20, maximumURLBytes: Int = defaultMaximumURLBytes) {
         self.capacity = capacity
         self.byteLimit = byteLimit
         self.maximumURLBytes = maximumURLBytes
