@@ -66,6 +66,14 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         var hits = 0
         /// Whether it was hit since the last sweep.
         var recentlyHit = false
+
+        /// Counts a hit and returns it, if the storage has not changed the record since the copy.
+        mutating func hit(current generations: RecordGenerations) -> Hit? {
+            guard generations.current(stripe) == generation else { return nil }
+            hits += 1
+            recentlyHit = true
+            return Hit(location: location, record: record, reportsRead: hits % PerCoreCopies.readReportInterval == 1)
+        }
     }
 
     /// One core's copies.
@@ -158,15 +166,9 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     func copy(for text: String) -> Hit? {
         withCurrentTable { table in
             guard let index = table.copies.index(forKey: text) else { return nil }
-            let copy = table.copies.values[index]
-            guard generations.current(copy.stripe) == copy.generation else {
-                table.remove(text) // the storage changed the record since: the copy is done
-                return nil
-            }
-            table.copies.values[index].hits += 1
-            table.copies.values[index].recentlyHit = true
-            return Hit(location: copy.location, record: copy.record,
-                       reportsRead: (copy.hits + 1) % Self.readReportInterval == 1)
+            let hit = table.copies.values[index].hit(current: generations)
+            if hit == nil { table.remove(text) } // the storage changed the record since: the copy is done
+            return hit
         }
     }
 
