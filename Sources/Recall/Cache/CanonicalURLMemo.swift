@@ -37,7 +37,11 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
     /// The value for `url`: from memory when it was remembered, else made by `make` from the
     /// URL's text (and not remembered: see ``remember(_:for:size:)``).
     func value(for url: URL, make: (String) -> Value?) -> Value? {
-        let text = url.absoluteString
+        value(forText: url.absoluteString, make: make)
+    }
+
+    /// ``value(for:make:)`` for a URL whose text (`absoluteString`) the caller has.
+    func value(forText text: String, make: (String) -> Value?) -> Value? {
         guard text.utf8.count <= maximumURLBytes else { return make(text) }
         return table.read({ $0.keys[text] }) ?? make(text)
     }

@@ -45,6 +45,8 @@ public final class HTTPCache: ServiceHook {
     /// Per-core copies of the records hit most, over a ``MemoryStorage`` (see
     /// ``CacheConfiguration/copyBytesPerCore``).
     private let copies: PerCoreCopies<Location>?
+    /// The same, for the hit path to use without retaining it (``copies`` keeps it alive).
+    private let unownedCopies: Unmanaged<PerCoreCopies<Location>>?
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
     /// Counts completed stores and removals: a request that reads it before its lookup and leads
@@ -100,6 +102,7 @@ public final class HTTPCache: ServiceHook {
         self.storage = storage
         self.memory = storage as? MemoryStorage
         self.copies = memory.flatMap { PerCoreCopies(bytesPerCore: configuration.copyBytesPerCore, generations: $0.generations) }
+        self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
         self.coordinator = coordinator
         self.evictionsSeen = Atomic(storage.statistics.evictions)
@@ -167,7 +170,12 @@ public final class HTTPCache: ServiceHook {
     /// (``remember(_:for:)``).
     private func locate(_ url: URL?) -> Location? {
         guard let url else { return nil }
-        return memo.value(for: url) { text in
+        return locate(text: url.absoluteString)
+    }
+
+    /// The ``Location`` of a request for the URL whose text (`absoluteString`) is `text`.
+    private func locate(text: String) -> Location? {
+        memo.value(forText: text) { text in
             guard let canonical = configuration.keyPolicy.canonicalURL(text: text) else { return nil }
             let key = partitioner.redactingSecrets(in: canonical)
             guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
@@ -177,42 +185,38 @@ public final class HTTPCache: ServiceHook {
         }
     }
 
-    /// A look at the calling core's copies (``PerCoreCopies``) for a request's URL.
-    private struct CopyLookup {
-        /// The URL's text.
-        let text: String
-        /// The copy found, if any.
-        let hit: PerCoreCopies<Location>.Hit?
-
-        /// Looks, when `cache` keeps copies and the URL is short enough to be remembered.
-        init?(_ url: URL?, in cache: HTTPCache) {
-            guard let copies = cache.copies, let url else { return nil }
-            let text = url.absoluteString
-            guard text.utf8.count <= cache.memo.maximumURLBytes else { return nil }
-            self.text = text
-            hit = copies.copy(for: text)
-        }
+    /// Looks for the URL `text` in the calling core's copies (``PerCoreCopies``), when the cache keeps
+    /// copies and the URL is short enough to be remembered.
+    private func lookUpCopy(of text: String) -> PerCoreCopies<Location>.Lookup? {
+        // Borrowed, not retained: a retain writes the object's reference count, which every core shares.
+        guard let copies = unownedCopies else { return nil }
+        guard text.utf8.count <= CanonicalURLMemo<Location>.defaultMaximumURLBytes else { return nil }
+        return copies._withUnsafeGuaranteedRef { $0.look(for: text) }
     }
 
-    /// Reads the record at `location` from the memory storage and offers it for the calling
-    /// core's copies (when `lookup` looked there first and found none).
-    private func read(_ memory: MemoryStorage, at location: Location, offering lookup: CopyLookup?) -> CacheRecord? {
-        guard let copies, let lookup else { return memory.recordNow(for: location.key) }
+    /// Reads the record at `location` from the memory storage, and copies it for the calling
+    /// core when `lookup` (a look at its copies that found none) admits it.
+    private func read(_ memory: MemoryStorage, at location: Location, offering lookup: PerCoreCopies<Location>.Lookup?) -> CacheRecord? {
+        guard let lookup, lookup.admits, let copies else { return memory.recordNow(for: location.key) }
         let generation = memory.generations.current(location.generationStripe) // before the read
         guard let record = memory.recordNow(for: location.key) else { return nil }
-        copies.offer(record, for: lookup.text, stripe: location.generationStripe, generation: generation) {
+        copies.offer(record, for: lookup.key, stripe: location.generationStripe, generation: generation) {
             guard let record = record.unsharedCopy() else { return nil }
             var copied = location
             copied.key = location.key.unsharedCopy
             copied.remembered = true
-            return (copied, record, lookup.text.unsharedCopy)
+            return (copied, record, lookup.key.text.unsharedCopy)
         }
         return record
     }
 
-    /// The per-core copies held, their bytes and the number of tables (for tests); nil without copies.
-    var copyUsage: (copies: Int, bytes: Int, tables: Int)? {
-        copies.map { ($0.usage.copies, $0.usage.bytes, $0.slotCount) }
+    /// The per-core copies held, their bytes, the number of tables and of dormant ones (for
+    /// tests); nil without copies.
+    var copyUsage: (copies: Int, bytes: Int, tables: Int, dormant: Int)? {
+        copies.map { copies in
+            let usage = copies.usage
+            return (usage.copies, usage.bytes, copies.slotCount, usage.dormant)
+        }
     }
 
     /// Remembers the location of `url`, which has a stored response (one was just stored or
@@ -279,8 +283,9 @@ public final class HTTPCache: ServiceHook {
         let route = strategy.route(request, facts)
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
         // another core touches (not even the URL memo).
-        var copy = route == .lookup ? CopyLookup(facts.url, in: self) : nil
-        guard route != .bypass, let location = copy?.hit?.location ?? locate(facts.url) else {
+        let text = route == .bypass ? nil : facts.url?.absoluteString
+        var copy = route == .lookup ? text.flatMap(lookUpCopy(of:)) : nil
+        guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .proceed(request)
         }

@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -24,11 +25,12 @@ import Darwin
 ///
 /// What bounds it: at most ``bytesPerCore`` bytes (by ``CacheRecord/byteCount``) and
 /// ``maximumCopies`` copies per table, a table per core, and only records up to
-/// ``largestRecord`` bytes. A record is copied on its second hit seen by a core (its first only
-/// notes a hash of its URL), so one-off hits copy nothing. A full table admits a new copy only
-/// after a sweep has dropped the copies out of date or not hit since the sweep before (one
-/// sweep per ``sweepInterval`` refused copies): the copies of a working set too large for the
-/// table are not made and dropped in turn.
+/// ``largestRecord`` bytes. A record is copied when a core sees its URL for the third time
+/// (a small direct-mapped table of URL hashes per core remembers the first two sights), so
+/// URLs asked for once or twice copy nothing. A full table admits a new copy only after a sweep
+/// has dropped the copies out of date or not hit since the sweep before, and sweeps once per
+/// ``sweepInterval`` refused copies: a working set too large for the table settles in it
+/// instead of being copied in and dropped in turn.
 ///
 /// Every lock is taken with `trylock`: a task that finds its core's table busy (the thread
 /// holding it was preempted) reads the shared storage instead of waiting.
@@ -53,8 +55,11 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     let maximumCopies = 64
     /// One hit of a copy in this many is reported to the eviction policy (the first included).
     static var readReportInterval: Int { 16 }
-    /// A full table sweeps once per this many copies it refused.
-    static var sweepInterval: Int { 16 }
+    /// Looks per window: a table decides at the end of each whether its copies pay.
+    static var windowLength: Int { 256 }
+    /// A full table sweeps once per this many copies it refused: rarely, so that a working set
+    /// larger than the table settles instead of being copied in and dropped in turn.
+    static var sweepInterval: Int { 256 }
 
     private struct Copy {
         let location: Location
@@ -78,25 +83,45 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
 
     /// One core's copies.
     private struct Table {
-        var copies: [String: Copy] = [:]
+        var copies: [Key: Copy] = [:]
         var bytes = 0
-        /// Hashes of URLs hit once (direct-mapped by the hash): a second hit copies.
+        /// Hashes of URLs seen once or twice (direct-mapped by the hash): a third sight copies.
         var seen = [Int](repeating: 0, count: 256)
         var refusedSinceSweep = 0
+        /// Looks and hits served in the current window of ``windowLength`` looks.
+        var looks = 0
+        var served = 0
+        /// Whether the last window served too few hits to pay for its looks (see ``look(for:)``).
+        var dormant = false
 
-        mutating func remove(_ text: String) {
-            if let copy = copies.removeValue(forKey: text) { bytes -= copy.bytes }
+        /// Counts a look that `served` a copy or not; at the end of a window, decides whether
+        /// the next is dormant (and returns true).
+        mutating func count(served hit: Bool) -> Bool {
+            looks += 1
+            if hit { served += 1 }
+            guard looks == PerCoreCopies.windowLength else { return false }
+            dormant = served * 8 < looks
+            looks = 0
+            served = 0
+            return true
+        }
+
+        mutating func remove(_ key: Key) {
+            if let copy = copies.removeValue(forKey: key) { bytes -= copy.bytes }
         }
     }
 
-    /// A table and its lock, alone on their cache lines.
-    private struct Slot {
-        var mutex = pthread_mutex_t()
+    /// A table, alone on its cache lines with its lock: each slot's memory holds the lock (a
+    /// `pthread_mutex_t`) in its first 64 bytes, then the slot (see ``slot(_:)``, ``mutex(of:)``).
+    private struct Slot: ~Copyable {
         var table = Table()
+        /// The table's ``Table/dormant``, readable without the lock, and the looks it skipped.
+        let dormant = Atomic<Bool>(false)
+        let skips = Atomic<UInt32>(0)
     }
 
     /// The number of the core the calling thread runs on.
-    private typealias CurrentCore = @convention(c) () -> Int32
+    typealias CurrentCore = @convention(c) () -> Int32
 
     private let generations: RecordGenerations
     private let currentCore: CurrentCore
@@ -107,20 +132,25 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
 
     /// Creates the tables for copies of records whose changes `generations` counts, or nil when
     /// the platform cannot tell the current core or the budget holds nothing.
-    init?(bytesPerCore: Int, generations: RecordGenerations) {
-        guard bytesPerCore > 0, let currentCore = Self.lookUpCurrentCore() else { return nil }
+    ///
+    /// `currentCore` tells the calling thread's core (tests pin it); by default, `sched_getcpu`.
+    init?(bytesPerCore: Int, generations: RecordGenerations, currentCore: CurrentCore? = nil) {
+        guard bytesPerCore > 0, let currentCore = currentCore ?? Self.lookUpCurrentCore() else { return nil }
         self.bytesPerCore = bytesPerCore
         self.largestRecord = bytesPerCore / 16
         self.generations = generations
         self.currentCore = currentCore
         slotCount = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_CONF))), 1024))
-        // Round each slot up to whole pairs of 64-byte lines (adjacent-line prefetch pairs them).
-        slotStride = (MemoryLayout<Slot>.stride + 127) & ~127
+        // The lock's 64 bytes, then the slot, rounded up to whole pairs of 64-byte lines
+        // (adjacent-line prefetch pairs them).
+        slotStride = (Self.mutexBytes + MemoryLayout<Slot>.stride + 127) & ~127
         slots = UnsafeMutableRawPointer.allocate(byteCount: slotStride * slotCount, alignment: 128)
         for index in 0..<slotCount {
-            let slot = (slots + index * slotStride).bindMemory(to: Slot.self, capacity: 1)
-            slot.initialize(to: Slot())
-            pthread_mutex_init(Self.mutex(of: slot), nil)
+            let base = slots + index * slotStride
+            let mutex = base.bindMemory(to: pthread_mutex_t.self, capacity: 1)
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+            (base + Self.mutexBytes).bindMemory(to: Slot.self, capacity: 1).initialize(to: Slot())
         }
     }
 
@@ -128,6 +158,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         for index in 0..<slotCount {
             let slot = slot(index)
             pthread_mutex_destroy(Self.mutex(of: slot))
+            Self.mutex(of: slot).deinitialize(count: 1)
             slot.deinitialize(count: 1)
         }
         slots.deallocate()
@@ -144,60 +175,134 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         #endif
     }
 
+    /// Bytes before each slot for its lock (a `pthread_mutex_t` is 40 on Linux x86-64 and arm64).
+    private static var mutexBytes: Int { max(64, (MemoryLayout<pthread_mutex_t>.stride + 63) & ~63) }
+
     private func slot(_ index: Int) -> UnsafeMutablePointer<Slot> {
-        (slots + index * slotStride).assumingMemoryBound(to: Slot.self)
+        (slots + index * slotStride + Self.mutexBytes).assumingMemoryBound(to: Slot.self)
     }
 
+    /// The lock of `slot`, just before it.
     private static func mutex(of slot: UnsafeMutablePointer<Slot>) -> UnsafeMutablePointer<pthread_mutex_t> {
-        slot.pointer(to: \.mutex)!
+        (UnsafeMutableRawPointer(slot) - mutexBytes).assumingMemoryBound(to: pthread_mutex_t.self)
+    }
+
+    /// The calling core's slot.
+    private func currentSlot() -> UnsafeMutablePointer<Slot> {
+        let core = Int(currentCore())
+        return slot(0 <= core && core < slotCount ? core : abs(core % slotCount))
     }
 
     /// Runs `body` on the calling core's table if its lock is free; nil otherwise.
     private func withCurrentTable<Result>(_ body: (inout Table) -> Result?) -> Result? {
-        let core = Int(currentCore())
-        let slot = slot(core >= 0 ? core % slotCount : 0)
+        withTable(currentSlot(), body)
+    }
+
+    /// Runs `body` on the table of `slot` if its lock is free; nil otherwise.
+    private func withTable<Result>(_ slot: UnsafeMutablePointer<Slot>, _ body: (inout Table) -> Result?) -> Result? {
         let mutex = Self.mutex(of: slot)
         guard pthread_mutex_trylock(mutex) == 0 else { return nil }
         defer { pthread_mutex_unlock(mutex) }
         return body(&slot.pointee.table)
     }
 
-    /// The calling core's copy for the URL `text`, if it is still the storage's record.
-    func copy(for text: String) -> Hit? {
-        withCurrentTable { table in
-            guard let index = table.copies.index(forKey: text) else { return nil }
-            let hit = table.copies.values[index].hit(current: generations)
-            if hit == nil { table.remove(text) } // the storage changed the record since: the copy is done
-            return hit
+    /// A URL's text with its hash, worked out once per lookup: the table and the doorkeeper
+    /// both use it, so a lookup hashes the text once.
+    struct Key: Hashable {
+        let text: String
+        let hash: Int
+
+        init(_ text: String) {
+            self.text = text
+            hash = text.hashValue | 1 // odd: never 0 (an empty slot), nor its own second-sight mark
         }
+
+        init(text: String, hash: Int) {
+            self.text = text
+            self.hash = hash
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.hash == rhs.hash && lhs.text == rhs.text }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
-    /// Offers `record`, just read from the storage for the URL `text` with its key's `stripe`
-    /// counting `generation` (loaded before the record was read), for copying in the calling
-    /// core's table. `copy` makes the copies (nil: the record cannot be copied exactly).
-    func offer(_ record: CacheRecord, for text: String, stripe: Int, generation: UInt64,
+    /// What a look at the calling core's table found.
+    struct Lookup {
+        let key: Key
+        /// The copy to serve, if any.
+        let hit: Hit?
+        /// No copy, but the core saw this URL twice before (or held a copy the storage has
+        /// since changed): the record the storage gives is worth copying (``offer(_:for:stripe:generation:copy:)``).
+        let admits: Bool
+    }
+
+    /// Looks for the URL `text` in the calling core's table: its copy if it is still the
+    /// storage's record; else whether to copy the record the storage gives (a third sight).
+    /// Nil when the table is busy or dormant.
+    ///
+    /// A table whose last window of ``windowLength`` looks served fewer than one in 8 from its
+    /// copies (a working set far larger than the table, or one that changes all the time) goes
+    /// dormant: 7 looks in 8 return at once, without hashing the URL, and the rest look as
+    /// usual (and keep admitting copies), so the table wakes when its copies serve again. What
+    /// copies save is then not paid for by hits they cannot serve.
+    func look(for text: String) -> Lookup? {
+        let slot = currentSlot()
+        // Dormant: skip without the lock (a relaxed count is enough to sample one look in 8).
+        if slot.pointee.dormant.load(ordering: .relaxed),
+           slot.pointee.skips.wrappingAdd(1, ordering: .relaxed).newValue & 7 != 0 {
+            return nil
+        }
+        let found = withTable(slot) { table -> (Key, Hit?, Bool)? in
+            /// Counts the look; a window's end may change the table's dormancy.
+            func count(served: Bool) {
+                if table.count(served: served) { slot.pointee.dormant.store(table.dormant, ordering: .relaxed) }
+            }
+            let key = Key(text)
+            if let index = table.copies.index(forKey: key) {
+                if let hit = table.copies.values[index].hit(current: generations) {
+                    count(served: true)
+                    return (key, hit, false)
+                }
+                table.remove(key) // the storage changed the record since: copy it again
+                count(served: false)
+                return (key, nil, true)
+            }
+            count(served: false)
+            // The doorkeeper: a URL's slot holds its hash after a first sight, the hash with
+            // its lowest bit cleared after a second; a third sight admits it.
+            let slot = key.hash & (table.seen.count - 1)
+            switch table.seen[slot] {
+            case key.hash:
+                table.seen[slot] = key.hash ^ 1
+                return (key, nil, false)
+            case key.hash ^ 1:
+                table.seen[slot] = 0
+                return (key, nil, true)
+            default:
+                table.seen[slot] = key.hash
+                return (key, nil, false)
+            }
+        }
+        return found.map { Lookup(key: $0.0, hit: $0.1, admits: $0.2) }
+    }
+
+    /// Copies `record`, just read from the storage for `key` (a lookup that admits it) with
+    /// its key's `stripe` counting `generation` (loaded before the record was read), into the
+    /// calling core's table, if it is small enough and the table has room. `copy` makes the
+    /// copies (nil: the record cannot be copied exactly).
+    func offer(_ record: CacheRecord, for key: Key, stripe: Int, generation: UInt64,
                copy: () -> (location: Location, record: CacheRecord, text: String)?) {
-        let hash = text.hashValue | 1 // never 0, the empty slot
+        let bytes = record.byteCount + key.text.utf8.count
+        guard bytes <= largestRecord else { return }
         _ = withCurrentTable { (table: inout Table) -> Void? in
-            if let held = table.copies[text] {
-                guard generations.current(held.stripe) != held.generation else { return nil }
-                table.remove(text)
-            }
-            let seen = hash & (table.seen.count - 1)
-            guard table.seen[seen] == hash else {
-                table.seen[seen] = hash
-                return nil
-            }
-            table.seen[seen] = 0
-            let bytes = record.byteCount + text.utf8.count
-            guard bytes <= largestRecord else { return nil }
+            guard table.copies[key] == nil else { return nil } // (another task on this core was first)
             func full() -> Bool { table.bytes + bytes > bytesPerCore || table.copies.count >= maximumCopies }
             if full() {
                 guard sweep(&table), !full() else { return nil }
             }
             guard let made = copy() else { return nil }
-            table.copies[made.text] = Copy(location: made.location, record: made.record, bytes: bytes,
-                                           stripe: stripe, generation: generation)
+            table.copies[Key(text: made.text, hash: key.hash)] = Copy(location: made.location, record: made.record, bytes: bytes,
+                                                                    stripe: stripe, generation: generation)
             table.bytes += bytes
             return nil
         }
@@ -209,12 +314,12 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         table.refusedSinceSweep += 1
         guard table.refusedSinceSweep >= Self.sweepInterval else { return false }
         table.refusedSinceSweep = 0
-        var kept: [String: Copy] = [:]
+        var kept: [Key: Copy] = [:]
         kept.reserveCapacity(maximumCopies)
         var bytes = 0
-        for (text, var copy) in table.copies where copy.recentlyHit && generations.current(copy.stripe) == copy.generation {
+        for (key, var copy) in table.copies where copy.recentlyHit && generations.current(copy.stripe) == copy.generation {
             copy.recentlyHit = false
-            kept[text] = copy
+            kept[key] = copy
             bytes += copy.bytes
         }
         table.copies = kept
@@ -222,14 +327,16 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         return true
     }
 
-    /// How many copies and bytes every table holds together (for tests).
-    var usage: (copies: Int, bytes: Int) {
-        var total = (copies: 0, bytes: 0)
+    /// How many copies and bytes every table holds together, and how many tables are dormant
+    /// (for tests).
+    var usage: (copies: Int, bytes: Int, dormant: Int) {
+        var total = (copies: 0, bytes: 0, dormant: 0)
         for index in 0..<slotCount {
             let slot = slot(index)
             pthread_mutex_lock(Self.mutex(of: slot))
             total.copies += slot.pointee.table.copies.count
             total.bytes += slot.pointee.table.bytes
+            if slot.pointee.table.dormant { total.dormant += 1 }
             pthread_mutex_unlock(Self.mutex(of: slot))
         }
         return total

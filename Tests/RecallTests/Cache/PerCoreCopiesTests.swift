@@ -177,6 +177,39 @@ struct PerCoreCopiesTests {
         #expect(h.cache.copyUsage?.copies == before, "no copy of a record over the size limit")
     }
 
+    @Test("a table whose copies serve under one look in 8 goes dormant (7 looks in 8 skipped); a hot URL wakes it")
+    func copiesSleepWhenTheyCannotServe() throws {
+        let generations = RecordGenerations()
+        let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
+        let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 1 << 16, generations: generations, currentCore: pinned))
+        for index in 0..<PerCoreCopies<Int>.windowLength {
+            #expect(copies.look(for: "https://origin.test/cold/\(index)")?.hit == nil)
+        }
+        #expect(copies.usage.dormant == 1, "a window of looks that found nothing")
+        let skipped = (0..<80).filter { copies.look(for: "https://origin.test/cold/\($0)") == nil }.count
+        #expect(skipped == 70, "dormant: 7 looks in 8 return at once")
+
+        let hot = "https://origin.test/hot"
+        let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("hot".utf8), url: URL(string: hot),
+                               requestTime: Date(), responseTime: Date())
+        let record = CacheRecord(key: "hot", variants: [entry])
+        var looks = 0, served = 0
+        while copies.usage.dormant == 1, looks < 100_000 {
+            looks += 1
+            guard let lookup = copies.look(for: hot) else { continue }
+            if lookup.hit != nil { served += 1 }
+            if lookup.admits {
+                let stripe = RecordGenerations.stripe(of: "hot")
+                copies.offer(record, for: lookup.key, stripe: stripe, generation: generations.current(stripe)) {
+                    record.unsharedCopy().map { (1, $0, hot.unsharedCopy) }
+                }
+            }
+        }
+        #expect(copies.usage.dormant == 0, "awake again after \(looks) looks")
+        #expect(served > 200, "the sampled looks were served from the copy")
+        #expect(copies.look(for: hot)?.hit?.record == record)
+    }
+
     @Test("copyBytesPerCore 0 keeps no copies; the hits are the same")
     func copiesOff() async throws {
         var configuration = CacheConfiguration()
