@@ -325,9 +325,9 @@ public final class HTTPCache: ServiceHook {
             let partition = partition(of: request, facts, at: location, inScope: inScope)
             let writesBefore = writeCount.load(ordering: .acquiring)
             var record: CacheRecord?
-            if let hit = copy?.hit {
+            if let copy, let hit = copy.hit {
                 record = hit.record
-                if hit.reportsRead { memory?.recordRead(location.key) }
+                if copy.reportsRead { memory?.recordRead(location.key) }
             } else if let memory {
                 // A memory storage answers without suspending: the hit path makes no async call for it.
                 record = read(memory, at: location, offering: copy)

@@ -38,13 +38,16 @@ import Darwin
 /// Where the platform cannot tell the current core (`sched_getcpu` is looked up at run time:
 /// glibc and musl have it), there are no tables.
 final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
-    /// What a lookup found: the copies to serve, and whether to report this read to the eviction
-    /// policy (one hit in ``readReportInterval`` is reported, so a hot key stays hot there
-    /// without a shared write per hit).
-    struct Hit {
+    /// A copy's parts: what a hit hands out. One object, and the core's own: a hit retains
+    /// just it (a struct of the parts would retain each of them, a write per part per hit).
+    final class Held: Sendable {
         let location: Location
         let record: CacheRecord
-        let reportsRead: Bool
+
+        init(location: Location, record: CacheRecord) {
+            self.location = location
+            self.record = record
+        }
     }
 
     /// The most bytes of copies per core.
@@ -62,8 +65,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     static var sweepInterval: Int { 256 }
 
     private struct Copy {
-        let location: Location
-        let record: CacheRecord
+        let held: Held
         let bytes: Int
         /// Where the record's key counts its changes, and the count the copy was made at.
         let stripe: Int
@@ -72,12 +74,13 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         /// Whether it was hit since the last sweep.
         var recentlyHit = false
 
-        /// Counts a hit and returns it, if the storage has not changed the record since the copy.
-        mutating func hit(current generations: RecordGenerations) -> Hit? {
+        /// Counts a hit and returns whether to report it to the eviction policy, if the storage
+        /// has not changed the record since the copy (nil if it has).
+        mutating func hit(current generations: RecordGenerations) -> Bool? {
             guard generations.current(stripe) == generation else { return nil }
             hits += 1
             recentlyHit = true
-            return Hit(location: location, record: record, reportsRead: hits % PerCoreCopies.readReportInterval == 1)
+            return hits % PerCoreCopies.readReportInterval == 1
         }
     }
 
@@ -230,7 +233,10 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     struct Lookup {
         let key: Key
         /// The copy to serve, if any.
-        let hit: Hit?
+        let hit: Held?
+        /// Whether to report this hit to the eviction policy (one hit of a copy in
+        /// ``readReportInterval``, so a hot key stays hot there without a shared write per hit).
+        let reportsRead: Bool
         /// No copy, but the core saw this URL twice before (or held a copy the storage has
         /// since changed): the record the storage gives is worth copying (``offer(_:for:stripe:generation:copy:)``).
         let admits: Bool
@@ -252,38 +258,39 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
            slot.pointee.skips.wrappingAdd(1, ordering: .relaxed).newValue & 7 != 0 {
             return nil
         }
-        let found = withTable(slot) { table -> (Key, Hit?, Bool)? in
+        return withTable(slot) { table -> Lookup? in
             /// Counts the look; a window's end may change the table's dormancy.
             func count(served: Bool) {
                 if table.count(served: served) { slot.pointee.dormant.store(table.dormant, ordering: .relaxed) }
             }
             let key = Key(text)
             if let index = table.copies.index(forKey: key) {
-                if let hit = table.copies.values[index].hit(current: generations) {
+                if let reportsRead = table.copies.values[index].hit(current: generations) {
                     count(served: true)
-                    return (key, hit, false)
+                    return Lookup(key: key, hit: table.copies.values[index].held, reportsRead: reportsRead, admits: false)
                 }
                 table.remove(key) // the storage changed the record since: copy it again
                 count(served: false)
-                return (key, nil, true)
+                return Lookup(key: key, hit: nil, reportsRead: false, admits: true)
             }
             count(served: false)
             // The doorkeeper: a URL's slot holds its hash after a first sight, the hash with
             // its lowest bit cleared after a second; a third sight admits it.
             let slot = key.hash & (table.seen.count - 1)
+            let admits: Bool
             switch table.seen[slot] {
             case key.hash:
                 table.seen[slot] = key.hash ^ 1
-                return (key, nil, false)
+                admits = false
             case key.hash ^ 1:
                 table.seen[slot] = 0
-                return (key, nil, true)
+                admits = true
             default:
                 table.seen[slot] = key.hash
-                return (key, nil, false)
+                admits = false
             }
+            return Lookup(key: key, hit: nil, reportsRead: false, admits: admits)
         }
-        return found.map { Lookup(key: $0.0, hit: $0.1, admits: $0.2) }
     }
 
     /// Copies `record`, just read from the storage for `key` (a lookup that admits it) with
@@ -301,8 +308,8 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
                 guard sweep(&table), !full() else { return nil }
             }
             guard let made = copy() else { return nil }
-            table.copies[Key(text: made.text, hash: key.hash)] = Copy(location: made.location, record: made.record, bytes: bytes,
-                                                                    stripe: stripe, generation: generation)
+            table.copies[Key(text: made.text, hash: key.hash)] = Copy(held: Held(location: made.location, record: made.record),
+                                                                    bytes: bytes, stripe: stripe, generation: generation)
             table.bytes += bytes
             return nil
         }
