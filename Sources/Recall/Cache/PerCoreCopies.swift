@@ -63,6 +63,9 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     /// A full table sweeps once per this many copies it refused: rarely, so that a working set
     /// larger than the table settles instead of being copied in and dropped in turn.
     static var sweepInterval: Int { 256 }
+    /// A dormant table sweeps this many times more rarely still: its copies do not pay, so
+    /// making new ones (a deep copy each) is mostly waste; it keeps a trickle, to wake by.
+    static var dormantSweepFactor: Int { 16 }
 
     private struct Copy {
         let held: Held
@@ -253,10 +256,12 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     /// copies save is then not paid for by hits they cannot serve.
     func look(for text: String) -> Lookup? {
         let slot = currentSlot()
-        // Dormant: skip without the lock (a relaxed count is enough to sample one look in 8).
-        if slot.pointee.dormant.load(ordering: .relaxed),
-           slot.pointee.skips.wrappingAdd(1, ordering: .relaxed).newValue & 7 != 0 {
-            return nil
+        // Dormant: skip without the lock. The count samples one look in 8: a plain load and
+        // store (no read-modify-write), as a count that loses a step now and then samples as well.
+        if slot.pointee.dormant.load(ordering: .relaxed) {
+            let skips = slot.pointee.skips.load(ordering: .relaxed) &+ 1
+            slot.pointee.skips.store(skips, ordering: .relaxed)
+            if skips & 7 != 0 { return nil }
         }
         return withTable(slot) { table -> Lookup? in
             /// Counts the look; a window's end may change the table's dormancy.
@@ -315,11 +320,12 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Drops, if this full table refused enough copies since the last sweep, the copies out of
-    /// date and those not hit since the last sweep; whether it swept.
+    /// Drops, if this full table refused enough copies since the last sweep (``sweepInterval``,
+    /// ``dormantSweepFactor`` times more when dormant), the copies out of date and those not
+    /// hit since the last sweep; whether it swept.
     private func sweep(_ table: inout Table) -> Bool {
         table.refusedSinceSweep += 1
-        guard table.refusedSinceSweep >= Self.sweepInterval else { return false }
+        guard table.refusedSinceSweep >= Self.sweepInterval * (table.dormant ? Self.dormantSweepFactor : 1) else { return false }
         table.refusedSinceSweep = 0
         var kept: [Key: Copy] = [:]
         kept.reserveCapacity(maximumCopies)

@@ -210,6 +210,38 @@ struct PerCoreCopiesTests {
         #expect(copies.look(for: hot)?.hit?.record == record)
     }
 
+    @Test("a full table sweeps once per 256 refused copies; a dormant one 16 times more rarely")
+    func fullTablesSweepRarely() throws {
+        for dormant in [false, true] {
+            let generations = RecordGenerations()
+            let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
+            let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 1 << 16, generations: generations, currentCore: pinned))
+            func offer(_ url: String) {
+                let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("x".utf8), url: URL(string: url),
+                                       requestTime: Date(), responseTime: Date())
+                let record = CacheRecord(key: url, variants: [entry])
+                let stripe = RecordGenerations.stripe(of: url)
+                copies.offer(record, for: .init(url), stripe: stripe, generation: generations.current(stripe)) {
+                    record.unsharedCopy().map { (1, $0, url.unsharedCopy) }
+                }
+            }
+            for index in 0..<copies.maximumCopies { offer("https://origin.test/held/\(index)") }
+            #expect(copies.usage.copies == copies.maximumCopies, "full")
+            if dormant {
+                for index in 0..<PerCoreCopies<Int>.windowLength { _ = copies.look(for: "https://origin.test/cold/\(index)") }
+            }
+            #expect(copies.usage.dormant == (dormant ? 1 : 0))
+            var refused = 0
+            while copies.usage.copies == copies.maximumCopies, refused < 100_000 {
+                offer("https://origin.test/new")
+                refused += 1
+            }
+            let interval = PerCoreCopies<Int>.sweepInterval * (dormant ? PerCoreCopies<Int>.dormantSweepFactor : 1)
+            #expect(refused == interval, "dormant \(dormant): the sweep came after \(refused) offers")
+            #expect(copies.usage.copies == 1, "the sweep dropped the copies not hit since; the new one is in")
+        }
+    }
+
     @Test("copyBytesPerCore 0 keeps no copies; the hits are the same")
     func copiesOff() async throws {
         var configuration = CacheConfiguration()
