@@ -82,15 +82,23 @@ enum CacheRecordCodec {
     /// owner changes it, and keeps the whole buffer alive. `expectedKey`: the key the record is
     /// read for; when the stored key is the same, that string is used (no new one is made).
     static func decode(_ data: Data, sharingBuffer: Bool = false, expectedKey: String? = nil) throws -> CacheRecord {
-        guard data.count >= headerSize, data.prefix(4).elementsEqual(magic) else {
-            throw CacheStorageError.corrupt("not a Recall cache file (bad magic or too short)")
-        }
-        let recordVersion = data[data.startIndex + 4]
-        guard let hash = checksumFunction(of: recordVersion) else {
-            throw CacheStorageError.corrupt("unknown format version \(recordVersion)")
-        }
+        var bodies: [Range<Int>]?
+        return try decode(data, sharingBuffer: sharingBuffer, expectedKey: expectedKey, bodies: &bodies)
+    }
+
+    /// ``decode(_:sharingBuffer:expectedKey:)``, also telling where in `data` each variant's
+    /// body lies when `bodies` is not `nil` (for ``record(_:bodies:in:sharingBuffer:)``).
+    static func decode(_ data: Data, sharingBuffer: Bool = false, expectedKey: String? = nil,
+                       bodies: inout [Range<Int>]?) throws -> CacheRecord {
         // One pass over the bytes in place: no copy of the header, the strings' bytes or a large body.
-        return try data.withUnsafeBytes { raw in
+        try data.withUnsafeBytes { raw in
+            guard raw.count >= headerSize, raw[0] == magic[0], raw[1] == magic[1], raw[2] == magic[2], raw[3] == magic[3] else {
+                throw CacheStorageError.corrupt("not a Recall cache file (bad magic or too short)")
+            }
+            let recordVersion = raw[4]
+            guard let hash = checksumFunction(of: recordVersion) else {
+                throw CacheStorageError.corrupt("unknown format version \(recordVersion)")
+            }
             var header = Reader(raw, from: 5)
             let length = try header.uint64()
             let checksum = try header.uint64()
@@ -122,6 +130,7 @@ enum CacheRecordCodec {
                 }
                 let partition = try reader.string()
                 let body = try reader.bytes()
+                bodies?.append((reader.offset - body.count)..<reader.offset)
                 var entry = CacheEntry(status: Int(status), headers: headers, body: body, url: nil, requestTime: requestTime,
                                        responseTime: responseTime, varyValues: vary, partition: partition)
                 entry.assignedLifetime = lifetime
@@ -130,6 +139,23 @@ enum CacheRecordCodec {
             guard reader.isAtEnd else { throw CacheStorageError.corrupt("trailing bytes after the record") }
             return CacheRecord(key: key, variants: variants)
         }
+    }
+
+    /// The record `template` stands for, with each variant's body taken from `data` at
+    /// `bodies` — for bytes known to be the very bytes `template` was decoded from (a file held
+    /// open and read again, unchanged since; see `HeldFile`), which need no second decoding.
+    /// `template`'s own bodies are not used (they are kept empty, so a template pins no body).
+    static func record(_ template: CacheRecord, bodies: [Range<Int>], in data: Data, sharingBuffer: Bool) -> CacheRecord? {
+        guard bodies.count == template.variants.count, bodies.allSatisfy({ $0.lowerBound >= 0 && $0.upperBound <= data.count })
+        else { return nil }
+        var record = template
+        data.withUnsafeBytes { raw in
+            for (index, range) in bodies.enumerated() {
+                record.variants[index].body = Reader.body(UnsafeRawBufferPointer(rebasing: raw[range]), of: raw,
+                                                          owner: sharingBuffer ? data : nil)
+            }
+        }
+        return record
     }
 
     /// The checksum of records of `version`, or nil for a version this Recall does not read.
@@ -310,8 +336,13 @@ enum CacheRecordCodec {
         }
 
         mutating func bytes() throws -> Data {
-            let bytes = try run()
-            guard let owner, bytes.count >= Self.sharedBodySize, 2 * bytes.count >= raw.count, let base = bytes.baseAddress else {
+            Self.body(try run(), of: raw, owner: owner)
+        }
+
+        /// `bytes`, a run of the record `raw`: a copy, or for a large body with an `owner`, the
+        /// owner's own bytes.
+        static func body(_ bytes: UnsafeRawBufferPointer, of raw: UnsafeRawBufferPointer, owner: Data?) -> Data {
+            guard let owner, bytes.count >= sharedBodySize, 2 * bytes.count >= raw.count, let base = bytes.baseAddress else {
                 return Data(bytes)
             }
             // The body points into the record's buffer, which the deallocator keeps alive.
@@ -322,7 +353,10 @@ enum CacheRecordCodec {
         /// The next string: `candidate` itself when it has the same bytes (no new string made).
         mutating func string(reusing candidate: String? = nil) throws -> String {
             let bytes = try run()
-            if var candidate, candidate.withUTF8({ $0.elementsEqual(bytes) }) { return candidate }
+            if var candidate, candidate.utf8.count == bytes.count,
+               candidate.withUTF8({ bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+                return candidate
+            }
             return String(decoding: bytes, as: UTF8.self)
         }
 

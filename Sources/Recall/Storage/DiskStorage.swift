@@ -18,6 +18,10 @@ import Darwin
 /// - Writes happen on a background queue, off the caller's path; until a write lands, reads
 ///   are answered from the pending record, so a store is visible to the next read at once.
 ///   Queued writes are bounded (``pendingByteLimit``): past it, a store waits for the queue.
+/// - Up to ``openFileLimit`` files whose records passed their checks are held open: while a
+///   held file is unchanged (its identity, taken before the checked read, is the same after
+///   each reread), reading it again takes one `pread` and one `fstat` and its bytes are not
+///   checked or decoded twice (see `HeldFile`).
 /// - The index (file sizes and recency) is rebuilt from the directory when the storage is
 ///   opened; a total byte limit is kept by evicting with the chosen policy (S3-FIFO by default).
 /// - The directory is locked (`flock`) while open: a second storage on the same directory,
@@ -48,6 +52,12 @@ public final class DiskStorage: CacheByteStore {
     /// The most bytes of records queued for writing; a store past it waits until the queue
     /// has written what was queued before it, so memory stays bounded under any load.
     public let pendingByteLimit: Int
+    /// The most files held open after a read checked their record (0: none). A held file is
+    /// read again with one `pread` and one `fstat` and no checksum while it is unchanged; see
+    /// `HeldFile`. Each costs one file descriptor.
+    public let openFileLimit: Int
+    /// How long (seconds) a file must have been unchanged before it is held open.
+    private let settledAge: Int
     /// The secret an ``HTTPCache`` hashes credentials with, kept in the directory's
     /// `.recall-cache` file so that it lives exactly as long as the entries.
     public let secret: [UInt8]
@@ -70,6 +80,20 @@ public final class DiskStorage: CacheByteStore {
         var pending: [String: Pending] = [:]
         var pendingBytes = 0
         var generation: UInt64 = 0
+        /// Files held open after a checked read (``HeldFile``), at most ``openFileLimit``.
+        var held: [String: Held] = [:]
+        var heldSerial: UInt64 = 0
+    }
+
+    /// A file held open, with the record its checked bytes decoded to (bodies left out) and
+    /// where in those bytes the bodies lie: while the file is unchanged, reading it again
+    /// gives the same bytes, so the same record, with the bodies taken from the new read.
+    private struct Held {
+        var file: HeldFile
+        /// An order for replacing the oldest when the table is full.
+        var serial: UInt64
+        var template: CacheRecord
+        var bodies: [Range<Int>]
     }
 
     static let suffix = ".rce"
@@ -87,9 +111,19 @@ public final class DiskStorage: CacheByteStore {
     /// - Throws: ``CacheStorageError/directory(_:)`` when the directory cannot be made or
     ///   read, is not yours, is writable by others, or holds files that are not a Recall
     ///   cache's; ``CacheStorageError/locked(_:)`` when another storage has it open.
-    public init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20, pendingByteLimit: Int = 16 << 20,
-                eviction: Eviction = .s3fifo) throws {
+    /// - Parameter openFileLimit: the most files held open for fast rereads (``openFileLimit``).
+    public convenience init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20,
+                            pendingByteLimit: Int = 16 << 20, eviction: Eviction = .s3fifo, openFileLimit: Int = 64) throws {
+        try self.init(directory: directory, byteLimit: byteLimit, entryLimit: entryLimit, pendingByteLimit: pendingByteLimit,
+                      eviction: eviction, openFileLimit: openFileLimit, settledAge: HeldFile.settledAge)
+    }
+
+    /// The designated initializer; `settledAge` (seconds) is shortened only by tests.
+    init(directory: URL, byteLimit: Int, entryLimit: Int, pendingByteLimit: Int, eviction: Eviction, openFileLimit: Int,
+         settledAge: Int) throws {
         self.directory = directory
+        self.openFileLimit = max(0, openFileLimit)
+        self.settledAge = settledAge
         self.byteLimit = max(0, byteLimit)
         self.entryLimit = max(0, entryLimit)
         self.pendingByteLimit = max(0, pendingByteLimit)
@@ -267,7 +301,7 @@ public final class DiskStorage: CacheByteStore {
     /// first-edition cache without one, or a damaged file).
     private static func loadOrCreateSecret(in directory: Int32, path: String) throws -> [UInt8] {
         let markerPath = path + "/" + markerName
-        if let data = try? readFile(markerName, in: directory, limit: 4096), let text = String(data: data, encoding: .utf8),
+        if let (data, _) = try? readFile(markerName, in: directory, limit: 4096), let text = String(data: data, encoding: .utf8),
            text.hasPrefix(markerHeader) {
             let hex = Array(text.dropFirst(markerHeader.count).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
             if hex.count == StorageSecret.byteCount * 2, hex.allSatisfy(isLowerHex) {
@@ -310,37 +344,95 @@ public final class DiskStorage: CacheByteStore {
     /// The bytes under `key`: a pending write if there is one, else the file's. A file that
     /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
     public func data(for key: String) async -> Data? {
-        read(key)?.data
+        read(name(for: key), holding: false)?.data
     }
 
     /// The record under `key`, decoded and checked. The bytes of a file just read belong to this
-    /// read alone, so its large bodies are served from them, not copied.
+    /// read alone, so its large bodies are served from them, not copied. A file whose record
+    /// passed its checks may be held open (``openFileLimit``): read again through it while it is
+    /// unchanged, its bytes need no second checksum (see `HeldFile`).
     public func record(for key: String) async -> CacheRecord? {
-        guard let (data, fromFile) = read(key) else { return nil }
-        return await record(decoding: data, for: key, sharingBuffer: fromFile)
+        let name = name(for: key)
+        guard let read = read(name, holding: openFileLimit > 0) else { return nil }
+        if let held = read.held,
+           let record = CacheRecordCodec.record(held.template, bodies: held.bodies, in: read.data, sharingBuffer: true) {
+            return record.key == key ? record : nil
+        }
+        guard let opened = read.opened else {
+            return await record(decoding: read.data, for: key, sharingBuffer: read.fromFile)
+        }
+        var bodies: [Range<Int>]? = []
+        guard let record = try? CacheRecordCodec.decode(read.data, sharingBuffer: true, expectedKey: key, bodies: &bodies) else {
+            await removeCorrupt(key, ifStill: read.data)
+            return nil
+        }
+        guard record.key == key else { return nil }
+        var template = record
+        for index in template.variants.indices { template.variants[index].body = Data() }
+        hold(Held(file: opened, serial: 0, template: template, bodies: bodies ?? []), as: name)
+        return record
     }
 
-    /// The bytes under `key` and whether they were just read from its file (else they are a
-    /// pending write's, which the write queue still holds).
-    private func read(_ key: String) -> (data: Data, fromFile: Bool)? {
-        let name = name(for: key)
-        let lookup = state.withLock { state -> (pending: Pending?, size: Int?) in
-            if let pending = state.pending[name] { return (pending, nil) }
-            guard let size = state.sizes[name] else { return (nil, nil) }
+    /// What one read found.
+    private struct Read {
+        /// The bytes.
+        var data: Data
+        /// Whether they were just read from the file (else they are a pending write's, which
+        /// the write queue still holds).
+        var fromFile: Bool
+        /// The held file they were read through, unchanged since its record was checked.
+        var held: Held?
+        /// The file, kept open, when it may be held once its record is checked.
+        var opened: HeldFile?
+    }
+
+    /// The bytes of the file `name` (or of its pending write). With `holding`, through the
+    /// file held open for it if there is one, and otherwise keeping the file open to be held.
+    private func read(_ name: String, holding: Bool) -> Read? {
+        let lookup = state.withLock { state -> (pending: Pending?, size: Int?, held: Held?) in
+            // (An empty table answers without hashing the name.)
+            if !state.pending.isEmpty, let pending = state.pending[name] { return (pending, nil, nil) }
+            guard let size = state.sizes[name] else { return (nil, nil, nil) }
             state.policy.recordAccess(name)
-            return (nil, size)
+            return (nil, size, holding && !state.held.isEmpty ? state.held[name] : nil)
         }
         switch lookup.pending {
-        case .store(let data, _)?: return (data, false)
+        case .store(let data, _)?: return Read(data: data, fromFile: false)
         case .remove?: return nil
         case nil: break
         }
         guard let size = lookup.size else { return nil }
-        guard let data = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size) else {
+        if let held = lookup.held {
+            if held.file.identity.size == size, let data = held.file.reread() { return Read(data: data, fromFile: true, held: held) }
+            // Changed, replaced or removed since it was checked: read it by name, with every check.
+            let dropped = state.withLock { state in state.held[name]?.file === held.file ? state.held.removeValue(forKey: name) : nil }
+            _ = dropped // closed here, outside the lock
+        }
+        guard let (data, opened) = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size,
+                                                     holdingFor: holding ? settledAge : nil) else {
             discard(name)
             return nil
         }
-        return (data, true)
+        return Read(data: data, fromFile: true, opened: opened)
+    }
+
+    /// Puts `file`, whose record just passed its checks, in the table of held files, unless
+    /// the index changed since it was read (a write is pending, or the size is another), in
+    /// which case it is closed. A full table gives up its oldest file.
+    private func hold(_ held: Held, as name: String) {
+        let replaced = state.withLock { state -> Held? in
+            guard state.pending[name] == nil, state.sizes[name] == held.file.identity.size, state.held[name] == nil else { return nil }
+            var oldest: Held?
+            if state.held.count >= openFileLimit, let victim = state.held.min(by: { $0.value.serial < $1.value.serial })?.key {
+                oldest = state.held.removeValue(forKey: victim)
+            }
+            state.heldSerial += 1
+            var held = held
+            held.serial = state.heldSerial
+            state.held[name] = held
+            return oldest
+        }
+        _ = replaced // closed here, outside the lock
     }
 
     /// Removes the file of `key`, which did not decode as a record, counting it as corrupt —
@@ -355,9 +447,10 @@ public final class DiskStorage: CacheByteStore {
     private func discard(_ name: String, ifStill data: Data? = nil) {
         state.withLock { state in
             guard state.pending[name] == nil, state.sizes[name] != nil else { return }
-            if let data, let current = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit), current != data {
+            if let data, let (current, _) = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit), current != data {
                 return
             }
+            state.held[name] = nil
             guard let size = state.sizes.removeValue(forKey: name) else { return }
             state.policy.recordRemoval(name)
             state.statistics.count -= 1
@@ -417,6 +510,9 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
+    /// How many files are held open now (for tests).
+    var heldFileCount: Int { state.withLock { $0.held.count } }
+
     /// Counters and sizes.
     public var statistics: StorageStatistics {
         state.withLock { state in
@@ -451,6 +547,7 @@ public final class DiskStorage: CacheByteStore {
             } else {
                 state.statistics.count += 1
             }
+            state.held[name] = nil // the file held open, if any, is the one just replaced
             state.sizes[name] = data.count
             state.statistics.bytes += data.count
             state.policy.recordInsert(name, size: data.count)
@@ -472,17 +569,22 @@ public final class DiskStorage: CacheByteStore {
     /// opened non-blocking has nothing (or would need a writer in the cache's own 0700
     /// directory), and a device needs `mknod`. Anything else — the file was replaced
     /// meanwhile, or is not a regular file — is decided by the `fstat` path.
-    private static func readFile(_ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil) throws -> Data {
+    ///
+    /// With `holdingFor` (a settled age, see ``HeldFile``), the file's identity is taken before
+    /// it is read and the file is returned open, to be held if its record passes its checks.
+    private static func readFile(_ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil,
+                                 holdingFor settledAge: Int? = nil) throws -> (Data, HeldFile?) {
         // (withCString hands over the string's own bytes; passing the String converts it to a new array.)
         let descriptor = name.withCString { openat(directory, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
+        let opened = settledAge.flatMap { HeldFile(descriptor: descriptor, settledAge: $0) }
+        defer { if opened == nil { close(descriptor) } }
         if let expectedSize, expectedSize > 0, expectedSize <= limit {
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: expectedSize + 1, alignment: 16)
             var count = systemRead(descriptor, buffer, expectedSize + 1)
             while count < 0, errno == EINTR { count = systemRead(descriptor, buffer, expectedSize + 1) }
             if count == expectedSize {
-                return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+                return (Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() }), opened)
             }
             buffer.deallocate()
             guard lseek(descriptor, 0, SEEK_SET) == 0 else { throw CacheStorageError.corrupt("cannot read the file again") }
@@ -500,7 +602,7 @@ public final class DiskStorage: CacheByteStore {
             buffer.deallocate()
             throw CacheStorageError.corrupt("short read: \(offset) of \(size) bytes")
         }
-        return Data(bytesNoCopy: buffer, count: size, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        return (Data(bytesNoCopy: buffer, count: size, deallocator: .custom { pointer, _ in pointer.deallocate() }), opened)
     }
 
     /// Reads up to `count` bytes into `buffer`, until the end of the file or an error; returns
@@ -538,6 +640,7 @@ public final class DiskStorage: CacheByteStore {
 
     private func deleteLocked(_ name: String, from state: inout State) {
         unlinkat(directoryDescriptor, name, 0)
+        state.held[name] = nil
         guard let size = state.sizes.removeValue(forKey: name) else { return }
         state.policy.recordRemoval(name)
         state.statistics.count -= 1

@@ -1,0 +1,170 @@
+import Foundation
+@testable import Recall
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A record whose header and body both say `version`, so a mix of two versions shows.
+private func versioned(_ key: String, _ version: Int, bodySize: Int = 6000) -> CacheRecord {
+    let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60", "X-Version": String(version)],
+                           body: Data(repeating: UInt8(truncatingIfNeeded: version), count: bodySize), url: nil,
+                           requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001))
+    return CacheRecord(key: key, variants: [entry])
+}
+
+@Suite("DiskStorage: files held open for rereads", .timeLimit(.minutes(1)))
+struct HeldFileTests {
+    /// A storage that may hold any file at once (the real one waits until a file is two seconds old).
+    private func storage(_ directory: URL, openFileLimit: Int = 64, settledAge: Int = 0) throws -> DiskStorage {
+        try DiskStorage(directory: directory, byteLimit: 256 << 20, entryLimit: 16 << 20, pendingByteLimit: 16 << 20,
+                        eviction: .s3fifo, openFileLimit: openFileLimit, settledAge: settledAge)
+    }
+
+    private func path(_ directory: URL, _ key: String) -> String {
+        directory.appendingPathComponent(DiskStorage.fileName(for: key)).path
+    }
+
+    /// Lets the file system's clock move on, so a change made now gets another change time than
+    /// the file had when it was held (time stamps are kept at a clock tick's granularity).
+    private func tick() async throws { try await Task.sleep(for: .milliseconds(50)) }
+
+    @Test("a checked file is held and read again to the same record; a fresh one is not held; the table is bounded")
+    func heldAndBounded() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory, openFileLimit: 3)
+        for index in 0..<5 { await disk.store(versioned("https://x.test/\(index)", index)) }
+        await disk.flush()
+        #expect(disk.heldFileCount == 0)
+        #expect(await disk.record(for: "https://x.test/0") == versioned("https://x.test/0", 0)) // checked, then held
+        #expect(disk.heldFileCount == 1)
+        for _ in 0..<3 { #expect(await disk.record(for: "https://x.test/0") == versioned("https://x.test/0", 0)) } // through it
+        for index in 1..<5 { #expect(await disk.record(for: "https://x.test/\(index)") == versioned("https://x.test/\(index)", index)) }
+        #expect(disk.heldFileCount == 3)
+        #expect(disk.statistics.corruptRemoved == 0)
+
+        let none = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: none) }
+        let unheld = try storage(none, openFileLimit: 0)
+        await unheld.store(versioned("https://x.test/a", 1))
+        await unheld.flush()
+        #expect(await unheld.record(for: "https://x.test/a") == versioned("https://x.test/a", 1))
+        #expect(unheld.heldFileCount == 0)
+
+        let fresh = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: fresh) }
+        let waiting = try DiskStorage(directory: fresh) // files changed in the last 2 s are not held
+        await waiting.store(versioned("https://x.test/a", 1))
+        await waiting.flush()
+        #expect(await waiting.record(for: "https://x.test/a") == versioned("https://x.test/a", 1))
+        #expect(waiting.heldFileCount == 0)
+    }
+
+    @Test("a byte changed in place under a held file is caught: the file is checked again, found corrupt, removed")
+    func changedInPlace() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        let key = "https://x.test/a"
+        await disk.store(versioned(key, 1))
+        await disk.flush()
+        _ = await disk.record(for: key)
+        #expect(disk.heldFileCount == 1)
+        try await tick()
+        // Same size, one body byte changed, written into the same inode.
+        let descriptor = open(path(directory, key), O_WRONLY)
+        #expect(descriptor >= 0)
+        var byte: UInt8 = 0x7F
+        #expect(pwrite(descriptor, &byte, 1, 300) == 1)
+        close(descriptor)
+        #expect(await disk.record(for: key) == nil)
+        #expect(disk.statistics.corruptRemoved == 1)
+        #expect(disk.heldFileCount == 0)
+    }
+
+    @Test("a held file removed or replaced behind the storage's back is never read again")
+    func replacedOrRemovedAround() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        let key = "https://x.test/a"
+        await disk.store(versioned(key, 1))
+        await disk.flush()
+        _ = await disk.record(for: key)
+        #expect(disk.heldFileCount == 1)
+        // Another valid record of the key, renamed over the held file (another inode).
+        let replacement = directory.appendingPathComponent("replacement").path
+        try versioned(key, 2).encoded().write(to: URL(fileURLWithPath: replacement))
+        #expect(rename(replacement, path(directory, key)) == 0)
+        #expect(await disk.record(for: key) == versioned(key, 2))
+        // Removed (as by `rm` on the cache directory).
+        _ = await disk.record(for: key)
+        #expect(unlink(path(directory, key)) == 0)
+        #expect(await disk.record(for: key) == nil)
+        #expect(disk.heldFileCount == 0)
+    }
+
+    @Test("stores, removals and removeAll through the storage let go of the held file")
+    func changedThroughTheStorage() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        let key = "https://x.test/a"
+        await disk.store(versioned(key, 1))
+        await disk.flush()
+        _ = await disk.record(for: key)
+        #expect(disk.heldFileCount == 1)
+        await disk.store(versioned(key, 2, bodySize: 6000)) // same size: only the identity tells
+        #expect(await disk.record(for: key) == versioned(key, 2)) // pending
+        await disk.flush()
+        #expect(disk.heldFileCount == 0)
+        #expect(await disk.record(for: key) == versioned(key, 2))
+        #expect(await disk.record(for: key) == versioned(key, 2))
+        #expect(disk.heldFileCount == 1)
+        await disk.remove(key)
+        await disk.flush()
+        #expect(disk.heldFileCount == 0)
+        #expect(await disk.record(for: key) == nil)
+        await disk.store(versioned(key, 3))
+        await disk.flush()
+        _ = await disk.record(for: key)
+        #expect(disk.heldFileCount == 1)
+        await disk.removeAll()
+        #expect(disk.heldFileCount == 0)
+        #expect(await disk.record(for: key) == nil)
+    }
+
+    @Test("readers racing stores of new versions get one whole version, never one version's fields with another's body")
+    func racingStores() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory, openFileLimit: 4)
+        let keys = (0..<6).map { "https://x.test/\($0)" }
+        for key in keys { await disk.store(versioned(key, 0)) }
+        await disk.flush()
+        let mixed = await withTaskGroup(of: Int.self) { group in
+            group.addTask {
+                for version in 1...60 {
+                    for key in keys { await disk.store(versioned(key, version)) }
+                    if version % 10 == 0 { await disk.flush() }
+                }
+                return 0
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    var bad = 0
+                    for round in 0..<600 {
+                        guard let record = await disk.record(for: keys[round % keys.count]) else { bad += 1; continue }
+                        let version = Int(record.variants[0].headers["X-Version"] ?? "") ?? -1
+                        if record.variants[0].body != Data(repeating: UInt8(truncatingIfNeeded: version), count: 6000) { bad += 1 }
+                    }
+                    return bad
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mixed == 0)
+        #expect(disk.statistics.corruptRemoved == 0)
+    }
+}
