@@ -85,6 +85,9 @@ public final class DiskStorage: CacheByteStore {
         var heldSerial: UInt64 = 0
     }
 
+    /// `open` failed for want of resources (descriptors, memory), not because of the file.
+    private struct OpenFailure: Error {}
+
     /// A file held open, with the record its checked bytes decoded to (bodies left out) and
     /// where in those bytes the bodies lie: while the file is unchanged, reading it again
     /// gives the same bytes, so the same record, with the bodies taken from the new read.
@@ -408,12 +411,23 @@ public final class DiskStorage: CacheByteStore {
             let dropped = state.withLock { state in state.held[name]?.file === held.file ? state.held.removeValue(forKey: name) : nil }
             _ = dropped // closed here, outside the lock
         }
-        guard let (data, opened) = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size,
-                                                     holdingFor: holding ? settledAge : nil) else {
+        do {
+            let (data, opened) = try Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size,
+                                                   holdingFor: holding ? settledAge : nil)
+            return Read(data: data, fromFile: true, opened: opened)
+        } catch is OpenFailure {
+            // Out of descriptors or memory: a miss, and the file stays. The held files give
+            // their descriptors back.
+            let released = state.withLock { state in
+                defer { state.held.removeAll() }
+                return state.held
+            }
+            _ = released // closed here, outside the lock
+            return nil
+        } catch {
             discard(name)
             return nil
         }
-        return Read(data: data, fromFile: true, opened: opened)
     }
 
     /// Puts `file`, whose record just passed its checks, in the table of held files, unless
@@ -576,7 +590,11 @@ public final class DiskStorage: CacheByteStore {
                                  holdingFor settledAge: Int? = nil) throws -> (Data, HeldFile?) {
         // (withCString hands over the string's own bytes; passing the String converts it to a new array.)
         let descriptor = name.withCString { openat(directory, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
-        guard descriptor >= 0 else { throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else {
+            // A lack of resources says nothing of the file; anything else (gone, a link, …) does.
+            if [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(errno) { throw OpenFailure() }
+            throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))")
+        }
         let opened = settledAge.flatMap { HeldFile(descriptor: descriptor, settledAge: $0) }
         defer { if opened == nil { close(descriptor) } }
         if let expectedSize, expectedSize > 0, expectedSize <= limit {
