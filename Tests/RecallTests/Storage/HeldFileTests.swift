@@ -54,7 +54,9 @@ struct HeldFileTests {
 
         let fresh = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: fresh) }
-        let waiting = try DiskStorage(directory: fresh) // files changed in the last 2 s are not held
+        // Files changed within the settled age (2 s by default; an hour here, so a slow run
+        // cannot outlast it) are not held.
+        let waiting = try storage(fresh, settledAge: 3600)
         await waiting.store(versioned("https://x.test/a", 1))
         await waiting.flush()
         #expect(await waiting.record(for: "https://x.test/a") == versioned("https://x.test/a", 1))
