@@ -42,6 +42,8 @@ public final class HTTPCache: ServiceHook {
     private let memo = CanonicalURLMemo<Location>()
     /// The storage, when it is a ``MemoryStorage`` (read without an async call).
     private let memory: MemoryStorage?
+    /// The storage, when it is a ``DiskStorage`` (its files held open are read without an async call).
+    private let disk: DiskStorage?
     /// Per-core copies of the records hit most, over a ``MemoryStorage`` (see
     /// ``CacheConfiguration/copyBytesPerCore``).
     private let copies: PerCoreCopies<Location>?
@@ -101,6 +103,7 @@ public final class HTTPCache: ServiceHook {
                 coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.storage = storage
         self.memory = storage as? MemoryStorage
+        self.disk = storage as? DiskStorage
         self.copies = memory.flatMap { PerCoreCopies(bytesPerCore: configuration.copyBytesPerCore, generations: $0.generations) }
         self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
@@ -278,102 +281,196 @@ public final class HTTPCache: ServiceHook {
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        switch schedule(request, context: context) {
+        case .decided(let action): return action
+        case .suspended(let suspension): return try await resume(suspension, request, context: context)
+        }
+    }
+
+    /// How far ``schedule(_:context:)`` went without suspending.
+    enum Scheduled: Sendable {
+        /// It decided: a hit over a ``MemoryStorage``, a request to pass on, a bypass.
+        case decided(HookAction)
+        /// It has to wait (for a pending store of the key, a storage that suspends, the other
+        /// requests of a miss): ``resume(_:_:context:)`` goes on from there.
+        case suspended(Suspension)
+    }
+
+    /// Where ``schedule(_:context:)`` stopped, before a suspension point, with what it found.
+    enum Suspension: Sendable {
+        /// A store made after its answer may be pending for the key: wait for it, then look.
+        case pendingWrite(Scheduling)
+        /// A range request's record, to read from a storage that suspends.
+        case range(Scheduling, ByteRange)
+        /// A plain lookup's record, to read from a storage that suspends.
+        case lookup(Scheduling, writesBefore: UInt64)
+        /// A miss to share with concurrent misses of its key (coalescing), then decide again.
+        case coalesce(Scheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
+    }
+
+    /// What scheduling knows of a request the cache looks up.
+    struct Scheduling: Sendable {
+        var facts: RequestFacts
+        var route: CacheStrategy.Route
+        var location: Location
+        var inScope: Set<String>
+        var requestTime: Date
+        /// The request's partition ("" for invalidations, which do not read it).
+        var partition: String
+
+        /// The request's state, in `mode`, for what goes to the origin.
+        func state(record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
+            State(location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
+                  record: record, mode: mode, lead: lead)
+        }
+    }
+
+    /// `onSchedule` as far as it goes without suspending: all of it for a hit over a
+    /// ``MemoryStorage``, which the ``Pipeline`` then answers without one async call.
+    func schedule(_ request: URLRequest, context: RequestContext) -> Scheduled {
         let facts = RequestFacts(request)
-        let method = facts.method
         let route = strategy.route(request, facts)
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
         // another core touches (not even the URL memo).
         let text = route == .bypass ? nil : facts.url?.absoluteString
-        var copy = route == .lookup ? text.flatMap(lookUpCopy(of:)) : nil
+        let copy = route == .lookup ? text.flatMap(lookUpCopy(of:)) : nil
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
             count(.bypassed, context) { $0.bypassed += 1 }
-            return .proceed(request)
-        }
-        // A store made after its answer lands before anything else reads or writes its key.
-        if pendingWrites.mayHold(stripe: location.stripe) {
-            await writes.waitUntilFree(location.key)
-            copy = nil // the storage changed meanwhile
+            return .decided(.proceed(request))
         }
         let inScope = Self.inScope
-        let requestTime = now()
-        func state(partition: String = "", record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
-            State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  record: record, mode: mode, lead: lead)
-        }
-        switch route {
-        case .bypass: // (sorted out above)
+        // Every route that reads a record or stores a state reads the partition, but invalidation.
+        let partition = route == .invalidate ? "" : partition(of: request, facts, at: location, inScope: inScope)
+        let scheduling = Scheduling(facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
+                                    partition: partition)
+        // A store made after its answer lands before anything else reads or writes its key.
+        if pendingWrites.mayHold(stripe: location.stripe) { return .suspended(.pendingWrite(scheduling)) }
+        return schedule(scheduling, copy: copy, request, context: context)
+    }
+
+    /// The rest of ``schedule(_:context:)``, once no store of the key is pending. `copy` is what
+    /// the calling core's copies hold for the URL (none after a wait: the storage changed).
+    private func schedule(_ scheduling: Scheduling, copy: PerCoreCopies<Location>.Lookup?, _ request: URLRequest,
+                          context: RequestContext) -> Scheduled {
+        let location = scheduling.location
+        switch scheduling.route {
+        case .bypass: // (sorted out before)
             count(.bypassed, context) { $0.bypassed += 1 }
-            return .proceed(request)
+            return .decided(.proceed(request))
         case .invalidate:
-            context[StateKey.self] = state(mode: .invalidating)
+            context[StateKey.self] = scheduling.state(mode: .invalidating)
             count(.bypassed, context) { $0.bypassed += 1 }
-            return .proceed(request)
+            return .decided(.proceed(request))
         case .callerConditional:
-            context[StateKey.self] = state(partition: partition(of: request, facts, at: location, inScope: inScope), mode: .callerConditional)
+            context[StateKey.self] = scheduling.state(mode: .callerConditional)
             count(.bypassed, context) { $0.bypassed += 1 }
-            return .proceed(request)
+            return .decided(.proceed(request))
         case .range(let range):
-            let partition = partition(of: request, facts, at: location, inScope: inScope)
-            let record = await lookup(location.key)
-            if record != nil { remember(location, for: facts.url) }
-            let before = strategy.before(request, facts, range: range, record: record, partition: partition, inScope: inScope, now: requestTime)
-            return act(on: before, request: request, key: location.key, lead: nil, context: context) {
-                state(partition: partition, record: record, mode: $0)
-            }
+            return .suspended(.range(scheduling, range))
         case .lookup:
             // The hit path builds no per-request state: only what goes to the origin needs one.
-            let partition = partition(of: request, facts, at: location, inScope: inScope)
             let writesBefore = writeCount.load(ordering: .acquiring)
-            var record: CacheRecord?
+            let record: CacheRecord?
             if let copy, let hit = copy.hit {
                 record = hit.record
                 if copy.reportsRead { memory?.recordRead(location.key) }
             } else if let memory {
-                // A memory storage answers without suspending: the hit path makes no async call for it.
+                // A memory storage answers without suspending.
                 record = read(memory, at: location, offering: copy)
+            } else if let held = disk?.heldRecord(for: location.key) {
+                // So does a disk storage, for a file it holds open.
+                record = held
             } else {
-                record = await lookup(location.key)
+                return .suspended(.lookup(scheduling, writesBefore: writesBefore))
             }
-            if record != nil { remember(location, for: facts.url) }
-            var before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
-            var lead: Lead?
-            if case .send = before, configuration.coalescesRequests {
-                let flightKey = RequestCoalescer.key(location.key, request)
-                switch await flights.join(flightKey) {
-                case .leader:
-                    lead = .flight(flightKey, claim: nil)
-                    // Another leader may have stored the entry between our lookup and our lead.
-                    if writeCount.load(ordering: .acquiring) != writesBefore {
-                        record = await lookup(location.key)
-                        before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
-                    }
-                    if case .send = before, let coordinator {
-                        let name = partitioner.fetchName(flightKey)
-                        if await coordinator.claim(name) {
-                            lead = .flight(flightKey, claim: name)
-                            // Another process may have stored it between our lookup and our claim.
-                            record = await lookup(location.key)
-                            before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: requestTime)
-                        } else {
-                            // Another process fetches it: wait for its answer, then look again;
-                            // still missing (it failed, or its claim lapsed), fetch it here.
-                            await coordinator.wait(for: name)
-                            count(.coalesced, context) { $0.coalesced += 1 }
-                            record = await lookup(location.key)
-                            before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
-                            if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
-                        }
-                    }
-                case .follower:
-                    try Task.checkCancellation()
+            return decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
+        }
+    }
+
+    /// What a plain lookup that found `record` does: a miss to coalesce suspends.
+    private func decide(_ scheduling: Scheduling, record: CacheRecord?, writesBefore: UInt64, _ request: URLRequest,
+                        context: RequestContext) -> Scheduled {
+        if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
+        let before = strategy.before(request, scheduling.facts, record: record, partition: scheduling.partition,
+                                     inScope: scheduling.inScope, now: scheduling.requestTime)
+        if case .send = before, configuration.coalescesRequests {
+            return .suspended(.coalesce(scheduling, record: record, before: before, writesBefore: writesBefore))
+        }
+        return .decided(act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
+            scheduling.state(record: record, mode: $0)
+        })
+    }
+
+    /// Goes on from where ``schedule(_:context:)`` stopped.
+    func resume(_ suspension: Suspension, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        let scheduled: Scheduled
+        switch suspension {
+        case .pendingWrite(var scheduling):
+            await writes.waitUntilFree(scheduling.location.key)
+            scheduling.requestTime = now()
+            scheduled = schedule(scheduling, copy: nil, request, context: context)
+        case .range(let scheduling, let range):
+            let record = await lookup(scheduling.location.key)
+            if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
+            let before = strategy.before(request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
+                                         inScope: scheduling.inScope, now: scheduling.requestTime)
+            return act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
+                scheduling.state(record: record, mode: $0)
+            }
+        case .lookup(let scheduling, let writesBefore):
+            let record = await lookup(scheduling.location.key)
+            scheduled = decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
+        case .coalesce(let scheduling, let record, let before, let writesBefore):
+            return try await coalesce(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
+        }
+        switch scheduled {
+        case .decided(let action): return action
+        case .suspended(let next): return try await resume(next, request, context: context)
+        }
+    }
+
+    /// A miss with coalescing on: the first request of its key leads (and claims the fetch from
+    /// the ``FetchCoordinator``, when there is one); the others wait for its answer and look again.
+    private func coalesce(_ scheduling: Scheduling, record found: CacheRecord?, before decided: CacheStrategy.Before,
+                          writesBefore: UInt64, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        let (key, facts, partition, inScope) = (scheduling.location.key, scheduling.facts, scheduling.partition, scheduling.inScope)
+        var record = found
+        var before = decided
+        var lead: Lead?
+        let flightKey = RequestCoalescer.key(key, request)
+        switch await flights.join(flightKey) {
+        case .leader:
+            lead = .flight(flightKey, claim: nil)
+            // Another leader may have stored the entry between our lookup and our lead.
+            if writeCount.load(ordering: .acquiring) != writesBefore {
+                record = await lookup(key)
+                before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: scheduling.requestTime)
+            }
+            if case .send = before, let coordinator {
+                let name = partitioner.fetchName(flightKey)
+                if await coordinator.claim(name) {
+                    lead = .flight(flightKey, claim: name)
+                    // Another process may have stored it between our lookup and our claim.
+                    record = await lookup(key)
+                    before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: scheduling.requestTime)
+                } else {
+                    // Another process fetches it: wait for its answer, then look again;
+                    // still missing (it failed, or its claim lapsed), fetch it here.
+                    await coordinator.wait(for: name)
                     count(.coalesced, context) { $0.coalesced += 1 }
-                    record = await lookup(location.key)
+                    record = await lookup(key)
                     before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
+                    if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
                 }
             }
-            return act(on: before, request: request, key: location.key, lead: lead, context: context) {
-                state(partition: partition, record: record, mode: $0, lead: lead)
-            }
+        case .follower:
+            try Task.checkCancellation()
+            count(.coalesced, context) { $0.coalesced += 1 }
+            record = await lookup(key)
+            before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
+        }
+        return act(on: before, request: request, key: key, lead: lead, context: context) {
+            scheduling.state(record: record, mode: $0, lead: lead)
         }
     }
 

@@ -36,6 +36,10 @@ public struct Pipeline: Transport {
     /// Sees every ``RecallEvent`` of every request, as it happens.
     public let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
     private let time: TimeSource
+    /// The first hook, when it is an ``HTTPCache``: the pipeline runs its `onSchedule` up to its
+    /// first suspension point without an async call, so a hit over a ``MemoryStorage`` is
+    /// answered without one (each async call allocates a frame and checks the task's executor).
+    private let leadingCache: HTTPCache?
 
     /// Creates a pipeline.
     /// - Parameters:
@@ -56,6 +60,7 @@ public struct Pipeline: Transport {
         self.retrierFactory = retrierFactory
         self.time = TimeSource(clock)
         self.observer = observer
+        self.leadingCache = hooks.first as? HTTPCache
     }
 
     /// As its transport: a pipeline over a transport valid only during one call is one too.
@@ -64,15 +69,29 @@ public struct Pipeline: Transport {
     /// Sends `request` through the hooks, the retrier and the transport.
     @discardableResult
     public func send(_ request: URLRequest) async throws -> Response {
-        try await send(request, context: RequestContext(originalRequest: request, observer: observer))
+        try await perform(request, context: RequestContext(originalRequest: request, observer: observer))
     }
 
     /// Sends `request` with a context the caller created, to read ``RequestContext/attempts``
     /// or hook state afterwards.
     @discardableResult
     public func send(_ request: URLRequest, context: RequestContext) async throws -> Response {
+        try await perform(request, context: context)
+    }
+
+    /// Both `send`s, inlined into each so that a hit costs one async frame.
+    @inline(__always)
+    private func perform(_ request: URLRequest, context: RequestContext) async throws -> Response {
         do {
-            let response = try await run(hookAt: 0, request, context: context)
+            let response: Response
+            if let leadingCache {
+                switch leadingCache.schedule(request, context: context) {
+                case .decided(.respond(let answer)): response = answer
+                case let scheduled: response = try await run(hookAt: 0, request, context: context, scheduled: scheduled)
+                }
+            } else {
+                response = try await run(hookAt: 0, request, context: context)
+            }
             try Task.checkCancellation()
             return response
         } catch {
@@ -80,11 +99,20 @@ public struct Pipeline: Transport {
         }
     }
 
-    private func run(hookAt index: Int, _ request: URLRequest, context: RequestContext) async throws -> Response {
+    /// Runs the hook at `index` and the stages inside it. `scheduled`: how far the leading
+    /// cache's `onSchedule` went already (only at index 0).
+    private func run(hookAt index: Int, _ request: URLRequest, context: RequestContext,
+                     scheduled: HTTPCache.Scheduled? = nil) async throws -> Response {
         guard index < hooks.count else { return try await attempt(request, context: context) }
         let hook = hooks[index]
+        let action: HookAction
+        switch (scheduled, leadingCache) {
+        case (.decided(let decided)?, _): action = decided
+        case (.suspended(let suspension)?, let cache?): action = try await cache.resume(suspension, request, context: context)
+        default: action = try await hook.onSchedule(request, context: context)
+        }
         let forwarded: URLRequest
-        switch try await hook.onSchedule(request, context: context) {
+        switch action {
         case .respond(let response):
             return response
         case .respondThenRefresh(let response, let refresh):

@@ -97,6 +97,12 @@ public final class DiskStorage: CacheByteStore {
         var serial: UInt64
         var template: CacheRecord
         var bodies: [Range<Int>]
+
+        /// The record, from `data` read again through the file: the template, with its bodies
+        /// taken from `data` (no second checksum or decoding).
+        func record(from data: Data) -> CacheRecord? {
+            CacheRecordCodec.record(template, bodies: bodies, in: data, sharingBuffer: true)
+        }
     }
 
     static let suffix = ".rce"
@@ -357,8 +363,7 @@ public final class DiskStorage: CacheByteStore {
     public func record(for key: String) async -> CacheRecord? {
         let name = name(for: key)
         guard let read = read(name, holding: openFileLimit > 0) else { return nil }
-        if let held = read.held,
-           let record = CacheRecordCodec.record(held.template, bodies: held.bodies, in: read.data, sharingBuffer: true) {
+        if let held = read.held, let record = held.record(from: read.data) {
             return record.key == key ? record : nil
         }
         guard let opened = read.opened else {
@@ -374,6 +379,35 @@ public final class DiskStorage: CacheByteStore {
         for index in template.variants.indices { template.variants[index].body = Data() }
         hold(Held(file: opened, serial: 0, template: template, bodies: bodies ?? []), as: name)
         return record
+    }
+
+    /// The record under `key` when it can be had without suspending: a file held open (see
+    /// ``record(for:)``), unchanged since its record was checked, read again with one `pread`
+    /// and one `fstat`. `nil` when it is not at hand so (no file held for the key, a write
+    /// pending, the file changed): ask ``record(for:)``, which reads it by name.
+    func heldRecord(for key: String) -> CacheRecord? {
+        guard openFileLimit > 0 else { return nil }
+        let name = name(for: key)
+        let found = state.withLock { state -> Held? in
+            guard !state.held.isEmpty, state.pending.isEmpty || state.pending[name] == nil, let held = state.held[name],
+                  state.sizes[name] == held.file.identity.size else { return nil }
+            state.policy.recordAccess(name)
+            return held
+        }
+        guard let found else { return nil }
+        guard let data = found.file.reread() else {
+            release(found, as: name)
+            return nil
+        }
+        guard let record = found.record(from: data), record.key == key else { return nil }
+        return record
+    }
+
+    /// Lets go of `held`, found changed, replaced or removed since its record was checked,
+    /// unless the table holds another file for `name` by now.
+    private func release(_ held: Held, as name: String) {
+        let dropped = state.withLock { state in state.held[name]?.file === held.file ? state.held.removeValue(forKey: name) : nil }
+        _ = dropped // closed here, outside the lock
     }
 
     /// What one read found.
@@ -408,8 +442,7 @@ public final class DiskStorage: CacheByteStore {
         if let held = lookup.held {
             if held.file.identity.size == size, let data = held.file.reread() { return Read(data: data, fromFile: true, held: held) }
             // Changed, replaced or removed since it was checked: read it by name, with every check.
-            let dropped = state.withLock { state in state.held[name]?.file === held.file ? state.held.removeValue(forKey: name) : nil }
-            _ = dropped // closed here, outside the lock
+            release(held, as: name)
         }
         do {
             let (data, opened) = try Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size,

@@ -1,6 +1,10 @@
 import Foundation
 @testable import Recall
+import RecallTesting
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -73,6 +77,7 @@ struct HeldFileTests {
         await disk.flush()
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
+        #expect(disk.heldRecord(for: key) == versioned(key, 1)) // the read without suspending
         try await tick()
         // Same size, one body byte changed, written into the same inode.
         let descriptor = open(path(directory, key), O_WRONLY)
@@ -80,6 +85,8 @@ struct HeldFileTests {
         var byte: UInt8 = 0x7F
         #expect(pwrite(descriptor, &byte, 1, 300) == 1)
         close(descriptor)
+        #expect(disk.heldRecord(for: key) == nil) // not at hand: the file changed
+        #expect(disk.heldFileCount == 0)
         #expect(await disk.record(for: key) == nil)
         #expect(disk.statistics.corruptRemoved == 1)
         #expect(disk.heldFileCount == 0)
@@ -99,6 +106,7 @@ struct HeldFileTests {
         let replacement = directory.appendingPathComponent("replacement").path
         try versioned(key, 2).encoded().write(to: URL(fileURLWithPath: replacement))
         #expect(rename(replacement, path(directory, key)) == 0)
+        #expect(disk.heldRecord(for: key) == nil)
         #expect(await disk.record(for: key) == versioned(key, 2))
         // Removed (as by `rm` on the cache directory).
         _ = await disk.record(for: key)
@@ -118,8 +126,10 @@ struct HeldFileTests {
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
         await disk.store(versioned(key, 2, bodySize: 6000)) // same size: only the identity tells
+        #expect(disk.heldRecord(for: key) == nil) // a write pending
         await disk.flush()
         #expect(disk.heldFileCount == 0)
+        #expect(disk.heldRecord(for: key) == nil)
         #expect(await disk.record(for: key) == versioned(key, 2))
         #expect(await disk.record(for: key) == versioned(key, 2))
         #expect(disk.heldFileCount == 1)
@@ -167,5 +177,47 @@ struct HeldFileTests {
         }
         #expect(mixed == 0)
         #expect(disk.statistics.corruptRemoved == 0)
+    }
+
+    @Test("a cache over a disk storage answers a held file's hit without suspending, and a changed file is read again with every check")
+    func cacheHitsThroughHeldFiles() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        let mock = MockTransport()
+        mock.route("GET", "/a", .status(200, headers: ["Cache-Control": "max-age=600"], body: Data(repeating: 0x41, count: 4000)))
+        let cache = HTTPCache(storage: disk)
+        let pipeline = Pipeline(transport: mock, hooks: [cache])
+        let request = URLRequest(url: URL(string: "https://x.test/a")!)
+        #expect(try await pipeline.send(request).source == .network)
+        await cache.flush()
+        // Before the file is held, the lookup has to suspend (it opens and checks the file).
+        guard case .suspended = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
+            Issue.record("a file not held yet was answered without a read by name")
+            return
+        }
+        #expect(try await pipeline.send(request).source == .cache) // read by name, checked, then held
+        guard case .decided(.respond(let held)) = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
+            Issue.record("a held file's hit was not answered without suspending")
+            return
+        }
+        #expect(held.source == .cache)
+        #expect(held.body == Data(repeating: 0x41, count: 4000))
+        #expect(try await pipeline.send(request).body == held.body)
+        // A byte of the body changed in place: the hit is not served from the held file; the
+        // file fails its checks and the origin is asked again.
+        try await tick()
+        let key = try #require(cache.key(for: request))
+        let descriptor = open(path(directory, key), O_WRONLY)
+        #expect(descriptor >= 0)
+        var byte: UInt8 = 0x42
+        let size = lseek(descriptor, 0, SEEK_END)
+        #expect(pwrite(descriptor, &byte, 1, size - 10) == 1)
+        close(descriptor)
+        let after = try await pipeline.send(request)
+        #expect(after.source == .network)
+        #expect(after.body == Data(repeating: 0x41, count: 4000))
+        #expect(mock.requests.count == 2)
+        #expect(disk.statistics.corruptRemoved == 1)
     }
 }
