@@ -305,7 +305,7 @@ public final class HTTPCache: ServiceHook {
         /// A plain lookup's record, to read from a storage that suspends.
         case lookup(Scheduling, writesBefore: UInt64)
         /// A miss to share with concurrent misses of its key (coalescing), then decide again.
-        case coalesce(Scheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
+        case coalesce(Scheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
     }
 
     /// What scheduling knows of a request the cache looks up.
@@ -394,7 +394,24 @@ public final class HTTPCache: ServiceHook {
         let before = strategy.before(request, scheduling.facts, record: record, partition: scheduling.partition,
                                      inScope: scheduling.inScope, now: scheduling.requestTime)
         if case .send = before, configuration.coalescesRequests {
-            return .suspended(.coalesce(scheduling, record: record, before: before, writesBefore: writesBefore))
+            let key = scheduling.location.key
+            let flightKey = RequestCoalescer.key(key, request)
+            // Over a memory storage, with no other process to ask, a miss nobody leads yet is
+            // led without suspending; the others wait for their leader.
+            guard coordinator == nil, let memory, flights.tryLead(flightKey) else {
+                return .suspended(.coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore))
+            }
+            var (record, before) = (record, before)
+            // Another leader may have stored the entry between our lookup and our lead.
+            if writeCount.load(ordering: .acquiring) != writesBefore {
+                record = memory.recordNow(for: key).flatMap { $0.key == key ? $0 : nil }
+                before = strategy.before(request, scheduling.facts, record: record, partition: scheduling.partition,
+                                         inScope: scheduling.inScope, now: scheduling.requestTime)
+            }
+            let lead = Lead.flight(flightKey, claim: nil)
+            return .decided(act(on: before, request: request, key: key, lead: lead, context: context) {
+                scheduling.state(record: record, mode: $0, lead: lead)
+            })
         }
         return .decided(act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
             scheduling.state(record: record, mode: $0)
@@ -420,8 +437,9 @@ public final class HTTPCache: ServiceHook {
         case .lookup(let scheduling, let writesBefore):
             let record = await lookup(scheduling.location.key)
             scheduled = decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
-        case .coalesce(let scheduling, let record, let before, let writesBefore):
-            return try await coalesce(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
+        case .coalesce(let scheduling, let flightKey, let record, let before, let writesBefore):
+            return try await coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
+                                      request, context: context)
         }
         switch scheduled {
         case .decided(let action): return action
@@ -431,13 +449,12 @@ public final class HTTPCache: ServiceHook {
 
     /// A miss with coalescing on: the first request of its key leads (and claims the fetch from
     /// the ``FetchCoordinator``, when there is one); the others wait for its answer and look again.
-    private func coalesce(_ scheduling: Scheduling, record found: CacheRecord?, before decided: CacheStrategy.Before,
+    private func coalesce(_ scheduling: Scheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
                           writesBefore: UInt64, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
         let (key, facts, partition, inScope) = (scheduling.location.key, scheduling.facts, scheduling.partition, scheduling.inScope)
         var record = found
         var before = decided
         var lead: Lead?
-        let flightKey = RequestCoalescer.key(key, request)
         switch await flights.join(flightKey) {
         case .leader:
             lead = .flight(flightKey, claim: nil)
