@@ -31,17 +31,31 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
     }
 
+    /// The fields, all but ``last`` when there is one.
+    private var leading: [Field]
+    /// A field after ``leading``, kept apart so that a copy with one more field (the `Age` of
+    /// every cache hit) shares the fields it copies instead of copying each (two string
+    /// retains per field, and an allocation). Every change folds it into ``leading`` first.
+    private var last: Field?
+
     /// The fields in the order they were added.
-    public private(set) var fields: [Field]
+    public var fields: [Field] {
+        guard let last else { return leading }
+        var all = [Field]()
+        all.reserveCapacity(leading.count + 1)
+        all.append(contentsOf: leading)
+        all.append(last)
+        return all
+    }
 
     /// Creates an empty list or one holding `fields` in order.
     public init(_ fields: [Field] = []) {
-        self.fields = fields
+        self.leading = fields
     }
 
     /// Creates a list from name-value pairs, keeping their order.
     public init(_ pairs: [(String, String)]) {
-        self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
+        self.leading = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
     /// Creates a list from a dictionary literal, keeping the literal's order.
@@ -56,22 +70,24 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// The number of fields, counting repeated names separately.
-    public var count: Int { fields.count }
+    public var count: Int { leading.count + (last == nil ? 0 : 1) }
 
     /// Whether there are no fields.
-    public var isEmpty: Bool { fields.isEmpty }
+    public var isEmpty: Bool { leading.isEmpty && last == nil }
 
     /// Iterates over the fields in order.
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     /// All values of fields named `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.compactMap { Self.namesEqual($0.name, name) ? $0.value : nil }
+        var values = leading.compactMap { Self.namesEqual($0.name, name) ? $0.value : nil }
+        if let last, Self.namesEqual(last.name, name) { values.append(last.value) }
+        return values
     }
 
     /// Whether a field named `name` is present.
     public func contains(_ name: String) -> Bool {
-        fields.contains { Self.namesEqual($0.name, name) }
+        leading.contains { Self.namesEqual($0.name, name) } || last.map { Self.namesEqual($0.name, name) } == true
     }
 
     /// The values of `name` joined by `", "`, or `nil` when absent. Setting replaces every
@@ -88,53 +104,73 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Appends a field, keeping any existing fields of the same name.
     public mutating func add(_ name: String, _ value: String) {
-        fields.append(Field(name: name, value: value))
+        foldLast()
+        leading.append(Field(name: name, value: value))
     }
 
     /// Removes every field named `name`.
     public mutating func remove(_ name: String) {
-        fields.removeAll { Self.namesEqual($0.name, name) }
+        foldLast()
+        leading.removeAll { Self.namesEqual($0.name, name) }
     }
 
     /// Replaces every field named `name` with a single field holding `value`.
     public mutating func replace(_ name: String, with value: String) {
-        if let first = fields.firstIndex(where: { Self.namesEqual($0.name, name) }) {
-            fields[first] = Field(name: fields[first].name, value: value)
-            var index = fields.index(after: first)
-            while index < fields.endIndex {
-                if Self.namesEqual(fields[index].name, name) { fields.remove(at: index) } else { index += 1 }
+        foldLast()
+        if let first = leading.firstIndex(where: { Self.namesEqual($0.name, name) }) {
+            leading[first] = Field(name: leading[first].name, value: value)
+            var index = leading.index(after: first)
+            while index < leading.endIndex {
+                if Self.namesEqual(leading[index].name, name) { leading.remove(at: index) } else { index += 1 }
             }
         } else {
             add(name, value)
         }
     }
 
+    /// Moves ``last`` into ``leading``, before a change.
+    private mutating func foldLast() {
+        guard let field = last else { return }
+        leading.append(field)
+        last = nil
+    }
+
     /// A copy as ``replace(_:with:)`` leaves it, made in one allocation (copying, then
     /// appending, makes two; every cache hit sets `Age` this way). `value` has no surrounding
     /// whitespace.
     func replacing(_ name: String, with value: String) -> HTTPHeaders {
-        var copy = HTTPHeaders()
-        copy.fields.reserveCapacity(fields.count + 1)
+        var copy = [Field]()
+        copy.reserveCapacity(count + 1)
         var replaced = false
         for field in fields {
             guard Self.namesEqual(field.name, name) else {
-                copy.fields.append(field)
+                copy.append(field)
                 continue
             }
-            if !replaced { copy.fields.append(Field(name: field.name, trimmedValue: value)) }
+            if !replaced { copy.append(Field(name: field.name, trimmedValue: value)) }
             replaced = true
         }
-        if !replaced { copy.fields.append(Field(name: name, trimmedValue: value)) }
+        if !replaced { copy.append(Field(name: name, trimmedValue: value)) }
+        return HTTPHeaders(copy)
+    }
+
+    /// A copy with one more field at the end, sharing the fields it copies (see ``last``).
+    /// `value` has no surrounding whitespace.
+    func appending(_ name: String, _ value: String) -> HTTPHeaders {
+        var copy = self
+        copy.foldLast()
+        copy.last = Field(name: name, trimmedValue: value)
         return copy
     }
 
-    /// A copy with one more field at the end, made in one allocation. `value` has no surrounding whitespace.
-    func appending(_ name: String, _ value: String) -> HTTPHeaders {
-        var copy = HTTPHeaders()
-        copy.fields.reserveCapacity(fields.count + 1)
-        copy.fields.append(contentsOf: fields)
-        copy.fields.append(Field(name: name, trimmedValue: value))
-        return copy
+    /// Equal when their fields are, in order (however they are kept).
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.count == rhs.count && lhs.fields == rhs.fields
+    }
+
+    /// Hashes the fields in order, as ``==`` compares them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(fields)
     }
 
     /// The fields as a Foundation dictionary; repeated names are joined with `", "`.

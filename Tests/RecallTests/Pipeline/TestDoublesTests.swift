@@ -1,5 +1,5 @@
 import Foundation
-import Recall
+@testable import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
@@ -82,6 +82,41 @@ struct TestDoublesTests {
         #expect(headers.count == 2)
         #expect(HTTPHeaders.namesEqual("ETag", "etag"))
         #expect(!HTTPHeaders.namesEqual("ETag", "etags"))
+    }
+
+    @Test("HTTPHeaders: a copy with one more field (a hit's Age) reads, changes, compares and hashes as if the field were appended")
+    func appendedField() {
+        let stored: HTTPHeaders = ["Cache-Control": "max-age=60", "ETag": "\"v1\"", "age": "3"]
+        let served = stored.appending("Age", "10")
+        var expected = stored
+        expected.add("Age", "10")
+        #expect(stored.count == 3) // the original is untouched
+        #expect(served == expected)
+        #expect(served.hashValue == expected.hashValue)
+        #expect(served.fields == expected.fields)
+        #expect(Array(served).map(\.value) == ["max-age=60", "\"v1\"", "3", "10"])
+        #expect(served.count == 4)
+        #expect(!served.isEmpty)
+        #expect(served.values(for: "AGE") == ["3", "10"])
+        #expect(served["Age"] == "3, 10")
+        #expect(served.contains("age"))
+        #expect(served.dictionary == expected.dictionary)
+        #expect(served.description == expected.description)
+        #expect(served != stored)
+        // Every change sees the appended field where it stands.
+        var changed = served
+        changed.add("Vary", "Accept")
+        #expect(changed.fields.map(\.name) == ["Cache-Control", "ETag", "age", "Age", "Vary"])
+        changed["AGE"] = "11"
+        #expect(changed.fields.map(\.name) == ["Cache-Control", "ETag", "age", "Vary"])
+        #expect(changed["age"] == "11")
+        changed.remove("age")
+        #expect(changed.fields.map(\.name) == ["Cache-Control", "ETag", "Vary"])
+        // Appending twice keeps both, in order; replacing reads the appended field too.
+        let twice = served.appending("X-Cache", "hit")
+        #expect(twice.fields.map(\.name) == ["Cache-Control", "ETag", "age", "Age", "X-Cache"])
+        #expect(served.replacing("Age", with: "12").fields.map(\.value) == ["max-age=60", "\"v1\"", "12"])
+        #expect(HTTPHeaders().appending("Age", "0").fields == [HTTPHeaders.Field(name: "Age", value: "0")])
     }
 
     @Test("Response converts to HTTPURLResponse")
