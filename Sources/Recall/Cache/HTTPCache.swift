@@ -333,7 +333,10 @@ public final class HTTPCache: ServiceHook {
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
         // another core touches (not even the URL memo).
         let text = route == .bypass ? nil : facts.url?.absoluteString
-        let copy = route == .lookup ? text.flatMap(lookUpCopy(of:)) : nil
+        // (Not `text.flatMap(lookUpCopy(of:))`: the method as a value retains the cache, a
+        // write to a count every core shares.)
+        var copy: PerCoreCopies<Location>.Lookup?
+        if route == .lookup, let text { copy = lookUpCopy(of: text) }
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .decided(.proceed(request))

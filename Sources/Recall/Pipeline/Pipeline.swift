@@ -40,6 +40,9 @@ public struct Pipeline: Transport {
     /// first suspension point without an async call, so a hit over a ``MemoryStorage`` is
     /// answered without one (each async call allocates a frame and checks the task's executor).
     private let leadingCache: HTTPCache?
+    /// The same, for the hit path to use without retaining it (``leadingCache`` keeps it alive):
+    /// a retain writes the cache's reference count, which every core shares.
+    private let unownedLeadingCache: Unmanaged<HTTPCache>?
 
     /// Creates a pipeline.
     /// - Parameters:
@@ -61,6 +64,7 @@ public struct Pipeline: Transport {
         self.time = TimeSource(clock)
         self.observer = observer
         self.leadingCache = hooks.first as? HTTPCache
+        self.unownedLeadingCache = leadingCache.map { Unmanaged.passUnretained($0) }
     }
 
     /// As its transport: a pipeline over a transport valid only during one call is one too.
@@ -84,8 +88,8 @@ public struct Pipeline: Transport {
     private func perform(_ request: URLRequest, context: RequestContext) async throws -> Response {
         do {
             let response: Response
-            if let leadingCache {
-                switch leadingCache.schedule(request, context: context) {
+            if let cache = unownedLeadingCache {
+                switch cache._withUnsafeGuaranteedRef({ $0.schedule(request, context: context) }) {
                 case .decided(.respond(let answer)): response = answer
                 case let scheduled: response = try await run(hookAt: 0, request, context: context, scheduled: scheduled)
                 }
