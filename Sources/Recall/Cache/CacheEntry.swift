@@ -4,8 +4,10 @@ import Foundation
 /// (the fields named by its `Vary`).
 ///
 /// An entry is a value with copy-on-write storage: its fields live in one object, so copying an
-/// entry (every cache hit does) retains one object instead of each of its arrays, strings and
-/// body, and concurrent hits on one entry share one reference count instead of several.
+/// entry (every cache hit does) retains one object (and its body) instead of each of its arrays
+/// and strings, and concurrent hits on one entry share one reference count instead of several.
+/// The body is kept beside that object, not in it: a record read again from a file held open
+/// gets new bodies without copying the rest (see `DiskStorage`).
 public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// The fields of an entry. Changed only through a uniquely referenced copy (`unique()`), so
     /// sharing one between threads is safe.
@@ -13,7 +15,6 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         var status: Int
         var headers: HTTPHeaders
         var facts: Facts
-        var body: Data
         var url: URL?
         var requestTime: Date
         var responseTime: Date
@@ -21,12 +22,11 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         var partition: String
         var assignedLifetime: Double?
 
-        init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+        init(status: Int, headers: HTTPHeaders, facts: Facts, url: URL?, requestTime: Date, responseTime: Date,
              varyValues: [HTTPHeaders.Field], partition: String, assignedLifetime: Double?) {
             self.status = status
             self.headers = headers
             self.facts = facts
-            self.body = body
             self.url = url
             self.requestTime = requestTime
             self.responseTime = responseTime
@@ -36,12 +36,15 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         }
 
         func copy() -> Storage {
-            Storage(status: status, headers: headers, facts: facts, body: body, url: url, requestTime: requestTime,
+            Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
                     responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: assignedLifetime)
         }
     }
 
     private var storage: Storage
+
+    /// The stored body.
+    public var body: Data
 
     /// The storage, copied first if another entry shares it.
     private mutating func unique() -> Storage {
@@ -54,9 +57,9 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         get { storage.status }
         set { unique().status = newValue }
     }
-    // The fields changed in place (`entry.body[0] = x`, `entry.headers["Age"] = nil`,
-    // `entry.varyValues.append(…)`) have `_modify` accessors: the change is made on the entry's
-    // own unique storage, not on a copy that is then set (a copy of the whole array or body).
+    // The fields changed in place (`entry.headers["Age"] = nil`, `entry.varyValues.append(…)`)
+    // have `_modify` accessors: the change is made on the entry's own unique storage, not on a
+    // copy that is then set (a copy of the whole array).
 
     /// The stored header fields, in order.
     public var headers: HTTPHeaders {
@@ -70,15 +73,6 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             let storage = unique()
             defer { storage.facts = Facts(storage.headers) }
             yield &storage.headers
-        }
-    }
-    /// The stored body.
-    public var body: Data {
-        get { storage.body }
-        set { unique().body = newValue }
-        _modify {
-            let storage = unique()
-            yield &storage.body
         }
     }
     /// The URL of the response.
@@ -131,15 +125,17 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// Creates an entry whose header facts were already parsed from `headers`.
     init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
          varyValues: [HTTPHeaders.Field], partition: String) {
-        storage = Storage(status: status, headers: headers, facts: facts, body: body, url: url, requestTime: requestTime,
+        storage = Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
                           responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: nil)
+        self.body = body
     }
 
     /// Entries are equal when every field is (the header facts follow from the fields).
     public static func == (lhs: CacheEntry, rhs: CacheEntry) -> Bool {
+        guard lhs.body == rhs.body else { return false }
         if lhs.storage === rhs.storage { return true }
         let a = lhs.storage, b = rhs.storage
-        return a.status == b.status && a.headers == b.headers && a.body == b.body && a.url == b.url
+        return a.status == b.status && a.headers == b.headers && a.url == b.url
             && a.requestTime == b.requestTime && a.responseTime == b.responseTime && a.varyValues == b.varyValues
             && a.partition == b.partition && a.assignedLifetime == b.assignedLifetime
     }
@@ -157,7 +153,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         let storage = storage
         hasher.combine(storage.status)
         hasher.combine(storage.headers)
-        hasher.combine(storage.body)
+        hasher.combine(body)
         hasher.combine(storage.url)
         hasher.combine(storage.requestTime)
         hasher.combine(storage.responseTime)
