@@ -496,9 +496,9 @@ public final class HTTPCache: ServiceHook {
 
     /// Carries out what the strategy decided before the network, and counts it. `state` makes
     /// the request's state, in a mode, for what goes to the origin.
-    private func act(on before: CacheStrategy.Before, request: URLRequest, key: String, lead: Lead?, context: RequestContext,
+    private func act(on before: consuming CacheStrategy.Before, request: URLRequest, key: String, lead: Lead?, context: RequestContext,
                      state: (CacheStrategy.Mode) -> State) -> HookAction {
-        switch before {
+        switch consume before { // (moved, not copied: a response copy retains each of its parts)
         case .serve(let response, let stale):
             finish(lead, key: key)
             if let stale {
