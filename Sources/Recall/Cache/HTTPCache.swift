@@ -44,6 +44,9 @@ public final class HTTPCache: ServiceHook {
     private let memory: MemoryStorage?
     /// The storage, when it is a ``DiskStorage`` (its files held open are read without an async call).
     private let disk: DiskStorage?
+    /// The memory tier of a ``TieredStorage`` storage, when it has one (what it holds is read
+    /// without an async call; a miss there reads the storage as usual).
+    private let upperMemory: MemoryStorage?
     /// Per-core copies of the records hit most, over a ``MemoryStorage`` (see
     /// ``CacheConfiguration/copyBytesPerCore``).
     private let copies: PerCoreCopies<Location>?
@@ -104,6 +107,7 @@ public final class HTTPCache: ServiceHook {
         self.storage = storage
         self.memory = storage as? MemoryStorage
         self.disk = storage as? DiskStorage
+        self.upperMemory = (storage as? TieredStorage)?.memoryTier
         self.copies = memory.flatMap { PerCoreCopies(bytesPerCore: configuration.copyBytesPerCore, generations: $0.generations) }
         self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
@@ -381,8 +385,11 @@ public final class HTTPCache: ServiceHook {
                 // A memory storage answers without suspending.
                 record = read(memory, at: location, offering: copy)
             } else if let held = disk?.heldRecord(for: location.key) {
-                // So does a disk storage, for a file it holds open.
+                // So does a disk storage, for a file it holds open,
                 record = held
+            } else if let upper = upperMemory?.recordNow(for: location.key), upper.key == location.key {
+                // and a tiered storage, for what its memory tier holds.
+                record = upper
             } else {
                 return .suspended(.lookup(scheduling, writesBefore: writesBefore))
             }

@@ -30,6 +30,10 @@ public final class TieredStorage: CacheStorage {
         self.init(upper: memory, lower: lower)
     }
 
+    /// The upper tier when it is a ``MemoryStorage``: a cache answers what it holds without
+    /// suspending (and reads a miss there through ``record(for:)``).
+    var memoryTier: MemoryStorage? { memory }
+
     /// From the upper tier, else from the lower one (then promoted, unless the key changed meanwhile).
     public func record(for key: String) async -> CacheRecord? {
         if let memory {

@@ -220,4 +220,39 @@ struct HeldFileTests {
         #expect(mock.requests.count == 2)
         #expect(disk.statistics.corruptRemoved == 1)
     }
+
+    @Test("a cache over memory over disk answers what the memory tier holds without suspending; the rest reads the disk and is promoted")
+    func tieredMemoryTierHits() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        let memory = MemoryStorage()
+        let mock = MockTransport()
+        mock.route("GET", "/a", .status(200, headers: ["Cache-Control": "max-age=600"], body: Data("a".utf8)))
+        let cache = HTTPCache(storage: TieredStorage(memory: memory, lower: disk))
+        let pipeline = Pipeline(transport: mock, hooks: [cache])
+        let request = URLRequest(url: URL(string: "https://x.test/a")!)
+        #expect(try await pipeline.send(request).source == .network)
+        await cache.flush()
+        guard case .decided(.respond(let hit)) = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
+            Issue.record("a hit in the memory tier was not answered without suspending")
+            return
+        }
+        #expect(hit.body == Data("a".utf8))
+        // Gone from the memory tier only (as after an eviction): the lookup suspends, reads the
+        // disk and promotes; the next one is answered from memory again.
+        let key = try #require(cache.key(for: request))
+        await memory.remove(key)
+        guard case .suspended = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
+            Issue.record("a memory-tier miss was answered without reading the disk")
+            return
+        }
+        #expect(try await pipeline.send(request).source == .cache)
+        #expect(memory.recordNow(for: key) != nil)
+        guard case .decided(.respond) = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
+            Issue.record("the promoted record was not answered without suspending")
+            return
+        }
+        #expect(mock.requests.count == 1)
+    }
 }
