@@ -66,7 +66,8 @@ public final class HTTPCache: ServiceHook {
     /// memory storage never suspends (and a dispatch costs less than a task on the caller's path).
     /// Tests suspend it to hold stores back.
     let writeBehindQueue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
-    /// The storage's eviction count when the cache last looked (after a store).
+    /// The storage's eviction count when the cache last looked (after a store into a storage
+    /// other than a ``MemoryStorage``, which tells what each store evicted).
     private let evictionsSeen: Atomic<Int>
 
     /// Names of request header fields that carry credentials in requests sent from the current
@@ -593,9 +594,9 @@ public final class HTTPCache: ServiceHook {
             // The answer came for the URL looked up: `target` is the key locked and watched.
             if case .store(let entry) = after, let target, target.key == state.key {
                 let existing = keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)
-                if memory.storeNow(record(storing: entry, key: target.key, over: existing), watched: true) != nil {
+                if let evicted = memory.storeNow(record(storing: entry, key: target.key, over: existing), watched: true) {
                     remember(target, for: exchange.answered.url)
-                    stored(context: state.isRefresh ? nil : context)
+                    stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
                 }
             } else {
                 memory.unwatch(state.key)
@@ -753,8 +754,12 @@ public final class HTTPCache: ServiceHook {
     private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool, context: RequestContext? = nil) async {
         await writes.lock(key)
         let existing = keepsNothing ? nil : await lookup(key)
-        await storage.store(record(storing: entry, key: key, over: existing))
-        stored(context: context)
+        if let memory {
+            stored(context: context, evicted: memory.storeNow(record(storing: entry, key: key, over: existing)).count)
+        } else {
+            await storage.store(record(storing: entry, key: key, over: existing))
+            stored(context: context)
+        }
         writes.unlock(key)
     }
 
@@ -769,16 +774,23 @@ public final class HTTPCache: ServiceHook {
         return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants)))
     }
 
-    /// Counts a store that reached the storage, and records it in `context` with what the
-    /// storage evicted meanwhile.
-    private func stored(context: RequestContext?) {
+    /// Counts a store that reached the storage, and records it in `context` with what it
+    /// evicted: `evicted`, as a ``MemoryStorage`` tells it of each store (exact, also when
+    /// write-behind stores land out of order); else what the storage's eviction count says
+    /// it evicted since the last store the cache saw.
+    private func stored(context: RequestContext?, evicted: Int? = nil) {
         writeCount.add(1, ordering: .releasing)
         count { $0.stores += 1 }
         guard let context else { return }
         context.record(.cache(.stored))
-        let evictions = storage.statistics.evictions
-        let seen = evictionsSeen.exchange(evictions, ordering: .relaxed)
-        if evictions > seen { context.record(.cache(.evicted(count: evictions - seen))) }
+        let count: Int
+        if let evicted {
+            count = evicted
+        } else {
+            let evictions = storage.statistics.evictions
+            count = evictions - evictionsSeen.exchange(evictions, ordering: .relaxed)
+        }
+        if count > 0 { context.record(.cache(.evicted(count: count))) }
     }
 
     /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no

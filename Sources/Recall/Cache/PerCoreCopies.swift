@@ -127,7 +127,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     }
 
     /// The number of the core the calling thread runs on.
-    typealias CurrentCore = @convention(c) () -> Int32
+    typealias CurrentCore = Recall.CurrentCore.Function
 
     private let generations: RecordGenerations
     private let currentCore: CurrentCore
@@ -141,12 +141,12 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     ///
     /// `currentCore` tells the calling thread's core (tests pin it); by default, `sched_getcpu`.
     init?(bytesPerCore: Int, generations: RecordGenerations, currentCore: CurrentCore? = nil) {
-        guard bytesPerCore > 0, let currentCore = currentCore ?? Self.lookUpCurrentCore() else { return nil }
+        guard bytesPerCore > 0, let currentCore = currentCore ?? Recall.CurrentCore.function else { return nil }
         self.bytesPerCore = bytesPerCore
         self.largestRecord = bytesPerCore / 16
         self.generations = generations
         self.currentCore = currentCore
-        slotCount = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_CONF))), 1024))
+        slotCount = min(Recall.CurrentCore.configured, 1024)
         // The lock's 64 bytes, then the slot, rounded up to whole pairs of 64-byte lines
         // (adjacent-line prefetch pairs them).
         slotStride = (Self.mutexBytes + MemoryLayout<Slot>.stride + 127) & ~127
@@ -168,17 +168,6 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
             slot.deinitialize(count: 1)
         }
         slots.deallocate()
-    }
-
-    /// `sched_getcpu`, where the C library has it.
-    private static func lookUpCurrentCore() -> CurrentCore? {
-        #if canImport(Glibc) || canImport(Musl)
-        // Not in the Glibc module's headers (it needs _GNU_SOURCE); nil is RTLD_DEFAULT.
-        guard let symbol = dlsym(nil, "sched_getcpu") else { return nil }
-        return unsafeBitCast(symbol, to: CurrentCore.self)
-        #else
-        return nil
-        #endif
     }
 
     /// Bytes before each slot for its lock (a `pthread_mutex_t` is 40 on Linux x86-64 and arm64).
