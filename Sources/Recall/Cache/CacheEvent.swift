@@ -23,10 +23,12 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     case stored
     /// Stored responses were removed: invalidated by an unsafe method, or outdated.
     case invalidated
-    /// The storage evicted `count` records to stay within its limits since the cache last
-    /// looked. The cache looks after each store, so the event goes to the request whose store
-    /// made room — or, for a storage that evicts in the background (``DiskStorage``), to a later
-    /// one; over time the counts add up to ``StorageStatistics/evictions``.
+    /// The storage evicted `count` records to stay within its limits. A ``MemoryStorage`` tells
+    /// what each store evicted, so the event goes to the request whose store made room. Other
+    /// storages are looked at after each store (what they evicted since the last look), so for
+    /// one that evicts in the background (``DiskStorage``) it may go to a later request; over
+    /// time the counts add up to ``StorageStatistics/evictions`` (a memory storage's evictions
+    /// made by stores around this cache are not reported here).
     case evicted(count: Int)
 
     /// The metric label of the event: `hit`, `miss`, `revalidated`, `changed`, `stale`,
