@@ -9,17 +9,20 @@ import FoundationNetworking
 // alternating order (bare, cached, cached, bare, …) to the same origin, so that the server's
 // and the machine's drift affect both sides alike. Every cached request is a miss that stores.
 //
-//   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--keys-only]
+//   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--keys-only]
 //
 // Variants: cache (the default: the target's measurement), timed (the cache inside a hook that
 // reads the thread's CPU time around each call: it tells where the time goes, and its own
 // clock calls add about 2 % to the ratio), no-write-behind, no-store, no-coalescing,
-// noop-hook, timed-noop (the timing hook around a hook that does nothing).
+// noop-hook, timed-noop (the timing hook around a hook that does nothing). --stages wraps both
+// transports in one that time stamps its calls, and splits each side's median into the time
+// before the transport is called, in it, and after it returns.
 
 var pairs = 2000
 var withCache = true
 var variant = "cache"
 var keysOnly = false
+var stages = false
 let variants = ["cache", "timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -28,13 +31,15 @@ while let argument = arguments.next() {
     } else if argument == "--no-cache" {
         withCache = false // the pipeline alone, to separate its cost from the cache's
         variant = "none"
+    } else if argument == "--stages" {
+        stages = true // time stamps around the transport: before it, in it, after it
     } else if argument == "--keys-only" {
         keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md
     } else if argument == "--variant", let value = arguments.next(), variants.contains(value) {
         variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md
         withCache = value != "noop-hook" && value != "timed-noop"
     } else {
-        print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--keys-only]")
+        print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]")
         exit(2)
     }
 }
@@ -75,6 +80,23 @@ final class TimedHook: ServiceHook, @unchecked Sendable {
     }
 }
 
+/// Time stamps the inner transport's calls: when the last call began and ended.
+final class StampingTransport: Transport, @unchecked Sendable {
+    let inner: any Transport
+    let lock = NSLock()
+    var began = ContinuousClock.now, ended = ContinuousClock.now
+    init(_ inner: any Transport) { self.inner = inner }
+    var respondsToCancellation: Bool { inner.respondsToCancellation }
+    func send(_ request: URLRequest) async throws -> Response {
+        let start = ContinuousClock.now
+        defer {
+            let end = ContinuousClock.now
+            lock.withLock { began = start; ended = end }
+        }
+        return try await inner.send(request)
+    }
+}
+
 /// A hook that does nothing, asynchronously: the price of the hook machinery alone.
 struct NoopHook: ServiceHook {}
 
@@ -103,7 +125,9 @@ let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletin
     .deletingLastPathComponent().appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
 let server = try LoopbackOrigin(script: script)
 
-let bare = URLSessionTransport()
+let bareStamps = StampingTransport(URLSessionTransport())
+let cachedStamps = StampingTransport(URLSessionTransport())
+let bare: any Transport = stages ? bareStamps : bareStamps.inner
 var configuration = CacheConfiguration()
 configuration.coalescesRequests = variant != "no-coalescing"
 configuration.writesBehind = variant != "no-write-behind"
@@ -115,18 +139,26 @@ case "noop-hook": [NoopHook()]
 case "timed", "timed-noop": [timed]
 default: [cache]
 }
-let cached = Pipeline(transport: URLSessionTransport(), hooks: hooks)
+let cached = Pipeline(transport: stages ? cachedStamps : cachedStamps.inner, hooks: hooks)
 func url(_ kind: String, _ number: Int) -> URL {
     server.url("/\(kind)", [("n", String(number)), ("cc", "max-age=600"), ("size", "1024")])
 }
 
 let clock = ContinuousClock()
-func measure(_ body: () async throws -> Void) async rethrows -> Double {
+func microseconds(_ elapsed: Duration) -> Double {
+    Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) * 1e-12
+}
+/// A call's time, and (with `--stages`) the time before the transport, in it and after it.
+typealias Stages = (before: Double, inside: Double, after: Double)
+func measure(_ stamps: StampingTransport, _ body: () async throws -> Void) async rethrows -> (Double, Stages) {
     let start = clock.now
     try await body()
-    let elapsed = start.duration(to: clock.now)
-    return Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) * 1e-12
+    let end = clock.now
+    let (began, ended) = stamps.lock.withLock { (stamps.began, stamps.ended) }
+    return (microseconds(start.duration(to: end)),
+            (microseconds(start.duration(to: began)), microseconds(began.duration(to: ended)), microseconds(ended.duration(to: end))))
 }
+var bareStages: [Stages] = [], cachedStages: [Stages] = []
 
 // Warm up both connections.
 for number in 0..<200 {
@@ -138,9 +170,13 @@ for number in 0..<pairs {
     let bareFirst = number % 2 == 0
     for turn in 0..<2 {
         if (turn == 0) == bareFirst {
-            bareTimes.append(try await measure { _ = try await bare.send(URLRequest(url: url("bare", number))) })
+            let (time, stages) = try await measure(bareStamps) { _ = try await bare.send(URLRequest(url: url("bare", number))) }
+            bareTimes.append(time)
+            bareStages.append(stages)
         } else {
-            cachedTimes.append(try await measure { _ = try await cached.send(URLRequest(url: url("cached", number))) })
+            let (time, stages) = try await measure(cachedStamps) { _ = try await cached.send(URLRequest(url: url("cached", number))) }
+            cachedTimes.append(time)
+            cachedStages.append(stages)
         }
     }
 }
@@ -161,6 +197,14 @@ for (name, values) in [("bare URLSessionTransport", bareTimes), ("Pipeline + HTT
 let ratio = percentile(cachedTimes, 0.5) / percentile(bareTimes, 0.5)
 print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%), %d pairs, %d misses stored", ratio, (ratio - 1) * 100, pairs, cache.statistics.stores)
     + " (variant: \(variant))")
+if stages {
+    print("\nmedians (µs) | before the transport | in it | after it")
+    print("|---|---|---|---|")
+    for (name, times) in [("bare", bareStages), ("pipeline", cachedStages)] {
+        print(String(format: "| %@ | %.1f | %.1f | %.1f |", name, percentile(times.map(\.before), 0.5),
+                     percentile(times.map(\.inside), 0.5), percentile(times.map(\.after), 0.5)))
+    }
+}
 let calls = Double(cachedTimes.count + 200)
 if variant.hasPrefix("timed") { print(String(format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs (thread CPU time: %.1f µs, %.1f µs)",
              timed.schedule.wall / calls, timed.success.wall / calls, timed.schedule.cpu / calls, timed.success.cpu / calls)) }

@@ -37,6 +37,8 @@ public final class HTTPCache: ServiceHook {
     private let counters = Locked(CacheStatistics())
     /// Fresh hits, counted apart: every hit adds one, and a shared lock there made the cores take turns.
     private let hitCount = StripedCounter()
+    /// Misses, counted apart like hits: every miss counts one before it goes to the origin.
+    private let missCount = StripedCounter()
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
     private let memo = CanonicalURLMemo<Location>()
@@ -124,6 +126,7 @@ public final class HTTPCache: ServiceHook {
     public var statistics: CacheStatistics {
         var statistics = counters.withLock { $0 }
         statistics.hits += hitCount.value
+        statistics.misses += missCount.value
         statistics.waiting = flights.waiting
         statistics.storage = storage.statistics
         return statistics
@@ -280,8 +283,6 @@ public final class HTTPCache: ServiceHook {
         case refresh
     }
 
-    enum StateKey: ContextKey { typealias Value = State }
-
     // MARK: Hook events
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
@@ -366,11 +367,11 @@ public final class HTTPCache: ServiceHook {
             count(.bypassed, context) { $0.bypassed += 1 }
             return .decided(.proceed(request))
         case .invalidate:
-            context[StateKey.self] = scheduling.state(mode: .invalidating)
+            context.cacheState = scheduling.state(mode: .invalidating)
             count(.bypassed, context) { $0.bypassed += 1 }
             return .decided(.proceed(request))
         case .callerConditional:
-            context[StateKey.self] = scheduling.state(mode: .callerConditional)
+            context.cacheState = scheduling.state(mode: .callerConditional)
             count(.bypassed, context) { $0.bypassed += 1 }
             return .decided(.proceed(request))
         case .range(let range):
@@ -406,7 +407,7 @@ public final class HTTPCache: ServiceHook {
                                      inScope: scheduling.inScope, now: scheduling.requestTime)
         if case .send = before, configuration.coalescesRequests {
             let key = scheduling.location.key
-            let flightKey = RequestCoalescer.key(key, request)
+            let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields)
             // Over a memory storage, with no other process to ask, a miss nobody leads yet is
             // led without suspending; the others wait for their leader.
             guard coordinator == nil, let memory, flights.tryLead(flightKey) else {
@@ -523,14 +524,14 @@ public final class HTTPCache: ServiceHook {
             var refreshing = state(mode)
             refreshing.lead = .refresh
             refreshing.isRefresh = true
-            context[StateKey.self] = refreshing
+            context.cacheState = refreshing
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             switch mode {
-            case .fetching, .ranging: count(.miss, context) { $0.misses += 1 }
+            case .fetching, .ranging: countMiss(context)
             default: break
             }
-            context[StateKey.self] = state(mode)
+            context.cacheState = state(mode)
             return .proceed(outgoing)
         case .bypass:
             finish(lead, key: key)
@@ -549,8 +550,9 @@ public final class HTTPCache: ServiceHook {
     /// that answered (a redirected response is stored for its own URL, never for the one that
     /// redirected).
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
-        guard let state = context[StateKey.self] else { return response }
-        let sent = context.lastSentRequest ?? request
+        let (found, lastSent) = context.cacheStateAndLastSentRequest
+        guard let state = found else { return response }
+        let sent = lastSent ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
         if let ticket = writesBehind(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
@@ -672,7 +674,7 @@ public final class HTTPCache: ServiceHook {
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
             var next = state
             (next.mode, next.record, next.lead) = (.refetching, nil, nil) // the lead ends once, with this call
-            context[StateKey.self] = next
+            context.cacheState = next
             let fresh = try await again(unconditional)
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
@@ -686,7 +688,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
     public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
-        guard let state = context[StateKey.self] else { return nil }
+        guard let state = context.cacheState else { return nil }
         if let refused = error as? UnacceptableStatusError {
             // A StatusValidator inside the cache refused an answer: the cache still takes it as
             // an answer (stores it, merges a 304, serves stale for a 5xx) and recovers the
@@ -702,10 +704,10 @@ public final class HTTPCache: ServiceHook {
             if !state.isRefresh { count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 } }
             return rules.response(from: entry, for: request, now: failedAt, source: .stale)
         case .gatewayTimeout(let reason):
-            if state.mode.isValidating, !state.isRefresh { count(.miss, context) { $0.misses += 1 } }
+            if state.mode.isValidating, !state.isRefresh { countMiss(context) }
             return state.isRefresh ? nil : Self.gatewayTimeout(request, reason: reason)
         case .fail:
-            if state.mode.isValidating, !state.isRefresh { count(.miss, context) { $0.misses += 1 } }
+            if state.mode.isValidating, !state.isRefresh { countMiss(context) }
             return nil
         }
     }
@@ -871,6 +873,13 @@ public final class HTTPCache: ServiceHook {
 
     private func count(_ update: (inout CacheStatistics) -> Void) {
         counters.withLock { update(&$0) }
+    }
+
+    /// Counts a miss and records it in `context`. Misses are counted apart, like hits (every
+    /// miss counts one before it goes to the origin), with no lock.
+    private func countMiss(_ context: RequestContext) {
+        missCount.add()
+        context.record(.cache(.miss))
     }
 
     /// Counts with `update` and records `event` in `context`: the statistics and the events

@@ -15,13 +15,21 @@ final class RequestCoalescer: Sendable {
         case follower
     }
 
-    private let flights = Locked<[String: InFlight]>([:])
+    /// A key somebody leads, and the flight the others wait on, made when the first of them
+    /// comes: most misses have nobody to wait for them, and pay for no flight.
+    private struct Lead {
+        var flight: InFlight?
+    }
+
+    private let flights = Locked<[String: Lead]>([:])
     private let waitingCount = Locked(0)
 
     /// The key requests coalesce on: the storage key and every header field of the request, so
     /// a response that varies on any of them is never handed to a request it was not made for.
-    static func key(_ key: String, _ request: URLRequest) -> String {
-        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return key }
+    /// `hasFields`: whether the request has any (``RequestFacts/hasFields``), so that a request
+    /// with none is not read again.
+    static func key(_ key: String, _ request: URLRequest, hasFields: Bool) -> String {
+        guard hasFields, let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return key }
         var result = key
         for (name, value) in fields.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             result += "\n" + name.lowercased() + ": " + value
@@ -31,13 +39,18 @@ final class RequestCoalescer: Sendable {
 
     /// Leads `key` when nobody does, else waits for the leader to finish.
     func join(_ key: String) async -> Role {
-        let (flight, leader) = flights.withLock { flights -> (InFlight, Bool) in
-            if let existing = flights[key] { return (existing, false) }
+        let flight = flights.withLock { flights -> InFlight? in
+            guard var lead = flights[key] else {
+                flights[key] = Lead()
+                return nil
+            }
+            if let flight = lead.flight { return flight }
             let flight = InFlight()
-            flights[key] = flight
-            return (flight, true)
+            lead.flight = flight
+            flights[key] = lead
+            return flight
         }
-        guard !leader else { return .leader }
+        guard let flight else { return .leader }
         waitingCount.withLock { $0 += 1 }
         await flight.wait()
         waitingCount.withLock { $0 -= 1 }
@@ -48,19 +61,23 @@ final class RequestCoalescer: Sendable {
     func tryLead(_ key: String) -> Bool {
         flights.withLock { flights in
             guard flights[key] == nil else { return false }
-            flights[key] = InFlight()
+            flights[key] = Lead()
             return true
         }
     }
 
     /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.
     func finish(_ key: String) {
-        flights.withLock { $0.removeValue(forKey: key) }?.finish()
+        flights.withLock { $0.removeValue(forKey: key) }?.flight?.finish()
     }
 
     /// Waits until every lead started so far has finished.
     func waitForAll() async {
-        for flight in flights.withLock({ Array($0.values) }) { await flight.wait() }
+        let led = flights.withLock { flights -> [InFlight] in
+            for key in Array(flights.keys) where flights[key]?.flight == nil { flights[key]?.flight = InFlight() }
+            return flights.values.compactMap(\.flight)
+        }
+        for flight in led { await flight.wait() }
     }
 
     /// Requests waiting for a leader right now.

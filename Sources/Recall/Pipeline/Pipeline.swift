@@ -26,23 +26,52 @@ import FoundationNetworking
 /// in the background and its late result is dropped.
 public struct Pipeline: Transport {
     /// What the pipeline sends through, innermost.
-    public let transport: any Transport
+    public var transport: any Transport { parts.transport }
     /// The hooks, outermost first.
-    public let hooks: [any ServiceHook]
+    public var hooks: [any ServiceHook] { parts.hooks }
     /// Makes the retrier for each request.
-    public let retrierFactory: any RetrierFactory
+    public var retrierFactory: any RetrierFactory { parts.retrierFactory }
     /// The clock retries and per-attempt timeouts wait on; inject a manual clock in tests.
-    public var clock: any Clock<Duration> { time.clock }
+    public var clock: any Clock<Duration> { parts.time.clock }
     /// Sees every ``RecallEvent`` of every request, as it happens.
-    public let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
-    private let time: TimeSource
-    /// The first hook, when it is an ``HTTPCache``: the pipeline runs its `onSchedule` up to its
-    /// first suspension point without an async call, so a hit over a ``MemoryStorage`` is
-    /// answered without one (each async call allocates a frame and checks the task's executor).
-    private let leadingCache: HTTPCache?
-    /// The same, for the hit path to use without retaining it (``leadingCache`` keeps it alive):
-    /// a retain writes the cache's reference count, which every core shares.
-    private let unownedLeadingCache: Unmanaged<HTTPCache>?
+    public var observer: (@Sendable (RecallEvent, RequestContext) -> Void)? { parts.observer }
+    private var time: TimeSource { parts.time }
+    /// The first hook, when it is an ``HTTPCache``.
+    private var leadingCache: HTTPCache? { parts.leadingCache }
+    private let parts: Parts
+
+    /// What a pipeline is made of, in one object: every `onSuccess` and `onFailure` copies the
+    /// pipeline into its request's context (``RequestContext/Stage``), and a copy of one
+    /// reference costs one count, not one per part.
+    private final class Parts: Sendable {
+        let transport: any Transport
+        let hooks: [any ServiceHook]
+        let retrierFactory: any RetrierFactory
+        let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+        let time: TimeSource
+        /// The first hook, when it is an ``HTTPCache``: the pipeline runs its `onSchedule` up to
+        /// its first suspension point without an async call, so a hit over a ``MemoryStorage``
+        /// is answered without one (each async call allocates a frame and checks the task's executor).
+        let leadingCache: HTTPCache?
+        /// The same, for the hit path to use without retaining it (``leadingCache`` keeps it
+        /// alive): a retain writes the cache's reference count, which every core shares.
+        let unownedLeadingCache: Unmanaged<HTTPCache>?
+        /// Whether the retrier factory is ``NilRetrierFactory``: one attempt, with no retrier
+        /// to make, no clock to read and no decision to wait for.
+        let singleAttempt: Bool
+
+        init(transport: any Transport, hooks: [any ServiceHook], retrierFactory: any RetrierFactory, time: TimeSource,
+             observer: (@Sendable (RecallEvent, RequestContext) -> Void)?) {
+            self.transport = transport
+            self.hooks = hooks
+            self.retrierFactory = retrierFactory
+            self.time = time
+            self.observer = observer
+            self.leadingCache = hooks.first as? HTTPCache
+            self.unownedLeadingCache = leadingCache.map { Unmanaged.passUnretained($0) }
+            self.singleAttempt = retrierFactory is NilRetrierFactory
+        }
+    }
 
     /// Creates a pipeline.
     /// - Parameters:
@@ -58,13 +87,7 @@ public struct Pipeline: Transport {
         clock: any Clock<Duration> = ContinuousClock(),
         observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil
     ) {
-        self.transport = transport
-        self.hooks = hooks
-        self.retrierFactory = retrierFactory
-        self.time = TimeSource(clock)
-        self.observer = observer
-        self.leadingCache = hooks.first as? HTTPCache
-        self.unownedLeadingCache = leadingCache.map { Unmanaged.passUnretained($0) }
+        parts = Parts(transport: transport, hooks: hooks, retrierFactory: retrierFactory, time: TimeSource(clock), observer: observer)
     }
 
     /// As its transport: a pipeline over a transport valid only during one call is one too.
@@ -88,9 +111,12 @@ public struct Pipeline: Transport {
     private func perform(_ request: URLRequest, context: RequestContext) async throws -> Response {
         do {
             let response: Response
-            if let cache = unownedLeadingCache {
+            if let cache = parts.unownedLeadingCache {
                 switch cache._withUnsafeGuaranteedRef({ $0.schedule(request, context: context) }) {
                 case .decided(.respond(let answer)): response = answer
+                case .decided(.proceed(let forwarded)):
+                    // A miss to pass on (the cache is the first hook): on inward, as `run` would.
+                    response = try await forward(forwarded, pastHookAt: 0, context: context)
                 case let scheduled: response = try await run(hookAt: 0, request, context: context, scheduled: scheduled)
                 }
             } else {
@@ -150,9 +176,19 @@ public struct Pipeline: Transport {
         case .proceed(let rewritten):
             forwarded = rewritten
         }
+        return try await forward(forwarded, pastHookAt: index, context: context)
+    }
+
+    /// Sends `forwarded` (what the hook at `index` passed on) through the stages inside that
+    /// hook, then gives the hook the outcome: `onSuccess`, or `onFailure` to recover.
+    @inline(__always)
+    private func forward(_ forwarded: URLRequest, pastHookAt index: Int, context: RequestContext) async throws -> Response {
+        let hook = hooks[index]
         let response: Response
         do {
-            response = try await run(hookAt: index + 1, forwarded, context: context)
+            // (The innermost hook calls the retrier at once: one async frame fewer.)
+            response = index + 1 < hooks.count ? try await run(hookAt: index + 1, forwarded, context: context)
+                                               : try await attempt(forwarded, context: context)
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
@@ -174,6 +210,15 @@ public struct Pipeline: Transport {
     }
 
     private func attempt(_ request: URLRequest, context: RequestContext) async throws -> Response {
+        if parts.singleAttempt { // (the retrier would stop after the first attempt)
+            try Task.checkCancellation()
+            context.recordAttempt(request)
+            do {
+                return try await send(request, timeout: nil)
+            } catch {
+                throw Task.isCancelled || error.isCancellation ? CancellationError() : error
+            }
+        }
         var retrier = retrierFactory.makeRetrier(for: request)
         var current = request
         let start = time.now()

@@ -25,6 +25,13 @@ public final class RequestContext: Sendable {
         /// The events after the first.
         var laterEvents: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
+        /// The HTTP cache's state, typed and beside `values`: every miss writes and reads it,
+        /// and a dictionary entry would cost a box, a table and a cast each time.
+        var cacheState: HTTPCache.State?
+
+        mutating func append(_ event: RecallEvent) {
+            if firstEvent == nil { firstEvent = event } else { laterEvents.append(event) }
+        }
     }
 
     private let state = Locked(State())
@@ -59,9 +66,7 @@ public final class RequestContext: Sendable {
 
     /// Records `event` and tells the observer.
     public func record(_ event: RecallEvent) {
-        state.withLock { state in
-            if state.firstEvent == nil { state.firstEvent = event } else { state.laterEvents.append(event) }
-        }
+        state.withLock { $0.append(event) }
         observer?(event, self)
     }
 
@@ -77,13 +82,15 @@ public final class RequestContext: Sendable {
     public var lastSentRequest: URLRequest? { state.withLock { $0.lastSentRequest } }
 
     /// Counts one more transport attempt with `request`; the pipeline calls this before each attempt.
+    @discardableResult
     func recordAttempt(_ request: URLRequest) -> Int {
         let number = state.withLock { state in
             state.attempts += 1
             state.lastSentRequest = request
+            state.append(.attemptStarted(number: state.attempts))
             return state.attempts
         }
-        record(.attemptStarted(number: number))
+        observer?(.attemptStarted(number: number), self)
         return number
     }
 
@@ -111,9 +118,20 @@ public final class RequestContext: Sendable {
     /// hook values and observer.
     func derived(for request: URLRequest) -> RequestContext {
         let child = RequestContext(originalRequest: request, observer: observer, isBackground: true)
-        let values = state.withLock { $0.values }
-        child.state.withLock { $0.values = values }
+        let (values, cacheState) = state.withLock { ($0.values, $0.cacheState) }
+        child.state.withLock { ($0.values, $0.cacheState) = (values, cacheState) }
         return child
+    }
+
+    /// What ``HTTPCache`` remembers about the request between `onSchedule` and its answer.
+    var cacheState: HTTPCache.State? {
+        get { state.withLock { $0.cacheState } }
+        set { state.withLock { $0.cacheState = newValue } }
+    }
+
+    /// ``cacheState`` and ``lastSentRequest`` under one lock: every answer the cache sees reads both.
+    var cacheStateAndLastSentRequest: (HTTPCache.State?, URLRequest?) {
+        state.withLock { ($0.cacheState, $0.lastSentRequest) }
     }
 
     /// The value stored under `key`, if any.

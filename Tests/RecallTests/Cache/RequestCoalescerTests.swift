@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 @testable import Recall
 import Testing
 
@@ -34,6 +37,28 @@ struct RequestCoalescerTests {
         #expect(!coalescer.tryLead("r"))
         coalescer.finish("r")
         #expect(coalescer.tryLead("r"))
+    }
+
+    @Test("a lead taken with tryLead has followers too: the first to come makes the flight they wait on")
+    func followersOfTryLead() async {
+        let coalescer = RequestCoalescer()
+        #expect(coalescer.tryLead("k"))
+        let followers = (0..<3).map { _ in Task { await coalescer.join("k") } }
+        while coalescer.waiting < 3 { await Task.yield() }
+        #expect(coalescer.leading == 1)
+        coalescer.finish("k")
+        for follower in followers { #expect(await follower.value == .follower) }
+        #expect(coalescer.leading == 0)
+    }
+
+    @Test("the coalescing key is the storage key for a request without fields, and names every field of one with some")
+    func coalescingKey() {
+        var request = URLRequest(url: URL(string: "https://example.com/a")!)
+        #expect(RequestCoalescer.key("k", request, hasFields: RequestFacts(request).hasFields) == "k")
+        request.setValue("text/plain", forHTTPHeaderField: "Accept")
+        request.setValue("fr", forHTTPHeaderField: "Accept-Language")
+        #expect(RequestFacts(request).hasFields)
+        #expect(RequestCoalescer.key("k", request, hasFields: true) == "k\naccept: text/plain\naccept-language: fr")
     }
 
     @Test("a cancelled follower stops waiting at once")
