@@ -380,7 +380,9 @@ public final class HTTPCache: ServiceHook {
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let writesBefore = writeCount.load(ordering: .acquiring)
             let record: CacheRecord?
-            if let copy, let hit = copy.hit {
+            // The copy is checked again now that no store of the key is pending and the write
+            // count is read: a store that landed since the look must be seen, not the copy.
+            if let copy, let hit = copy.hit, unownedCopies?._withUnsafeGuaranteedRef({ $0.isCurrent(copy) }) == true {
                 record = hit.record
                 if copy.reportsRead { memory?.recordRead(location.key) }
             } else if let memory {

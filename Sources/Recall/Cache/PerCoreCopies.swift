@@ -232,6 +232,16 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         /// No copy, but the core saw this URL twice before (or held a copy the storage has
         /// since changed): the record the storage gives is worth copying (``offer(_:for:stripe:generation:copy:)``).
         let admits: Bool
+        /// The copy's stripe and the generation it was made at, for ``isCurrent(_:)``.
+        var copied: (stripe: Int, generation: UInt64)? = nil
+    }
+
+    /// Whether `lookup`'s copy is still the storage's record. The caller asks again after
+    /// making sure that no store of the key is pending: one that landed between the look and
+    /// that check has retired the copy, and the caller must read what it stored instead.
+    func isCurrent(_ lookup: Lookup) -> Bool {
+        guard let copied = lookup.copied else { return false }
+        return generations.current(copied.stripe) == copied.generation
     }
 
     /// Looks for the URL `text` in the calling core's table: its copy if it is still the
@@ -261,7 +271,9 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
             if let index = table.copies.index(forKey: key) {
                 if let reportsRead = table.copies.values[index].hit(current: generations) {
                     count(served: true)
-                    return Lookup(key: key, hit: table.copies.values[index].held, reportsRead: reportsRead, admits: false)
+                    let copy = table.copies.values[index]
+                    return Lookup(key: key, hit: copy.held, reportsRead: reportsRead, admits: false,
+                                  copied: (copy.stripe, copy.generation))
                 }
                 table.remove(key) // the storage changed the record since: copy it again
                 count(served: false)

@@ -177,6 +177,30 @@ struct PerCoreCopiesTests {
         #expect(h.cache.copyUsage?.copies == before, "no copy of a record over the size limit")
     }
 
+    @Test("a look's copy is current until the storage changes its key: a store landing after the look retires it")
+    func copyCheckedAgainAfterTheLook() throws {
+        let generations = RecordGenerations()
+        let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
+        let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 1 << 16, generations: generations, currentCore: pinned))
+        let url = "https://origin.test/a"
+        let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("one".utf8), url: URL(string: url),
+                               requestTime: Date(), responseTime: Date())
+        let record = CacheRecord(key: "a", variants: [entry])
+        let stripe = RecordGenerations.stripe(of: "a")
+        var lookup = try #require(copies.look(for: url))
+        while !lookup.admits { lookup = try #require(copies.look(for: url)) } // a third sight admits
+        copies.offer(record, for: lookup.key, stripe: stripe, generation: generations.current(stripe)) {
+            record.unsharedCopy().map { (1, $0, url.unsharedCopy) }
+        }
+        let hit = try #require(copies.look(for: url))
+        #expect(hit.hit?.record == record)
+        #expect(copies.isCurrent(hit))
+        generations.bump("a") // a store of the key lands between the look and the caller's check
+        #expect(!copies.isCurrent(hit), "the copy the look found is out of date now")
+        #expect(copies.look(for: url)?.hit == nil, "and the next look finds none")
+        #expect(!copies.isCurrent(try #require(copies.look(for: url))), "a look without a copy is never current")
+    }
+
     @Test("a table whose copies serve under one look in 8 goes dormant (7 looks in 8 skipped); a hot URL wakes it")
     func copiesSleepWhenTheyCannotServe() throws {
         let generations = RecordGenerations()
