@@ -56,8 +56,9 @@ public struct CacheConfiguration: Sendable {
     /// sixteenth of it is never copied), and serves their hits from its copies: cores serving
     /// one response then share no memory for it, so hits scale with cores (docs/benchmarks.md,
     /// target 1). A copy is served only while the storage holds exactly what it was copied
-    /// from: any store, removal or eviction in the storage, by this cache or any other, retires
-    /// every copy. 0 turns it off. Where the platform cannot tell the current core (only glibc
+    /// from: a store, removal or eviction of its key in the storage, by this cache or any
+    /// other, retires its copies (and those of the keys that share its stripe, about one in
+    /// 64). 0 turns it off. Where the platform cannot tell the current core (only glibc
     /// and musl can so far), there are no copies. See docs/caching.md, "Per-core copies".
     public var copyBytesPerCore = 256 << 10
 
