@@ -382,7 +382,9 @@ public final class HTTPCache: ServiceHook {
             let record: CacheRecord?
             // The copy is checked again now that no store of the key is pending and the write
             // count is read: a store that landed since the look must be seen, not the copy.
-            if let copy, let hit = copy.hit, unownedCopies?._withUnsafeGuaranteedRef({ $0.isCurrent(copy) }) == true {
+            // (Plain values into the check: the lookup itself would be retained with its parts.)
+            if let copy, let hit = copy.hit, let (stripe, generation) = copy.copied,
+               unownedCopies?._withUnsafeGuaranteedRef({ $0.isCurrent(stripe: stripe, generation: generation) }) == true {
                 record = hit.record
                 if copy.reportsRead { memory?.recordRead(location.key) }
             } else if let memory {

@@ -236,12 +236,11 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         var copied: (stripe: Int, generation: UInt64)? = nil
     }
 
-    /// Whether `lookup`'s copy is still the storage's record. The caller asks again after
-    /// making sure that no store of the key is pending: one that landed between the look and
-    /// that check has retired the copy, and the caller must read what it stored instead.
-    func isCurrent(_ lookup: Lookup) -> Bool {
-        guard let copied = lookup.copied else { return false }
-        return generations.current(copied.stripe) == copied.generation
+    /// Whether a look's copy (``Lookup/copied``) is still the storage's record. The caller asks
+    /// again after making sure that no store of the key is pending: one that landed between the
+    /// look and that check has retired the copy, and the caller must read what it stored instead.
+    func isCurrent(stripe: Int, generation: UInt64) -> Bool {
+        generations.current(stripe) == generation
     }
 
     /// Looks for the URL `text` in the calling core's table: its copy if it is still the
