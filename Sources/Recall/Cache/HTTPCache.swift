@@ -344,7 +344,7 @@ public final class HTTPCache: ServiceHook {
         var copy: PerCoreCopies<Location>.Lookup?
         if route == .lookup, let text { copy = lookUpCopy(of: text) }
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
-            count(.bypassed, context) { $0.bypassed += 1 }
+            countBypass(context)
             return .decided(.proceed(request))
         }
         let inScope = Self.inScope
@@ -364,15 +364,15 @@ public final class HTTPCache: ServiceHook {
         let location = scheduling.location
         switch scheduling.route {
         case .bypass: // (sorted out before)
-            count(.bypassed, context) { $0.bypassed += 1 }
+            countBypass(context)
             return .decided(.proceed(request))
         case .invalidate:
             context.cacheState = scheduling.state(mode: .invalidating)
-            count(.bypassed, context) { $0.bypassed += 1 }
+            countBypass(context)
             return .decided(.proceed(request))
         case .callerConditional:
             context.cacheState = scheduling.state(mode: .callerConditional)
-            count(.bypassed, context) { $0.bypassed += 1 }
+            countBypass(context)
             return .decided(.proceed(request))
         case .range(let range):
             return .suspended(.range(scheduling, range))
@@ -407,8 +407,7 @@ public final class HTTPCache: ServiceHook {
     private func decide(_ scheduling: Scheduling, record: CacheRecord?, writesBefore: UInt64, _ request: URLRequest,
                         context: RequestContext) -> Scheduled {
         if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
-        let before = strategy.before(request, scheduling.facts, record: record, partition: scheduling.partition,
-                                     inScope: scheduling.inScope, now: scheduling.requestTime)
+        let before = self.before(request, scheduling, record: record)
         if case .send = before, configuration.coalescesRequests {
             let key = scheduling.location.key
             let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields)
@@ -421,8 +420,7 @@ public final class HTTPCache: ServiceHook {
             // Another leader may have stored the entry between our lookup and our lead.
             if writeCount.load(ordering: .acquiring) != writesBefore {
                 record = memory.recordNow(for: key).flatMap { $0.key == key ? $0 : nil }
-                before = strategy.before(request, scheduling.facts, record: record, partition: scheduling.partition,
-                                         inScope: scheduling.inScope, now: scheduling.requestTime)
+                before = self.before(request, scheduling, record: record)
             }
             let lead = Lead.flight(flightKey, claim: nil)
             return .decided(act(on: before, request: request, key: key, lead: lead, context: context) {
@@ -432,6 +430,13 @@ public final class HTTPCache: ServiceHook {
         return .decided(act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
             scheduling.state(record: record, mode: $0)
         })
+    }
+
+    /// What the strategy decides before the network for `request`, as `scheduling` knows it,
+    /// with `record` found (at the request's time unless `now` says otherwise).
+    private func before(_ request: URLRequest, _ scheduling: Scheduling, record: CacheRecord?, now: Date? = nil) -> CacheStrategy.Before {
+        strategy.before(request, scheduling.facts, record: record, partition: scheduling.partition, inScope: scheduling.inScope,
+                        now: now ?? scheduling.requestTime)
     }
 
     /// Goes on from where ``schedule(_:context:)`` stopped.
@@ -467,7 +472,7 @@ public final class HTTPCache: ServiceHook {
     /// the ``FetchCoordinator``, when there is one); the others wait for its answer and look again.
     private func coalesce(_ scheduling: Scheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
                           writesBefore: UInt64, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        let (key, facts, partition, inScope) = (scheduling.location.key, scheduling.facts, scheduling.partition, scheduling.inScope)
+        let key = scheduling.location.key
         var record = found
         var before = decided
         var lead: Lead?
@@ -477,7 +482,7 @@ public final class HTTPCache: ServiceHook {
             // Another leader may have stored the entry between our lookup and our lead.
             if writeCount.load(ordering: .acquiring) != writesBefore {
                 record = await lookup(key)
-                before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: scheduling.requestTime)
+                before = self.before(request, scheduling, record: record)
             }
             if case .send = before, let coordinator {
                 let name = partitioner.fetchName(flightKey)
@@ -485,14 +490,14 @@ public final class HTTPCache: ServiceHook {
                     lead = .flight(flightKey, claim: name)
                     // Another process may have stored it between our lookup and our claim.
                     record = await lookup(key)
-                    before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: scheduling.requestTime)
+                    before = self.before(request, scheduling, record: record)
                 } else {
                     // Another process fetches it: wait for its answer, then look again;
                     // still missing (it failed, or its claim lapsed), fetch it here.
                     await coordinator.wait(for: name)
                     count(.coalesced, context) { $0.coalesced += 1 }
                     record = await lookup(key)
-                    before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
+                    before = self.before(request, scheduling, record: record, now: now())
                     if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
                 }
             }
@@ -500,7 +505,7 @@ public final class HTTPCache: ServiceHook {
             try Task.checkCancellation()
             count(.coalesced, context) { $0.coalesced += 1 }
             record = await lookup(key)
-            before = strategy.before(request, facts, record: record, partition: partition, inScope: inScope, now: now())
+            before = self.before(request, scheduling, record: record, now: now())
         }
         return act(on: before, request: request, key: key, lead: lead, context: context) {
             scheduling.state(record: record, mode: $0, lead: lead)
@@ -539,7 +544,7 @@ public final class HTTPCache: ServiceHook {
             return .proceed(outgoing)
         case .bypass:
             finish(lead, key: key)
-            count(.bypassed, context) { $0.bypassed += 1 }
+            countBypass(context)
             return .proceed(request)
         case .gatewayTimeout:
             finish(lead, key: key)
@@ -877,6 +882,11 @@ public final class HTTPCache: ServiceHook {
 
     private func count(_ update: (inout CacheStatistics) -> Void) {
         counters.withLock { update(&$0) }
+    }
+
+    /// Counts a request the cache let through untouched, and records it in `context`.
+    private func countBypass(_ context: RequestContext) {
+        count(.bypassed, context) { $0.bypassed += 1 }
     }
 
     /// Counts a miss and records it in `context`. Misses are counted apart, like hits (every

@@ -232,7 +232,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         /// No copy, but the core saw this URL twice before (or held a copy the storage has
         /// since changed): the record the storage gives is worth copying (``offer(_:for:stripe:generation:copy:)``).
         let admits: Bool
-        /// The copy's stripe and the generation it was made at, for ``isCurrent(_:)``.
+        /// The copy's stripe and the generation it was made at, for ``isCurrent(stripe:generation:)``.
         var copied: (stripe: Int, generation: UInt64)? = nil
     }
 

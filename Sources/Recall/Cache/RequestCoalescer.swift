@@ -40,14 +40,13 @@ final class RequestCoalescer: Sendable {
     /// Leads `key` when nobody does, else waits for the leader to finish.
     func join(_ key: String) async -> Role {
         let flight = flights.withLock { flights -> InFlight? in
-            guard var lead = flights[key] else {
+            guard let lead = flights[key] else {
                 flights[key] = Lead()
                 return nil
             }
             if let flight = lead.flight { return flight }
             let flight = InFlight()
-            lead.flight = flight
-            flights[key] = lead
+            flights[key]?.flight = flight
             return flight
         }
         guard let flight else { return .leader }
@@ -74,7 +73,7 @@ final class RequestCoalescer: Sendable {
     /// Waits until every lead started so far has finished.
     func waitForAll() async {
         let led = flights.withLock { flights -> [InFlight] in
-            for key in Array(flights.keys) where flights[key]?.flight == nil { flights[key]?.flight = InFlight() }
+            for index in flights.values.indices where flights.values[index].flight == nil { flights.values[index].flight = InFlight() }
             return flights.values.compactMap(\.flight)
         }
         for flight in led { await flight.wait() }

@@ -213,11 +213,7 @@ public struct Pipeline: Transport {
         if parts.singleAttempt { // (the retrier would stop after the first attempt)
             try Task.checkCancellation()
             context.recordAttempt(request)
-            do {
-                return try await send(request, timeout: nil)
-            } catch {
-                throw Task.isCancelled || error.isCancellation ? CancellationError() : error
-            }
+            return try await send(request, timeout: nil) // (a cancellation's spelling is mended outside, as every error's)
         }
         var retrier = retrierFactory.makeRetrier(for: request)
         var current = request

@@ -7,17 +7,23 @@ import Testing
 
 @Suite("RequestCoalescer: one leader per key, followers wait for it", .timeLimit(.minutes(1)))
 struct RequestCoalescerTests {
+    /// Starts `count` requests of `key`, which someone leads; checks that they wait, then that
+    /// they follow once the lead of `key` finishes.
+    private func expectFollowers(_ coalescer: RequestCoalescer, of key: String, count: Int) async {
+        let followers = (0..<count).map { _ in Task { await coalescer.join(key) } }
+        while coalescer.waiting < count { await Task.yield() }
+        #expect(coalescer.leading == 1)
+        coalescer.finish(key)
+        for follower in followers { #expect(await follower.value == .follower) }
+        #expect(coalescer.waiting == 0)
+        #expect(coalescer.leading == 0)
+    }
+
     @Test("the first caller leads; later callers wait until it finishes, then follow")
     func leaderAndFollowers() async {
         let coalescer = RequestCoalescer()
         #expect(await coalescer.join("k") == .leader)
-        let followers = (0..<5).map { _ in Task { await coalescer.join("k") } }
-        while coalescer.waiting < 5 { await Task.yield() }
-        #expect(coalescer.leading == 1)
-        coalescer.finish("k")
-        for follower in followers { #expect(await follower.value == .follower) }
-        #expect(coalescer.waiting == 0)
-        #expect(coalescer.leading == 0)
+        await expectFollowers(coalescer, of: "k", count: 5)
         #expect(await coalescer.join("k") == .leader) // a new round
     }
 
@@ -43,12 +49,7 @@ struct RequestCoalescerTests {
     func followersOfTryLead() async {
         let coalescer = RequestCoalescer()
         #expect(coalescer.tryLead("k"))
-        let followers = (0..<3).map { _ in Task { await coalescer.join("k") } }
-        while coalescer.waiting < 3 { await Task.yield() }
-        #expect(coalescer.leading == 1)
-        coalescer.finish("k")
-        for follower in followers { #expect(await follower.value == .follower) }
-        #expect(coalescer.leading == 0)
+        await expectFollowers(coalescer, of: "k", count: 3)
     }
 
     @Test("the coalescing key is the storage key for a request without fields, and names every field of one with some")

@@ -33,6 +33,19 @@ struct HeldFileTests {
     /// the file had when it was held (time stamps are kept at a clock tick's granularity).
     private func tick() async throws { try await Task.sleep(for: .milliseconds(50)) }
 
+    /// A pipeline whose cache keeps responses in `storage`, over an origin whose `/a` answers
+    /// `body`, fresh for ten minutes; and the request for `/a`, sent once: a miss, stored.
+    private func cachingA(in storage: any CacheStorage, body: Data) async throws -> (MockTransport, HTTPCache, Pipeline, URLRequest) {
+        let mock = MockTransport()
+        mock.route("GET", "/a", .status(200, headers: ["Cache-Control": "max-age=600"], body: body))
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: mock, hooks: [cache])
+        let request = URLRequest(url: URL(string: "https://x.test/a")!)
+        #expect(try await pipeline.send(request).source == .network)
+        await cache.flush()
+        return (mock, cache, pipeline, request)
+    }
+
     @Test("a checked file is held and read again to the same record; a fresh one is not held; the table is bounded")
     func heldAndBounded() async throws {
         let directory = temporaryDirectory()
@@ -184,13 +197,7 @@ struct HeldFileTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try storage(directory)
-        let mock = MockTransport()
-        mock.route("GET", "/a", .status(200, headers: ["Cache-Control": "max-age=600"], body: Data(repeating: 0x41, count: 4000)))
-        let cache = HTTPCache(storage: disk)
-        let pipeline = Pipeline(transport: mock, hooks: [cache])
-        let request = URLRequest(url: URL(string: "https://x.test/a")!)
-        #expect(try await pipeline.send(request).source == .network)
-        await cache.flush()
+        let (mock, cache, pipeline, request) = try await cachingA(in: disk, body: Data(repeating: 0x41, count: 4000))
         // Before the file is held, the lookup has to suspend (it opens and checks the file).
         guard case .suspended = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
             Issue.record("a file not held yet was answered without a read by name")
@@ -227,13 +234,7 @@ struct HeldFileTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try storage(directory)
         let memory = MemoryStorage()
-        let mock = MockTransport()
-        mock.route("GET", "/a", .status(200, headers: ["Cache-Control": "max-age=600"], body: Data("a".utf8)))
-        let cache = HTTPCache(storage: TieredStorage(memory: memory, lower: disk))
-        let pipeline = Pipeline(transport: mock, hooks: [cache])
-        let request = URLRequest(url: URL(string: "https://x.test/a")!)
-        #expect(try await pipeline.send(request).source == .network)
-        await cache.flush()
+        let (mock, cache, pipeline, request) = try await cachingA(in: TieredStorage(memory: memory, lower: disk), body: Data("a".utf8))
         guard case .decided(.respond(let hit)) = cache.schedule(request, context: RequestContext(originalRequest: request)) else {
             Issue.record("a hit in the memory tier was not answered without suspending")
             return
