@@ -10,22 +10,30 @@ import FoundationNetworking
 // and the machine's drift affect both sides alike. Every cached request is a miss that stores.
 //
 //   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--keys-only]
+//   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
 //
 // The last line gives the ratio of the medians, with a 95 % bootstrap interval of it.
 //
-// Variants: cache (the default: the target's measurement), timed (the cache inside a hook that
+// Variants: cache (the default: the target's measurement), full (a storage full from the
+// start, so that every store evicts one: memory is reused, as in a cache at its steady state), timed (the cache inside a hook that
 // reads the thread's CPU time around each call: it tells where the time goes, and its own
 // clock calls add about 2 % to the ratio), no-write-behind, no-store, no-coalescing,
 // noop-hook, timed-noop (the timing hook around a hook that does nothing). --stages wraps both
 // transports in one that time stamps its calls, and splits each side's median into the time
 // before the transport is called, in it, and after it returns.
+//
+// --cold N times N misses in-process instead, through a transport that answers at once, each
+// after writing over MB megabytes (4 by default) so that the core's caches hold something else,
+// as they do after a network wait: the same cost without the network's noise (±0.5 µs between
+// runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md for how cold is cold.
 
 var pairs = 2000
 var withCache = true
 var variant = "cache"
 var keysOnly = false
 var stages = false
-let variants = ["cache", "timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
+var cold: (count: Int, thrashMB: Int)?
+let variants = ["cache", "full", "timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
@@ -35,13 +43,18 @@ while let argument = arguments.next() {
         variant = "none"
     } else if argument == "--stages" {
         stages = true // time stamps around the transport: before it, in it, after it
+    } else if argument == "--cold", let value = arguments.next().flatMap(Int.init) {
+        cold = (value, cold?.thrashMB ?? 4) // misses in-process, each after evicting the core's caches
+    } else if argument == "--thrash", let value = arguments.next().flatMap(Int.init) {
+        cold = (cold?.count ?? 2000, value)
     } else if argument == "--keys-only" {
         keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md
     } else if argument == "--variant", let value = arguments.next(), variants.contains(value) {
         variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md
         withCache = value != "noop-hook" && value != "timed-noop"
     } else {
-        print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]")
+        print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
+              + " [--cold N [--thrash MB]]")
         exit(2)
     }
 }
@@ -123,6 +136,55 @@ if keysOnly {
     print("key(for:) of a new URL: \(Double(elapsed.components.attoseconds) * 1e-12 / 20_000 + Double(elapsed.components.seconds) * 1e6 / 20_000) µs (\(total))")
     exit(0)
 }
+/// Answers every request at once, as the origin does: a new response each time (1 KB,
+/// `max-age=600`), made from a Foundation response as ``URLSessionTransport`` makes it.
+struct InstantTransport: Transport {
+    var respondsToCancellation: Bool { true }
+    func send(_ request: URLRequest) async throws -> Response {
+        let http = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+                                   headerFields: ["Cache-Control": "max-age=600", "Content-Length": "1024"])!
+        return Response(http, body: Data(repeating: 0x61, count: 1024))
+    }
+}
+
+if let (count, thrashMB) = cold {
+    // What a miss costs when the core's caches hold something else, as they do after waiting
+    // 400 µs for the network: before each request, write over `thrashMB` MB (more than the
+    // core's L2), then time one new URL, bare or through Pipeline + HTTPCache, alternating.
+    var configuration = CacheConfiguration()
+    configuration.coalescesRequests = variant != "no-coalescing"
+    configuration.writesBehind = variant != "no-write-behind"
+    let cache = HTTPCache(storage: variant == "no-store" ? DroppingStorage() : MemoryStorage(), configuration: configuration)
+    let hooks: [any ServiceHook] = variant == "none" ? [] : variant == "noop-hook" ? [NoopHook()] : [cache]
+    let sides: [any Transport] = [InstantTransport(), Pipeline(transport: InstantTransport(), hooks: hooks)]
+    /// The loop, off the main actor: a call from it to a nonisolated function would hop executors.
+    @concurrent func run() async throws -> [[Double]] {
+        var thrash = [UInt64](repeating: 1, count: thrashMB << 17)
+        var times: [[Double]] = [[], []]
+        let clock = ContinuousClock()
+        for number in 0..<(200 + count) {
+            for turn in 0..<2 {
+                let side = (turn + number) % 2
+                thrash.withUnsafeMutableBufferPointer { words in
+                    for index in stride(from: 0, to: words.count, by: 8) { words[index] &+= UInt64(number) }
+                }
+                let request = URLRequest(url: URL(string: "http://127.0.0.1:43210/cached?n=\(number)&cc=max-age%3D600&size=1024")!)
+                let start = clock.now
+                _ = try await sides[side].send(request)
+                let elapsed = start.duration(to: clock.now)
+                if number >= 200 { times[side].append(Double(elapsed.components.attoseconds) * 1e-12) }
+                if side == 1 { await cache.flush() } // the store lands before the next request, as it does between network waits
+            }
+        }
+        return times
+    }
+    let times = try await run()
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    await cache.flush()
+    print(String(format: "cold miss, %d MB thrashed: bare %.2f µs, pipeline %.2f µs, difference %.2f µs (medians of %d)",
+                 thrashMB, median(times[0]), median(times[1]), median(times[1]) - median(times[0]), count))
+    exit(0)
+}
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
 let server = try LoopbackOrigin(script: script)
@@ -133,7 +195,12 @@ let bare: any Transport = stages ? bareStamps : bareStamps.inner
 var configuration = CacheConfiguration()
 configuration.coalescesRequests = variant != "no-coalescing"
 configuration.writesBehind = variant != "no-write-behind"
-let cache = HTTPCache(storage: variant == "no-store" ? DroppingStorage() : MemoryStorage(), configuration: configuration)
+let storage: any CacheStorage = switch variant {
+case "no-store": DroppingStorage()
+case "full": MemoryStorage(countLimit: 500) // full from the start: every store evicts one (steady state)
+default: MemoryStorage()
+}
+let cache = HTTPCache(storage: storage, configuration: configuration)
 let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
 let hooks: [any ServiceHook] = switch variant {
 case "none": []
@@ -163,7 +230,7 @@ func measure(_ stamps: StampingTransport, _ body: () async throws -> Void) async
 var bareStages: [Stages] = [], cachedStages: [Stages] = []
 
 // Warm up both connections.
-for number in 0..<200 {
+for number in 0..<(variant == "full" ? 600 : 200) {
     _ = try await bare.send(URLRequest(url: url("bare", -number - 1)))
     _ = try await cached.send(URLRequest(url: url("cached", -number - 1)))
 }
