@@ -15,7 +15,8 @@ import FoundationNetworking
 // The last line gives the ratio of the medians, with a 95 % bootstrap interval of it.
 //
 // Variants: cache (the default: the target's measurement), full (a storage full from the
-// start, so that every store evicts one: memory is reused, as in a cache at its steady state), timed (the cache inside a hook that
+// start, so that every store evicts one: memory is reused, as in a cache at its steady state),
+// minimal (a hook that only keys, reads and writes one table: a floor for any cache), timed (the cache inside a hook that
 // reads the thread's CPU time around each call: it tells where the time goes, and its own
 // clock calls add about 2 % to the ratio), no-write-behind, no-store, no-coalescing,
 // noop-hook, timed-noop (the timing hook around a hook that does nothing). --stages wraps both
@@ -33,7 +34,7 @@ var variant = "cache"
 var keysOnly = false
 var stages = false
 var cold: (count: Int, thrashMB: Int)?
-let variants = ["cache", "full", "timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
+let variants = ["cache", "full", "minimal", "timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
@@ -51,7 +52,7 @@ while let argument = arguments.next() {
         keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md
     } else if argument == "--variant", let value = arguments.next(), variants.contains(value) {
         variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md
-        withCache = value != "noop-hook" && value != "timed-noop"
+        withCache = value != "noop-hook" && value != "timed-noop" && value != "minimal"
     } else {
         print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
               + " [--cold N [--thrash MB]]")
@@ -115,6 +116,24 @@ final class StampingTransport: Transport, @unchecked Sendable {
 /// A hook that does nothing, asynchronously: the price of the hook machinery alone.
 struct NoopHook: ServiceHook {}
 
+/// The least a cache can do: the canonical key (``HTTPCache/key(for:)``), one locked table
+/// read, and after the answer one locked table write. No HTTP rules, no coalescing, no
+/// ordering of writes: not a cache anyone should use, but a floor for what any cache costs here.
+final class MinimalCache: ServiceHook, @unchecked Sendable {
+    let keys = HTTPCache(storage: MemoryStorage())
+    let lock = NSLock()
+    var table: [String: Response] = [:]
+    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        guard let key = keys.key(for: request) else { return .proceed(request) }
+        if let found = lock.withLock({ table[key] }) { return .respond(found) }
+        return .proceed(request)
+    }
+    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+        if let key = keys.key(for: request) { lock.withLock { table[key] = response } }
+        return response
+    }
+}
+
 /// A storage that keeps nothing: the cache's miss path without the store.
 final class DroppingStorage: CacheStorage {
     let secret: [UInt8] = Array(repeating: 7, count: 32)
@@ -155,7 +174,12 @@ if let (count, thrashMB) = cold {
     configuration.coalescesRequests = variant != "no-coalescing"
     configuration.writesBehind = variant != "no-write-behind"
     let cache = HTTPCache(storage: variant == "no-store" ? DroppingStorage() : MemoryStorage(), configuration: configuration)
-    let hooks: [any ServiceHook] = variant == "none" ? [] : variant == "noop-hook" ? [NoopHook()] : [cache]
+    let hooks: [any ServiceHook] = switch variant {
+    case "none": []
+    case "noop-hook": [NoopHook()]
+    case "minimal": [MinimalCache()]
+    default: [cache]
+    }
     let sides: [any Transport] = [InstantTransport(), Pipeline(transport: InstantTransport(), hooks: hooks)]
     /// The loop, off the main actor: a call from it to a nonisolated function would hop executors.
     @concurrent func run() async throws -> [[Double]] {
@@ -205,6 +229,7 @@ let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
 let hooks: [any ServiceHook] = switch variant {
 case "none": []
 case "noop-hook": [NoopHook()]
+case "minimal": [MinimalCache()]
 case "timed", "timed-noop": [timed]
 default: [cache]
 }
