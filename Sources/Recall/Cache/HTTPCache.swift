@@ -254,21 +254,44 @@ public final class HTTPCache: ServiceHook {
     // MARK: Per-request state
 
     /// What the cache remembers about a request between `onSchedule` and its answer.
-    struct State: Sendable {
-        var location: Location
-        var method: HTTPMethod
-        var partition = ""
-        var inScope: Set<String> = []
-        var requestTime: Date
+    ///
+    /// An immutable object, not a struct: it travels from `onSchedule` through the request's
+    /// context to `onSuccess` and on to a write-behind store, and a copy of a reference is one
+    /// reference count where a copy of the struct was one for each of its parts.
+    final class State: Sendable {
+        let location: Location
+        let method: HTTPMethod
+        let partition: String
+        let inScope: Set<String>
+        let requestTime: Date
         /// The record as the lookup found it (`nil`: there was none, or no lookup).
-        var record: CacheRecord?
+        let record: CacheRecord?
         /// What the request is to the cache (see ``CacheStrategy/Mode``).
-        var mode: CacheStrategy.Mode
+        let mode: CacheStrategy.Mode
         /// What the request leads, to be finished when it ends (once: a refetch drops it).
-        var lead: Lead?
+        let lead: Lead?
         /// A background refresh (`stale-while-revalidate`): it serves nobody, so it counts
         /// nothing and answers no 504 — also when it is refetched.
-        var isRefresh = false
+        let isRefresh: Bool
+
+        init(location: Location, method: HTTPMethod, partition: String, inScope: Set<String>, requestTime: Date,
+             record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
+            self.location = location
+            self.method = method
+            self.partition = partition
+            self.inScope = inScope
+            self.requestTime = requestTime
+            self.record = record
+            self.mode = mode
+            self.lead = lead
+            self.isRefresh = isRefresh
+        }
+
+        /// This state in `mode`, with `record` and `lead`, and as a background refresh when `isRefresh`.
+        func with(mode: CacheStrategy.Mode, record: CacheRecord?, lead: Lead?, isRefresh: Bool) -> State {
+            State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+                  record: record, mode: mode, lead: lead, isRefresh: isRefresh)
+        }
 
         /// The storage key of the request.
         var key: String { location.key }
@@ -530,10 +553,8 @@ public final class HTTPCache: ServiceHook {
             finish(lead, key: key)
             count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
             guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
-            var refreshing = state(mode)
-            refreshing.lead = .refresh
-            refreshing.isRefresh = true
-            context.cacheState = refreshing
+            let made = state(mode)
+            context.cacheState = made.with(mode: made.mode, record: made.record, lead: .refresh, isRefresh: true)
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             switch mode {
@@ -587,8 +608,9 @@ public final class HTTPCache: ServiceHook {
     /// removal made around the cache meanwhile drops the store rather than be undone by it.
     private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> UInt64? {
         guard configuration.writesBehind, let memory, response.source == .network, state.method == .get,
-              case .fetching(stored: nil) = state.mode, sent.url == request.url, response.url == nil || response.url == sent.url,
-              writes.tryLock(state.key) else { return nil }
+              case .fetching(stored: nil) = state.mode else { return nil }
+        let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
+        guard sentURL == request.url, response.url == nil || response.url == sentURL, writes.tryLock(state.key) else { return nil }
         memory.watch(state.key)
         return pendingWrites.begin(stripe: state.location.stripe)
     }
@@ -681,9 +703,8 @@ public final class HTTPCache: ServiceHook {
         case .refetch(let unconditional, let removing):
             if removing { await remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            var next = state
-            (next.mode, next.record, next.lead) = (.refetching, nil, nil) // the lead ends once, with this call
-            context.cacheState = next
+            // The lead ends once, with this call.
+            context.cacheState = state.with(mode: .refetching, record: nil, lead: nil, isRefresh: state.isRefresh)
             let fresh = try await again(unconditional)
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:

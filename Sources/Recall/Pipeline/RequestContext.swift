@@ -26,19 +26,13 @@ public final class RequestContext: Sendable {
         var laterEvents: [RecallEvent] = []
         var values: [ObjectIdentifier: any Sendable] = [:]
         /// The HTTP cache's state, typed and beside `values`: every miss writes and reads it,
-        /// and a dictionary entry would cost a box, a table and a cast each time. Boxed, so
-        /// that a context that never holds one (a hit's) stays small.
-        var cacheState: CacheStateBox?
+        /// and a dictionary entry would cost a box, a table and a cast each time. An object,
+        /// so that a context that never holds one (a hit's) stays small.
+        var cacheState: HTTPCache.State?
 
         mutating func append(_ event: RecallEvent) {
             if firstEvent == nil { firstEvent = event } else { laterEvents.append(event) }
         }
-    }
-
-    /// ``State/cacheState``'s box.
-    final class CacheStateBox: Sendable {
-        let state: HTTPCache.State
-        init(_ state: HTTPCache.State) { self.state = state }
     }
 
     private let state = Locked(State())
@@ -132,17 +126,13 @@ public final class RequestContext: Sendable {
 
     /// What ``HTTPCache`` remembers about the request between `onSchedule` and its answer.
     var cacheState: HTTPCache.State? {
-        get { state.withLock { $0.cacheState }?.state }
-        set {
-            let box = newValue.map(CacheStateBox.init)
-            state.withLock { $0.cacheState = box }
-        }
+        get { state.withLock { $0.cacheState } }
+        set { state.withLock { $0.cacheState = newValue } }
     }
 
     /// ``cacheState`` and ``lastSentRequest`` under one lock: every answer the cache sees reads both.
     var cacheStateAndLastSentRequest: (HTTPCache.State?, URLRequest?) {
-        let (box, sent) = state.withLock { ($0.cacheState, $0.lastSentRequest) }
-        return (box?.state, sent)
+        state.withLock { ($0.cacheState, $0.lastSentRequest) }
     }
 
     /// The value stored under `key`, if any.
