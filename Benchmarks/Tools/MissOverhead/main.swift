@@ -166,20 +166,29 @@ struct InstantTransport: Transport {
     }
 }
 
+// The cached side: the cache and the hooks the variant asks for.
+var configuration = CacheConfiguration()
+configuration.coalescesRequests = variant != "no-coalescing"
+configuration.writesBehind = variant != "no-write-behind"
+let storage: any CacheStorage = switch variant {
+case "no-store": DroppingStorage()
+case "full": MemoryStorage(countLimit: 500) // full from the start: every store evicts one (steady state)
+default: MemoryStorage()
+}
+let cache = HTTPCache(storage: storage, configuration: configuration)
+let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
+let hooks: [any ServiceHook] = switch variant {
+case "none": []
+case "noop-hook": [NoopHook()]
+case "minimal": [MinimalCache()]
+case "timed", "timed-noop": [timed]
+default: [cache]
+}
+
 if let (count, thrashMB) = cold {
     // What a miss costs when the core's caches hold something else, as they do after waiting
     // 400 µs for the network: before each request, write over `thrashMB` MB (more than the
     // core's L2), then time one new URL, bare or through Pipeline + HTTPCache, alternating.
-    var configuration = CacheConfiguration()
-    configuration.coalescesRequests = variant != "no-coalescing"
-    configuration.writesBehind = variant != "no-write-behind"
-    let cache = HTTPCache(storage: variant == "no-store" ? DroppingStorage() : MemoryStorage(), configuration: configuration)
-    let hooks: [any ServiceHook] = switch variant {
-    case "none": []
-    case "noop-hook": [NoopHook()]
-    case "minimal": [MinimalCache()]
-    default: [cache]
-    }
     let sides: [any Transport] = [InstantTransport(), Pipeline(transport: InstantTransport(), hooks: hooks)]
     /// The loop, off the main actor: a call from it to a nonisolated function would hop executors.
     @concurrent func run() async throws -> [[Double]] {
@@ -216,23 +225,6 @@ let server = try LoopbackOrigin(script: script)
 let bareStamps = StampingTransport(URLSessionTransport())
 let cachedStamps = StampingTransport(URLSessionTransport())
 let bare: any Transport = stages ? bareStamps : bareStamps.inner
-var configuration = CacheConfiguration()
-configuration.coalescesRequests = variant != "no-coalescing"
-configuration.writesBehind = variant != "no-write-behind"
-let storage: any CacheStorage = switch variant {
-case "no-store": DroppingStorage()
-case "full": MemoryStorage(countLimit: 500) // full from the start: every store evicts one (steady state)
-default: MemoryStorage()
-}
-let cache = HTTPCache(storage: storage, configuration: configuration)
-let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
-let hooks: [any ServiceHook] = switch variant {
-case "none": []
-case "noop-hook": [NoopHook()]
-case "minimal": [MinimalCache()]
-case "timed", "timed-noop": [timed]
-default: [cache]
-}
 let cached = Pipeline(transport: stages ? cachedStamps : cachedStamps.inner, hooks: hooks)
 func url(_ kind: String, _ number: Int) -> URL {
     server.url("/\(kind)", [("n", String(number)), ("cc", "max-age=600"), ("size", "1024")])
