@@ -56,9 +56,11 @@ let cacheConfiguration = configuration
 
 /// A mock origin serving `keyCount` URLs.
 func makeOrigin(_ keyCount: Int) -> MockTransport {
-    let body = Data(repeating: 0x61, count: 1024)
     let mock = MockTransport()
     for key in 0..<keyCount {
+        // A body of its own for each URL, as from a real origin: one `Data` shared by every
+        // response made every hit of every key retain and release one object from both cores.
+        let body = Data(repeating: 0x61, count: 1024)
         mock.route("GET", "/items/\(key)", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
     }
     return mock
