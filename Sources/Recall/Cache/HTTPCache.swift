@@ -287,10 +287,17 @@ public final class HTTPCache: ServiceHook {
             self.isRefresh = isRefresh
         }
 
-        /// This state in `mode`, with `record` and `lead`, and as a background refresh when `isRefresh`.
-        func with(mode: CacheStrategy.Mode, record: CacheRecord?, lead: Lead?, isRefresh: Bool) -> State {
+        /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
+        func asRefresh() -> State {
             State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  record: record, mode: mode, lead: lead, isRefresh: isRefresh)
+                  record: record, mode: mode, lead: .refresh, isRefresh: true)
+        }
+
+        /// This state for the unconditional fetch that follows an unmatched 304: no record, and
+        /// no lead (it ends once, with the call that made the refetch).
+        func refetching() -> State {
+            State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+                  record: nil, mode: .refetching, lead: nil, isRefresh: isRefresh)
         }
 
         /// The storage key of the request.
@@ -553,8 +560,7 @@ public final class HTTPCache: ServiceHook {
             finish(lead, key: key)
             count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
             guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
-            let made = state(mode)
-            context.cacheState = made.with(mode: made.mode, record: made.record, lead: .refresh, isRefresh: true)
+            context.cacheState = state(mode).asRefresh()
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             switch mode {
@@ -703,8 +709,7 @@ public final class HTTPCache: ServiceHook {
         case .refetch(let unconditional, let removing):
             if removing { await remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            // The lead ends once, with this call.
-            context.cacheState = state.with(mode: .refetching, record: nil, lead: nil, isRefresh: state.isRefresh)
+            context.cacheState = state.refetching()
             let fresh = try await again(unconditional)
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
