@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Recall
 import RecallTesting
 #if canImport(FoundationNetworking)
@@ -16,9 +17,11 @@ import FoundationNetworking
 //
 // Variants: cache (the default: the target's measurement), full (a storage full from the
 // start, so that every store evicts one: memory is reused, as in a cache at its steady state),
-// minimal (a hook that only keys, reads and writes one table: a floor for any cache), timed (the cache inside a hook that
-// reads the thread's CPU time around each call: it tells where the time goes, and its own
-// clock calls add about 2 % to the ratio), no-write-behind, no-store, no-coalescing,
+// minimal (a hook that only keys, reads and writes one table: a floor for any cache), raw-table
+// (the same, keyed by the URL's text as it comes), keying alone before the transport: url-text
+// (reads the URL's text), canonical (CacheKeyPolicy's canonical URL), key (HTTPCache.key(for:));
+// timed (the cache inside a hook that reads the thread's CPU time around each call: it tells
+// where the time goes, and its own clock calls add about 2 % to the ratio), no-write-behind, no-store, no-coalescing,
 // noop-hook, timed-noop (the timing hook around a hook that does nothing). --stages wraps both
 // transports in one that time stamps its calls, and splits each side's median into the time
 // before the transport is called, in it, and after it returns.
@@ -34,7 +37,9 @@ var variant = "cache"
 var keysOnly = false
 var stages = false
 var cold: (count: Int, thrashMB: Int)?
-let variants = ["cache", "full", "minimal", "timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
+// The variants whose hook is not an HTTPCache: keying alone, and the others.
+let keyingVariants = ["url-text", "canonical", "key"], otherHookVariants = ["noop-hook", "timed-noop", "minimal", "raw-table"]
+let variants = ["cache", "full", "minimal", "raw-table"] + keyingVariants + ["timed", "no-write-behind", "no-store", "no-coalescing", "noop-hook", "timed-noop"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
@@ -52,7 +57,7 @@ while let argument = arguments.next() {
         keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md
     } else if argument == "--variant", let value = arguments.next(), variants.contains(value) {
         variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md
-        withCache = value != "noop-hook" && value != "timed-noop" && value != "minimal"
+        withCache = !(keyingVariants + otherHookVariants).contains(value)
     } else {
         print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
               + " [--cold N [--thrash MB]]")
@@ -116,21 +121,44 @@ final class StampingTransport: Transport, @unchecked Sendable {
 /// A hook that does nothing, asynchronously: the price of the hook machinery alone.
 struct NoopHook: ServiceHook {}
 
-/// The least a cache can do: the canonical key (``HTTPCache/key(for:)``), one locked table
-/// read, and after the answer one locked table write. No HTTP rules, no coalescing, no
-/// ordering of writes: not a cache anyone should use, but a floor for what any cache costs here.
+/// Ways to key a request, from the least work to the cache's own.
+enum Keying {
+    /// The URL's text as it is (not a cache key anyone should use: equivalent URLs differ).
+    static let urlText: @Sendable (URLRequest) -> String? = { $0.url?.absoluteString }
+    /// The canonical URL alone (``CacheKeyPolicy/canonicalURL(_:)``).
+    static let canonical: @Sendable (URLRequest) -> String? = { [policy = CacheKeyPolicy()] in $0.url.flatMap(policy.canonicalURL) }
+    /// The cache's key (``HTTPCache/key(for:)``): canonical URL, secrets redacted, memo.
+    static let cacheKey: @Sendable (URLRequest) -> String? = { [cache = HTTPCache(storage: MemoryStorage())] in cache.key(for: $0) }
+}
+
+/// The least a cache can do: a key (by default the cache's own), one locked table read, and
+/// after the answer one locked table write. No HTTP rules, no coalescing, no ordering of
+/// writes: not a cache anyone should use, but a floor for what any cache costs here.
 final class MinimalCache: ServiceHook, @unchecked Sendable {
-    let keys = HTTPCache(storage: MemoryStorage())
+    let key: @Sendable (URLRequest) -> String?
     let lock = NSLock()
     var table: [String: Response] = [:]
+    init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
     func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        guard let key = keys.key(for: request) else { return .proceed(request) }
+        guard let key = key(request) else { return .proceed(request) }
         if let found = lock.withLock({ table[key] }) { return .respond(found) }
         return .proceed(request)
     }
     func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
-        if let key = keys.key(for: request) { lock.withLock { table[key] = response } }
+        if let key = key(request) { lock.withLock { table[key] = response } }
         return response
+    }
+}
+
+/// Keys each request before the transport and does nothing else: what keying alone costs.
+final class KeyingHook: ServiceHook {
+    let key: @Sendable (URLRequest) -> String?
+    /// The keys' lengths added up, so that no key can be left unmade.
+    let bytes = Atomic<Int>(0)
+    init(key: @escaping @Sendable (URLRequest) -> String?) { self.key = key }
+    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        bytes.wrappingAdd(key(request)?.utf8.count ?? 0, ordering: .relaxed)
+        return .proceed(request)
     }
 }
 
@@ -181,6 +209,10 @@ let hooks: [any ServiceHook] = switch variant {
 case "none": []
 case "noop-hook": [NoopHook()]
 case "minimal": [MinimalCache()]
+case "raw-table": [MinimalCache(key: Keying.urlText)]
+case "url-text": [KeyingHook(key: Keying.urlText)]
+case "canonical": [KeyingHook(key: Keying.canonical)]
+case "key": [KeyingHook(key: Keying.cacheKey)]
 case "timed", "timed-noop": [timed]
 default: [cache]
 }
