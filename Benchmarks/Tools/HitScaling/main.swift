@@ -20,6 +20,9 @@ import FoundationNetworking
 // shared between tasks, the ceiling that sharing less could reach. Every task's pipeline is made
 // and warmed (each key stored) before the clock starts. --copy-bytes sets the caches'
 // `copyBytesPerCore` (0: no per-core copies of hot records, the code path before them).
+// The last line gives a cache line's round trip between two cores before and after the rounds
+// (``CrossCoreProbe``): where the host has placed the VM's cores far apart, hits that share
+// records between cores (many keys) run slower, and work that shares nothing does not.
 
 var seconds = 1.0
 var rounds = 3
@@ -145,6 +148,7 @@ func measure(tasks: Int, seconds: Double, keyCount: Int, sharing: Sharing) async
 
 var results: [Int: [Double]] = [:]
 var machine: [Int: [Double]] = [:]
+let roundTripBefore = await CrossCoreProbe.roundTrip()
 _ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount, sharing: sharing) // warm up
 for _ in 0..<rounds {
     for tasks in counts {
@@ -164,5 +168,10 @@ for tasks in counts {
         + "\(String(format: "%.2f", median(machine[tasks]!) / machineBase)) | "
         + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
 }
+let roundTripAfter = await CrossCoreProbe.roundTrip()
 let shares = [Sharing.all: "one pipeline", .cache: "one cache, a pipeline per task", .storage: "one storage, a pipeline and cache per task", .none: "a pipeline, cache and storage per task"]
 print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"); \(shares[sharing]!); copyBytesPerCore \(configuration.copyBytesPerCore))")
+if let before = roundTripBefore, let after = roundTripAfter {
+    print(String(format: "(a cache line's round trip between two cores: %.0f ns before the rounds, %.0f ns after;"
+                 + " here ~90 ns with the VM's cores near each other, ~400 ns far apart: see docs/benchmarks.md)", before, after))
+}

@@ -308,7 +308,8 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 }
 print("| | p25 (µs) | p50 (µs) | p75 (µs) | mean (µs) |")
 print("|---|---|---|---|---|")
-for (name, values) in [("bare URLSessionTransport", bareTimes), ("Pipeline + HTTPCache (miss, store)", cachedTimes)] {
+let cachedName = variant == "cache" ? "Pipeline + HTTPCache (miss, store)" : "Pipeline, variant \(variant)"
+for (name, values) in [("bare URLSessionTransport", bareTimes), (cachedName, cachedTimes)] {
     print(String(format: "| %@ | %.0f | %.0f | %.0f | %.0f |", name, percentile(values, 0.25), percentile(values, 0.5),
                  percentile(values, 0.75), values.reduce(0, +) / Double(values.count)))
 }
