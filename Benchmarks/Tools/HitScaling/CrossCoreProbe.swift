@@ -36,18 +36,15 @@ enum CrossCoreProbe {
         }
     }
 
-    /// The median of `samples` measurements of `trips` round trips each, in nanoseconds; nil
-    /// where threads cannot be pinned to two distinct cores (not Linux, one core allowed, or a
-    /// pin refused), since two threads spinning on one core would measure the scheduler.
-    static func roundTrip(trips: Int = 50_000, samples: Int = 3) async -> Double? {
+    /// A round trip in nanoseconds: the mean of the fastest of `batches` batches of
+    /// `tripsPerBatch` round trips (a batch during which either thread was descheduled is slow,
+    /// and would read as a far placement on a busy machine); nil where threads cannot be pinned
+    /// to two distinct cores (not Linux, one core allowed, or a pin refused), since two threads
+    /// spinning on one core would measure the scheduler.
+    static func roundTrip(batches: Int = 50, tripsPerBatch: Int = 1_000) async -> Double? {
         #if canImport(Glibc)
         guard let cores = firstTwoAllowedCores() else { return nil }
-        var measured: [Double] = []
-        for _ in 0..<samples {
-            guard let nanoseconds = await measure(trips: trips, cores: cores) else { return nil }
-            measured.append(nanoseconds)
-        }
-        return measured.sorted()[measured.count / 2]
+        return await measure(batches: batches, tripsPerBatch: tripsPerBatch, cores: cores)
         #else
         return nil
         #endif
@@ -79,7 +76,8 @@ enum CrossCoreProbe {
         var set: CoreSet = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let allowed = withUnsafeMutableBytes(of: &set) { bytes -> [Int] in
             guard calls.getAffinity(0, bytes.count, bytes.baseAddress!) == 0 else { return [] }
-            return Array((0..<(bytes.count * 8)).filter { bytes[$0 / 8] & (1 << ($0 % 8)) != 0 }.prefix(2))
+            let words = bytes.bindMemory(to: UInt64.self) // the C library's words, in the machine's byte order
+            return Array((0..<(words.count * 64)).filter { words[$0 / 64] & (1 << ($0 % 64)) != 0 }.prefix(2))
         }
         return allowed.count == 2 ? (allowed[0], allowed[1]) : nil
     }
@@ -89,15 +87,16 @@ enum CrossCoreProbe {
         guard let calls = Calls.shared, core < MemoryLayout<CoreSet>.size * 8 else { return false }
         var set: CoreSet = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let pinned = withUnsafeMutableBytes(of: &set) { bytes in
-            bytes[core / 8] |= UInt8(1 << (core % 8))
+            bytes.bindMemory(to: UInt64.self)[core / 64] |= 1 << (core % 64)
             return calls.setAffinity(0, bytes.count, bytes.baseAddress!) == 0
         }
         return pinned && calls.currentCore() == core
     }
 
-    /// One measurement: `trips` round trips between a thread on each of `cores`, or nil if
+    /// The fastest batch's mean round trip between a thread on each of `cores`, or nil if
     /// either thread could not be pinned (then neither hands anything back and forth).
-    private static func measure(trips: Int, cores: (Int, Int)) async -> Double? {
+    private static func measure(batches: Int, tripsPerBatch: Int, cores: (Int, Int)) async -> Double? {
+        let trips = batches * tripsPerBatch
         let line = Line()
         return await withCheckedContinuation { (done: CheckedContinuation<Double?, Never>) in
             let answer = Thread {
@@ -115,14 +114,17 @@ enum CrossCoreProbe {
                 }
                 guard line.arrive() else { return done.resume(returning: nil) }
                 let clock = ContinuousClock()
-                let start = clock.now
-                for trip in 0..<trips {
-                    line.turn.store(2 * trip + 1, ordering: .releasing)
-                    while line.turn.load(ordering: .acquiring) != 2 * trip + 2 {}
+                var fastest = Duration.seconds(1_000)
+                for batch in 0..<batches {
+                    let start = clock.now
+                    for trip in (batch * tripsPerBatch)..<((batch + 1) * tripsPerBatch) {
+                        line.turn.store(2 * trip + 1, ordering: .releasing)
+                        while line.turn.load(ordering: .acquiring) != 2 * trip + 2 {}
+                    }
+                    fastest = min(fastest, start.duration(to: clock.now))
                 }
-                let elapsed = start.duration(to: clock.now)
-                let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) * 1e-9
-                done.resume(returning: nanoseconds / Double(trips))
+                let nanoseconds = Double(fastest.components.seconds) * 1e9 + Double(fastest.components.attoseconds) * 1e-9
+                done.resume(returning: nanoseconds / Double(tripsPerBatch))
             }
             answer.start()
             ask.start()

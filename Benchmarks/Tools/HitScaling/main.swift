@@ -174,4 +174,6 @@ print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(
 if let before = roundTripBefore, let after = roundTripAfter {
     print(String(format: "(a cache line's round trip between two cores: %.0f ns before the rounds, %.0f ns after;"
                  + " here ~90 ns with the VM's cores near each other, ~400 ns far apart: see docs/benchmarks.md)", before, after))
+} else {
+    print("(a cache line's round trip between two cores: not measured here, as threads cannot be pinned to two cores)")
 }

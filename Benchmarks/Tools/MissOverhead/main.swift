@@ -338,9 +338,9 @@ func ratioInterval(_ bare: [Double], _ cached: [Double], resamples: Int = 1000) 
 }
 let ratio = percentile(cachedTimes, 0.5) / percentile(bareTimes, 0.5)
 let interval = ratioInterval(bareTimes, cachedTimes)
-print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%; 95 %% interval %+.1f to %+.1f %%), %d pairs, %d misses stored",
-             ratio, (ratio - 1) * 100, (interval.low - 1) * 100, (interval.high - 1) * 100, pairs, cache.statistics.stores)
-    + " (variant: \(variant))")
+print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%; 95 %% interval %+.1f to %+.1f %%), %d pairs",
+             ratio, (ratio - 1) * 100, (interval.low - 1) * 100, (interval.high - 1) * 100, pairs)
+    + (withCache ? ", \(cache.statistics.stores) misses stored" : "") + " (variant: \(variant))")
 if stages {
     print("\nmedians (µs) | before the transport | in it | after it")
     print("|---|---|---|---|")
