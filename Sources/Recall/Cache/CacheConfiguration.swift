@@ -53,9 +53,10 @@ public struct CacheConfiguration: Sendable {
     public var writesBehind = true
     /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it
     /// serves again and again, up to this many bytes per core (256 KiB; a response over a
-    /// sixteenth of it is never copied), and serves their hits from its copies: cores serving
-    /// one response then share no memory for it, so hits scale with cores (docs/benchmarks.md,
-    /// target 1). A copy is served only while the storage holds exactly what it was copied
+    /// sixteenth of it is never copied) and one copy per 4 KiB of it (64 at least), and serves
+    /// their hits from its copies: cores serving one response then share no memory for it, so
+    /// hits scale with cores (docs/benchmarks.md, target 1). Raise it when many responses are
+    /// hot at once (a few MiB for a thousand small ones): the default copies 64. A copy is served only while the storage holds exactly what it was copied
     /// from: a store, removal or eviction of its key in the storage, by this cache or any
     /// other, retires its copies (and those of the keys that share its stripe, about one in
     /// 64). 0 turns it off. Where the platform cannot tell the current core (only glibc

@@ -24,9 +24,9 @@ import Darwin
 /// the count is unchanged; one found out of date is dropped.
 ///
 /// What bounds it: at most ``bytesPerCore`` bytes (by ``CacheRecord/byteCount``) and
-/// ``maximumCopies`` copies per table, a table per core, and only records up to
+/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 at least), a table per core, and only records up to
 /// ``largestRecord`` bytes. A record is copied when a core sees its URL for the third time
-/// (a small direct-mapped table of URL hashes per core remembers the first two sights), so
+/// (a direct-mapped table of URL hashes per core, four slots per copy, remembers the first two sights), so
 /// URLs asked for once or twice copy nothing. A full table admits a new copy only after a sweep
 /// has dropped the copies out of date or not hit since the sweep before, and sweeps once per
 /// ``sweepInterval`` refused copies: a working set too large for the table settles in it
@@ -54,8 +54,11 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     let bytesPerCore: Int
     /// The largest record copied, in bytes.
     let largestRecord: Int
-    /// The most copies per core.
-    let maximumCopies = 64
+    /// The most copies per core: 64, or one per 4 KiB of ``bytesPerCore`` where that is more.
+    let maximumCopies: Int
+    /// Slots of each table's doorkeeper: four per copy, 256 at least (a power of two), so that
+    /// URLs seen in turn seldom push each other out before their third sight.
+    let doorkeeperSlots: Int
     /// One hit of a copy in this many is reported to the eviction policy (the first included).
     static var readReportInterval: Int { 16 }
     /// Looks per window: a table decides at the end of each whether its copies pay.
@@ -92,13 +95,18 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         var copies: [Key: Copy] = [:]
         var bytes = 0
         /// Hashes of URLs seen once or twice (direct-mapped by the hash): a third sight copies.
-        var seen = [Int](repeating: 0, count: 256)
+        var seen: [Int]
         var refusedSinceSweep = 0
         /// Looks and hits served in the current window of ``windowLength`` looks.
         var looks = 0
         var served = 0
         /// Whether the last window served too few hits to pay for its looks (see ``look(for:)``).
         var dormant = false
+
+        /// A table whose doorkeeper has `seenSlots` slots (a power of two).
+        init(seenSlots: Int) {
+            seen = [Int](repeating: 0, count: seenSlots)
+        }
 
         /// Counts a look that `served` a copy or not; at the end of a window, decides whether
         /// the next is dormant (and returns true).
@@ -120,7 +128,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     /// A table, alone on its cache lines with its lock: each slot's memory holds the lock (a
     /// `pthread_mutex_t`) in its first 64 bytes, then the slot (see ``slot(_:)``, ``mutex(of:)``).
     private struct Slot: ~Copyable {
-        var table = Table()
+        var table: Table
         /// The table's ``Table/dormant``, readable without the lock, and the looks it skipped.
         let dormant = Atomic<Bool>(false)
         let skips = Atomic<UInt32>(0)
@@ -144,6 +152,8 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         guard bytesPerCore > 0, let currentCore = currentCore ?? Recall.CurrentCore.function else { return nil }
         self.bytesPerCore = bytesPerCore
         self.largestRecord = bytesPerCore / 16
+        maximumCopies = max(64, bytesPerCore >> 12)
+        doorkeeperSlots = max(256, 1 << (Int.bitWidth - (maximumCopies * 4 - 1).leadingZeroBitCount))
         self.generations = generations
         self.currentCore = currentCore
         slotCount = min(Recall.CurrentCore.configured, 1024)
@@ -156,7 +166,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
             let mutex = base.bindMemory(to: pthread_mutex_t.self, capacity: 1)
             mutex.initialize(to: pthread_mutex_t())
             pthread_mutex_init(mutex, nil)
-            (base + Self.mutexBytes).bindMemory(to: Slot.self, capacity: 1).initialize(to: Slot())
+            (base + Self.mutexBytes).bindMemory(to: Slot.self, capacity: 1).initialize(to: Slot(table: Table(seenSlots: doorkeeperSlots)))
         }
     }
 
@@ -281,7 +291,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
             count(served: false)
             // The doorkeeper: a URL's slot holds its hash after a first sight, the hash with
             // its lowest bit cleared after a second; a third sight admits it.
-            let slot = key.hash & (table.seen.count - 1)
+            let slot = Self.doorkeeperSlot(of: key, slots: table.seen.count)
             let admits: Bool
             switch table.seen[slot] {
             case key.hash:
@@ -296,6 +306,12 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
             }
             return Lookup(key: key, hit: nil, reportsRead: false, admits: admits)
         }
+    }
+
+    /// The doorkeeper slot of `key` among `slots` (a power of two). Not the hash's lowest bits:
+    /// its lowest bit is always set (``Key``), and would leave half the slots unused.
+    static func doorkeeperSlot(of key: Key, slots: Int) -> Int {
+        (key.hash >> 1) & (slots - 1)
     }
 
     /// Copies `record`, just read from the storage for `key` (a lookup that admits it) with

@@ -235,6 +235,50 @@ struct PerCoreCopiesTests {
         #expect(copies.look(for: hot)?.hit?.record == record)
     }
 
+    @Test("a larger budget holds more copies (one per 4 KiB, 64 at least), and a working set seen in turn is copied nearly whole")
+    func largerBudgetsHoldMoreCopies() throws {
+        let generations = RecordGenerations()
+        let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
+        #expect(PerCoreCopies<Int>(bytesPerCore: CacheConfiguration().copyBytesPerCore, generations: generations,
+                                   currentCore: pinned)?.maximumCopies == 64, "the default budget keeps the first edition's 64")
+        #expect(PerCoreCopies<Int>(bytesPerCore: 64 << 10, generations: generations, currentCore: pinned)?.maximumCopies == 64)
+        let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 4 << 20, generations: generations, currentCore: pinned))
+        #expect(copies.maximumCopies == 1024)
+        #expect(copies.doorkeeperSlots == 4096)
+        // 600 URLs hit in turn, as a client walking a catalogue does: each is seen again only
+        // after all the others, so the doorkeeper must remember far more than 256 of them. Two
+        // URLs whose hashes share a slot push each other out on every pass and are never
+        // copied; with four slots per copy, about one in eight of 600.
+        let urls = (0..<600).map { "https://origin.test/items/\($0)" }
+        let slots = urls.map { PerCoreCopies<Int>.doorkeeperSlot(of: .init($0), slots: copies.doorkeeperSlots) }
+        let alone = Set(urls.indices.filter { index in slots.count { $0 == slots[index] } == 1 }.map { urls[$0] })
+        #expect(alone.count > 480, "\(alone.count) of 600 URLs have a doorkeeper slot of their own")
+        // The first passes find no copies, so the table goes dormant and looks at one URL in 8:
+        // it takes some dozens of passes to copy them all, as it takes a real workload some
+        // dozens of hits of each.
+        var copied = Set<String>()
+        var passes = 0
+        while !alone.isSubset(of: copied), passes < 1_000 {
+            passes += 1
+            for url in urls {
+                guard let lookup = copies.look(for: url), lookup.admits else { continue }
+                let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("x".utf8), url: URL(string: url),
+                                       requestTime: Date(), responseTime: Date())
+                let record = CacheRecord(key: url, variants: [entry])
+                let stripe = RecordGenerations.stripe(of: url)
+                copies.offer(record, for: lookup.key, stripe: stripe, generation: generations.current(stripe)) {
+                    record.unsharedCopy().map { (1, $0, url.unsharedCopy) }
+                }
+                copied.insert(url)
+            }
+        }
+        let held = copies.usage.copies
+        #expect(alone.isSubset(of: copied), "after \(passes) passes, every URL with a slot of its own was copied")
+        #expect(held == copied.count && held <= copies.maximumCopies, "\(held) copies held, \(copied.count) made")
+        let served = urls.filter { copies.look(for: $0)?.hit != nil }.count
+        #expect(served == held, "every copy serves its URL")
+    }
+
     @Test("a full table sweeps once per 256 refused copies; a dormant one 16 times more rarely")
     func fullTablesSweepRarely() throws {
         for dormant in [false, true] {
