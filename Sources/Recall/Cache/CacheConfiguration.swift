@@ -51,16 +51,16 @@ public struct CacheConfiguration: Sendable {
     /// then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
     /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".
     public var writesBehind = true
-    /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it
-    /// serves again and again, up to this many bytes per core (256 KiB; a response over a
-    /// sixteenth of it is never copied) and one copy per 4 KiB of it (64 at least), and serves
-    /// their hits from its copies: cores serving one response then share no memory for it, so
-    /// hits scale with cores (docs/benchmarks.md, target 1). Raise it when many responses are
-    /// hot at once (a few MiB for a thousand small ones): the default copies 64. A copy is served only while the storage holds exactly what it was copied
-    /// from: a store, removal or eviction of its key in the storage, by this cache or any
-    /// other, retires its copies (and those of the keys that share its stripe, about one in
-    /// 64). 0 turns it off. Where the platform cannot tell the current core (only glibc
-    /// and musl can so far), there are no copies. See docs/caching.md, "Per-core copies".
+    /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it serves
+    /// again and again, up to this many bytes per core (256 KiB; a response over a sixteenth of it is
+    /// never copied) and one copy per 4 KiB of it (64 to 65,536), and serves their hits from its
+    /// copies: cores serving one response then share no memory for it, so hits scale with cores
+    /// (docs/benchmarks.md, target 1). Raise it when many responses are hot at once (a few MiB for a
+    /// thousand small ones): the default copies 64. A copy is served only while the storage holds
+    /// exactly what it was copied from: a store, removal or eviction of its key in the storage, by this
+    /// cache or any other, retires its copies (and those of the keys that share its stripe, about one
+    /// in 64). 0 turns it off. Where the platform cannot tell the current core (only glibc and musl can
+    /// so far), there are no copies. See docs/caching.md, "Per-core copies".
     public var copyBytesPerCore = 256 << 10
 
     /// When the origin cannot be reached at all (connection refused or reset, DNS failure, the

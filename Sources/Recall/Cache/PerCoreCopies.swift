@@ -24,7 +24,7 @@ import Darwin
 /// the count is unchanged; one found out of date is dropped.
 ///
 /// What bounds it: at most ``bytesPerCore`` bytes (by ``CacheRecord/byteCount``) and
-/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 at least), a table per core, and only records up to
+/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 to 65,536), a table per core, and only records up to
 /// ``largestRecord`` bytes. A record is copied when a core sees its URL for the third time
 /// (a direct-mapped table of URL hashes per core, four slots per copy, remembers the first two sights), so
 /// URLs asked for once or twice copy nothing. A full table admits a new copy only after a sweep
@@ -54,7 +54,8 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     let bytesPerCore: Int
     /// The largest record copied, in bytes.
     let largestRecord: Int
-    /// The most copies per core: 64, or one per 4 KiB of ``bytesPerCore`` where that is more.
+    /// The most copies per core: one per 4 KiB of ``bytesPerCore``, 64 at least and 65,536 at
+    /// most (so that a budget meant as "no limit" costs no more than a few MiB of doorkeeper).
     let maximumCopies: Int
     /// Slots of each table's doorkeeper: four per copy, 256 at least (a power of two), so that
     /// URLs seen in turn seldom push each other out before their third sight.
@@ -152,7 +153,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         guard bytesPerCore > 0, let currentCore = currentCore ?? Recall.CurrentCore.function else { return nil }
         self.bytesPerCore = bytesPerCore
         self.largestRecord = bytesPerCore / 16
-        maximumCopies = max(64, bytesPerCore >> 12)
+        maximumCopies = min(max(64, bytesPerCore >> 12), 1 << 16)
         doorkeeperSlots = max(256, 1 << (Int.bitWidth - (maximumCopies * 4 - 1).leadingZeroBitCount))
         self.generations = generations
         self.currentCore = currentCore

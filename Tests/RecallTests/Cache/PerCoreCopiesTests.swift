@@ -242,6 +242,8 @@ struct PerCoreCopiesTests {
         #expect(PerCoreCopies<Int>(bytesPerCore: CacheConfiguration().copyBytesPerCore, generations: generations,
                                    currentCore: pinned)?.maximumCopies == 64, "the default budget keeps the first edition's 64")
         #expect(PerCoreCopies<Int>(bytesPerCore: 64 << 10, generations: generations, currentCore: pinned)?.maximumCopies == 64)
+        let unlimited = try #require(PerCoreCopies<Int>(bytesPerCore: .max, generations: generations, currentCore: pinned))
+        #expect(unlimited.maximumCopies == 1 << 16 && unlimited.doorkeeperSlots == 1 << 18, "a budget of no limit has bounded tables")
         let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 4 << 20, generations: generations, currentCore: pinned))
         #expect(copies.maximumCopies == 1024)
         #expect(copies.doorkeeperSlots == 4096)
