@@ -24,7 +24,7 @@ import Darwin
 /// the count is unchanged; one found out of date is dropped.
 ///
 /// What bounds it: at most ``bytesPerCore`` bytes (by ``CacheRecord/byteCount``) and
-/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 to 65,536), a table per core, and only records up to
+/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 to 16,384), a table per core, and only records up to
 /// ``largestRecord`` bytes. A record is copied when a core sees its URL for the third time
 /// (a direct-mapped table of URL hashes per core, four slots per copy, remembers the first two sights), so
 /// URLs asked for once or twice copy nothing. A full table admits a new copy only after a sweep
@@ -54,19 +54,23 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     let bytesPerCore: Int
     /// The largest record copied, in bytes.
     let largestRecord: Int
-    /// The most copies per core: one per 4 KiB of ``bytesPerCore``, 64 at least and 65,536 at
-    /// most (so that a budget meant as "no limit" costs no more than a few MiB of doorkeeper).
+    /// The most copies per core: one per 4 KiB of ``bytesPerCore``, 64 at least and 16,384 at
+    /// most (so that a budget meant as "no limit" costs at most 512 KiB of doorkeeper per core).
     let maximumCopies: Int
     /// Slots of each table's doorkeeper: four per copy, 256 at least (a power of two), so that
-    /// URLs seen in turn seldom push each other out before their third sight.
+    /// most URLs seen in turn keep their slot until their third sight (with as many URLs as copies, about one in five shares a slot).
     let doorkeeperSlots: Int
     /// One hit of a copy in this many is reported to the eviction policy (the first included).
     static var readReportInterval: Int { 16 }
     /// Looks per window: a table decides at the end of each whether its copies pay.
     static var windowLength: Int { 256 }
     /// A full table sweeps once per this many copies it refused: rarely, so that a working set
-    /// larger than the table settles instead of being copied in and dropped in turn.
-    static var sweepInterval: Int { 256 }
+    /// larger than the table settles instead of being copied in and dropped in turn; and at
+    /// least four refusals per copy held, so that a sweep (a pass over the copies) costs each
+    /// refusal a quarter of a copy at most.
+    let sweepInterval: Int
+    /// The least ``sweepInterval``, that of a table of up to 64 copies.
+    static var minimumSweepInterval: Int { 256 }
     /// A dormant table sweeps this many times more rarely still: its copies do not pay, so
     /// making new ones (a deep copy each) is mostly waste; it keeps a trickle, to wake by.
     static var dormantSweepFactor: Int { 16 }
@@ -153,7 +157,8 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         guard bytesPerCore > 0, let currentCore = currentCore ?? Recall.CurrentCore.function else { return nil }
         self.bytesPerCore = bytesPerCore
         self.largestRecord = bytesPerCore / 16
-        maximumCopies = min(max(64, bytesPerCore >> 12), 1 << 16)
+        maximumCopies = min(max(64, bytesPerCore >> 12), 1 << 14)
+        sweepInterval = max(Self.minimumSweepInterval, maximumCopies * 4)
         doorkeeperSlots = max(256, 1 << (Int.bitWidth - (maximumCopies * 4 - 1).leadingZeroBitCount))
         self.generations = generations
         self.currentCore = currentCore
@@ -220,7 +225,8 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
 
         init(_ text: String) {
             self.text = text
-            hash = text.hashValue | 1 // odd: never 0 (an empty slot), nor its own second-sight mark
+            let odd = text.hashValue | 1
+            hash = odd == 1 ? 3 : odd // odd: never 0 (an empty slot), and not 1, whose second-sight mark would be 0
         }
 
         init(text: String, hash: Int) {
@@ -342,10 +348,10 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     /// hit since the last sweep; whether it swept.
     private func sweep(_ table: inout Table) -> Bool {
         table.refusedSinceSweep += 1
-        guard table.refusedSinceSweep >= Self.sweepInterval * (table.dormant ? Self.dormantSweepFactor : 1) else { return false }
+        guard table.refusedSinceSweep >= sweepInterval * (table.dormant ? Self.dormantSweepFactor : 1) else { return false }
         table.refusedSinceSweep = 0
         var kept: [Key: Copy] = [:]
-        kept.reserveCapacity(maximumCopies)
+        kept.reserveCapacity(table.copies.count)
         var bytes = 0
         for (key, var copy) in table.copies where copy.recentlyHit && generations.current(copy.stripe) == copy.generation {
             copy.recentlyHit = false
