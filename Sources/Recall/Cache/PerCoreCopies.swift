@@ -24,13 +24,13 @@ import Darwin
 /// the count is unchanged; one found out of date is dropped.
 ///
 /// What bounds it: at most ``bytesPerCore`` bytes (by ``CacheRecord/byteCount``) and
-/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 to 16,384), a table per core, and only records up to
-/// ``largestRecord`` bytes. A record is copied when a core sees its URL for the third time
-/// (a direct-mapped table of URL hashes per core, four slots per copy, remembers the first two sights), so
-/// URLs asked for once or twice copy nothing. A full table admits a new copy only after a sweep
-/// has dropped the copies out of date or not hit since the sweep before, and sweeps once per
-/// ``sweepInterval`` refused copies: a working set too large for the table settles in it
-/// instead of being copied in and dropped in turn.
+/// ``maximumCopies`` copies per table (one per 4 KiB of the budget, 64 to 16,384), a table per
+/// core, and only records up to ``largestRecord`` bytes. A record is copied when a core sees its
+/// URL for the third time (a direct-mapped table of URL hashes per core, four slots per copy,
+/// remembers the first two sights), so URLs asked for once or twice copy nothing. A full table
+/// admits a new copy only after a sweep has dropped the copies out of date or not hit since the
+/// sweep before, and sweeps once per ``sweepInterval`` refused copies: a working set too large
+/// for the table settles in it instead of being copied in and dropped in turn.
 ///
 /// Every lock is taken with `trylock`: a task that finds its core's table busy (the thread
 /// holding it was preempted) reads the shared storage instead of waiting.
@@ -57,8 +57,9 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     /// The most copies per core: one per 4 KiB of ``bytesPerCore``, 64 at least and 16,384 at
     /// most (so that a budget meant as "no limit" costs at most 512 KiB of doorkeeper per core).
     let maximumCopies: Int
-    /// Slots of each table's doorkeeper: four per copy, 256 at least (a power of two), so that
-    /// most URLs seen in turn keep their slot until their third sight (with as many URLs as copies, about one in five shares a slot).
+    /// Slots of each table's doorkeeper: four per copy, rounded up to a power of two (so 256 at
+    /// least), so that most URLs seen in turn keep their slot until their third sight (with as
+    /// many URLs as copies, about one in five shares a slot).
     let doorkeeperSlots: Int
     /// One hit of a copy in this many is reported to the eviction policy (the first included).
     static var readReportInterval: Int { 16 }
@@ -159,7 +160,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         self.largestRecord = bytesPerCore / 16
         maximumCopies = min(max(64, bytesPerCore >> 12), 1 << 14)
         sweepInterval = max(Self.minimumSweepInterval, maximumCopies * 4)
-        doorkeeperSlots = max(256, 1 << (Int.bitWidth - (maximumCopies * 4 - 1).leadingZeroBitCount))
+        doorkeeperSlots = 1 << (Int.bitWidth - (maximumCopies * 4 - 1).leadingZeroBitCount)
         self.generations = generations
         self.currentCore = currentCore
         slotCount = min(Recall.CurrentCore.configured, 1024)
