@@ -56,6 +56,9 @@ public final class HTTPCache: ServiceHook {
     private let unownedCopies: Unmanaged<PerCoreCopies<Location>>?
     private let partitioner: CachePartitioner
     private let writes = KeyedLock()
+    /// Removals per stripe of keys: an answer to a request that began before its key's latest
+    /// removal is not stored, and does not lead later requests (``InvalidationEpochs``).
+    private let epochs = InvalidationEpochs()
     /// Counts completed stores and removals: a request that reads it before its lookup and leads
     /// a miss afterwards looks again only when it changed (nothing can have been stored for it
     /// otherwise). One atomic load, so the hit path pays no lock for it.
@@ -167,6 +170,8 @@ public final class HTTPCache: ServiceHook {
         var stripe: Int
         /// The key's stripe in a memory storage's change counts (``RecordGenerations/stripe(of:)``), worked out once.
         var generationStripe: Int
+        /// The key's stripe in the cache's removal counts (``InvalidationEpochs``), worked out once.
+        var epochStripe: Int
         /// Whether it came from the memo.
         var remembered = true
     }
@@ -191,8 +196,10 @@ public final class HTTPCache: ServiceHook {
             let key = partitioner.redactingSecrets(in: canonical)
             guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
             let namespaced = configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
+            let hash = namespaced.hashValue
             return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
-                            generationStripe: RecordGenerations.stripe(of: namespaced), remembered: false)
+                            generationStripe: hash & (RecordGenerations.stripeCount - 1),
+                            epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
         }
     }
 
@@ -264,6 +271,9 @@ public final class HTTPCache: ServiceHook {
         let partition: String
         let inScope: Set<String>
         let requestTime: Date
+        /// The removal counts when the request started: its answer is stored only while they
+        /// hold (``InvalidationEpochs``).
+        let since: InvalidationEpochs.Snapshot
         /// The record as the lookup found it (`nil`: there was none, or no lookup).
         let record: CacheRecord?
         /// What the request is to the cache (see ``CacheStrategy/Mode``).
@@ -275,12 +285,13 @@ public final class HTTPCache: ServiceHook {
         let isRefresh: Bool
 
         init(location: Location, method: HTTPMethod, partition: String, inScope: Set<String>, requestTime: Date,
-             record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
+             since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
             self.location = location
             self.method = method
             self.partition = partition
             self.inScope = inScope
             self.requestTime = requestTime
+            self.since = since
             self.record = record
             self.mode = mode
             self.lead = lead
@@ -290,14 +301,15 @@ public final class HTTPCache: ServiceHook {
         /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
         func asRefresh() -> State {
             State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  record: record, mode: mode, lead: .refresh, isRefresh: true)
+                  since: since, record: record, mode: mode, lead: .refresh, isRefresh: true)
         }
 
         /// This state for the unconditional fetch that follows an unmatched 304: no record, and
-        /// no lead (it ends once, with the call that made the refetch).
-        func refetching() -> State {
+        /// no lead (it ends once, with the call that made the refetch). It starts anew at the
+        /// removal counts `since` (after its own removal of what did not match).
+        func refetching(since: InvalidationEpochs.Snapshot) -> State {
             State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  record: nil, mode: .refetching, lead: nil, isRefresh: isRefresh)
+                  since: since, record: nil, mode: .refetching, lead: nil, isRefresh: isRefresh)
         }
 
         /// The storage key of the request.
@@ -353,11 +365,13 @@ public final class HTTPCache: ServiceHook {
         var requestTime: Date
         /// The request's partition ("" for invalidations, which do not read it).
         var partition: String
+        /// The removal counts when the request started.
+        var since: InvalidationEpochs.Snapshot
 
         /// The request's state, in `mode`, for what goes to the origin.
         func state(record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
             State(location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  record: record, mode: mode, lead: lead)
+                  since: since, record: record, mode: mode, lead: lead)
         }
     }
 
@@ -381,7 +395,7 @@ public final class HTTPCache: ServiceHook {
         // Every route that reads a record or stores a state reads the partition, but invalidation.
         let partition = route == .invalidate ? "" : partition(of: request, facts, at: location, inScope: inScope)
         let scheduling = Scheduling(facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
-                                    partition: partition)
+                                    partition: partition, since: epochs.snapshot(stripe: location.epochStripe))
         // A store made after its answer lands before anything else reads or writes its key.
         if pendingWrites.mayHold(stripe: location.stripe) { return .suspended(.pendingWrite(scheduling)) }
         return schedule(scheduling, copy: copy, request, context: context)
@@ -440,7 +454,9 @@ public final class HTTPCache: ServiceHook {
         let before = self.before(request, scheduling, record: record)
         if case .send = before, configuration.coalescesRequests {
             let key = scheduling.location.key
-            let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields)
+            // A request that starts after an invalidation of its key never waits for a fetch
+            // that began before it: the epoch is part of what requests coalesce on.
+            let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
             // Over a memory storage, with no other process to ask, a miss nobody leads yet is
             // led without suspending; the others wait for their leader.
             guard coordinator == nil, let memory, flights.tryLead(flightKey) else {
@@ -515,7 +531,8 @@ public final class HTTPCache: ServiceHook {
                 before = self.before(request, scheduling, record: record)
             }
             if case .send = before, let coordinator {
-                let name = partitioner.fetchName(flightKey)
+                // (Named without the epoch, which is this process's own.)
+                let name = partitioner.fetchName(RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields))
                 if await coordinator.claim(name) {
                     lead = .flight(flightKey, claim: name)
                     // Another process may have stored it between our lookup and our claim.
@@ -631,9 +648,11 @@ public final class HTTPCache: ServiceHook {
         count(after, response: response, state: state, context: context)
         if let memory {
             // The answer came for the URL looked up: `target` is the key locked and watched.
-            if case .store(let entry) = after, let target, target.key == state.key {
-                let existing = keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)
-                if let evicted = memory.storeNow(record(storing: entry, key: target.key, over: existing), watched: true) {
+            if case .store(let entry) = after, let target, target.key == state.key,
+               epochs.isCurrent(state.since, stripe: target.epochStripe),
+               let updated = record(storing: entry, key: target.key,
+                                    over: keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)) {
+                if let evicted = memory.storeNow(updated, watched: true) {
                     remember(target, for: exchange.answered.url)
                     stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
                 }
@@ -678,7 +697,8 @@ public final class HTTPCache: ServiceHook {
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             remember(target, for: exchange.answered.url)
-            await store(entry, key: target.key, keepsNothing: keepsNothing(entry, key: target.key, state: state), context: recording)
+            await store(entry, at: target, keepsNothing: keepsNothing(entry, key: target.key, state: state), since: state.since,
+                        context: recording)
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         count(after, response: response, state: state, context: context)
@@ -704,17 +724,20 @@ public final class HTTPCache: ServiceHook {
             return response
         case .invalidate(let urls, let post):
             await invalidate(urls, after: sent)
-            if let post, let key = key(for: CacheStrategy.asGet(sent)) { await store(post, key: key, keepsNothing: false, context: recording) }
+            // (The write's own answer: stored after its invalidation, whatever came before.)
+            if let post, let location = locate(CacheStrategy.asGet(sent)) {
+                await store(post, at: location, keepsNothing: false, since: nil, context: recording)
+            }
             return response
         case .refetch(let unconditional, let removing):
             if removing { await remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            context.cacheState = state.refetching()
+            context.cacheState = state.refetching(since: removing ? epochs.snapshot(stripe: state.location.epochStripe) : state.since)
             let fresh = try await again(unconditional)
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
             if let target {
-                await freshen(key: target.key, partition: exchange.partition, request: exchange.answered, with: response, state: state,
+                await freshen(target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
                               at: exchange.now, context: recording)
             }
             return response
@@ -787,27 +810,40 @@ public final class HTTPCache: ServiceHook {
     /// partition's other `Vary` variants, read afresh. `keepsNothing`: what this request's
     /// lookup found holds nothing `entry` would not replace, so the read is saved (a response
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
-    /// Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
-    private func store(_ entry: CacheEntry, key: String, keepsNothing: Bool, context: RequestContext? = nil) async {
+    /// Stores nothing when a removal of the key came after `since` (the removal counts when the
+    /// request began; `nil` for the answer of the write that removed): that answer may predate
+    /// the write. Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
+    private func store(_ entry: CacheEntry, at location: Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
+                       context: RequestContext? = nil) async {
+        let key = location.key
         await writes.lock(key)
+        defer { writes.unlock(key) }
+        if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
+        guard let updated = record(storing: entry, key: key, over: existing) else { return }
         if let memory {
-            stored(context: context, evicted: memory.storeNow(record(storing: entry, key: key, over: existing)).count)
+            stored(context: context, evicted: memory.storeNow(updated).count)
         } else {
-            await storage.store(record(storing: entry, key: key, over: existing))
+            await storage.store(updated)
             stored(context: context)
         }
-        writes.unlock(key)
     }
 
     /// The record of `key` with `entry` stored in it: first, then `existing`'s responses of the
     /// other partitions and this partition's other `Vary` variants, at most
-    /// ``CacheConfiguration/maxVariants`` in all.
-    private func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
-        let kept = existing?.variants.filter { old in
-            old.partition != entry.partition
-                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
-        } ?? []
+    /// ``CacheConfiguration/maxVariants`` in all. `nil` when `existing` holds a response that
+    /// `entry` would replace and whose request began later than `entry`'s: the later request's
+    /// answer stays.
+    private func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord? {
+        var kept: [CacheEntry] = []
+        for old in existing?.variants ?? [] {
+            if old.partition != entry.partition
+                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues) {
+                kept.append(old)
+            } else if old.requestTime > entry.requestTime, (old.status == 206) == (entry.status == 206) {
+                return nil
+            }
+        }
         return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants)))
     }
 
@@ -843,6 +879,7 @@ public final class HTTPCache: ServiceHook {
     /// before it is seen).
     private func remove(_ key: String, counting: Bool = false) async {
         await writes.lock(key)
+        epochs.advance(stripe: epochStripe(of: key))
         if counting, await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
         await storage.remove(key)
         writeCount.add(1, ordering: .releasing)
@@ -853,6 +890,7 @@ public final class HTTPCache: ServiceHook {
     /// `Vary` values) from the record of `key`, keeping the others.
     private func discard(_ outdated: CacheEntry, key: String) async {
         await writes.lock(key)
+        epochs.advance(stripe: epochStripe(of: key))
         if let record = await lookup(key) {
             let kept = record.variants.filter { entry in
                 entry.partition != outdated.partition || entry.varyValues != outdated.varyValues || (entry.status == 206) != (outdated.status == 206)
@@ -867,14 +905,14 @@ public final class HTTPCache: ServiceHook {
         writes.unlock(key)
     }
 
-    private func freshen(key: String, partition: String, request: URLRequest, with response: Response, state: State, at date: Date,
-                         context: RequestContext?) async {
-        guard let record = await lookup(key),
+    private func freshen(_ location: Location, partition: String, request: URLRequest, with response: Response, state: State,
+                         at date: Date, context: RequestContext?) async {
+        guard let record = await lookup(location.key),
               let entry = strategy.variant(in: record, for: request, partition: partition, inScope: state.inScope),
               rules.notModified(response, matches: entry),
               response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
-        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), key: key, keepsNothing: false,
-                    context: context)
+        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), at: location,
+                    keepsNothing: false, since: state.since, context: context)
     }
 
     /// Removes the stored responses of `urls` (the targets of a successful unsafe `request`),
@@ -889,6 +927,11 @@ public final class HTTPCache: ServiceHook {
     }
 
     // MARK: Helpers
+
+    /// The stripe of `key` in ``epochs`` (its ``Location/epochStripe``, for a key at hand).
+    private func epochStripe(of key: String) -> Int {
+        InvalidationEpochs.stripe(ofHash: key.hashValue)
+    }
 
     /// Ends what `state` leads: wakes the requests waiting for its miss, or lets the key be refreshed again.
     private func finish(_ state: State) {

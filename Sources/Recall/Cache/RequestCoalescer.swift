@@ -27,10 +27,12 @@ final class RequestCoalescer: Sendable {
     /// The key requests coalesce on: the storage key and every header field of the request, so
     /// a response that varies on any of them is never handed to a request it was not made for.
     /// `hasFields`: whether the request has any (``RequestFacts/hasFields``), so that a request
-    /// with none is not read again.
-    static func key(_ key: String, _ request: URLRequest, hasFields: Bool) -> String {
-        guard hasFields, let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return key }
-        var result = key
+    /// with none is not read again. `epoch`: the key's removal count when the request started
+    /// (``InvalidationEpochs``), so that a request never waits for a fetch begun before the
+    /// latest invalidation of its key.
+    static func key(_ key: String, _ request: URLRequest, hasFields: Bool, epoch: UInt64 = 0) -> String {
+        var result = epoch == 0 ? key : key + "\n\u{0}epoch \(epoch)"
+        guard hasFields, let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return result }
         for (name, value) in fields.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             result += "\n" + name.lowercased() + ": " + value
         }

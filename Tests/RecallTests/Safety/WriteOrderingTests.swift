@@ -1,0 +1,84 @@
+import Foundation
+import Recall
+import RecallTesting
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An origin whose resource has a version a `PUT` bumps; a `GET` answers the version it found
+/// when it arrived, `max-age=600`. The first `GET` can be held at a gate after it read the
+/// version, as a slow answer produced before a write.
+private final class VersionedOrigin: Sendable {
+    let mock = MockTransport()
+    let version = Locked(1)
+    let firstGet = Gate()
+    private let gets = Locked(0)
+
+    init() {
+        mock.route("GET", "/doc") { [version, firstGet, gets] request in
+            let current = version.withLock { $0 }
+            if gets.withLock({ count -> Bool in count += 1; return count == 1 }) { await firstGet.wait() }
+            return Response(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v\(current)".utf8), url: request.url)
+        }
+        mock.route("PUT", "/doc") { [version] request in
+            version.withLock { $0 += 1 }
+            return Response(status: 204, url: request.url)
+        }
+    }
+
+    var getsSeen: Int { gets.withLock { $0 } }
+}
+
+@Suite("Safety: no stale data after a completed write")
+struct WriteOrderingTests {
+    enum Store: String, CaseIterable, Sendable { case memory, disk }
+
+    private func cache(_ store: Store, coalescing: Bool) throws -> HTTPCache {
+        var configuration = CacheConfiguration()
+        configuration.coalescesRequests = coalescing
+        let storage: any CacheStorage = store == .memory ? MemoryStorage() : try DiskStorage(directory: temporaryDirectory())
+        return HTTPCache(storage: storage, configuration: configuration)
+    }
+
+    private func request(_ method: String) -> URLRequest {
+        var request = URLRequest(url: URL(string: "https://origin.test/doc")!)
+        request.httpMethod = method
+        return request
+    }
+
+    @Test("a GET answered before a PUT but arriving after it never overwrites what a later GET stored", arguments: Store.allCases)
+    func lateAnswerIsNotStored(store: Store) async throws {
+        let origin = VersionedOrigin()
+        let cache = try cache(store, coalescing: false)
+        let pipeline = Pipeline(transport: origin.mock, hooks: [cache])
+        let early = Task { try await pipeline.send(request("GET")) }
+        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
+        #expect(try await pipeline.send(request("PUT")).status == 204)
+        #expect(try await pipeline.send(request("GET")).bodyText == "v2") // after the PUT: the new version, stored
+        origin.firstGet.open()
+        #expect(try await early.value.bodyText == "v1") // it began before the PUT: its own answer
+        await cache.flush()
+        let later = try await pipeline.send(request("GET"))
+        #expect(later.bodyText == "v2")
+        #expect(later.source == .cache)
+    }
+
+    @Test("a GET that starts after a PUT completed never joins a fetch that began before it", arguments: Store.allCases)
+    func noJoiningAnOlderFetch(store: Store) async throws {
+        let origin = VersionedOrigin()
+        let cache = try cache(store, coalescing: true)
+        let pipeline = Pipeline(transport: origin.mock, hooks: [cache])
+        let early = Task { try await pipeline.send(request("GET")) }
+        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
+        #expect(try await pipeline.send(request("PUT")).status == 204)
+        let after = Task { try await pipeline.send(request("GET")) }
+        // It either waits for the early fetch (the defect) or goes to the origin itself.
+        try await waitUntil("the second GET waiting or at the origin") { cache.statistics.waiting == 1 || origin.getsSeen == 2 }
+        origin.firstGet.open()
+        #expect(try await after.value.bodyText == "v2")
+        #expect(try await early.value.bodyText == "v1")
+        await cache.flush()
+        #expect(try await pipeline.send(request("GET")).bodyText == "v2")
+    }
+}
