@@ -14,13 +14,23 @@
 //     other test's allocations blur the measurement.
 //
 //   recall-test-child limits [SLOW_URL]
-//     Runs the time-limit scenarios of the retry layer against a transport that ignores
-//     cancellation (it answers seconds later, whatever happens to the task that asked) and
-//     prints one line per scenario: "<scenario> elapsedMs <ms> outcome <what the caller got> …".
-//     With SLOW_URL (a loopback origin answering after a second), also through URLSessionTransport,
+//     Runs the time-limit scenarios of the retry layer against transports that ignore
+//     cancellation (they answer only once released, after every scenario was measured, whatever
+//     happens to the task that asked, however slow the machine) and prints one line per
+//     scenario: "<scenario> elapsedMs <ms> outcome <what the caller got> …".
+//     With SLOW_URL (a loopback origin slow to answer), also through URLSessionTransport,
 //     whose attempts run in the caller's task (it responds to cancellation).
 //     Alone in its process, so no other test keeps the cooperative thread pool busy and the
 //     milliseconds measured are the pipeline's own.
+//
+//   recall-test-child protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async]
+//     Sends TASKS requests, eight at a time, through a plain URLSession whose configuration
+//     sends through Recall (RecallURLProtocol, over a transport answering after a random
+//     0–3 ms): half with `data(from:)` in a Swift task cancelled after a random 0–MAX_DELAY_US
+//     microseconds (3,000 by default), half as completion-handler tasks cancelled with
+//     `URLSessionTask.cancel()` (or all of one kind); prints "finished N answered A cancelled C". A delivery that
+//     reaches the session after its task was cancelled crashes the process (corelibs' task
+//     registry), which only a child process can show.
 import Foundation
 import Recall
 import RecallTesting
@@ -120,30 +130,34 @@ func limits(slowURL: URL?) async {
         let result = await Task { try await pipeline.send(request) }.result
         return (ContinuousClock.now - start, result)
     }
+    // Transports that answer only when released (below, once everything is measured): no
+    // answer can beat a limit, however late a loaded machine runs the timers.
     var transports: [StubbornTransport] = []
 
-    let slow = StubbornTransport(seconds: 1)
+    let slow = StubbornTransport()
     transports.append(slow)
     let (timeoutElapsed, timeoutResult) = await timed(Pipeline(transport: slow, retrierFactory: .policy(policy(attemptTimeout: .milliseconds(200)))))
     print("attemptTimeout elapsedMs \(milliseconds(timeoutElapsed)) outcome \(outcome(timeoutResult))")
 
-    let retried = StubbornTransport(seconds: 1)
+    // A deadline several attempt timeouts long (and reached before the 10 attempts are), so that a
+    // timer firing late still leaves room for a retry.
+    let retried = StubbornTransport()
     transports.append(retried)
-    let deadlinePolicy = policy(maxAttempts: 5, attemptTimeout: .milliseconds(100), deadline: .milliseconds(300))
+    let deadlinePolicy = policy(maxAttempts: 10, attemptTimeout: .milliseconds(250), deadline: .seconds(2))
     let (deadlineElapsed, deadlineResult) = await timed(Pipeline(transport: retried, retrierFactory: .policy(deadlinePolicy)))
     print("deadline elapsedMs \(milliseconds(deadlineElapsed)) outcome \(outcome(deadlineResult)) attempts \(retried.started)")
 
-    let ignoring = StubbornTransport(seconds: 1)
+    let ignoring = StubbornTransport()
     transports.append(ignoring)
     let pipeline = Pipeline(transport: ignoring)
     let call = Task { try await pipeline.send(request) }
-    try? await Task.sleep(for: .milliseconds(100))
+    await ignoring.waitUntilStarted() // the attempt is under way
     let cancelledAt = ContinuousClock.now
     call.cancel()
     let cancelled = await call.result
     print("cancel elapsedMs \(milliseconds(ContinuousClock.now - cancelledAt)) outcome \(outcome(cancelled))")
 
-    let hanging = StubbornTransport(seconds: 0.5)
+    let hanging = StubbornTransport()
     transports.append(hanging)
     let breaker = CircuitBreaker(minimumCalls: 3, breakDuration: .seconds(60))
     let guarded = Pipeline(transport: hanging.withCircuitBreaker(breaker), retrierFactory: .policy(policy(attemptTimeout: .milliseconds(30))))
@@ -168,17 +182,99 @@ func limits(slowURL: URL?) async {
         print("sessionCancel elapsedMs \(milliseconds(ContinuousClock.now - cancelledAt)) outcome \(outcome(cancelled))")
     }
 
-    // The abandoned attempts finish in the background; their late answers change nothing.
-    let end = ContinuousClock.now + .seconds(5)
-    while transports.contains(where: { $0.finished < $0.started }), ContinuousClock.now < end {
-        try? await Task.sleep(for: .milliseconds(10))
-    }
+    // The abandoned attempts answer now, in the background; their late answers change nothing.
+    for transport in transports { transport.release() }
+    for transport in transports { await transport.waitUntilIdle() }
     let started = transports.reduce(0) { $0 + $1.started }
     let finished = transports.reduce(0) { $0 + $1.finished }
     print("background started \(started) finished \(finished) stillOpen \(breaker.state(of: "stubborn.test") == .open)")
 }
 
+/// Answers after a random 0–3 ms.
+struct JitteryTransport: Transport {
+    func send(_ request: URLRequest) async throws -> Response {
+        try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
+        return Response(status: 200, headers: ["Content-Type": "text/plain"], body: Data("answer".utf8), url: request.url)
+    }
+}
+
+func protocolCancel(tasks: Int, maxDelay: Int, kinds: String) async {
+    let configuration = URLSessionConfiguration.ephemeral
+    do { try configuration.sendThroughRecall(Pipeline(transport: JitteryTransport()), hosts: ["cancel.test"]) } catch { fail("\(error)") }
+    let session = URLSession(configuration: configuration)
+    let url = URL(string: "https://cancel.test/item")!
+    let finished = Locked(0), answered = Locked(0), cancelled = Locked(0)
+    @Sendable func count(_ error: (any Error)?) {
+        if let error {
+            guard (error as? URLError)?.code == .cancelled || error is CancellationError else { fail("unexpected error \(error)") }
+            cancelled.withLock { $0 += 1 }
+        } else {
+            answered.withLock { $0 += 1 }
+        }
+        finished.withLock { $0 += 1 }
+    }
+    // Eight at a time, so that answers come within the cancellations' reach.
+    await withTaskGroup(of: Void.self) { group in
+        for worker in 0..<8 {
+            group.addTask {
+                for index in stride(from: worker, to: tasks, by: 8) {
+                    let delay = Duration.microseconds(Int.random(in: 0...maxDelay))
+                    if kinds == "async" || (kinds == "both" && index.isMultiple(of: 2)) {
+                        let call = Task { try await session.data(from: url) }
+                        try? await Task.sleep(for: delay)
+                        call.cancel()
+                        switch await call.result {
+                        case .success: count(nil)
+                        case .failure(let error): count(error)
+                        }
+                    } else {
+                        let done = CompletionSignal()
+                        let task = session.dataTask(with: url) { _, _, error in
+                            count(error)
+                            done.signal()
+                        }
+                        task.resume()
+                        try? await Task.sleep(for: delay)
+                        task.cancel()
+                        await done.wait()
+                    }
+                }
+            }
+        }
+    }
+    print("finished \(finished.withLock { $0 }) answered \(answered.withLock { $0 }) cancelled \(cancelled.withLock { $0 })")
+}
+
+/// Signalled once by a completion handler; waited for by the task that started it.
+final class CompletionSignal: Sendable {
+    private let state = Locked<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.signalled { fail("a completion handler was called twice") }
+            state.signalled = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.signalled { return true }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+}
+
 switch arguments.dropFirst().first {
+case "protocol-cancel":
+    await protocolCancel(tasks: arguments.count > 2 ? Int(arguments[2]) ?? 3_000 : 3_000,
+                         maxDelay: arguments.count > 3 ? Int(arguments[3]) ?? 3_000 : 3_000, kinds: arguments.count > 4 ? arguments[4] : "both")
 case "race":
     guard arguments.count >= 3, let base = URL(string: arguments[2]) else { fail("usage: race URL [WORKERS] [REQUESTS]") }
     await race(base: base, workers: arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4,
@@ -188,5 +284,5 @@ case "memory":
 case "limits":
     await limits(slowURL: arguments.count > 2 ? URL(string: arguments[2]) : nil)
 default:
-    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL]")
+    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async]")
 }

@@ -62,11 +62,17 @@ open class RecallURLProtocol: URLProtocol {
     /// The work of one load, cancelled by `stopLoading` — also when that comes first — and
     /// whether the session still wants to hear from it.
     private let work = Locked(Work())
+    /// Held while the answer goes to the client and while the load stops: a stop waits for a
+    /// delivery under way, and a delivery never begins after a stop. (Recursive, in case a
+    /// client stops the load from within a callback.)
+    private let delivery = RecursiveLock()
 
-    private struct Work {
+    fileprivate struct Work {
         var task: Task<Void, Never>?
         /// `stopLoading` was called: the client hears nothing more.
         var stopped = false
+        /// The answer's head went to the client.
+        var started = false
         /// The answer (or the failure) went to the client: it hears nothing more either.
         var finished = false
     }
@@ -85,13 +91,13 @@ open class RecallURLProtocol: URLProtocol {
     override open func startLoading() {
         let client = UncheckedClient(protocol: self, client: self.client)
         guard let route = Self.routes.route(for: request) else {
-            client.fail(URLError(.unsupportedURL))
+            client.fail(URLError(.unsupportedURL), work, delivery)
             return
         }
         let request = UncheckedRequest(request: request, isUpload: task is URLSessionUploadTask)
         let fallbackURL = request.request.url
         let pipeline = route.pipeline
-        let work = self.work
+        let (work, delivery) = (self.work, self.delivery)
         let limit = Self.maxRequestBodyBytes
         let task = Task {
             do {
@@ -99,12 +105,11 @@ open class RecallURLProtocol: URLProtocol {
                 let prepared = try await RecallURLProtocol.withBodyOffThread(request, limit: limit)
                 let response = try await pipeline.send(prepared)
                 try Task.checkCancellation()
-                guard RecallURLProtocol.claimFinish(work) else { return }
-                client.deliver(response, fallbackURL: fallbackURL)
+                await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
             } catch {
                 // After stopLoading the session wants nothing more from this protocol.
-                guard !Task.isCancelled, RecallURLProtocol.claimFinish(work) else { return }
-                client.fail(RecallURLProtocol.sessionError(error, url: fallbackURL))
+                guard !Task.isCancelled else { return }
+                client.fail(RecallURLProtocol.sessionError(error, url: fallbackURL), work, delivery)
             }
         }
         let stopped = work.withLock { work in
@@ -114,9 +119,19 @@ open class RecallURLProtocol: URLProtocol {
         if stopped { task.cancel() }
     }
 
-    /// Whether the answer may still go to the client (not stopped, not sent already); marks it
-    /// sent.
-    private static func claimFinish(_ work: Locked<Work>) -> Bool {
+    /// Whether the answer's head may still go to the client (not stopped, nothing sent yet);
+    /// marks it sent. Called with the delivery lock held.
+    fileprivate static func claimStart(_ work: Locked<Work>) -> Bool {
+        work.withLock { work in
+            guard !work.stopped, !work.started, !work.finished else { return false }
+            work.started = true
+            return true
+        }
+    }
+
+    /// Whether the load may still end at the client (not stopped, not ended already); marks it
+    /// ended. Called with the delivery lock held.
+    fileprivate static func claimFinish(_ work: Locked<Work>) -> Bool {
         work.withLock { work in
             guard !work.stopped, !work.finished else { return false }
             work.finished = true
@@ -124,14 +139,27 @@ open class RecallURLProtocol: URLProtocol {
         }
     }
 
-    /// Cancels the pipeline's work for this load.
+    /// Cancels the pipeline's work for this load. It waits for a delivery to the client under
+    /// way: once it returns, the client hears nothing more from this load.
     override open func stopLoading() {
-        let task = work.withLock { work in
-            work.stopped = true
-            return work.task
+        let task = delivery.withLock {
+            work.withLock { work in
+                work.stopped = true
+                return work.task
+            }
         }
         task?.cancel()
     }
+
+    #if !canImport(Darwin)
+    /// The session's client, until the load has answered it: swift-corelibs-foundation's
+    /// `URLSessionTask.cancel()` stops the load and then reports the cancellation to the client
+    /// itself, which must not reach a task this load has already completed.
+    override open var client: (any URLProtocolClient)? {
+        get { work.withLock(\.finished) ? nil : super.client }
+        set { super.client = newValue }
+    }
+    #endif
 
     /// ``withBody(_:isUpload:limit:)`` on a thread of Dispatch's global pool, not the caller's (reading
     /// a stream blocks until its writer has written).
@@ -218,6 +246,22 @@ private struct UncheckedClient: @unchecked Sendable {
     #if canImport(Darwin)
     /// The run loop of the thread that called `startLoading`.
     let runLoop: CFRunLoop = CFRunLoopGetCurrent()
+    #else
+    /// The session's work queue, which called `startLoading` (``SessionWorkQueue``).
+    let queue = SessionWorkQueue.current()
+    /// Whether the task runs its completion as soon as it ends (corelibs' `async` `data(for:)`
+    /// family: it resumes a continuation there). Such a task is ended off the work queue: a
+    /// cancellation of the caller's Swift task holds that task's lock while it waits for the
+    /// work queue, and the continuation's resumption needs the lock.
+    var completesInline: Bool {
+        guard let task = `protocol`.task else { return false }
+        var mirror: Mirror? = Mirror(reflecting: task)
+        while let current = mirror {
+            if let inline = current.children.first(where: { $0.label == "_callCompletionHandlerInline" })?.value as? Bool { return inline }
+            mirror = current.superclassMirror
+        }
+        return false
+    }
     #endif
 
     init(protocol: URLProtocol, client: (any URLProtocolClient)?) {
@@ -225,24 +269,84 @@ private struct UncheckedClient: @unchecked Sendable {
         self.client = client
     }
 
-    func deliver(_ response: Response, fallbackURL: URL?) {
+    /// Hands `response` to the client, unless the load was stopped (then, and once it has
+    /// begun, the client hears nothing more from this load). On Apple's platforms all of it on
+    /// the loading thread's run loop, where `stopLoading` comes too. With swift-corelibs-foundation
+    /// the head and the body go on the session's work queue, which its client calls must share
+    /// with the session's task registry, and the end from here: ending a load runs an `async`
+    /// caller's completion at once, and that must not happen on the work queue, where
+    /// corelibs' cancellation of the same task may be waiting for it (a deadlock).
+    func deliver(_ response: Response, fallbackURL: URL?, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
+        let head = UncheckedResponse(response: response.httpURLResponse(fallbackURL: fallbackURL))
+        #if canImport(Darwin)
         onClientThread {
-            client?.urlProtocol(self.protocol, didReceive: response.httpURLResponse(fallbackURL: fallbackURL), cacheStoragePolicy: .notAllowed)
-            if !response.body.isEmpty { client?.urlProtocol(self.protocol, didLoad: response.body) }
-            client?.urlProtocolDidFinishLoading(self.protocol)
+            delivery.withLock {
+                guard RecallURLProtocol.claimStart(work), RecallURLProtocol.claimFinish(work) else { return }
+                sendHead(head.response, body: response.body)
+                client?.urlProtocolDidFinishLoading(self.protocol)
+            }
         }
+        #else
+        let started = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            onClientThread {
+                let started = delivery.withLock {
+                    guard RecallURLProtocol.claimStart(work) else { return false }
+                    sendHead(head.response, body: response.body)
+                    return true
+                }
+                continuation.resume(returning: started)
+            }
+        }
+        guard started else { return }
+        let end: @Sendable () -> Void = {
+            delivery.withLock {
+                guard RecallURLProtocol.claimFinish(work) else { return }
+                client?.urlProtocolDidFinishLoading(self.protocol)
+            }
+        }
+        if completesInline { end() } else { onClientThread(end) }
+        #endif
     }
 
-    func fail(_ error: any Error) {
-        onClientThread { client?.urlProtocol(self.protocol, didFailWithError: error) }
+    /// Reports `error` to the client as the end of the load, unless the load was stopped or
+    /// has ended.
+    func fail(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) {
+        let error = UncheckedError(error: error)
+        let report: @Sendable () -> Void = {
+            delivery.withLock {
+                guard RecallURLProtocol.claimFinish(work) else { return }
+                client?.urlProtocol(self.protocol, didFailWithError: error.error)
+            }
+        }
+        #if canImport(Darwin)
+        onClientThread(report)
+        #else
+        report()
+        #endif
     }
 
-    private func onClientThread(_ body: @escaping () -> Void) {
+    private func sendHead(_ head: HTTPURLResponse, body: Data) {
+        client?.urlProtocol(self.protocol, didReceive: head, cacheStoragePolicy: .notAllowed)
+        if !body.isEmpty { client?.urlProtocol(self.protocol, didLoad: body) }
+    }
+
+    private func onClientThread(_ body: @escaping @Sendable () -> Void) {
         #if canImport(Darwin)
         CFRunLoopPerformBlock(runLoop, CFRunLoopMode.commonModes.rawValue, body)
         CFRunLoopWakeUp(runLoop)
         #else
-        body()
+        if let queue { queue.async(body) } else { body() }
         #endif
     }
+}
+
+
+/// A response built for the client, handed to the thread that calls it.
+private struct UncheckedResponse: @unchecked Sendable {
+    let response: HTTPURLResponse
+}
+
+/// An error for the client, handed to the thread that calls it.
+private struct UncheckedError: @unchecked Sendable {
+    let error: any Error
 }
