@@ -2,8 +2,17 @@ import Foundation
 import Recall
 
 /// A ``CacheByteStore`` over a dictionary: the smallest possible backend, and a test double for
-/// code that takes one. It can slow its reads, to test what happens while one is under way,
-/// and lets a test put any bytes under a key, to test what a storage does with bad ones.
+/// code that takes one. It can hold its reads until the test lets them go (``holdReads()``), or
+/// slow them, to test what happens while one is under way, and lets a test put any bytes under
+/// a key, to test what a storage does with bad ones.
+///
+/// ```swift
+/// store.holdReads()
+/// let read = Task { await store.record(for: "k") }   // takes the bytes, then waits
+/// await store.waitForHeldReads(1)                     // the read is under way
+/// await store.store(newer)                            // lands while it is
+/// store.releaseReads()
+/// ```
 ///
 /// Everything the cache needs beyond these few lines of "I/O" — encoding records, checking
 /// them, comparing keys — comes from ``CacheByteStore``.
@@ -12,6 +21,19 @@ public final class InMemoryByteStore: CacheByteStore {
         var bytes: [String: Data] = [:]
         var statistics = StorageStatistics()
         var flushes = 0
+        /// Whether reads wait, after taking their bytes, until ``releaseReads()``.
+        var holdingReads = false
+        var heldReads: [CheckedContinuation<Void, Never>] = []
+        /// Tests waiting until this many reads are held.
+        var heldReadWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Takes the waiters whose count of held reads is reached.
+        mutating func readyWaiters() -> [CheckedContinuation<Void, Never>] {
+            let held = heldReads.count
+            let ready = heldReadWaiters.filter { $0.count <= held }.map(\.continuation)
+            heldReadWaiters.removeAll { $0.count <= held }
+            return ready
+        }
     }
 
     private let state = Locked(State())
@@ -22,12 +44,53 @@ public final class InMemoryByteStore: CacheByteStore {
         self.readDelay = readDelay
     }
 
-    /// The bytes under `key`, delivered after the read delay (taken at once: like a slow
-    /// network read, the answer may be outdated by the time it arrives).
+    /// The bytes under `key`, delivered after the read delay, or once released while reads are
+    /// held (taken at once: like a slow network read, the answer may be outdated by the time it
+    /// arrives).
     public func data(for key: String) async -> Data? {
-        let data = state.withLock { $0.bytes[key] }
+        let (data, holding) = state.withLock { ($0.bytes[key], $0.holdingReads) }
+        if holding {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let (go, ready) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    guard state.holdingReads else { return (true, []) }
+                    state.heldReads.append(continuation)
+                    return (false, state.readyWaiters())
+                }
+                if go { continuation.resume() }
+                for waiter in ready { waiter.resume() }
+            }
+        }
         if readDelay > .zero { try? await Task.sleep(for: readDelay) }
         return data
+    }
+
+    /// Makes every read from now on wait, once it has taken its bytes, until ``releaseReads()``:
+    /// a test then knows a read is under way (``waitForHeldReads(_:)``) for as long as it needs.
+    public func holdReads() {
+        state.withLock { $0.holdingReads = true }
+    }
+
+    /// Lets the held reads deliver what they took, and later reads run at once.
+    public func releaseReads() {
+        let held = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.holdingReads = false
+            defer { state.heldReads = [] }
+            return state.heldReads
+        }
+        for read in held { read.resume() }
+    }
+
+    /// Suspends until at least `count` reads are held (see ``holdReads()``). No time limit of
+    /// its own: the test's time limit bounds it.
+    public func waitForHeldReads(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.heldReads.count >= count { return true }
+                state.heldReadWaiters.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Stores `data` under `key`.

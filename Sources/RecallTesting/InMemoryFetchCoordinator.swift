@@ -3,10 +3,12 @@ import Recall
 /// A ``FetchCoordinator`` inside one process: several ``HTTPCache``s over one storage stand for
 /// the replicas of a fleet, so a test can check cross-process coalescing without processes.
 /// Claims lapse after ``leaseTime`` when they are not released (a holder that crashed), like a
-/// database's lease rows.
+/// database's lease rows — measured on the clock it is given: a ``ManualClock`` lets a test say
+/// when a claim lapses instead of racing real time.
 public final class InMemoryFetchCoordinator: FetchCoordinator {
     private struct State {
-        var claims: [String: ContinuousClock.Instant] = [:]
+        /// When each claim lapses, as time since the coordinator was made.
+        var claims: [String: Duration] = [:]
         var granted = 0
         var refused = 0
     }
@@ -14,15 +16,24 @@ public final class InMemoryFetchCoordinator: FetchCoordinator {
     private let state = Locked(State())
     /// How long a claim holds when it is not released.
     public let leaseTime: Duration
+    /// The time since the coordinator was made, on its clock.
+    private let elapsed: @Sendable () -> Duration
 
-    /// Creates a coordinator whose claims lapse after `leaseTime`.
-    public init(leaseTime: Duration = .seconds(5)) {
+    /// Creates a coordinator whose claims lapse after `leaseTime` of real time.
+    public convenience init(leaseTime: Duration = .seconds(5)) {
+        self.init(leaseTime: leaseTime, clock: ContinuousClock())
+    }
+
+    /// Creates a coordinator whose claims lapse after `leaseTime` measured on `clock`.
+    public init<C: Clock>(leaseTime: Duration = .seconds(5), clock: C) where C.Duration == Duration {
         self.leaseTime = leaseTime
+        let start = clock.now
+        elapsed = { start.duration(to: clock.now) }
     }
 
     /// Claims `name` unless a claim on it holds.
     public func claim(_ name: String) async -> Bool {
-        let now = ContinuousClock.now
+        let now = elapsed()
         return state.withLock { state in
             if let until = state.claims[name], until > now {
                 state.refused += 1
@@ -34,10 +45,10 @@ public final class InMemoryFetchCoordinator: FetchCoordinator {
         }
     }
 
-    /// Waits (checking every millisecond) until `name` is released, its claim lapses, or the
-    /// task is cancelled.
+    /// Waits (checking every millisecond of real time) until `name` is released, its claim
+    /// lapses on the coordinator's clock, or the task is cancelled.
     public func wait(for name: String) async {
-        while !Task.isCancelled, let until = state.withLock({ $0.claims[name] }), until > ContinuousClock.now {
+        while !Task.isCancelled, let until = state.withLock({ $0.claims[name] }), until > elapsed() {
             try? await Task.sleep(for: .milliseconds(1))
         }
     }
@@ -54,7 +65,7 @@ public final class InMemoryFetchCoordinator: FetchCoordinator {
 
     /// Claims held (released or not lapsed) right now.
     public var held: Int {
-        let now = ContinuousClock.now
+        let now = elapsed()
         return state.withLock { $0.claims.values.filter { $0 > now }.count }
     }
 }

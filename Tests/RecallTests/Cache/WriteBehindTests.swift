@@ -92,18 +92,25 @@ struct WriteBehindTests {
         let first = pending.begin(stripe: a)
         #expect(pending.mayHold(stripe: a))
         let flushed = Locked(false)
-        let flushing = Task {
+        // The flush runs on an executor this test steps, so the test knows when it has begun
+        // waiting: a 20 ms sleep did not, and on a loaded machine the second write could begin
+        // before the flush did (then the flush rightly waits for it too, and the test hung).
+        let executor = StepExecutor()
+        let flushing = Task(executorPreference: executor) {
             await pending.waitForWritesBegun()
             flushed.withLock { $0 = true }
         }
-        try await Task.sleep(for: .milliseconds(20))
+        await executor.runUntilIdle() // the flush has begun waiting (for `first`)
         let second = pending.begin(stripe: b) // begun after the flush: not waited for
         #expect(!flushed.withLock { $0 })
         pending.end(first, stripe: a)
-        await flushing.value
+        await executor.runUntilIdle() // the flush, woken by the end of `first`, runs to its end
+        #expect(flushed.withLock { $0 }, "the flush waited for a write begun after it")
         #expect(!pending.mayHold(stripe: a))
         #expect(pending.mayHold(stripe: b))
         pending.end(second, stripe: b)
+        await executor.runUntilIdle() // (lets a flush that wrongly waited for `second` end too)
+        await flushing.value
         #expect(!pending.mayHold(stripe: b))
         await pending.waitForWritesBegun() // none under way: at once
     }
@@ -191,6 +198,30 @@ struct WriteBehindTests {
         #expect(h.cache.statistics.stores == 20)
         #expect(h.mock.requests.count == 20, "coalesced misses and waiting lookups: one origin request per URL")
         for index in 0..<20 { #expect(try await h.get("/c\(index)").source == .cache) }
+    }
+}
+
+/// A task executor that runs its jobs only when a test says so (``runUntilIdle()``), on a
+/// dispatch thread: once that returns, the tasks on it have gone as far as they can without
+/// something from outside them — a task waiting on a continuation has registered it.
+final class StepExecutor: TaskExecutor {
+    private let jobs = Locked<[UnownedJob]>([])
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.append(job) }
+    }
+
+    /// Runs every job queued, and those they queue, until none is left.
+    func runUntilIdle() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                while let job = self.jobs.withLock({ jobs -> UnownedJob? in jobs.isEmpty ? nil : jobs.removeFirst() }) {
+                    job.runSynchronously(on: self.asUnownedTaskExecutor())
+                }
+                done.resume()
+            }
+        }
     }
 }
 

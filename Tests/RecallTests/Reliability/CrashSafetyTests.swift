@@ -11,6 +11,26 @@ enum CrashWriter {
         try ChildProcess.launch("recall-crash-writer", arguments)
     }
 
+    /// What the writer prints up to its first `committed` line (all it printed, when it exits
+    /// before): it is writing from then on, however long a loaded machine took to start it.
+    /// Read on a dispatch thread, not the test's.
+    static func firstCommit(_ output: Pipe) async -> Data {
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        return await withCheckedContinuation { (done: CheckedContinuation<Data, Never>) in
+            DispatchQueue.global().async {
+                var seen = Data()
+                var buffer = [UInt8](repeating: 0, count: 4_096)
+                while !String(decoding: seen, as: UTF8.self).contains("committed") {
+                    let count = read(descriptor, &buffer, buffer.count)
+                    if count < 0, errno == EINTR { continue }
+                    if count <= 0 { break }
+                    seen.append(contentsOf: buffer[0..<count])
+                }
+                done.resume(returning: seen)
+            }
+        }
+    }
+
     /// The body the writer stores for `index` at `version` (mirrors Tests/CrashWriter/main.swift).
     static func body(index: Int, version: Int) -> Data {
         let size = 64 + (index * 7919 + version * 104_729) % 20_000
@@ -33,9 +53,14 @@ struct CrashSafetyTests {
         var verified = 0
         for round in 1...24 {
             let (process, output) = try CrashWriter.launch([directory.path, String(round)])
-            // Let it write for a random while, reading what it reports as committed.
-            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 20...150, using: &generator))
             var pending = Data()
+            // Every other round, the random while starts once the writer reports its first
+            // commit, so that rounds surely kill it mid-write however slowly a loaded machine
+            // starts it (from its launch, all 24 whiles could end before it wrote anything);
+            // the other rounds may kill it anywhere, in its start too.
+            if round.isMultiple(of: 2) { pending = await CrashWriter.firstCommit(output) }
+            // Let it write for a random while; what it reports as committed is read after the kill.
+            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 20...150, using: &generator))
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }

@@ -180,10 +180,13 @@ struct CircuitBreakerTests {
         let breaker = CircuitBreaker(minimumCalls: 1, breakDuration: .seconds(10), probes: 1, clock: clock)
         try fail(breaker, times: 1)
         clock.advance(by: .seconds(10))
-        let stubborn = StubbornTransport(seconds: 2)
+        // Answers only when released: however slowly this test runs, the probe's transport is
+        // still out when the breaker is asked (a 2 s real-time answer once came first under load).
+        let stubborn = StubbornTransport()
+        defer { stubborn.release() }
         let pipeline = Pipeline(transport: stubborn.withCircuitBreaker(breaker), clock: clock)
         let call = Task { try await pipeline.send(URLRequest(url: URL(string: "https://api.test/probe")!)) }
-        while stubborn.started == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        await stubborn.waitUntilStarted()
         call.cancel()
         let outcome = await call.result
         #expect(throws: CancellationError.self) { try outcome.get() }
@@ -194,13 +197,20 @@ struct CircuitBreakerTests {
     @Test("an attempt cut by its timeout is recorded before the caller hears of it")
     func cutRecordedBeforeCallerResumes() async throws {
         let breaker = CircuitBreaker(minimumCalls: 1, clock: clock)
-        let stubborn = StubbornTransport(seconds: 2)
+        // Answers only when released, so the attempt is still out when its timeout cuts it (a
+        // 2 s real-time answer once came first under load and was recorded as a success).
+        let stubborn = StubbornTransport()
+        defer { stubborn.release() }
         let pipeline = Pipeline(transport: stubborn.withCircuitBreaker(breaker),
                                 retrierFactory: .exponentialBackoff(maxAttempts: 1, attemptTimeout: .seconds(1), budget: nil), clock: clock)
         let call = Task { try await pipeline.send(URLRequest(url: URL(string: "https://api.test/hang")!)) }
+        // Both under way before the cut: the attempt (past the breaker, which registered for the
+        // cut when it let it through) and its timer on the manual clock.
+        await stubborn.waitUntilStarted()
         await clock.waitForSleepers()
         clock.advance(by: .seconds(1))
         _ = await call.result
+        #expect(stubborn.finished == 0, "the attempt was still out when its caller resumed")
         #expect(breaker.state(of: host) == .open, "the cut was recorded when the caller resumed")
     }
 

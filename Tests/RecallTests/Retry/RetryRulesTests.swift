@@ -336,10 +336,14 @@ struct RetryRulesTests {
         var limited = policy()
         limited.deadline = .seconds(5)
         let refreshes = Locked(0)
-        // A token server that ignores cancellation and answers after 2 s of real time.
+        // A token server that ignores cancellation and answers only when released (at the end):
+        // it cannot answer before the deadline, however slowly a loaded machine runs this test
+        // (answering after 2 s of real time, it could, and the request was retried).
+        let tokenServer = StubbornTransport()
+        defer { tokenServer.release() }
         let factory = BackoffRetrierFactory(policy: limited).refreshingAuth { request in
             refreshes.withLock { $0 += 1 }
-            _ = try await StubbornTransport(seconds: 2).send(request)
+            _ = try await tokenServer.send(request)
             var request = request
             request.setValue("Bearer fresh", forHTTPHeaderField: "Authorization")
             return request
@@ -347,8 +351,10 @@ struct RetryRulesTests {
         let origin = authOrigin()
         let pipeline = Pipeline(transport: origin, retrierFactory: factory, clock: clock)
         let call = Task { try await pipeline.send(request()) }
-        await clock.waitForSleepers() // the refresh races its 5 s on the manual clock
-        while refreshes.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        // The refresh is under way, and so is its 5 s timer on the manual clock (the first
+        // attempt's timer is gone: that attempt answered before the refresh began).
+        await tokenServer.waitUntilStarted()
+        await clock.waitForSleepers()
         clock.advance(by: .seconds(5))
         let response = try await call.value
         #expect(response.status == 401, "the deadline passed during the refresh")

@@ -34,12 +34,14 @@ struct ByteStoreTests {
 
     @Test("bad bytes read before a valid record was stored do not take the valid record with them")
     func corruptRemovalKeepsNewerRecord() async {
-        let store = InMemoryByteStore(readDelay: .milliseconds(150))
+        let store = InMemoryByteStore()
         store.put(Data("garbage".utf8), for: "k")
+        store.holdReads()
         let slowRead = Task { await store.record(for: "k") } // reads the garbage, delivers it late
-        try? await Task.sleep(for: .milliseconds(50))
+        await store.waitForHeldReads(1) // it has taken the garbage and waits
         let valid = makeRecord("k")
         await store.store(valid)
+        store.releaseReads()
         #expect(await slowRead.value == nil)
         #expect(await store.record(for: "k") == valid, "the valid record stored meanwhile was removed as corrupt")
         #expect(store.statistics.corruptRemoved == 0)
@@ -102,13 +104,15 @@ struct ByteStoreTests {
     @Test("TieredStorage over a suspending upper tier: a read under way never puts back a record removed meanwhile")
     func noResurrection() async throws {
         let upper = InMemoryByteStore()
-        let lower = InMemoryByteStore(readDelay: .milliseconds(200))
+        let lower = InMemoryByteStore()
         let tiers = TieredStorage(upper: upper, lower: lower)
         let record = makeRecord("k")
         await lower.store(record) // only below: a read promotes it
+        lower.holdReads()
         let slowRead = Task { await tiers.record(for: "k") }
-        try await Task.sleep(for: .milliseconds(50)) // the read is waiting on the lower tier
+        await lower.waitForHeldReads(1) // the read is waiting on the lower tier
         await tiers.remove("k")
+        lower.releaseReads()
         #expect(await slowRead.value == record, "the read did not start before the removal: nothing was tested")
         #expect(await tiers.record(for: "k") == nil, "the removed record came back")
         #expect(upper.keys.isEmpty)
@@ -117,14 +121,16 @@ struct ByteStoreTests {
     @Test("forgetUpper (a shared lower tier changed elsewhere): a memory read under way does not put the old record back")
     func forgetUpperDuringRead() async throws {
         let upper = MemoryStorage()
-        let lower = InMemoryByteStore(readDelay: .milliseconds(200))
+        let lower = InMemoryByteStore()
         let tiers = TieredStorage(upper: upper, lower: lower)
         let old = makeRecord("k")
         await lower.store(old)
+        lower.holdReads()
         let slowRead = Task { await tiers.record(for: "k") }
-        try await Task.sleep(for: .milliseconds(50))   // the read is waiting on the lower tier
+        await lower.waitForHeldReads(1)                // the read is waiting on the lower tier
         lower.put(makeRecord("k", bodySize: 10).encoded(), for: "k")   // another process replaced it…
         await tiers.forgetUpper("k")                   // …and said so
+        lower.releaseReads()
         #expect(await slowRead.value == old, "the read did not start before the change: nothing was tested")
         #expect(await upper.record(for: "k") == nil, "the old record was promoted after the change")
         await tiers.store(old)

@@ -147,17 +147,20 @@ struct RecallURLProtocolTests {
             }
         }
         let session = try session(Pipeline(transport: inner), protocolClass: Routes.self)
-        let slow = server.url(OriginServer.uniquePath("protocol-slow"), ["delay_ms": "3000"])
+        // The origin holds its answer for 30 s, far longer than a loaded machine takes to pass the
+        // cancellation on (with 3 s, a slow run could see the attempt answered instead).
+        let slow = server.url(OriginServer.uniquePath("protocol-slow"), ["delay_ms": "30000"])
         let call = Task { try await session.data(from: slow) }
-        let begun = ContinuousClock.now + .seconds(5)
-        while !started.withLock({ $0 }), ContinuousClock.now < begun { try await Task.sleep(for: .milliseconds(5)) }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) } // (the suite's time limit bounds it)
         try await Task.sleep(for: .milliseconds(50)) // the attempt is on the wire
         call.cancel()
         let outcome = await call.result
         #expect(throws: URLError.self) { try outcome.get() }
-        let end = ContinuousClock.now + .seconds(2.5)
+        // Waits for the attempt's end: at the cancellation, or only at the origin's answer (30 s)
+        // when it was left to run — then this gives up first.
+        let end = ContinuousClock.now + .seconds(20)
         while seen.withLock({ $0.isEmpty }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(seen.withLock { $0 } == ["cancelled"], "the pipeline's attempt was cancelled, not left to run for 3 s")
+        #expect(seen.withLock { $0 } == ["cancelled"], "the pipeline's attempt was cancelled, not left to run for 30 s")
     }
 
     @Test("requests for hosts no route names pass to the network untouched; routes are removable")

@@ -25,7 +25,7 @@ var logger = Logger(label: "recall.fleet-worker")
 logger.logLevel = .warning
 var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port, username: "recall", password: nil,
                                                  database: arguments[2], tls: .disable)
-configuration.options.connectTimeout = .seconds(2)
+configuration.options.connectTimeout = .seconds(10)
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 let running = Task { await client.run() }
 
@@ -42,7 +42,8 @@ func answer(_ response: Response) -> String {
 
 do {
     var storageConfiguration = PostgresStorage.Configuration()
-    storageConfiguration.timeout = .seconds(2)           // a loaded CI machine: be patient, the test checks behaviour not speed
+    storageConfiguration.timeout = .seconds(10)          // a loaded CI machine: be patient, the test checks behaviour not speed
+    storageConfiguration.leaseTime = .seconds(60)        // no claim lapses while a slow fetch or a slow worker is under way
     let storage = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
     let coordinated = arguments.count == 4
     let cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: coordinated ? storage : nil)

@@ -38,12 +38,24 @@ enum PostgresFixture {
         get throws { try #require(server, "the suite needs the .postgres trait") }
     }
 
-    /// A client configuration for `database` on `server`, with short timeouts (an outage test
-    /// must not wait 10 s for a connection attempt).
+    /// A client configuration for `database` on `server`. Its connect timeout is long enough for
+    /// a loaded machine (PostgreSQL forks a backend per connection) and short enough that an
+    /// outage test does not wait long for one attempt (a server that is down refuses at once).
     static func configuration(_ server: TemporaryPostgres, database: String) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: server.user,
                                                          password: nil, database: database, tls: .disable)
-        configuration.options.connectTimeout = .milliseconds(500)
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    /// Storage settings for tests that check what the storage does, not how fast: a statement
+    /// may take 10 s (not 250 ms), maintenance 30 s, before it counts as failed — on a loaded
+    /// machine a request-path statement over 250 ms made a lookup a miss or a claim "held by
+    /// nobody". Tests of the timeouts themselves set theirs.
+    static var patient: PostgresStorage.Configuration {
+        var configuration = PostgresStorage.Configuration()
+        configuration.timeout = .seconds(10)
+        configuration.maintenanceTimeout = .seconds(30)
         return configuration
     }
 
@@ -66,7 +78,7 @@ enum PostgresFixture {
     }()
 
     /// Opens a storage on `client` with the quiet logger.
-    static func open(_ client: PostgresClient, _ configuration: PostgresStorage.Configuration = .init()) async throws -> PostgresStorage {
+    static func open(_ client: PostgresClient, _ configuration: PostgresStorage.Configuration = PostgresFixture.patient) async throws -> PostgresStorage {
         try await PostgresStorage.open(client: client, configuration: configuration, logger: logger)
     }
 

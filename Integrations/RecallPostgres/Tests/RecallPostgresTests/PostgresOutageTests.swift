@@ -15,7 +15,7 @@ struct PostgresOutageTests {
     func outageAndRecovery() async throws {
         let server = try PostgresFixture.current
         try await PostgresFixture.withDatabase { client, _ in
-            var configuration = PostgresStorage.Configuration()
+            var configuration = PostgresFixture.patient
             configuration.timeout = .milliseconds(200)
             configuration.pause = .milliseconds(300)
             let storage = try await PostgresFixture.open(client, configuration)
@@ -49,14 +49,16 @@ struct PostgresOutageTests {
                 #expect(answer.bodyText == "b")
                 #expect(answer.source == .network)
             }
-            #expect(slowest < .seconds(1), "a request waited \(slowest) for a database that is down")
+            // The 200 ms timeouts plus what a loaded machine adds; a request that waited for the
+            // database would still be waiting (it is down until just below).
+            #expect(slowest < .seconds(10), "a request waited \(slowest) for a database that is down")
             #expect(origin.count(for: "/b") == 10)
             #expect(storage.fleetStatistics.writeFailures >= 1)
             #expect(storage.fleetStatistics.failures >= 1)
 
             try server.start()
             // Back: within a pause or two the storage answers again (the pool reconnects).
-            let end = ContinuousClock.now + .seconds(20)
+            let end = ContinuousClock.now + .seconds(40)   // generous: it ends as soon as the cache answers
             var recovered = false
             while ContinuousClock.now < end {
                 if try await get("/a").source == .cache { recovered = true; break }
@@ -66,7 +68,7 @@ struct PostgresOutageTests {
             _ = try await get("/b")
             #expect(try await get("/b").source == .cache)
             // The kept removal was replayed: the old /c is gone from the table, not served again.
-            let end2 = ContinuousClock.now + .seconds(5)
+            let end2 = ContinuousClock.now + .seconds(30)
             while storage.fleetStatistics.pendingRemovals > 0, ContinuousClock.now < end2 { try await Task.sleep(for: .milliseconds(20)) }
             #expect(storage.fleetStatistics.pendingRemovals == 0)
             let c = try await get("/c")

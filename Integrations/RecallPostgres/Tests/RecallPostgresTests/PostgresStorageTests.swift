@@ -103,7 +103,7 @@ struct PostgresStorageTests {
     @Test("past the byte limit, maintenance evicts the least recently used in batches; entries used since get a second chance")
     func evictionUnderByteLimit() async throws {
         try await PostgresFixture.withDatabase { client, _ in
-            var configuration = PostgresStorage.Configuration()
+            var configuration = PostgresFixture.patient
             configuration.maxBytes = 40_000
             configuration.batchSize = 10
             configuration.touchInterval = .zero               // every use is recorded
@@ -139,7 +139,7 @@ struct PostgresStorageTests {
     @Test("maintenance runs by itself every maintenanceInterval stores and keeps the table near its row limit")
     func backgroundMaintenance() async throws {
         try await PostgresFixture.withDatabase { client, _ in
-            var configuration = PostgresStorage.Configuration()
+            var configuration = PostgresFixture.patient
             configuration.maxEntries = 20
             configuration.maintenanceInterval = 10
             configuration.batchSize = 10
@@ -159,7 +159,7 @@ struct PostgresStorageTests {
     @Test("entries that can no longer be served expire; those that can be revalidated are kept until retention")
     func expiry() async throws {
         try await PostgresFixture.withDatabase { client, _ in
-            var configuration = PostgresStorage.Configuration()
+            var configuration = PostgresFixture.patient
             configuration.cache.servesStaleWhenDisconnected = false
             configuration.expiryMargin = .zero
             let storage = try await PostgresFixture.open(client, configuration)
@@ -210,10 +210,13 @@ struct PostgresStorageTests {
     @Test("fetch claims: one replica holds a claim, another waits for its release; an abandoned claim lapses")
     func claims() async throws {
         try await PostgresFixture.withDatabase { client, _ in
-            var configuration = PostgresStorage.Configuration()
-            configuration.leaseTime = .milliseconds(300)
-            let a = try await PostgresFixture.open(client, configuration)
-            let b = try await PostgresFixture.open(client, configuration)
+            // A and B hold claims for a minute and wait a minute at most: on a loaded machine a
+            // claim of theirs never lapses while the test looks (at 300 ms, B's refusal raced
+            // A's lease), and a wait that ends well before that minute ended for its reason.
+            var patient = PostgresFixture.patient
+            patient.leaseTime = .seconds(60)
+            let a = try await PostgresFixture.open(client, patient)
+            let b = try await PostgresFixture.open(client, patient)
             #expect(await a.claim("f.1"))
             #expect(await b.claim("f.1") == false)
             async let waited: Void = b.wait(for: "f.1")
@@ -221,17 +224,23 @@ struct PostgresStorageTests {
             await a.release("f.1")
             let started = ContinuousClock.now
             await waited
-            #expect(ContinuousClock.now - started < .milliseconds(250))
+            #expect(ContinuousClock.now - started < .seconds(20), "B's wait ended at its own bound (60 s), not at A's release")
             #expect(await b.claim("f.1"))
-            // B "crashes" holding the claim: A waits the lease time at most, then may claim.
+            await b.release("f.1")
+            // C "crashes" holding a claim of 1 s: A waits until it lapses (not A's own 60 s), then may claim.
+            var brief = PostgresFixture.patient
+            brief.leaseTime = .seconds(1)
+            let c = try await PostgresFixture.open(client, brief)
+            #expect(await c.claim("f.1"))
             let before = ContinuousClock.now
             await a.wait(for: "f.1")
-            #expect(ContinuousClock.now - before < .seconds(2))
+            #expect(ContinuousClock.now - before < .seconds(20), "A's wait ended at its own bound (60 s), not at the lapse")
             #expect(await a.claim("f.1"))
             #expect(a.fleetStatistics.claims == 2)
             #expect(b.fleetStatistics.claimsHeldElsewhere == 1)
             await a.shutdown()
             await b.shutdown()
+            await c.shutdown()
         }
     }
 
@@ -249,11 +258,16 @@ struct PostgresStorageTests {
             #expect(try await pipeline.send(request).source == .network)
             #expect(try await pipeline.send(request).source == .cache)
             let locked = AsyncStream<Void>.makeStream()
+            // The table stays locked until the test lets go (not for 2 s of real time, which a
+            // loaded machine could spend before the requests below were made).
+            let unlock = AsyncStream<Void>.makeStream()
+            defer { unlock.continuation.finish() }
             let locker = Task {
                 try await client.withTransaction(logger: PostgresFixture.logger) { connection in
                     _ = try await connection.query("LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE", logger: PostgresFixture.logger).all()
                     locked.continuation.yield()
-                    try await Task.sleep(for: .seconds(2))
+                    var gate = unlock.stream.makeAsyncIterator()
+                    await gate.next()
                 }
             }
             var iterator = locked.stream.makeAsyncIterator()
@@ -265,8 +279,11 @@ struct PostgresStorageTests {
                 slowest = max(slowest, ContinuousClock.now - started)
                 #expect(answer.status == 200 && answer.bodyText == "s")
             }
-            #expect(slowest < .seconds(1), "a request waited \(slowest) for a locked table")
+            // Within the storage's 200 ms timeouts plus what a loaded machine adds; a request
+            // that waited for the table would still be waiting (it is locked until just below).
+            #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
             #expect(origin.count(for: "/s") >= 2, "lookups that could not finish were misses")
+            unlock.continuation.finish()
             try await locker.value
             try await Self.eventually { try await pipeline.send(request).source == .cache }
             await storage.shutdown()
@@ -313,12 +330,13 @@ struct PostgresStorageTests {
         return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 
-    /// Waits until `condition` holds, for 5 s at most.
+    /// Waits until `condition` holds, for 30 s at most (generous: a loaded machine is slow, and
+    /// the wait ends as soon as the condition holds).
     static func eventually(_ condition: () async throws -> Bool) async throws {
-        let end = ContinuousClock.now + .seconds(5)
+        let end = ContinuousClock.now + .seconds(30)
         while try await !condition() {
             guard ContinuousClock.now < end else {
-                Issue.record("condition not met within 5 s")
+                Issue.record("condition not met within 30 s")
                 return
             }
             try await Task.sleep(for: .milliseconds(10))
