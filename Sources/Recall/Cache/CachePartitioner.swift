@@ -57,7 +57,7 @@ struct CachePartitioner: Sendable {
     /// ``partition(for:userinfo:inScope:)`` when whether `request` has any field is known
     /// (``RequestFacts``): a request without fields, key fields or user information reads nothing.
     func partition(for request: URLRequest, hasFields: Bool, userinfo: Bool, inScope: Set<String>) -> String {
-        if keyFields.isEmpty, !hasFields, !userinfo { return "" }
+        if keyFields.isEmpty, !hasFields, !userinfo { return inScope.contains(Self.unseenCredentials) ? Self.unseenPartition : "" }
         let fields = request.allHTTPHeaderFields ?? [:]
         var partition = ""
         for name in keyFields {
@@ -75,7 +75,22 @@ struct CachePartitioner: Sendable {
         if !credentials.isEmpty {
             partition += "credentials: " + hash(credentials.sorted().joined(separator: "\n"))
         }
+        if inScope.contains(Self.unseenCredentials) { partition += Self.unseenPartition }
         return partition
+    }
+
+    /// Stands in the credential names in scope when the request may gain credentials the cache
+    /// does not see (``HTTPCache/credentialsMayBeAddedBelow``): not a field name (no field name
+    /// holds a NUL).
+    static let unseenCredentials = "\u{0}unseen"
+
+    /// What such a request's partition ends with.
+    static let unseenPartition = "\ncredentials: unseen"
+
+    /// Whether a request with credential names `inScope` may carry credentials the cache does
+    /// not see.
+    static func hasUnseenCredentials(_ inScope: Set<String>) -> Bool {
+        inScope.contains(unseenCredentials)
     }
 
     /// Whether the absolute URL `text` has a user name or password: an `@` in its authority.

@@ -365,13 +365,24 @@ struct CacheStrategy: Sendable {
             return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
         }
         let facts = CacheEntry.Facts(response.headers)
-        if rules.isStorable(response, facts: facts, for: x.answered) {
+        if rules.isStorable(response, facts: facts, for: x.answered), mayShare(facts, x) {
             return .store(entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x))
         }
         // A new representation (or its absence) that cannot be stored: the stored one is
         // outdated. A 5xx says nothing about the resource, so the stored response is kept.
         if stored != nil, !x.redirected, response.status < 500, x.method == .get { return .remove }
         return .pass
+    }
+
+    /// Whether a response with `facts` may be stored for the exchange `x` as far as who may see
+    /// it goes: always, unless the request may carry credentials the cache does not see
+    /// (``HTTPCache/credentialsMayBeAddedBelow``); then only where RFC 9111 §3.5 lets a shared
+    /// cache store the answer to an authenticated request (`public`, `s-maxage`,
+    /// `must-revalidate`), as the cache cannot tell its users apart.
+    private func mayShare(_ facts: CacheEntry.Facts, _ x: Exchange) -> Bool {
+        guard CachePartitioner.hasUnseenCredentials(x.inScope) else { return true }
+        let directives = facts.cacheControl
+        return !directives.isPrivate && (directives.isPublic || directives.mustRevalidate || directives.contains("s-maxage"))
     }
 
     /// What to do with `response`, the answer to a request for the caller's `range` sent in
@@ -397,13 +408,13 @@ struct CacheStrategy: Sendable {
         let facts = CacheEntry.Facts(response.headers)
         switch response.status {
         case 200:
-            guard rules.isStorable(response, facts: facts, for: Self.asWhole(x.answered)) else {
+            guard rules.isStorable(response, facts: facts, for: Self.asWhole(x.answered)), mayShare(facts, x) else {
                 return stored.map { .discard($0) } ?? .pass
             }
             let full = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
             return .storeAndAnswer(full, rules.partialResponse(response, range: range))
         case 206:
-            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered), let tag = facts.etag else {
+            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered), mayShare(facts, x), let tag = facts.etag else {
                 // Not storable: the answer serves the caller only if it answers the caller's range.
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
             }
@@ -512,7 +523,7 @@ struct CacheStrategy: Sendable {
         let asGet = Self.asGet(x.sent)
         let facts = CacheEntry.Facts(response.headers)
         guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty,
-              rules.isStorable(response, facts: facts, for: asGet) else { return nil }
+              rules.isStorable(response, facts: facts, for: asGet), mayShare(facts, x) else { return nil }
         let partition = partitioner.partition(for: asGet, userinfo: CachePartitioner.hasUserinfo(url.absoluteString), inScope: x.inScope)
         return entry(from: response, facts: facts, for: asGet, partition: partition, exchange: x)
     }

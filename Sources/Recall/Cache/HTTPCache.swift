@@ -88,6 +88,16 @@ public final class HTTPCache: ServiceHook {
     /// ```
     @TaskLocal public static var credentialFieldsInScope: Set<String> = []
 
+    /// Whether requests sent from the current task may gain credentials after the cache has
+    /// seen them — an `Authorization` header added by a middleware that runs below Recall's
+    /// (`RecallMiddleware` followed by an auth middleware in an OpenAPI client's list). The cache
+    /// cannot tell such requests' users apart, so it treats each as carrying an unknown
+    /// credential: it stores and serves only what a shared cache may for authenticated
+    /// requests (RFC 9111 §3.5: `public`, `s-maxage` or `must-revalidate`), in a partition
+    /// of their own. Put the credentials where the cache sees them instead (an auth hook before
+    /// the cache, `RecallMiddleware` after the auth middleware), and every response caches.
+    @TaskLocal public static var credentialsMayBeAddedBelow = false
+
     /// A freshness lifetime for this request's answer when the origin gives none (no `max-age`
     /// or `Expires`); it wins over ``CacheConfiguration/lifetimes`` and follows the same rules
     /// (see ``LifetimeRule``). Endpoints set it from ``Endpoint/cacheLifetime``; with a plain
@@ -252,10 +262,13 @@ public final class HTTPCache: ServiceHook {
         partitioner.partition(for: request, hasFields: facts.hasFields, userinfo: location.userinfo, inScope: inScope)
     }
 
-    /// The names of the credential fields in scope for the current task, lowercased.
+    /// The names of the credential fields in scope for the current task, lowercased, with
+    /// ``CachePartitioner/unseenCredentials`` when credentials may be added below.
     private static var inScope: Set<String> {
         let names = credentialFieldsInScope
-        return names.isEmpty ? names : Set(names.map { $0.lowercased() })
+        var lowered = names.isEmpty ? names : Set(names.map { $0.lowercased() })
+        if credentialsMayBeAddedBelow { lowered.insert(CachePartitioner.unseenCredentials) }
+        return lowered
     }
 
     // MARK: Per-request state

@@ -82,3 +82,44 @@ struct WriteOrderingTests {
         #expect(try await pipeline.send(request("GET")).bodyText == "v2")
     }
 }
+
+/// Adds a bearer token where the pipeline cannot see it, as a middleware after
+/// `RecallMiddleware` does in an OpenAPI client.
+private struct TokenBelow: Transport {
+    let token: String
+    let origin: MockTransport
+    func send(_ request: URLRequest) async throws -> Response {
+        var request = request
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        return try await origin.send(request)
+    }
+}
+
+@Suite("Safety: credentials the cache cannot see")
+struct UnseenCredentialsTests {
+    @Test("with credentials added below the cache, a private answer is never served to another caller; a public one is")
+    func unseenCredentials() async throws {
+        let origin = MockTransport()
+        let served = Locked(0)
+        origin.route("GET", "/inbox") { request in
+            served.withLock { $0 += 1 }
+            let owner = request.value(forHTTPHeaderField: "Authorization") ?? "nobody"
+            return Response(status: 200, headers: ["Cache-Control": "private, max-age=600"], body: Data(owner.utf8), url: request.url)
+        }
+        origin.route("GET", "/news", .text("news", headers: ["Cache-Control": "public, max-age=600"]))
+        let cache = HTTPCache()
+        let url = "https://origin.test"
+        func pipeline(_ token: String) -> Pipeline { Pipeline(transport: TokenBelow(token: token, origin: origin), hooks: [cache]) }
+        try await HTTPCache.$credentialsMayBeAddedBelow.withValue(true) {
+            let alice = try await pipeline("alice").send(URLRequest(url: URL(string: url + "/inbox")!))
+            let bob = try await pipeline("bob").send(URLRequest(url: URL(string: url + "/inbox")!))
+            #expect(alice.bodyText == "Bearer alice")
+            #expect(bob.bodyText == "Bearer bob")
+            _ = try await pipeline("alice").send(URLRequest(url: URL(string: url + "/news")!))
+            let shared = try await pipeline("bob").send(URLRequest(url: URL(string: url + "/news")!))
+            #expect(shared.source == .cache)
+        }
+        #expect(served.withLock { $0 } == 2)
+        #expect(origin.count(for: "/news") == 1)
+    }
+}

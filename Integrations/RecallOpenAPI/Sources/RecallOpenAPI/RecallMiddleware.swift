@@ -11,10 +11,20 @@ import Recall
 /// middlewares after it, then the transport).
 ///
 /// ```swift
-/// let client = Client(serverURL: url, transport: URLSessionTransport(),
-///                     middlewares: [RecallMiddleware(hooks: [HTTPCache()], retrierFactory: .exponentialBackoff())])
+/// let client = Client(serverURL: url, transport: URLSessionTransport(), middlewares: [
+///     BearerAuthMiddleware(token: token),   // credentials first: the cache must see them
+///     RecallMiddleware(hooks: [HTTPCache()], retrierFactory: .exponentialBackoff(), credentialsMayBeAddedBelow: false),
+/// ])
 /// ```
 ///
+/// - **Order.** swift-openapi-runtime runs `middlewares[0]` outermost: a middleware after this
+///   one changes the request after the cache has looked it up. Put this middleware **after**
+///   every middleware that adds credentials (an `Authorization` header, a cookie, an API key),
+///   so that the cache sees them and keeps each user's responses apart, and say so with
+///   `credentialsMayBeAddedBelow: false`. Until you do (the default, `true`), the cache cannot
+///   tell users apart and stores only responses that a shared cache may serve to anyone
+///   (`public`, `s-maxage`, `must-revalidate`; RFC 9111 §3.5): a `private` answer is never
+///   served to another caller, whatever the order.
 /// - Requests and responses are converted between swift-http-types' `HTTPRequest`/`HTTPResponse`
 ///   and Recall's `URLRequest`/``Recall/Response``; bodies are collected, up to
 ///   ``maxRequestBodyBytes`` and ``maxResponseBodyBytes``.
@@ -41,18 +51,24 @@ public struct RecallMiddleware: ClientMiddleware {
     public var clock: any Clock<Duration>
     /// Called with every event of every request (cache results, attempts, retries).
     public var observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+    /// Whether a middleware after this one may add credentials to the request (`true` unless
+    /// you say otherwise): then the hooks' caches keep only what every caller may share (see
+    /// ``Recall/HTTPCache/credentialsMayBeAddedBelow``). Put this middleware after the ones
+    /// that add credentials and pass `false`.
+    public var credentialsMayBeAddedBelow: Bool
 
     /// Creates the middleware.
     public init(hooks: [any ServiceHook] = [], retrierFactory: any RetrierFactory = NilRetrierFactory(),
                 maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int = 32 << 20,
                 clock: any Clock<Duration> = ContinuousClock(),
-                observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil) {
+                observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil, credentialsMayBeAddedBelow: Bool = true) {
         self.hooks = hooks
         self.retrierFactory = retrierFactory
         self.maxRequestBodyBytes = max(0, maxRequestBodyBytes)
         self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
         self.clock = clock
         self.observer = observer
+        self.credentialsMayBeAddedBelow = credentialsMayBeAddedBelow
     }
 
     /// Sends the request through the hooks and the retrier, each attempt through `next`.
@@ -64,10 +80,11 @@ public struct RecallMiddleware: ClientMiddleware {
         outgoing.httpBody = replayable
         let retries = passedOn == nil ? retrierFactory : NilRetrierFactory()
         let (hooks, clock, observer, limit) = (hooks, clock, observer, maxResponseBodyBytes)
+        let unseen = credentialsMayBeAddedBelow || HTTPCache.credentialsMayBeAddedBelow
         let response = try await withoutActuallyEscaping(next) { next in
             let transport = NextTransport(next: next, baseURL: baseURL, passedOnBody: passedOn, maxResponseBodyBytes: limit)
-            return try await Pipeline(transport: transport, hooks: hooks, retrierFactory: retries, clock: clock, observer: observer)
-                .send(outgoing)
+            let pipeline = Pipeline(transport: transport, hooks: hooks, retrierFactory: retries, clock: clock, observer: observer)
+            return try await HTTPCache.$credentialsMayBeAddedBelow.withValue(unseen) { try await pipeline.send(outgoing) }
         }
         return (HTTPResponse(response), HTTPBody(response.body))
     }

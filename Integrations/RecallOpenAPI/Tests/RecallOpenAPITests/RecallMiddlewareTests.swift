@@ -41,7 +41,7 @@ struct RecallMiddlewareTests {
     func hitsAndRevalidations() async throws {
         let origin = try Self.origin()
         let cache = HTTPCache()
-        let client = client(origin, RecallMiddleware(hooks: [cache]))
+        let client = client(origin, RecallMiddleware(hooks: [cache], credentialsMayBeAddedBelow: false))
         let first = try echo(await client.listItems(query: .init(cc: "max-age=600")))
         let second = try echo(await client.listItems(query: .init(cc: "max-age=600")))
         #expect(first.hit == 1 && second.hit == 1, "the second answer is the stored first one")
@@ -66,7 +66,7 @@ struct RecallMiddlewareTests {
         var configuration = CacheConfiguration()
         configuration.lifetimes = [LifetimeRule("127.0.0.1/items", .seconds(600))]
         let cache = HTTPCache(configuration: configuration)
-        let client = client(origin, RecallMiddleware(hooks: [cache]))
+        let client = client(origin, RecallMiddleware(hooks: [cache], credentialsMayBeAddedBelow: false))
         let stored = try echo(await client.listItems())
         #expect(try echo(await client.listItems()).hit == stored.hit, "a hit before the POST")
         let created = try await client.createItem(body: .json(.init(name: "lamp"))).ok.body.json
@@ -81,7 +81,8 @@ struct RecallMiddlewareTests {
         let origin = try Self.origin()
         let attempts = Mutex(0)
         var middleware = RecallMiddleware(hooks: [HTTPCache()],
-                                          retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+                                          retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil),
+                                          credentialsMayBeAddedBelow: false)
         middleware.observer = { event, _ in
             if case .attemptStarted = event { attempts.withLock { $0 += 1 } }
         }
@@ -101,7 +102,7 @@ struct RecallMiddlewareTests {
     @Test("stale-while-revalidate under a middleware refreshes before answering (next never outlives the call)")
     func staleWhileRevalidate() async throws {
         let origin = try Self.origin()
-        let client = client(origin, RecallMiddleware(hooks: [HTTPCache()]))
+        let client = client(origin, RecallMiddleware(hooks: [HTTPCache()], credentialsMayBeAddedBelow: false))
         let cc = "max-age=0, stale-while-revalidate=60"
         _ = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc))
         try await Task.sleep(for: .milliseconds(1_100)) // the origin's Date has one-second steps
@@ -178,5 +179,51 @@ struct RecallMiddlewareTests {
         let response = HTTPResponse(Response(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "max-age=60"]))
         #expect(response.status.code == 304 && response.headerFields[.eTag] == "\"v1\"")
         #expect(HTTPHeaders(response.headerFields)["cache-control"] == "max-age=60")
+    }
+
+    /// Adds one user's bearer token, as an app's auth middleware does.
+    struct BearerAuth: ClientMiddleware {
+        var token: String
+        func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+                       next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+            var request = request
+            request.headerFields[.authorization] = "Bearer \(token)"
+            return try await next(request, body, baseURL)
+        }
+    }
+
+    func client(_ origin: LoopbackOrigin, _ middlewares: [any ClientMiddleware]) -> Client {
+        Client(serverURL: origin.url("/"), transport: OpenAPIURLSession.URLSessionTransport(), middlewares: middlewares)
+    }
+
+    /// Issue #36, point 1: `[RecallMiddleware, BearerAuth]` — the token is added below the
+    /// cache, which sees every user's request as the same anonymous one.
+    @Test("an auth middleware after RecallMiddleware: one user's private answer never reaches another; public answers still cache")
+    func authAddedBelow() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache()
+        let alice = client(origin, [RecallMiddleware(hooks: [cache]), BearerAuth(token: "alice")])
+        let bob = client(origin, [RecallMiddleware(hooks: [cache]), BearerAuth(token: "bob")])
+        let inbox = try echo(await alice.listItems(query: .init(cc: "private, max-age=600")))
+        let other = try echo(await bob.listItems(query: .init(cc: "private, max-age=600")))
+        #expect(other.hit == inbox.hit + 1, "bob's request went to the origin, not to alice's stored answer")
+        let shared = try await alice.getItem(path: .init(id: "9"), query: .init(cc: "public, max-age=600")).ok.body.json
+        let again = try await bob.getItem(path: .init(id: "9"), query: .init(cc: "public, max-age=600")).ok.body.json
+        #expect(again.hit == shared.hit, "a public answer is shared")
+    }
+
+    @Test("RecallMiddleware after the auth middleware: each user's private answers are cached for that user alone")
+    func authAddedAbove() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache()
+        let recall = RecallMiddleware(hooks: [cache], credentialsMayBeAddedBelow: false)
+        let alice = client(origin, [BearerAuth(token: "alice"), recall])
+        let bob = client(origin, [BearerAuth(token: "bob"), recall])
+        let first = try echo(await alice.listItems(query: .init(cc: "private, max-age=600")))
+        let second = try echo(await alice.listItems(query: .init(cc: "private, max-age=600")))
+        #expect(second.hit == first.hit, "alice's second request is a hit")
+        let other = try echo(await bob.listItems(query: .init(cc: "private, max-age=600")))
+        #expect(other.hit == first.hit + 1, "bob's is not")
+        #expect(cache.statistics.hits == 1)
     }
 }

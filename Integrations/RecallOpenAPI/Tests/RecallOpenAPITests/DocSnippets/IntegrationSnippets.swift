@@ -16,7 +16,9 @@ enum IntegrationSnippets {
     static func after(serverURL: URL, transport: any ClientTransport) async throws -> Components.Schemas.Echo {
         // snippet: docs/integrations.md
         let cached = Client(serverURL: serverURL, transport: transport, middlewares: [
-            RecallMiddleware(hooks: [HTTPCache()], retrierFactory: .exponentialBackoff(maxAttempts: 3)),
+            // Last: after every middleware that adds credentials, so that the cache sees them.
+            RecallMiddleware(hooks: [HTTPCache()], retrierFactory: .exponentialBackoff(maxAttempts: 3),
+                             credentialsMayBeAddedBelow: false),
         ])
         let items = try await cached.listItems(query: .init(cc: "max-age=60")).ok.body.json
         // end snippet
