@@ -767,7 +767,10 @@ public final class HTTPCache: ServiceHook {
             let answer = try await onSuccess(refused.response, for: request, context: context)
             return answer.source == .network ? nil : answer
         }
-        defer { finish(state) }
+        // A cancelled leader hands its miss to one waiting request instead of sending them all
+        // to the origin at once.
+        let cancelled = Task.isCancelled || error is CancellationError
+        defer { cancelled ? abandon(state) : finish(state) }
         let failedAt = now()
         let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: failedAt)
         switch failure {
@@ -949,6 +952,14 @@ public final class HTTPCache: ServiceHook {
     /// Ends what `state` leads: wakes the requests waiting for its miss, or lets the key be refreshed again.
     private func finish(_ state: State) {
         finish(state.lead, key: state.key)
+    }
+
+    /// Gives up what `state` leads without an answer: one request waiting for its miss leads
+    /// in its place (``RequestCoalescer/abandon(_:)``).
+    private func abandon(_ state: State) {
+        guard case .flight(let flightKey, let claim) = state.lead else { return finish(state) }
+        flights.abandon(flightKey)
+        if let claim, let coordinator { Task { await coordinator.release(claim) } }
     }
 
     /// Ends `lead`, taken for the request of storage key `key`.

@@ -4,38 +4,51 @@ final class InFlight: Sendable {
     private struct State {
         var finished = false
         var nextID = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
     }
 
     private let state = Locked(State())
 
-    /// Waits until ``finish()`` is called, or the waiting task is cancelled.
-    func wait() async {
+    /// Waits until ``finish()`` is called, or the waiting task is cancelled (then `false`), or
+    /// ``handOff()`` chose this waiter (then `true`: it leads now).
+    @discardableResult
+    func wait() async -> Bool {
         let id = state.withLock { state -> Int in
             state.nextID += 1
             return state.nextID
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
                     if state.finished || Task.isCancelled { return true }
                     state.waiters[id] = continuation
                     return false
                 }
-                if resumeNow { continuation.resume() }
+                if resumeNow { continuation.resume(returning: false) }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
         }
     }
 
     /// Resumes every waiter, now and later.
     func finish() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.finished = true
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
         }
-        waiters.forEach { $0.resume() }
+        waiters.forEach { $0.resume(returning: false) }
+    }
+
+    /// Resumes the longest-waiting waiter alone, as the new leader (its ``wait()`` returns
+    /// `true`); the others go on waiting. `false` when nobody waits (or it has finished).
+    func handOff() -> Bool {
+        let chosen = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard !state.finished, let first = state.waiters.keys.min() else { return nil }
+            return state.waiters.removeValue(forKey: first)
+        }
+        chosen?.resume(returning: true)
+        return chosen != nil
     }
 }

@@ -11,7 +11,8 @@ final class RequestCoalescer: Sendable {
     enum Role: Equatable {
         /// Go to the origin, then call ``RequestCoalescer/finish(_:)``.
         case leader
-        /// Another request led; it has finished (or the waiting task was cancelled).
+        /// Another request led; it has finished (or the waiting task was cancelled). (A request
+        /// that waited is ``leader`` when the leader gave up and handed it the lead.)
         case follower
     }
 
@@ -53,9 +54,9 @@ final class RequestCoalescer: Sendable {
         }
         guard let flight else { return .leader }
         waitingCount.withLock { $0 += 1 }
-        await flight.wait()
+        let leads = await flight.wait()
         waitingCount.withLock { $0 -= 1 }
-        return .follower
+        return leads ? .leader : .follower
     }
 
     /// Leads `key` when nobody does; `false` (and no waiting) when someone already does.
@@ -65,6 +66,15 @@ final class RequestCoalescer: Sendable {
             flights[key] = Lead()
             return true
         }
+    }
+
+    /// Gives up the lead of `key` without an answer (its leader was cancelled): one waiting
+    /// request leads in its place, the others go on waiting for it; with nobody waiting, ends
+    /// the lead like ``finish(_:)``.
+    func abandon(_ key: String) {
+        let flight = flights.withLock { $0[key]?.flight }
+        if let flight, flight.handOff() { return }
+        finish(key)
     }
 
     /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.

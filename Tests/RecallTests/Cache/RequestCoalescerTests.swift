@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import Recall
+import RecallTesting
 import Testing
 
 @Suite("RequestCoalescer: one leader per key, followers wait for it", .timeLimit(.minutes(1)))
@@ -89,5 +90,47 @@ struct RequestCoalescerTests {
         await waiter.value
         #expect(returned.withLock { $0 })
         #expect(coalescer.leading == 0)
+    }
+}
+
+@Suite("Coalescing: a cancelled leader")
+struct CancelledLeaderTests {
+    /// Issue #36, point 15: 20 followers of a cancelled leader went to the origin at once.
+    @Test("a cancelled leader hands its miss to one follower: the origin sees two requests, not twenty-one")
+    func handOff() async throws {
+        let origin = MockTransport()
+        let calls = Locked(0)
+        let answers = Gate() // holds the answers after the leader's, until every follower has acted
+        origin.route("GET", "/slow") { request in
+            if calls.withLock({ count -> Int in count += 1; return count }) == 1 {
+                try await Task.sleep(for: .seconds(600)) // the leader's fetch, until it is cancelled
+            }
+            await answers.wait()
+            return Response(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("answer".utf8), url: request.url)
+        }
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: origin, hooks: [cache])
+        let request = URLRequest(url: URL(string: "https://origin.test/slow")!)
+        let leader = Task { try await pipeline.send(request) }
+        try await waitUntil("the leader at the origin") { calls.withLock { $0 } == 1 }
+        let followers = (0..<20).map { _ in Task { try await pipeline.send(request) } }
+        try await waitUntil("20 followers waiting") { cache.statistics.waiting == 20 }
+        leader.cancel()
+        #expect(await leader.result.isFailure)
+        // Either one follower fetches while 19 wait for it, or all 20 went to the origin.
+        try await waitUntil("the followers acting") {
+            let calls = calls.withLock { $0 }
+            return calls == 21 || (calls == 2 && cache.statistics.waiting == 19)
+        }
+        answers.open()
+        for follower in followers { #expect(try await follower.value.bodyText == "answer") }
+        #expect(calls.withLock { $0 } == 2)
+    }
+}
+
+private extension Result {
+    var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
     }
 }
