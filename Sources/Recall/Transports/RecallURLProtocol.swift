@@ -23,6 +23,9 @@ import FoundationNetworking
 ///   own. ``URLProtocolRoutes/add(_:hosts:)`` refuses the visible case.
 /// - A request's body is read from `httpBody` or, where Foundation hands it over as a stream
 ///   (Apple's platforms), from `httpBodyStream`, up to ``maxRequestBodyBytes``.
+/// - The session's `httpAdditionalHeaders` are added to requests that do not set those fields,
+///   and its `timeoutIntervalForRequest`/`timeoutIntervalForResource` bound the load (the
+///   shorter, from the start), which then fails with `URLError(.timedOut)`.
 /// - Stopping the load (a cancelled task, a cancelled `async` call) cancels the pipeline's work:
 ///   the session reports `URLError(.cancelled)` as usual.
 /// - Every status arrives as a response, as from the network. Errors that outlast the retrier
@@ -99,11 +102,20 @@ open class RecallURLProtocol: URLProtocol {
         let pipeline = route.pipeline
         let (work, delivery) = (self.work, self.delivery)
         let limit = Self.maxRequestBodyBytes
+        let facts = client.facts
         let task = Task {
             do {
                 // A streamed body is read off the loading thread (its writer may need that thread).
-                let prepared = try await RecallURLProtocol.withBodyOffThread(request, limit: limit)
-                let response = try await pipeline.send(prepared)
+                let prepared = facts.applied(to: try await RecallURLProtocol.withBodyOffThread(request, limit: limit))
+                // The session's time limits, as its own protocol would apply them.
+                let response: Response
+                do {
+                    response = try await AttemptRace.run(timeout: facts.limit, time: TimeSource(ContinuousClock())) {
+                        try await pipeline.send(prepared)
+                    }
+                } catch is AttemptRace.TimedOut {
+                    throw URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "The session's time limit passed."])
+                }
                 try Task.checkCancellation()
                 await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
             } catch {
@@ -249,24 +261,14 @@ private struct UncheckedClient: @unchecked Sendable {
     #else
     /// The session's work queue, which called `startLoading` (``SessionWorkQueue``).
     let queue = SessionWorkQueue.current()
-    /// Whether the task runs its completion as soon as it ends (corelibs' `async` `data(for:)`
-    /// family: it resumes a continuation there). Such a task is ended off the work queue: a
-    /// cancellation of the caller's Swift task holds that task's lock while it waits for the
-    /// work queue, and the continuation's resumption needs the lock.
-    var completesInline: Bool {
-        guard let task = `protocol`.task else { return false }
-        var mirror: Mirror? = Mirror(reflecting: task)
-        while let current = mirror {
-            if let inline = current.children.first(where: { $0.label == "_callCompletionHandlerInline" })?.value as? Bool { return inline }
-            mirror = current.superclassMirror
-        }
-        return false
-    }
     #endif
+    /// What the task and its session say (read in `startLoading`, on the session's work queue).
+    let facts: SessionTaskFacts
 
     init(protocol: URLProtocol, client: (any URLProtocolClient)?) {
         self.protocol = `protocol`
         self.client = client
+        self.facts = SessionTaskFacts(task: `protocol`.task)
     }
 
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
@@ -304,7 +306,11 @@ private struct UncheckedClient: @unchecked Sendable {
                 client?.urlProtocolDidFinishLoading(self.protocol)
             }
         }
-        if completesInline { end() } else { onClientThread(end) }
+        // A task that runs its completion as soon as it ends (corelibs' `async` `data(for:)`
+        // family: it resumes a continuation there) is ended off the work queue: a cancellation
+        // of the caller's Swift task holds that task's lock while it waits for the work queue,
+        // and the continuation's resumption needs the lock.
+        if facts.completesInline { end() } else { onClientThread(end) }
         #endif
     }
 

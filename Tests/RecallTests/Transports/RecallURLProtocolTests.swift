@@ -229,4 +229,52 @@ struct RecallURLProtocolTests {
         let remoteHits = try await server.hits(remote.path)
         #expect(status(remoteResponse) == 200 && remoteHits == 1)
     }
+
+    /// Issue #36, point 4: "call sites unchanged" means the session behaves as before.
+    @Test("the session's additional header fields reach the pipeline; the request's own fields win")
+    func sessionHeaders() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let seen = Locked<[String: String]>([:])
+        let inner = ClosureTransport { request in
+            seen.withLock { $0 = request.allHTTPHeaderFields ?? [:] }
+            return .text("ok")
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer session", "X-Client": "app"]
+        try configuration.sendThroughRecall(Pipeline(transport: inner), protocolClass: Routes.self)
+        let session = URLSession(configuration: configuration)
+        _ = try await session.data(from: URL(string: "https://headers.test/a")!)
+        #expect(seen.withLock { $0["Authorization"] } == "Bearer session")
+        #expect(seen.withLock { $0["X-Client"] } == "app")
+        var own = URLRequest(url: URL(string: "https://headers.test/b")!)
+        own.setValue("Bearer mine", forHTTPHeaderField: "Authorization")
+        _ = try await session.data(for: own)
+        #expect(seen.withLock { $0["Authorization"] } == "Bearer mine")
+        #expect(seen.withLock { $0["X-Client"] } == "app")
+    }
+
+    @Test("the session's timeoutIntervalForRequest bounds a load through the pipeline")
+    func sessionTimeout() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let inner = ClosureTransport { _ in
+            try await Task.sleep(for: .seconds(60)) // far beyond the session's limit
+            return .text("late")
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 1
+        try configuration.sendThroughRecall(Pipeline(transport: inner), protocolClass: Routes.self)
+        let session = URLSession(configuration: configuration)
+        let start = ContinuousClock.now
+        let outcome = await Task { try await session.data(from: URL(string: "https://timeout.test/slow")!) }.result
+        #expect(throws: URLError.self) { try outcome.get() }
+        if case .failure(let error as URLError) = outcome { #expect(error.code == .timedOut) }
+        // At 1 s, not at the transport's 60 s (a generous bound for a busy machine).
+        #expect(ContinuousClock.now - start < .seconds(30))
+    }
 }

@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What ``RecallURLProtocol`` needs to know of the `URLSessionTask` it loads for, and of that
+/// task's session, which `URLProtocol` does not show: the session's additional header fields
+/// and time limits (a protocol that answers in place of the network must apply them as the
+/// network protocol would), and whether the task runs its completion as soon as it ends.
+///
+/// swift-corelibs-foundation keeps these in the task's stored properties; they are read once,
+/// with `Mirror`, in `startLoading` — on the session's work queue, where the task's own code
+/// changes them. On Apple's platforms, where the system applies the session's settings itself,
+/// nothing is read.
+struct SessionTaskFacts: Sendable {
+    /// The session's `httpAdditionalHeaders`, as text.
+    var additionalHeaders: [String: String] = [:]
+    /// The session's `timeoutIntervalForRequest` and `timeoutIntervalForResource`, in seconds
+    /// (`nil`: not known).
+    var requestTimeout: TimeInterval?
+    var resourceTimeout: TimeInterval?
+    /// Whether the task runs its completion as soon as it ends (the `async` `data(for:)` family).
+    var completesInline = false
+
+    /// The facts of `task` (none known for `nil`, or on Apple's platforms).
+    init(task: URLSessionTask?) {
+        #if !canImport(Darwin)
+        guard let task else { return }
+        var mirror: Mirror? = Mirror(reflecting: task)
+        var session: URLSession?
+        var inline: Bool?
+        while let current = mirror, session == nil || inline == nil {
+            for child in current.children {
+                switch child.label {
+                case "session": session = Self.unwrap(child.value) as? URLSession
+                case "_callCompletionHandlerInline": inline = child.value as? Bool
+                default: continue
+                }
+                if session != nil, inline != nil { break }
+            }
+            mirror = current.superclassMirror
+        }
+        completesInline = inline ?? false
+        guard let configuration = session?.configuration else { return }
+        for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
+            guard let name = name as? String else { continue }
+            additionalHeaders[name] = (value as? String) ?? "\(value)"
+        }
+        requestTimeout = configuration.timeoutIntervalForRequest
+        resourceTimeout = configuration.timeoutIntervalForResource
+        #endif
+    }
+
+    /// The value inside an `Optional` seen through `Any` (the task keeps its session weakly).
+    private static func unwrap(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first?.value
+    }
+
+    /// `request` with the session's additional header fields it does not set itself (the
+    /// request's own fields win, as with the network protocol).
+    func applied(to request: URLRequest) -> URLRequest {
+        guard !additionalHeaders.isEmpty else { return request }
+        var request = request
+        for (name, value) in additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        return request
+    }
+
+    /// How long the load may take in all: the session's request limit (the protocol answers in
+    /// one piece, so a wait for more data is a wait for the whole answer) or its resource limit,
+    /// whichever is shorter; `nil` when neither is known or positive.
+    var limit: Duration? {
+        let limits = [requestTimeout, resourceTimeout].compactMap { $0 }.filter { $0 > 0 && $0.isFinite }
+        return limits.min().map { .milliseconds(Int64(($0 * 1000).rounded(.up))) }
+    }
+}
