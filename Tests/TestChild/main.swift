@@ -31,6 +31,12 @@
 //     `URLSessionTask.cancel()` (or all of one kind); prints "finished N answered A cancelled C". A delivery that
 //     reaches the session after its task was cancelled crashes the process (corelibs' task
 //     registry), which only a child process can show.
+//
+//   recall-test-child stalled-uploads [N]
+//     Starts N uploads through RecallURLProtocol whose body streams block in `read` until
+//     released, times an unrelated in-process request once all N reads are blocked, cancels the
+//     uploads and releases the streams; prints "blocked N unrelatedMs MS closed C". Reads that
+//     block threads Swift concurrency needs freeze the process, which only a child can show.
 import Foundation
 import Recall
 import RecallTesting
@@ -271,7 +277,66 @@ final class CompletionSignal: Sendable {
     }
 }
 
+/// A body stream whose reads block until ``release()``; counts reads begun and closes.
+final class StalledStream: InputStream {
+    static let blocked = Locked(0)
+    static let closed = Locked(0)
+    private let gate = DispatchSemaphore(value: 0)
+    private var status: Stream.Status = .notOpen
+
+    init() { super.init(data: Data()) }
+
+    override func open() { status = .open }
+    override func close() {
+        status = .closed
+        StalledStream.closed.withLock { $0 += 1 }
+    }
+    override var streamStatus: Stream.Status { status }
+    override var hasBytesAvailable: Bool { true }
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        StalledStream.blocked.withLock { $0 += 1 }
+        gate.wait()
+        buffer.pointee = 65
+        return 1
+    }
+    func release() { gate.signal() }
+}
+
+func stalledUploads(count: Int) async {
+    let configuration = URLSessionConfiguration.ephemeral
+    let origin = MockTransport()
+    origin.route(nil, "/upload", .text("stored"))
+    origin.route("GET", "/unrelated", .text("ok"))
+    do { try configuration.sendThroughRecall(Pipeline(transport: origin), hosts: ["upload.test"]) } catch { fail("\(error)") }
+    let session = URLSession(configuration: configuration)
+    let streams = (0..<count).map { _ in StalledStream() }
+    let tasks = streams.map { stream -> URLSessionDataTask in
+        var request = URLRequest(url: URL(string: "https://upload.test/upload")!)
+        request.httpMethod = "POST"
+        request.httpBodyStream = stream
+        let task = session.dataTask(with: request) { _, _, _ in }
+        task.resume()
+        return task
+    }
+    let begun = ContinuousClock.now
+    while StalledStream.blocked.withLock({ $0 }) < count, ContinuousClock.now - begun < .seconds(60) {
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    let blocked = StalledStream.blocked.withLock { $0 }
+    let start = ContinuousClock.now
+    _ = try? await Task { try await Pipeline(transport: origin).send(URLRequest(url: URL(string: "https://other.test/unrelated")!)) }.value
+    let elapsed = ContinuousClock.now - start
+    tasks.forEach { $0.cancel() }
+    streams.forEach { $0.release() }
+    let end = ContinuousClock.now + .seconds(60)
+    while StalledStream.closed.withLock({ $0 }) < count, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(10)) }
+    let ms = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+    print("blocked \(blocked) unrelatedMs \(ms) closed \(StalledStream.closed.withLock { $0 })")
+}
+
 switch arguments.dropFirst().first {
+case "stalled-uploads":
+    await stalledUploads(count: arguments.count > 2 ? Int(arguments[2]) ?? 300 : 300)
 case "protocol-cancel":
     await protocolCancel(tasks: arguments.count > 2 ? Int(arguments[2]) ?? 3_000 : 3_000,
                          maxDelay: arguments.count > 3 ? Int(arguments[3]) ?? 3_000 : 3_000, kinds: arguments.count > 4 ? arguments[4] : "both")
@@ -284,5 +349,5 @@ case "memory":
 case "limits":
     await limits(slowURL: arguments.count > 2 ? URL(string: arguments[2]) : nil)
 default:
-    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async]")
+    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async] | stalled-uploads [N]")
 }

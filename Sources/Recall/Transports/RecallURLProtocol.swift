@@ -173,14 +173,14 @@ open class RecallURLProtocol: URLProtocol {
     }
     #endif
 
-    /// ``withBody(_:isUpload:limit:)`` on a thread of Dispatch's global pool, not the caller's (reading
-    /// a stream blocks until its writer has written).
+    /// ``withBody(_:isUpload:limit:)`` on a thread of its own (``BodyStreamReader``): reading a
+    /// stream blocks until its writer has written, and a blocked thread of Dispatch's global
+    /// pool starves Swift concurrency's executor on Linux. Cancelling the calling task answers at
+    /// once and stops the reading at its next chunk (the stream is then closed).
     static func withBodyOffThread(_ request: UncheckedRequest, limit: Int) async throws -> URLRequest {
         guard request.request.httpBodyStream != nil else { return try withBody(request.request, isUpload: request.isUpload, limit: limit) }
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try withBody(request.request, isUpload: request.isUpload, limit: limit) })
-            }
+        return try await BodyStreamReader.run { shouldStop in
+            try withBody(request.request, isUpload: request.isUpload, limit: limit, shouldStop: shouldStop)
         }
     }
 
@@ -214,24 +214,26 @@ open class RecallURLProtocol: URLProtocol {
 
     /// `request` with its body in `httpBody`, read from `httpBodyStream` when Foundation put it
     /// there.
-    static func withBody(_ request: URLRequest, isUpload: Bool, limit: Int) throws -> URLRequest {
+    static func withBody(_ request: URLRequest, isUpload: Bool, limit: Int, shouldStop: () -> Bool = { false }) throws -> URLRequest {
         var prepared = request
         if let stream = request.httpBodyStream {
             prepared.httpBodyStream = nil
-            prepared.httpBody = try read(stream, limit: limit)
+            prepared.httpBody = try read(stream, limit: limit, shouldStop: shouldStop)
         } else if isUpload, request.httpBody == nil {
             throw RecallURLProtocolError.uploadBodyUnavailable
         }
         return prepared
     }
 
-    /// Every byte of `stream`, at most `limit`.
-    static func read(_ stream: InputStream, limit: Int) throws -> Data {
+    /// Every byte of `stream`, at most `limit`; stops with `CancellationError` when
+    /// `shouldStop` says so between two reads. The stream is closed either way.
+    static func read(_ stream: InputStream, limit: Int, shouldStop: () -> Bool = { false }) throws -> Data {
         stream.open()
         defer { stream.close() }
         var body = Data()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
+            if shouldStop() { throw CancellationError() }
             let count = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: $0.count) }
             if count < 0 { throw stream.streamError ?? URLError(.cannotDecodeRawData) }
             if count == 0 { return body }

@@ -75,4 +75,20 @@ struct TransportSafetyTests {
         let cancelled = words.firstIndex(of: "cancelled").flatMap { Int(words[$0 + 1]) } ?? 0
         #expect(answered > 0 && cancelled > 0, "no race between cancellations and answers: \(result.output)")
     }
+
+    /// Issue #36, point 5: request body streams were read with blocking reads on Dispatch's
+    /// global pool, which on Linux also runs Swift concurrency's executor: 300 stalled uploads
+    /// froze the process (this child never finished before the fix). Now an unrelated request
+    /// answers while they stall, and cancelled uploads close their streams.
+    @Test("300 stalled request-body streams neither freeze the process nor outlive their cancellation (child process)")
+    func stalledUploads() async throws {
+        let result = try await ChildProcess.run("recall-test-child", ["stalled-uploads", "300"], deadline: .seconds(120))
+        #expect(!result.hung, "the process froze: \(result.output)")
+        let words = result.output.split(whereSeparator: \.isWhitespace).map(String.init)
+        func value(_ name: String) -> Int? { words.firstIndex(of: name).flatMap { Int(words[$0 + 1]) } }
+        #expect(value("blocked") == 300, "every upload's read was under way: \(result.output)")
+        // Generous: it answers in milliseconds, where the old reader never let it answer at all.
+        #expect((value("unrelatedMs") ?? .max) < 30_000, "the unrelated request waited: \(result.output)")
+        #expect(value("closed") == 300, "every cancelled upload's stream was closed: \(result.output)")
+    }
 }
