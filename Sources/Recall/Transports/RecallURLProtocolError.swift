@@ -16,6 +16,13 @@ public struct RecallURLProtocolError: Error, Sendable, Hashable, CustomStringCon
     /// the request cannot be sent as it was made. Use a data task with `httpBody` instead.
     public static let uploadBodyUnavailable = RecallURLProtocolError(code: .uploadBodyUnavailable)
 
+    /// A new route would take requests from a route already in the same table, for every
+    /// session of the process that lists the protocol class: a route for every host added
+    /// beside others (or others beside it), or two routes for one host pattern. Remove the
+    /// other route first, or give each set of sessions a `RecallURLProtocol` subclass with
+    /// routes of its own.
+    public static let routeConflict = RecallURLProtocolError(code: .routeConflict)
+
     /// What went wrong and what to do.
     public var description: String {
         switch code {
@@ -23,6 +30,8 @@ public struct RecallURLProtocolError: Error, Sendable, Hashable, CustomStringCon
             "the pipeline's transport sends through a URLSession whose configuration lists RecallURLProtocol, so its requests would loop; give it a transport with a session of its own, such as URLSessionTransport()"
         case .uploadBodyUnavailable:
             "an upload task's body is not visible to a URLProtocol on this platform; send it as a data task with httpBody, or through a session without RecallURLProtocol"
+        case .routeConflict:
+            "the new route would take over requests another route of the same protocol class already takes, for every session in the process that lists the class; remove that route first (routes.remove(id)), or give each set of sessions a RecallURLProtocol subclass with routes of its own"
         default:
             "RecallURLProtocol error (\(code))"
         }
@@ -34,4 +43,6 @@ extension ErrorCode where Owner == RecallURLProtocolError {
     public static let loop = Self("loop")
     /// See ``RecallURLProtocolError/uploadBodyUnavailable``.
     public static let uploadBodyUnavailable = Self("uploadBodyUnavailable")
+    /// See ``RecallURLProtocolError/routeConflict``.
+    public static let routeConflict = Self("routeConflict")
 }

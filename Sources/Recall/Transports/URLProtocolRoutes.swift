@@ -48,16 +48,26 @@ public final class URLProtocolRoutes: Sendable {
     /// - Throws: ``RecallURLProtocolError`` when the pipeline's transport is a
     ///   ``URLSessionTransport`` over a session that lists a `RecallURLProtocol` class: its
     ///   requests would come back to the protocol and loop. Give the pipeline a transport with
-    ///   a session of its own (the default `URLSessionTransport()`).
+    ///   a session of its own (the default `URLSessionTransport()`); ``RecallURLProtocolError/routeConflict``
+    ///   when the route would take requests another route of this table takes (a route for
+    ///   every host beside any other, or a host pattern another route has): routes are
+    ///   process-wide, so that would silently move another module's sessions to this pipeline.
     @discardableResult
     public func add(_ pipeline: Pipeline, hosts: [String]? = nil) throws -> UInt64 {
         if let session = (pipeline.transport as? URLSessionTransport)?.session,
            session.configuration.protocolClasses?.contains(where: { $0 is RecallURLProtocol.Type }) == true {
             throw RecallURLProtocolError.loop
         }
-        return state.withLock { state in
+        let patterns = hosts.map { $0.map { $0.trimmingOWS } }
+        return try state.withLock { state in
+            let lowered = Set(patterns?.map { $0.lowercased() } ?? [])
+            let conflict = state.routes.contains { route in
+                guard let theirs = route.hosts, patterns != nil else { return true } // a route for every host
+                return !lowered.isDisjoint(with: theirs.map { $0.lowercased() })
+            }
+            if conflict { throw RecallURLProtocolError.routeConflict }
             defer { state.next += 1 }
-            state.routes.insert(Route(id: state.next, hosts: hosts.map { $0.map { $0.trimmingOWS } }, pipeline: pipeline), at: 0)
+            state.routes.insert(Route(id: state.next, hosts: patterns, pipeline: pipeline), at: 0)
             return state.next
         }
     }

@@ -17,14 +17,15 @@ extension URLSessionConfiguration {
     /// ```
     ///
     /// Routes belong to `protocolClass`, not to this configuration: **every** session of the
-    /// process that lists the class uses them, and the newest route that matches a host wins —
-    /// a second `sendThroughRecall(_:)` for every host takes over the first one's sessions too.
-    /// Sessions that need different pipelines for the same host use subclasses with routes of
-    /// their own (see ``RecallURLProtocol``). A route keeps its pipeline alive until it is
+    /// process that lists the class uses them. So a route that would take another's requests —
+    /// a second `sendThroughRecall(_:)` for every host, or one for a host another route has —
+    /// is refused (``RecallURLProtocolError/routeConflict``) rather than silently taking over
+    /// the first one's sessions. Sessions that need different pipelines for the same host use
+    /// subclasses with routes of their own (see ``RecallURLProtocol``). A route keeps its pipeline alive until it is
     /// removed: `protocolClass.routes.remove(id)` when the sessions are done.
     ///
     /// - Throws: ``RecallURLProtocolError/loop`` when `pipeline` sends through a session that
-    ///   lists a `RecallURLProtocol` class.
+    ///   lists a `RecallURLProtocol` class; ``RecallURLProtocolError/routeConflict`` (above).
     @discardableResult
     public func sendThroughRecall(_ pipeline: Pipeline, hosts: [String]? = nil,
                                   protocolClass: RecallURLProtocol.Type = RecallURLProtocol.self) throws -> UInt64 {

@@ -277,4 +277,21 @@ struct RecallURLProtocolTests {
         // At 1 s, not at the transport's 60 s (a generous bound for a busy machine).
         #expect(ContinuousClock.now - start < .seconds(30))
     }
+
+    /// Issue #36, point 17: routes are process-wide, so one module's catch-all route took over
+    /// every other module's Recall sessions.
+    @Test("a route that would take another's requests is refused: every host beside others, or one host twice")
+    func routeConflicts() throws {
+        let routes = URLProtocolRoutes()
+        let pipeline = Pipeline(transport: MockTransport())
+        let billing = try routes.add(pipeline, hosts: ["billing.example.com"])
+        #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline) }
+        #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline, hosts: ["BILLING.example.com", "x.test"]) }
+        try routes.add(pipeline, hosts: ["search.example.com"]) // another host: fine
+        routes.removeAll()
+        try routes.add(pipeline)
+        #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline, hosts: ["api.example.com"]) }
+        #expect(routes.routes.count == 1)
+        _ = billing
+    }
 }
