@@ -11,7 +11,7 @@
 //     Stores 10,000 records of several shapes in MemoryStorages and prints, per shape,
 //     "shape <name> measured <bytes per record> accounted <bytes per record>": the growth of
 //     the resident set against the storage's own byte accounting. Alone in its process, so no
-//     other test's allocations blur the measurement.
+//     other test's allocations blur the measurement. Then 8,100-byte URLs under eviction.
 //
 //   recall-test-child limits [SLOW_URL]
 //     Runs the time-limit scenarios of the retry layer against transports that ignore
@@ -107,6 +107,7 @@ func memory() {
         kept.append(storage)
     }
     withExtendedLifetime(kept) {}
+    memoryChurn()
 }
 
 func limits(slowURL: URL?) async {
@@ -332,6 +333,22 @@ func stalledUploads(count: Int) async {
     while StalledStream.closed.withLock({ $0 }) < count, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(10)) }
     let ms = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
     print("blocked \(blocked) unrelatedMs \(ms) closed \(StalledStream.closed.withLock { $0 })")
+}
+
+/// Long keys under eviction: 8,100-byte URLs stored into a 16 MiB MemoryStorage, three times
+/// what it holds, so that the eviction policy's own memory (queues, ghost) counts; printed as a
+/// shape of `memory` (per record held).
+func memoryChurn() {
+    let storage = MemoryStorage(byteLimit: 16 << 20)
+    let before = residentBytes()
+    let padding = String(repeating: "p", count: 8_100)
+    for index in 0..<6_000 {
+        let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+        storage.storeNow(CacheRecord(key: "https://api.example.com/\(index)?q=\(padding)", variants: [entry]))
+    }
+    let count = max(1, storage.statistics.count)
+    print("shape longKeysEvicting measured \((residentBytes() - before) / count) accounted \(storage.statistics.bytes / count)")
+    withExtendedLifetime(storage) {}
 }
 
 switch arguments.dropFirst().first {

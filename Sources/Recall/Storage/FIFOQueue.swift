@@ -1,7 +1,10 @@
 /// A first-in-first-out queue of keys with lazy deletion: entries carry a generation, and
 /// entries whose generation is no longer current are skipped when popped.
-struct FIFOQueue {
-    private var items: [(key: String, generation: UInt64)] = []
+///
+/// A popped entry lets go of its key at once, so a queue never keeps the memory of keys it has
+/// handed out (an evicted record's key is freed with the record).
+struct FIFOQueue<Key> {
+    private var items: [(key: Key?, generation: UInt64)] = []
     private var head = 0
 
     var isEmpty: Bool { head == items.count }
@@ -9,26 +12,27 @@ struct FIFOQueue {
     /// How many entries are queued, current or not.
     var count: Int { items.count - head }
 
-    mutating func push(_ key: String, generation: UInt64) {
+    mutating func push(_ key: Key, generation: UInt64) {
         items.append((key, generation))
     }
 
-    mutating func pop() -> (key: String, generation: UInt64)? {
-        guard head < items.count else { return nil }
-        let item = items[head]
+    mutating func pop() -> (key: Key, generation: UInt64)? {
+        guard head < items.count, let key = items[head].key else { return nil }
+        let generation = items[head].generation
+        items[head].key = nil
         head += 1
         if head > 1024, head * 2 > items.count {
             items.removeFirst(head)
             head = 0
         }
-        return item
+        return (key, generation)
     }
 
     /// Drops the entries `isCurrent` rejects, keeping the order of the rest. Entries go stale
     /// when their key is removed or requeued; a queue that is rarely popped (a cache below its
     /// limits, the ghost of keys that keep coming back) would otherwise keep every stale one.
-    mutating func compact(keeping isCurrent: (String, UInt64) -> Bool) {
-        items = items[head...].filter { isCurrent($0.key, $0.generation) }
+    mutating func compact(keeping isCurrent: (Key, UInt64) -> Bool) {
+        items = items[head...].filter { item in item.key.map { isCurrent($0, item.generation) } ?? false }
         head = 0
     }
 }

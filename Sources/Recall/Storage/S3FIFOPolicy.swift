@@ -25,10 +25,13 @@ public struct S3FIFOPolicy: EvictionPolicy {
     }
 
     private var entries: [String: Entry] = [:]
-    private var small = FIFOQueue()
-    private var main = FIFOQueue()
-    private var ghost = FIFOQueue()
-    private var ghostKeys: [String: UInt64] = [:]
+    private var small = FIFOQueue<String>()
+    private var main = FIFOQueue<String>()
+    /// The ghost remembers keys by their hashes, not their text: it outlives the records, and a
+    /// long URL's text held there is memory nobody accounts for. A collision only sends a new
+    /// key to the main queue instead of the small one.
+    private var ghost = FIFOQueue<Int>()
+    private var ghostKeys: [Int: UInt64] = [:]
     private var smallBytes = 0
     private var mainBytes = 0
     private var nextGeneration: UInt64 = 0
@@ -60,7 +63,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
             return
         }
         nextGeneration += 1
-        let fromGhost = ghostKeys.removeValue(forKey: key) != nil
+        let fromGhost = !ghostKeys.isEmpty && ghostKeys.removeValue(forKey: key.hashValue) != nil
         let queue: Queue = fromGhost ? .main : .small
         entries[key] = Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration)
         push(key, to: queue, generation: nextGeneration)
@@ -138,8 +141,9 @@ public struct S3FIFOPolicy: EvictionPolicy {
         case .main: main.push(key, generation: generation)
         }
         // Stale entries (removed or requeued keys) leave a queue only when popped, and a cache
-        // below its limits never pops: drop them once they outnumber the live keys.
-        if small.count + main.count > 2 * entries.count + 1024 {
+        // below its limits never pops: drop them once they are a quarter as many as the live
+        // keys (a removed key's text stays alive while a stale entry holds it).
+        if small.count + main.count > entries.count + entries.count / 4 + 64 {
             let entries = entries
             small.compact { key, generation in entries[key].map { $0.generation == generation && $0.queue == .small } ?? false }
             main.compact { key, generation in entries[key].map { $0.generation == generation && $0.queue == .main } ?? false }
@@ -159,8 +163,9 @@ public struct S3FIFOPolicy: EvictionPolicy {
 
     private mutating func remember(_ key: String) {
         nextGeneration += 1
-        ghostKeys[key] = nextGeneration
-        ghost.push(key, generation: nextGeneration)
+        let hash = key.hashValue
+        ghostKeys[hash] = nextGeneration
+        ghost.push(hash, generation: nextGeneration)
         let limit = max(16, Int(ghostRatio * Double(entries.count)))
         while ghostKeys.count > limit, let (old, generation) = ghost.pop() {
             if ghostKeys[old] == generation { ghostKeys[old] = nil }
