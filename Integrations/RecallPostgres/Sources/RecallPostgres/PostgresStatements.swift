@@ -4,22 +4,25 @@ import PostgresNIO
 /// Every statement on the request path, as a named prepared statement (prepared once per
 /// connection). Keys are hashed by the database (`sha256`), so a row is found by its primary key.
 enum PostgresStatements {
-    /// The row of a key: its stored key, record, and whether its use should be recorded (it was
-    /// last touched longer ago than the touch interval).
+    /// The row of a key: its stored key, record — `NULL` when it is longer than the largest
+    /// record the storage takes (checked by the database, so such a row is never sent) — and
+    /// whether its use should be recorded (it was last touched longer ago than the touch interval).
     struct Lookup: PostgresPreparedStatement {
-        static let name = "recall_lookup_v1"
+        static let name = "recall_lookup_v2"
         static let sql = """
-            SELECT key, record, used_at < now() - make_interval(secs => $2) FROM recall_entries
-            WHERE key_hash = sha256(convert_to($1, 'UTF8'))
+            SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
+            FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8'))
             """
-        typealias Row = (String, Data, Bool)
+        typealias Row = (String, Data?, Bool)
         var key: String
         var touchInterval: Double
+        var maxRecordBytes: Int
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings()
             bindings.append(key)
             bindings.append(touchInterval)
+            bindings.append(maxRecordBytes)
             return bindings
         }
 
@@ -93,6 +96,27 @@ enum PostgresStatements {
             var bindings = PostgresBindings()
             bindings.append(key)
             bindings.append(notice)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Removes a key's row when it is longer than the storage takes (planted, or left by a
+    /// writer with a larger limit): it could never be served, and every lookup would carry it.
+    struct DeleteOversized: PostgresPreparedStatement {
+        static let name = "recall_delete_oversized_v1"
+        static let sql = """
+            DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND octet_length(record) > $2
+            """
+        typealias Row = ()
+        var key: String
+        var maxRecordBytes: Int
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            bindings.append(maxRecordBytes)
             return bindings
         }
 

@@ -39,7 +39,8 @@ import Synchronization
 public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Limits and timings.
     public struct Configuration: Sendable {
-        /// The longest a database operation may take before it counts as failed (250 ms).
+        /// The longest a database operation may take before it counts as failed (250 ms). Per
+        /// operation: a miss may wait for a lookup, a fetch claim and a store in turn.
         public var timeout: Duration = .milliseconds(250)
         /// Failures in a row after which the storage pauses asking the database (3).
         public var failuresToPause = 3
@@ -105,7 +106,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var expired = 0
         /// Records refused for their size.
         public var rejected = 0
-        /// Bad rows found and removed.
+        /// Bad rows found and removed: not a record, another key's record, or longer than
+        /// ``Configuration/maxRecordBytes``.
         public var corruptRemoved = 0
         /// Stores dropped because the database failed, was slow or the storage paused.
         public var writeFailures = 0
@@ -153,6 +155,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         var maintaining: Task<Void, Never>?
         var listener: Task<Void, Never>?
         var tiers: [TieredStorage] = []
+        /// The keys too long for a notification that this process read or stored (so its memory
+        /// tiers may hold them), by their digest: a notice names such a key by its digest.
+        var longKeys = LongKeyIndex()
         /// Keys removed while the database could not take it, to replay (see ``Configuration/pendingRemovalLimit``).
         var pendingRemovals: Set<String> = []
         var replaying = false
@@ -233,13 +238,22 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             count { $0.misses += 1 }
             return nil
         }
-        let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds)
+        let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds,
+                                                  maxRecordBytes: configuration.maxRecordBytes)
         let row = await attempt { [client, logger] in try await client.execute(statement, logger: logger).first() }
-        guard let (storedKey, bytes, needsTouch) = row ?? nil, storedKey == key else {
+        guard let (storedKey, found, needsTouch) = row ?? nil, storedKey == key else {
             count { $0.misses += 1 }
             return nil
         }
+        guard let bytes = found else {
+            // Longer than any record this storage takes: a miss, and the row goes.
+            count { $0.misses += 1; $0.corruptRemoved += 1 }
+            let removal = PostgresStatements.DeleteOversized(key: key, maxRecordBytes: configuration.maxRecordBytes)
+            _ = await attempt { [client, logger] in try await client.execute(removal, logger: logger).drain() }
+            return nil
+        }
         count { $0.hits += 1 }
+        await noteHeld(key)
         if needsTouch, state.withLock({ $0.touching.insert(key).inserted }) {
             // Recorded off the request path; a touch that fails only makes eviction less exact.
             Task { [client, logger] in
@@ -449,11 +463,21 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     // MARK: Invalidations
 
-    /// What a removal tells the fleet: who sent it, and the key (or `*` for everything, also for
-    /// a key too long for a notification).
+    /// What a removal or a store tells the fleet: who sent it, and the key — `<id> <key>`, or
+    /// `<id> *` for everything, or `<id>#<digest>` for a key too long for a notification (every
+    /// replica can compute the digest of the keys it holds; a key nobody holds costs nothing).
     private func notice(for key: String?) -> String {
-        guard let key, key.utf8.count <= 7_000 else { return instance.uuidString + " *" }
+        guard let key else { return instance.uuidString + " *" }
+        guard key.utf8.count <= LongKeyIndex.longerThan else { return instance.uuidString + "#" + LongKeyIndex.digest(of: key) }
         return instance.uuidString + " " + key
+    }
+
+    /// Remembers `key` as one the memory tiers may hold, when it is too long for a notification;
+    /// a key the index lets go of (it is full) is dropped from the tiers, so that every long key
+    /// they may hold stays known.
+    private func noteHeld(_ key: String) async {
+        guard key.utf8.count > LongKeyIndex.longerThan else { return }
+        for dropped in state.withLock({ $0.longKeys.insert(key) }) { await forgetTiers(dropped) }
     }
 
     /// Listens for the fleet's removals until ``shutdown()``, reconnecting after failures.
@@ -481,10 +505,16 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     private func received(_ payload: String) async {
-        guard let space = payload.firstIndex(of: " "), payload[..<space] != instance.uuidString else { return }
-        let key = String(payload[payload.index(after: space)...])
+        // (A replica's id is a UUID: neither a space nor a `#` is part of it.)
+        guard let separator = payload.firstIndex(where: { $0 == " " || $0 == "#" }), payload[..<separator] != instance.uuidString else { return }
+        let rest = String(payload[payload.index(after: separator)...])
         count { $0.invalidationsReceived += 1 }
-        await forgetTiers(key == "*" ? nil : key)
+        if payload[separator] == "#" {
+            // A long key, by its digest: only a key this process may hold is dropped.
+            for key in state.withLock({ $0.longKeys.keys(forDigest: rest) }) { await forgetTiers(key) }
+        } else {
+            await forgetTiers(rest == "*" ? nil : rest)
+        }
     }
 
     /// Removes `key` (nil: everything) from the memory tiers.
@@ -497,6 +527,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     // MARK: Failing without failing requests
 
     private func store(_ data: Data, for key: String, expires: Date?) async {
+        await noteHeld(key)
         guard data.count <= configuration.maxRecordBytes else {
             count { $0.rejected += 1 }
             return

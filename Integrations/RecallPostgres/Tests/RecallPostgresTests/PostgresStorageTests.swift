@@ -100,6 +100,26 @@ struct PostgresStorageTests {
         }
     }
 
+    /// Issue #36, point 13: a row larger than `maxRecordBytes` was read whole by every lookup
+    /// (to the timeout, for a large one) and never removed.
+    @Test("a row larger than maxRecordBytes is never sent: a miss, and the row is removed")
+    func oversizedRow() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresFixture.patient
+            configuration.maxRecordBytes = 4_096
+            let storage = try await PostgresFixture.open(client, configuration)
+            let large = CacheRecord(key: "k-large", variants: [Self.entry(String(repeating: "x", count: 20_000))]).encoded()
+            _ = try await client.query("""
+                INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-large', 'UTF8')), 'k-large', \(large), \(large.count))
+                """)
+            #expect(await storage.record(for: "k-large") == nil)
+            let left = try await client.query("SELECT count(*) FROM recall_entries WHERE key = 'k-large'").all().map { try $0.decode(Int.self) }
+            #expect(left == [0], "the oversized row was removed")
+            #expect(storage.fleetStatistics.corruptRemoved == 1)
+            await storage.shutdown()
+        }
+    }
+
     @Test("past the byte limit, maintenance evicts the least recently used in batches; entries used since get a second chance")
     func evictionUnderByteLimit() async throws {
         try await PostgresFixture.withDatabase { client, _ in
@@ -202,6 +222,35 @@ struct PostgresStorageTests {
             try await Self.eventually { await memoryB.record(for: "k") == nil }
             #expect(await tieredB.record(for: "k") == nil)
             #expect(b.fleetStatistics.invalidationsReceived >= 3)
+            await a.shutdown()
+            await b.shutdown()
+        }
+    }
+
+    /// Issue #36, point 8: any key over 7,000 bytes was announced as "everything", so one stored
+    /// response for a long URL emptied every other replica's memory tier.
+    @Test("a key too long for a notification is announced by digest: other replicas drop that key alone")
+    func longKeyNotice() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let a = try await PostgresFixture.open(client)
+            let b = try await PostgresFixture.open(client)
+            let memoryB = MemoryStorage()
+            let tieredB = b.withMemoryTier(memoryB)
+            try await Self.eventually { try await Self.listeners(client) >= 2 }
+            for index in 0..<100 { await tieredB.store(CacheRecord(key: "warm-\(index)", variants: [Self.entry("w")])) }
+            let long = "https://origin.test/" + String(repeating: "x", count: 7_500)
+            await tieredB.store(CacheRecord(key: long, variants: [Self.entry("v1")]))
+            #expect(memoryB.statistics.count == 101)
+            let heard = b.fleetStatistics.invalidationsReceived
+            await a.store(CacheRecord(key: long, variants: [Self.entry("v2")]))   // replica A replaces the long key
+            try await Self.eventually { b.fleetStatistics.invalidationsReceived > heard }
+            try await Self.eventually { await memoryB.record(for: long) == nil }
+            #expect(memoryB.statistics.count == 100, "the warm keys stay")
+            #expect(await tieredB.record(for: long).map(Self.summary) == Self.summary(CacheRecord(key: long, variants: [Self.entry("v2")])))
+            // Another long key that B never held: nothing of B's is dropped.
+            await a.store(CacheRecord(key: long + "y", variants: [Self.entry("other")]))
+            try await Self.eventually { b.fleetStatistics.invalidationsReceived > heard + 1 }
+            #expect(memoryB.statistics.count == 101)
             await a.shutdown()
             await b.shutdown()
         }
