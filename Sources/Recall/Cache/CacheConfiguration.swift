@@ -4,6 +4,10 @@ public struct CacheConfiguration: Sendable {
     public var keyPolicy = CacheKeyPolicy()
     /// A namespace joined to every key, so caches sharing a storage never see each other's entries.
     public var namespace = ""
+    /// The key of the keyed hashes of credentials, held outside the store; `nil` (the default)
+    /// uses the storage's own (``CacheStorage/secret``), which a reader of the records can read
+    /// too. See ``CacheSecret``.
+    public var secret: CacheSecret?
     /// Request fields that carry credentials. Their values partition the cache: a response
     /// fetched with one `Authorization`, `Cookie` or API key is never served to a request with
     /// another (or none). Values are combined into a keyed hash (HMAC-SHA256 under the

@@ -131,7 +131,7 @@ public final class HTTPCache: ServiceHook {
         self.evictionsSeen = Atomic(storage.statistics.evictions)
         self.rules = CacheRules(configuration: configuration)
         self.now = now
-        self.partitioner = CachePartitioner(secret: storage.secret, configuration: configuration)
+        self.partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
     }
 

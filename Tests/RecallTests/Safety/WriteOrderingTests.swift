@@ -123,3 +123,30 @@ struct UnseenCredentialsTests {
         #expect(origin.count(for: "/news") == 1)
     }
 }
+
+@Suite("Safety: a partition key held outside the store")
+struct CacheSecretTests {
+    @Test("a configured secret keys the credential hashes: the storage's own secret cannot match them; too short a key is refused")
+    func configuredSecret() async throws {
+        let storage = MemoryStorage()
+        let origin = MockTransport()
+        origin.route("GET", "/inbox", .text("mine", headers: ["Cache-Control": "private, max-age=600"]))
+        var configuration = CacheConfiguration()
+        configuration.secret = try CacheSecret(Array(repeating: 7, count: 32))
+        var request = URLRequest(url: URL(string: "https://origin.test/inbox")!)
+        request.setValue("Bearer alice", forHTTPHeaderField: "Authorization")
+        let keyed = HTTPCache(storage: storage, configuration: configuration)
+        _ = try await Pipeline(transport: origin, hooks: [keyed]).send(request)
+        await keyed.flush()
+        #expect(try await Pipeline(transport: origin, hooks: [keyed]).send(request).source == .cache)
+        // Same storage, the storage's own secret (what a reader of the records has): no match.
+        let unkeyed = HTTPCache(storage: storage)
+        #expect(try await Pipeline(transport: origin, hooks: [unkeyed]).send(request).source == .network)
+        // Another process with the same configured key matches.
+        let again = HTTPCache(storage: storage, configuration: configuration)
+        #expect(try await Pipeline(transport: origin, hooks: [again]).send(request).source == .cache)
+        #expect(throws: CacheSecret.TooShort.self) { try CacheSecret(Array(repeating: 1, count: 16)) }
+        #expect(throws: CacheSecret.TooShort.self) { try CacheSecret(base64: "not base64!") }
+        #expect(try CacheSecret(base64: Data(repeating: 9, count: 32).base64EncodedString()).bytes.count == 32)
+    }
+}
