@@ -37,12 +37,12 @@ public final class StubbornTransport: Transport {
         }
     }
 
+    /// Where attempts of a transport made with ``init()`` wait.
+    private let gate = Gate()
+
     private struct State {
         var started = 0
         var finished = 0
-        var released = false
-        /// Attempts held at the gate.
-        var held: [CheckedContinuation<Void, Never>] = []
         /// Tests waiting for a condition on the counts.
         var waiters: [(condition: Condition, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -85,14 +85,7 @@ public final class StubbornTransport: Transport {
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay) { done.resume() }
             }
         } else {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let open = state.withLock { state -> Bool in
-                    if state.released { return true }
-                    state.held.append(done)
-                    return false
-                }
-                if open { done.resume() }
-            }
+            await gate.wait()
         }
         resume(state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.finished += 1
@@ -104,11 +97,7 @@ public final class StubbornTransport: Transport {
     /// Opens the gate of a transport made with ``init()``: every attempt held answers now, and
     /// later ones at once. Releasing twice does nothing more; a delayed transport ignores it.
     public func release() {
-        resume(state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.released = true
-            defer { state.held = [] }
-            return state.held
-        })
+        gate.open()
     }
 
     /// Suspends until at least `count` attempts have started (they are then under way, held or
