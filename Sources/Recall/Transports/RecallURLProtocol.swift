@@ -276,10 +276,8 @@ private struct UncheckedClient: @unchecked Sendable {
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
     /// begun, the client hears nothing more from this load). On Apple's platforms all of it on
     /// the loading thread's run loop, where `stopLoading` comes too. With swift-corelibs-foundation
-    /// the head and the body go on the session's work queue, which its client calls must share
-    /// with the session's task registry, and the end from here: ending a load runs an `async`
-    /// caller's completion at once, and that must not happen on the work queue, where
-    /// corelibs' cancellation of the same task may be waiting for it (a deadlock).
+    /// on the session's work queue, which its client calls must share with the session's task
+    /// registry — but for the end of a task that completes inline (see below).
     func deliver(_ response: Response, fallbackURL: URL?, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
         let head = UncheckedResponse(response: response.httpURLResponse(fallbackURL: fallbackURL))
         #if canImport(Darwin)
@@ -309,10 +307,11 @@ private struct UncheckedClient: @unchecked Sendable {
             }
         }
         // A task that runs its completion as soon as it ends (corelibs' `async` `data(for:)`
-        // family: it resumes a continuation there) is ended off the work queue: a cancellation
-        // of the caller's Swift task holds that task's lock while it waits for the work queue,
-        // and the continuation's resumption needs the lock.
-        if facts.completesInline { end() } else { onClientThread(end) }
+        // family: it resumes a continuation there) is ended from here while the work queue is
+        // held (its registry read is then alone), not on the queue: a cancellation of the
+        // caller's Swift task holds that task's lock while it waits for the work queue, and
+        // the continuation's resumption needs the lock — the hold lets go after a while for it.
+        if facts.completesInline, let queue { await queue.whileHeld(end) } else if facts.completesInline { end() } else { onClientThread(end) }
         #endif
     }
 

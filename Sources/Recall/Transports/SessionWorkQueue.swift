@@ -67,6 +67,28 @@ final class SessionWorkQueue: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on a thread of Dispatch's global pool while a block holds this queue, so that
+    /// nothing the queue runs (the session's task registry changes) runs meanwhile; returns when
+    /// `body` has. The hold waits for `body` to begin (nothing can keep it from beginning), then
+    /// lets go after `patience` even if `body` has not returned: `body` may wait for something
+    /// whose owner waits for this queue (corelibs' cancellation of the same task).
+    func whileHeld(patience: Double = 0.5, _ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            self.async {
+                let began = DispatchSemaphore(value: 0)
+                let done = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    began.signal()
+                    body()
+                    done.signal()
+                    finished.resume()
+                }
+                began.wait()
+                _ = done.wait(timeout: .now() + patience)
+            }
+        }
+    }
+
     private final class Box {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -59,14 +59,16 @@ struct TransportSafetyTests {
         #expect(answered > 0 && timedOut > 0, "no race between timeouts and answers: \(result.output)")
     }
 
-    /// A `URLSession` sending through `RecallURLProtocol`, 3,000 completion-handler tasks
-    /// cancelled with `URLSessionTask.cancel()` after 0–3 ms while their answers arrive: a
-    /// delivery racing the cancellation crashed the process every run (a completion called
-    /// twice, a task no longer in the session's registry, the registry read while it changed).
-    /// A crash can only be seen from outside, so the loop runs in a child process.
-    @Test("RecallURLProtocol: 3,000 cancellations racing the answers never crash the process (child process)")
+    /// A `URLSession` sending through `RecallURLProtocol`, 3,000 requests cancelled after
+    /// 0–3 ms while their answers arrive — half `async` `data(from:)` calls whose Swift task is
+    /// cancelled, half completion-handler tasks cancelled with `URLSessionTask.cancel()`: a
+    /// delivery racing the cancellation crashed the process every run (a continuation resumed
+    /// twice, a task no longer in the session's registry, the registry read while it changed),
+    /// and delivering on the session's work queue deadlocked `async` calls. A crash or a hang
+    /// can only be seen from outside, so the loop runs in a child process.
+    @Test("RecallURLProtocol: 3,000 cancellations racing the answers never crash nor hang the process (child process)")
     func protocolCancellation() async throws {
-        let result = try await ChildProcess.run("recall-test-child", ["protocol-cancel", "3000", "3000", "handler"], deadline: .seconds(120))
+        let result = try await ChildProcess.run("recall-test-child", ["protocol-cancel", "3000", "3000", "both"], deadline: .seconds(120))
         #expect(!result.hung, "the loop hung for 120 s")
         #expect(result.status == 0, "the child ended with status \(result.status): \(result.error.suffix(2_000))")
         let words = result.output.split(whereSeparator: \.isWhitespace).map(String.init)
