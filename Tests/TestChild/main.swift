@@ -278,7 +278,7 @@ final class CompletionSignal: Sendable {
     }
 }
 
-/// A body stream whose reads block until ``release()``; counts reads begun and closes.
+/// A body stream whose first read blocks until ``release()`` (then it ends); counts reads begun and closes.
 final class StalledStream: InputStream {
     static let blocked = Locked(0)
     static let closed = Locked(0)
@@ -294,13 +294,20 @@ final class StalledStream: InputStream {
     }
     override var streamStatus: Stream.Status { status }
     override var hasBytesAvailable: Bool { true }
+    private let released = Locked(false)
+
+    /// Blocks the first read until released; once released, the stream has ended.
     override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        if released.withLock({ $0 }) { return 0 }
         StalledStream.blocked.withLock { $0 += 1 }
         gate.wait()
         buffer.pointee = 65
         return 1
     }
-    func release() { gate.signal() }
+    func release() {
+        released.withLock { $0 = true }
+        gate.signal()
+    }
 }
 
 func stalledUploads(count: Int) async {
