@@ -48,7 +48,8 @@ enum Usage {
 
     FILE is a HAR 1.2 capture (browsers' developer tools: Network panel → 'Save all as HAR';
     many proxies export one too) or an access log in Common or Combined Log Format
-    (Apache, nginx's default 'combined'). '-' reads standard input (HAR unless --format log).
+    (Apache, nginx's default 'combined'). '-' reads standard input; a pipe, a FIFO or <(...)
+    works too (the input is read once, the format detected from the bytes read).
     Files are streamed: memory grows with the number of requests, not with the file's size.
 
     For a HAR capture, every entry is replayed through Recall's real HTTPCache, at the capture's

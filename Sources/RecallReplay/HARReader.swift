@@ -14,7 +14,12 @@ public struct HARReader {
 
     /// Opens `path` (`-` for standard input). `chunkSize` is how much is read at a time.
     public init(path: String, chunkSize: Int = 1 << 16) throws {
-        json = StreamingJSONReader(reader: try ByteReader(path: path, chunkSize: chunkSize))
+        self.init(reader: try ByteReader(path: path, chunkSize: chunkSize))
+    }
+
+    /// Reads from `reader`, from where it stands (bytes it read ahead included).
+    init(reader: ByteReader) {
+        json = StreamingJSONReader(reader: reader)
         formatter.formatOptions = [.withInternetDateTime]
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     }
@@ -36,7 +41,12 @@ public struct HARReader {
 
     /// Reads every entry of `path`, sorted by start time (entries that start together keep their order).
     public static func read(path: String) throws -> [HAREntry] {
-        var reader = try HARReader(path: path)
+        try read(HARReader(path: path))
+    }
+
+    /// Reads every entry `reader` hands out, sorted by start time.
+    static func read(_ reader: HARReader) throws -> [HAREntry] {
+        var reader = reader
         var entries: [HAREntry] = []
         _ = try reader.forEach { entries.append($0) }
         return entries.enumerated().sorted { ($0.element.started, $0.offset) < ($1.element.started, $1.offset) }.map(\.element)

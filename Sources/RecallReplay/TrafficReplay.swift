@@ -18,19 +18,31 @@ public enum TrafficReplay {
     /// Reads `path` (`-`: standard input) and returns the report as text: for a HAR, the replay
     /// through `HTTPCache`; for both, the eviction policies at each size next to Belady.
     /// Writes an SVG chart to `chartPath` when given.
+    ///
+    /// Without `format`, the name decides (`.har`, `.json` or `.log`), else the first byte that
+    /// is not white space (`{`: a HAR). The input is opened and read once, detection included,
+    /// so a pipe, a FIFO, `<(…)` or standard input works as well as a file.
     /// - Throws: ``ReplayInputError`` naming the line of malformed input; file errors.
     public static func report(path: String, format: Format? = nil, fractions: [Double] = defaultFractions, bytes: [Int] = [],
                               chartPath: String? = nil) async throws -> String {
         var lines: [String] = []
         let trace: Trace
         let name = path == "-" ? "standard input" : URL(fileURLWithPath: path).lastPathComponent
-        switch format ?? detectFormat(path) {
+        // One reader for detection and the replay: a pipe, a FIFO or `<(…)` cannot be read twice.
+        var reader = try ByteReader(path: path)
+        let chosen: Format
+        if let known = format ?? formatNamed(path) {
+            chosen = known
+        } else {
+            chosen = try detectFormat(&reader)
+        }
+        switch chosen {
         case .har:
-            let entries = try HARReader.read(path: path)
+            let entries = try HARReader.read(HARReader(reader: reader))
             lines.append(describe(await HTTPCacheReplay.run(entries), name: name))
             trace = Trace.objects(of: entries, name: name)
         case .log:
-            let (logTrace, count) = try Trace.objects(of: AccessLogReader(path: path), name: name)
+            let (logTrace, count) = try Trace.objects(of: AccessLogReader(reader: reader), name: name)
             lines.append("\(name): access log, \(count) lines, \(logTrace.requests.count) GET requests answered 200, 203 or 304 "
                 + "(\(logTrace.objectCount) distinct targets). An access log has no Cache-Control or validators: only the "
                 + "eviction policies are compared.")
@@ -56,16 +68,19 @@ public enum TrafficReplay {
         return lines.joined(separator: "\n")
     }
 
-    /// The format of `path`: from its name (`.har`, `.json`, `.log`), else from its first byte
-    /// that is not white space (a HAR is a JSON object). Standard input is taken for a HAR.
-    public static func detectFormat(_ path: String) -> Format {
+    /// The format `path`'s name gives (`.har`, `.json`: a HAR; `.log`: a log), or nil.
+    static func formatNamed(_ path: String) -> Format? {
         let lower = path.lowercased()
-        if path == "-" || lower.hasSuffix(".har") || lower.hasSuffix(".json") { return .har }
+        if lower.hasSuffix(".har") || lower.hasSuffix(".json") { return .har }
         if lower.hasSuffix(".log") { return .log }
-        guard let handle = FileHandle(forReadingAtPath: path) else { return .log }
-        defer { try? handle.close() }
-        let head = (try? handle.read(upToCount: 4096)) ?? Data()
-        let first = head.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
+        return nil
+    }
+
+    /// The format of what `reader` is about to read, from its first byte that is not white
+    /// space or a byte-order mark (a HAR is a JSON object): read ahead, not consumed, so the
+    /// replay reads the same bytes.
+    static func detectFormat(_ reader: inout ByteReader) throws -> Format {
+        let first = try reader.firstByte(skipping: [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF], limit: 1 << 20)
         return first == UInt8(ascii: "{") ? .har : .log
     }
 
