@@ -11,12 +11,7 @@ public enum EvictionReplay {
     /// evicting with `eviction`.
     public static func run(_ trace: Trace, capacity: Int, eviction: Eviction) -> HitCount {
         let keys = objectKeys(count: trace.sizes.count)
-        // Budget the storage by its own accounting: each record costs its body plus a fixed
-        // overhead, so the limit is the capacity plus that overhead for the objects it can hold.
-        let overhead = CacheRecord(key: keys.last ?? "", variants: [entry(size: 0)]).byteCount
-        let workingSet = trace.workingSet
-        let average = max(1, workingSet.bytes / max(1, workingSet.objects))
-        let storage = MemoryStorage(byteLimit: capacity + overhead * max(1, capacity / average),
+        let storage = MemoryStorage(byteLimit: byteLimit(trace, capacity: capacity, keys: keys),
                                     countLimit: Int.max, entryLimit: Int.max, eviction: eviction)
         var count = HitCount()
         for id in trace.requests {
@@ -28,6 +23,29 @@ public enum EvictionReplay {
             count.count(hit: hit, size: size)
         }
         return count
+    }
+
+    /// The storage limit that holds `capacity` bytes of bodies: a `MemoryStorage` charges each
+    /// record its body plus an overhead (key, fields, bookkeeping: ``CacheRecord/byteCount``), so
+    /// the limit is `capacity` scaled by what the trace's objects are charged per body byte, each
+    /// with the storage's own charge for its record. A capacity of the whole working set
+    /// holds every object, as Belady's does.
+    static func byteLimit(_ trace: Trace, capacity: Int, keys: [String]) -> Int {
+        var seen = [Bool](repeating: false, count: trace.sizes.count)
+        var bodies = 0, charged = 0
+        for id in trace.requests where !seen[Int(id)] {
+            seen[Int(id)] = true
+            let size = trace.sizes[Int(id)]
+            bodies += size
+            charged += CacheRecord(key: keys[Int(id)], variants: [entry(size: size)]).byteCount
+        }
+        guard capacity > 0 else { return 0 }
+        // At or above the working set, everything fits: the charge of all of it, and the rest.
+        guard capacity < bodies else { return charged + (capacity - bodies) }
+        // capacity × charged / bodies, rounded up (exact in 128 bits; the quotient is below `charged`).
+        let product = capacity.multipliedFullWidth(by: charged)
+        let (quotient, remainder) = bodies.dividingFullWidth(product)
+        return quotient + (remainder > 0 ? 1 : 0)
     }
 
     /// Belady's MIN with sizes: on a miss, admit, then evict the objects whose next use is
