@@ -50,7 +50,8 @@ enum Usage {
     many proxies export one too) or an access log in Common or Combined Log Format
     (Apache, nginx's default 'combined'). '-' reads standard input; a pipe, a FIFO or <(...)
     works too (the input is read once, the format detected from the bytes read).
-    Files are streamed: memory grows with the number of requests, not with the file's size.
+    Files are streamed and bodies never held, whatever sizes they state: memory grows with a
+    log's requests and distinct targets, and with a HAR's entries and their header fields.
 
     For a HAR capture, every entry is replayed through Recall's real HTTPCache, at the capture's
     times, answered by the captured responses: hits, revalidations, stale answers, misses,

@@ -18,7 +18,7 @@ public enum EvictionReplay {
             let index = Int(id)
             let size = trace.sizes[index]
             let hit = storage.recordNow(for: keys[index]) != nil
-            // An object larger than the whole cache is never held: do not build its body.
+            // An object larger than the whole cache is never held.
             if !hit, size <= capacity { storage.storeNow(CacheRecord(key: keys[index], variants: [entry(size: size)])) }
             count.count(hit: hit, size: size)
         }
@@ -52,25 +52,32 @@ public enum EvictionReplay {
     /// furthest away (possibly the new one: a bypass). Optimal for equal sizes; the standard
     /// heuristic for varied sizes.
     public static func belady(_ trace: Trace, capacity: Int) -> HitCount {
-        let count = trace.requests.count
-        var nextUse = [Int](repeating: Int.max, count: count)
+        // Positions are Int32 (4 bytes a request): exact up to 2^31 - 1 requests, the most a
+        // TraceBuilder makes; a longer synthetic trace is replayed up to there.
+        let count = min(trace.requests.count, Int(Int32.max) - 1)
+        let never = Int32.max
+        var nextUse = [Int32](repeating: never, count: count)
         var last = [Int32](repeating: -1, count: trace.sizes.count)
         for index in stride(from: count - 1, through: 0, by: -1) {
             let id = trace.requests[index]
             let following = last[Int(id)]
-            nextUse[index] = following < 0 ? Int.max : Int(following)
-            last[Int(id)] = Int32(truncatingIfNeeded: index)
+            nextUse[index] = following < 0 ? never : following
+            last[Int(id)] = Int32(index)
         }
-        // Int32 positions are exact up to 2^31 requests; longer traces are refused by TraceBuilder's limit.
+        last = []
         var heap = MaxHeap()
-        var cached = [Int](repeating: -1, count: trace.sizes.count) // id → its current next use, -1 when not held
+        var cached = [Int32](repeating: -1, count: trace.sizes.count) // id → its current next use, -1 when not held
+        var held = 0
         var used = 0
         var result = HitCount()
         for index in 0..<count {
             let id = trace.requests[index]
             let size = trace.sizes[Int(id)]
             let hit = cached[Int(id)] >= 0
-            if !hit { used += size }
+            if !hit {
+                used += size
+                held += 1
+            }
             result.count(hit: hit, size: size)
             cached[Int(id)] = nextUse[index]
             heap.push(nextUse[index], id)
@@ -78,55 +85,72 @@ public enum EvictionReplay {
                 guard cached[Int(victim)] == next else { continue } // a stale heap entry
                 cached[Int(victim)] = -1
                 used -= trace.sizes[Int(victim)]
+                held -= 1
+            }
+            // Each hit leaves a stale entry behind: rebuild the heap from the objects held once
+            // stale entries outnumber them, so it grows with what is held, not with the requests.
+            if heap.count > 2 * held + 1024 {
+                heap = MaxHeap()
+                for (object, next) in cached.enumerated() where next >= 0 { heap.push(next, Int32(object)) }
             }
         }
         return result
     }
 
-    private static let blob = Data(count: 1 << 20)
+    private static let blob = ZeroBytes.data(count: 1 << 20)
 
     /// Keys shaped like real ones (the storage hashes them), one per object.
     static func objectKeys(count: Int) -> [String] {
         (0..<count).map { "https://trace.test/object/\($0)" }
     }
 
-    /// A stored response of `size` body bytes (bodies up to 1 MiB share one buffer, so a
-    /// replay costs no memory per object for them).
+    /// A stored response of `size` body bytes, zeros that cost no memory (``ZeroBytes``; bodies
+    /// up to 1 MiB are slices of one view of them, larger ones views of their own).
     static func entry(size: Int) -> CacheEntry {
-        let body = size <= blob.count ? blob.prefix(size) : Data(count: size)
+        let body = size <= blob.count ? blob.prefix(size) : ZeroBytes.data(count: size)
         return CacheEntry(status: 200, headers: [:], body: body, url: nil,
                           requestTime: Date(timeIntervalSince1970: 0), responseTime: Date(timeIntervalSince1970: 0))
     }
 }
 
-/// A max-heap of (next use, object) pairs for Belady's replay.
+/// A max-heap of (next use, object) pairs for Belady's replay: the furthest next use first,
+/// and among equal ones (objects never used again) the lowest object number, so the order
+/// pops come in does not depend on the order of pushes (nor on a rebuild).
 struct MaxHeap {
-    private var items: [(Int, Int32)] = []
+    private var items: [(Int32, Int32)] = []
 
-    mutating func push(_ priority: Int, _ id: Int32) {
+    /// The entries held, stale ones included.
+    var count: Int { items.count }
+
+    /// Whether `a` comes out before `b`.
+    private static func precedes(_ a: (Int32, Int32), _ b: (Int32, Int32)) -> Bool {
+        a.0 != b.0 ? a.0 > b.0 : a.1 < b.1
+    }
+
+    mutating func push(_ priority: Int32, _ id: Int32) {
         items.append((priority, id))
         var child = items.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard items[parent].0 < items[child].0 else { break }
+            guard Self.precedes(items[child], items[parent]) else { break }
             items.swapAt(parent, child)
             child = parent
         }
     }
 
-    mutating func pop() -> (Int, Int32)? {
+    mutating func pop() -> (Int32, Int32)? {
         guard !items.isEmpty else { return nil }
         items.swapAt(0, items.count - 1)
         let top = items.removeLast()
         var parent = 0
         while true {
             let left = 2 * parent + 1, right = left + 1
-            var largest = parent
-            if left < items.count, items[left].0 > items[largest].0 { largest = left }
-            if right < items.count, items[right].0 > items[largest].0 { largest = right }
-            guard largest != parent else { break }
-            items.swapAt(parent, largest)
-            parent = largest
+            var first = parent
+            if left < items.count, Self.precedes(items[left], items[first]) { first = left }
+            if right < items.count, Self.precedes(items[right], items[first]) { first = right }
+            guard first != parent else { break }
+            items.swapAt(parent, first)
+            parent = first
         }
         return top
     }

@@ -49,6 +49,8 @@ public struct HARReader {
         var reader = reader
         var entries: [HAREntry] = []
         _ = try reader.forEach { entries.append($0) }
+        // Captures are usually in order already: then no sorted copy is made.
+        guard zip(entries, entries.dropFirst()).contains(where: { $0.started > $1.started }) else { return entries }
         return entries.enumerated().sorted { ($0.element.started, $0.offset) < ($1.element.started, $1.offset) }.map(\.element)
     }
 

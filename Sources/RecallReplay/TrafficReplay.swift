@@ -109,7 +109,8 @@ public enum TrafficReplay {
         }
         let cache = report.cache
         return """
-        \(name): HAR capture, \(report.entries) entries (\(report.replayed) replayed; \(report.skipped) skipped: not http(s), or no response)
+        \(name): HAR capture, \(report.entries) entries (\(report.replayed) replayed; \(report.skipped) skipped: not http(s), or no response\
+        \(report.rangeRequests == 0 ? "" : "; \(report.rangeRequests) range requests not replayed: sizes are replayed, not bytes"))
 
         Through Recall's HTTPCache (memory storage, a clock following the capture's times):
           hits \(cache.hits), stale \(cache.stale), revalidated \(cache.revalidated) (+\(cache.revalidatedChanged) changed), \
