@@ -25,26 +25,36 @@ public enum EvictionReplay {
         return count
     }
 
-    /// The storage limit that holds `capacity` bytes of bodies: a `MemoryStorage` charges each
-    /// record its body plus an overhead (key, fields, bookkeeping: ``CacheRecord/byteCount``), so
-    /// the limit is `capacity` scaled by what the trace's objects are charged per body byte, each
-    /// with the storage's own charge for its record. A capacity of the whole working set
-    /// holds every object, as Belady's does.
+    /// The storage limit that holds `capacity` bytes of bodies. A `MemoryStorage` charges each
+    /// record its body plus an overhead (key, fields, bookkeeping: ``CacheRecord/byteCount``),
+    /// so the limit is the capacity plus the overhead of the objects that capacity holds on
+    /// average, each object's overhead worked out with the storage's own charge for its record,
+    /// and at least the largest overhead, so that any object of at most `capacity` bytes fits.
+    /// A capacity of the whole working set holds every object, as Belady's does.
     static func byteLimit(_ trace: Trace, capacity: Int, keys: [String]) -> Int {
         var seen = [Bool](repeating: false, count: trace.sizes.count)
-        var bodies = 0, charged = 0
+        var objects = 0, bodies = 0, overheads = 0, largest = 0
         for id in trace.requests where !seen[Int(id)] {
             seen[Int(id)] = true
             let size = trace.sizes[Int(id)]
+            let overhead = CacheRecord(key: keys[Int(id)], variants: [entry(size: size)]).byteCount - size
+            objects += 1
             bodies += size
-            charged += CacheRecord(key: keys[Int(id)], variants: [entry(size: size)]).byteCount
+            overheads += overhead
+            largest = max(largest, overhead)
         }
-        guard capacity > 0 else { return 0 }
-        // At or above the working set, everything fits: the charge of all of it, and the rest.
-        guard capacity < bodies else { return charged + (capacity - bodies) }
-        // capacity × charged / bodies, rounded up (exact in 128 bits; the quotient is below `charged`).
-        let product = capacity.multipliedFullWidth(by: charged)
-        let (quotient, remainder) = bodies.dividingFullWidth(product)
+        guard capacity > 0, objects > 0 else { return max(0, capacity) }
+        // At or above the working set, everything fits: the overhead of all of it.
+        guard capacity < bodies else { return capacity + overheads }
+        // The objects `capacity` holds on average, rounded up (capacity × objects / bodies < objects),
+        // and their share of the overheads, rounded up (at most `overheads`).
+        let held = ceilingQuotient(capacity.multipliedFullWidth(by: objects), bodies)
+        return capacity + max(largest, ceilingQuotient(overheads.multipliedFullWidth(by: held), objects))
+    }
+
+    /// ⌈product / divisor⌉, for a quotient that fits in an Int.
+    private static func ceilingQuotient(_ product: (high: Int, low: UInt), _ divisor: Int) -> Int {
+        let (quotient, remainder) = divisor.dividingFullWidth(product)
         return quotient + (remainder > 0 ? 1 : 0)
     }
 
