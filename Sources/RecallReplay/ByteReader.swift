@@ -22,8 +22,11 @@ struct ByteReader {
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
                 throw ReplayInputError(line: 0, "\(path): no such file")
             }
-            guard !isDirectory.boolValue, let opened = FileHandle(forReadingAtPath: path) else {
-                throw ReplayInputError(line: 0, "\(path): cannot be read" + (isDirectory.boolValue ? " (it is a directory)" : ""))
+            guard !isDirectory.boolValue else {
+                throw ReplayInputError(line: 0, "\(path): is a directory, not a HAR capture or an access log")
+            }
+            guard let opened = FileHandle(forReadingAtPath: path) else {
+                throw ReplayInputError(line: 0, "\(path): cannot be read (check its permissions)")
             }
             handle = opened
             closesHandle = true

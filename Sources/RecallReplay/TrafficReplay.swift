@@ -22,9 +22,12 @@ public enum TrafficReplay {
     /// Without `format`, the name decides (`.har`, `.json` or `.log`), else the first byte that
     /// is not white space (`{`: a HAR). The input is opened and read once, detection included,
     /// so a pipe, a FIFO, `<(…)` or standard input works as well as a file.
-    /// - Throws: ``ReplayInputError`` naming the line of malformed input; file errors.
+    /// - Throws: ``ReplayInputError`` naming the line of malformed input; file errors;
+    ///   ``ReplayOutputError`` for a chart path that cannot be written — checked before the
+    ///   replay, and if the write fails all the same, with the report.
     public static func report(path: String, format: Format? = nil, fractions: [Double] = defaultFractions, bytes: [Int] = [],
                               chartPath: String? = nil) async throws -> String {
+        if let chartPath { try checkWritable(chartPath) }
         var lines: [String] = []
         let trace: Trace
         let name = path == "-" ? "standard input" : URL(fileURLWithPath: path).lastPathComponent
@@ -62,10 +65,33 @@ public enum TrafficReplay {
         let comparison = EvictionComparison(trace: trace, sizes: sizes, evictions: EvictionComparison.policies)
         lines.append(comparison.markdown)
         if let chartPath {
-            try comparison.svg.write(toFile: chartPath, atomically: true, encoding: .utf8)
+            do {
+                try comparison.svg.write(toFile: chartPath, atomically: true, encoding: .utf8)
+            } catch {
+                throw ReplayOutputError(path: chartPath, reason: "the chart could not be written (\(error.localizedDescription))",
+                                        report: lines.joined(separator: "\n"))
+            }
             lines.append("\nwrote \(chartPath)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Refuses, before any work, a chart path whose directory is missing or not writable, or
+    /// that names a directory.
+    static func checkWritable(_ path: String) throws {
+        let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        if files.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ReplayOutputError(path: path, reason: "is a directory: give the chart a file name, such as \(path)/hit-ratio.svg")
+        }
+        let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard files.fileExists(atPath: parent, isDirectory: &isDirectory) else {
+            throw ReplayOutputError(path: path, reason: "the directory \(parent) does not exist")
+        }
+        guard isDirectory.boolValue else { throw ReplayOutputError(path: path, reason: "\(parent) is not a directory") }
+        guard files.isWritableFile(atPath: parent) else {
+            throw ReplayOutputError(path: path, reason: "the directory \(parent) is not writable")
+        }
     }
 
     /// The format `path`'s name gives (`.har`, `.json`: a HAR; `.log`: a log), or nil.

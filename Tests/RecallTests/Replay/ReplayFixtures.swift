@@ -49,9 +49,9 @@ enum ReplayFixtures {
     }
 
     /// A new FIFO (named pipe) at a temporary path, without a suffix, fed `data` by a thread once
-    /// a reader opens it. The writer gives up after 60 s without a reader, and stops when the
+    /// a reader opens it (`whenOpened` runs then, before the first byte is written). The writer gives up after 60 s without a reader, and stops when the
     /// reader goes away, so a failing test never hangs on it.
-    static func fifo(_ data: Data) -> String {
+    static func fifo(_ data: Data, whenOpened: @escaping @Sendable () -> Void = {}) -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("recall-fifo-\(UUID().uuidString.prefix(8))").path
         precondition(mkfifo(path, 0o600) == 0, "mkfifo failed")
         signal(SIGPIPE, SIG_IGN)
@@ -64,6 +64,7 @@ enum ReplayFixtures {
             }
             guard descriptor >= 0 else { return }
             defer { close(descriptor) }
+            whenOpened() // the reader has opened the FIFO
             _ = fcntl(descriptor, F_SETFL, 0) // blocking writes from here on
             var offset = 0
             while offset < data.count {
