@@ -27,12 +27,19 @@ enum Usage {
     recall get — fetch a URL through a Recall pipeline and show what happened
 
     USAGE
-      recall get URL [-v] [--retries N] [--timeout SECONDS] [--cache-dir DIR] [-H 'Name: value']...
+      recall get URL [-v] [--retries N] [--timeout SECONDS] [--max-body SIZE] [-o FILE] [--cache-dir DIR] [-H 'Name: value']...
+
+    Prints the status line, the body as it came (bytes, not re-encoded; a binary body is not
+    written to a terminal) and what the cache and the retrier did.
 
     OPTIONS
       -v, --verbose        also print the response header fields and every pipeline event
       --retries N          attempts in all, 1 to 10, with exponential backoff (default 3; 1 disables retries)
       --timeout SECONDS    per-attempt timeout enforced by Recall, 0.001 to 86400 (default 30)
+      --max-body SIZE      the largest response body accepted, such as 500KB, 256MB or 2GB, up to 4GB
+                           (default 64MB); a larger one fails as soon as it is seen, and nothing is kept.
+                           The body is held in memory: allow what memory can hold, a few times over
+      -o, --output FILE    write the body to FILE instead of standard output
       --cache-dir DIR      use (and keep) a disk cache in DIR, a new or empty directory or one made by
                            recall, owned by you and not writable by others (e.g. ~/.cache/recall);
                            when another process has it open, recall fetches without it and says so
