@@ -42,7 +42,15 @@ enum ReplayCommand {
                                                  chartPath: chartPath))
             return 0
         } catch let error as ReplayInputError {
-            printError("recall replay: \(path == "-" ? "standard input" : path): \(error)")
+            // A file-level error (no such file, a directory) names the file itself: name it once.
+            let subject = path == "-" ? "standard input" : path
+            let text = error.description
+            printError("recall replay: " + (text.hasPrefix(subject + ":") ? text : "\(subject): \(text)"))
+            return 1
+        } catch let error as ReplayOutputError {
+            // The work is done: print the report before saying what could not be written.
+            if let report = error.report { print(report) }
+            printError("recall replay: --chart \(error)")
             return 1
         } catch {
             printError("recall replay: \(error.localizedDescription)")

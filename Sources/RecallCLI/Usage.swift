@@ -27,12 +27,19 @@ enum Usage {
     recall get — fetch a URL through a Recall pipeline and show what happened
 
     USAGE
-      recall get URL [-v] [--retries N] [--timeout SECONDS] [--cache-dir DIR] [-H 'Name: value']...
+      recall get URL [-v] [--retries N] [--timeout SECONDS] [--max-body SIZE] [-o FILE] [--cache-dir DIR] [-H 'Name: value']...
+
+    Prints the status line, the body as it came (bytes, not re-encoded; a binary body is not
+    written to a terminal) and what the cache and the retrier did.
 
     OPTIONS
       -v, --verbose        also print the response header fields and every pipeline event
       --retries N          attempts in all, 1 to 10, with exponential backoff (default 3; 1 disables retries)
       --timeout SECONDS    per-attempt timeout enforced by Recall, 0.001 to 86400 (default 30)
+      --max-body SIZE      the largest response body accepted, such as 500KB, 256MB or 2GB, up to 4GB
+                           (default 64MB); a larger one fails as soon as it is seen, and nothing is kept.
+                           The body is held in memory: allow what memory can hold, a few times over
+      -o, --output FILE    write the body to FILE instead of standard output
       --cache-dir DIR      use (and keep) a disk cache in DIR, a new or empty directory or one made by
                            recall, owned by you and not writable by others (e.g. ~/.cache/recall);
                            when another process has it open, recall fetches without it and says so
@@ -48,8 +55,10 @@ enum Usage {
 
     FILE is a HAR 1.2 capture (browsers' developer tools: Network panel → 'Save all as HAR';
     many proxies export one too) or an access log in Common or Combined Log Format
-    (Apache, nginx's default 'combined'). '-' reads standard input (HAR unless --format log).
-    Files are streamed: memory grows with the number of requests, not with the file's size.
+    (Apache, nginx's default 'combined'). '-' reads standard input; a pipe, a FIFO or <(...)
+    works too (the input is read once, the format detected from the bytes read).
+    Files are streamed and bodies never held, whatever sizes they state: memory grows with a
+    log's requests and distinct targets, and with a HAR's entries and their header fields.
 
     For a HAR capture, every entry is replayed through Recall's real HTTPCache, at the capture's
     times, answered by the captured responses: hits, revalidations, stale answers, misses,

@@ -16,6 +16,11 @@ public struct AccessLogReader {
         reader = try ByteReader(path: path, chunkSize: chunkSize)
     }
 
+    /// Reads from `reader`, from where it stands (bytes it read ahead included).
+    init(reader: ByteReader) {
+        self.reader = reader
+    }
+
     /// Calls `body` with each entry in file order; returns the number of lines read.
     public mutating func forEach(_ body: (AccessLogEntry) throws -> Void) throws -> Int {
         defer { reader.close() }

@@ -22,8 +22,11 @@ struct ByteReader {
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
                 throw ReplayInputError(line: 0, "\(path): no such file")
             }
-            guard !isDirectory.boolValue, let opened = FileHandle(forReadingAtPath: path) else {
-                throw ReplayInputError(line: 0, "\(path): cannot be read" + (isDirectory.boolValue ? " (it is a directory)" : ""))
+            guard !isDirectory.boolValue else {
+                throw ReplayInputError(line: 0, "\(path): is a directory, not a HAR capture or an access log")
+            }
+            guard let opened = FileHandle(forReadingAtPath: path) else {
+                throw ReplayInputError(line: 0, "\(path): cannot be read (check its permissions)")
             }
             handle = opened
             closesHandle = true
@@ -52,6 +55,23 @@ struct ByteReader {
         return byte
     }
 
+    /// The first byte from the current position on that is not in `skipped`, without consuming
+    /// anything: the bytes looked at are read ahead and kept, so a pipe or a FIFO (which cannot
+    /// be read twice) loses none of them. Nil when the input ends, or `limit` bytes were all in
+    /// `skipped`.
+    mutating func firstByte(skipping skipped: Set<UInt8>, limit: Int) throws -> UInt8? {
+        var index = position
+        while index - position < limit {
+            if index == buffer.count {
+                guard let data = try read() else { return nil }
+                buffer.append(contentsOf: data)
+            }
+            if !skipped.contains(buffer[index]) { return buffer[index] }
+            index += 1
+        }
+        return nil
+    }
+
     /// The next line without its terminator (`\n` or `\r\n`); nil at the end. A line longer than
     /// `limit` bytes is an error (a binary file or another format, not a log line).
     mutating func nextLine(limit: Int) throws -> [UInt8]? {
@@ -77,7 +97,18 @@ struct ByteReader {
     }
 
     private mutating func fill() throws {
-        guard !atEnd else { return }
+        guard let data = try read() else {
+            buffer = []
+            position = 0
+            return
+        }
+        buffer = [UInt8](data)
+        position = 0
+    }
+
+    /// The next chunk of the input; nil at its end.
+    private mutating func read() throws -> Data? {
+        guard !atEnd else { return nil }
         let data: Data?
         do {
             data = try handle.read(upToCount: chunkSize)
@@ -86,11 +117,8 @@ struct ByteReader {
         }
         guard let data, !data.isEmpty else {
             atEnd = true
-            buffer = []
-            position = 0
-            return
+            return nil
         }
-        buffer = [UInt8](data)
-        position = 0
+        return data
     }
 }

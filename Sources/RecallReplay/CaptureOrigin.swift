@@ -9,8 +9,20 @@ import FoundationNetworking
 ///
 /// A capture's `304` (the capturing client revalidated) carries no body; the origin answers a
 /// request without validators with the last full response seen for that URL, updated with the
-/// 304's fields. Bodies are zero bytes of the captured size.
+/// 304's fields.
+///
+/// Bodies are carried as their sizes, never made: a response has an empty body and its size in
+/// the ``sizeField`` field, which the cache stores and serves with the rest of the fields. So a
+/// capture's claimed sizes cost no memory, whatever they are.
 final class CaptureOrigin: Transport, Sendable {
+    /// The field that carries a response body's size in place of the body.
+    static let sizeField = "X-Recall-Replay-Body-Size"
+
+    /// The body size `response` carries (none for an answer to HEAD).
+    static func bodySize(of response: Response, method: String) -> Int {
+        method == "HEAD" ? 0 : response.headers[sizeField].flatMap { Int($0) } ?? response.body.count
+    }
+
     private struct Representation {
         var headers: HTTPHeaders
         var size: Int
@@ -25,6 +37,16 @@ final class CaptureOrigin: Transport, Sendable {
 
     private let state = Locked(State())
 
+    /// The URLs whose last full response must be remembered: those with an entry that needs it
+    /// (a `304`, or a response of unknown size). Others are not kept, so the origin's memory
+    /// grows with those URLs only.
+    private let remembered: Set<String>
+
+    /// An origin for `entries` (the capture being replayed).
+    init(for entries: [HAREntry]) {
+        remembered = Set(entries.lazy.filter { $0.status == 304 || $0.bodySize == nil }.map(\.url))
+    }
+
     /// Requests are answered from the entry of the moment, so no background refresh may run
     /// after the request that started it.
     var allowsBackgroundRequests: Bool { false }
@@ -32,7 +54,7 @@ final class CaptureOrigin: Transport, Sendable {
 
     /// Fields that describe the transfer, not the representation: they would contradict the
     /// synthesized body.
-    private static let transferFields = ["Content-Length", "Transfer-Encoding", "Content-Encoding", "Connection", "Keep-Alive"]
+    private static let transferFields = ["Content-Length", "Transfer-Encoding", "Content-Encoding", "Connection", "Keep-Alive", sizeField]
 
     /// Makes `entry` the one requests are answered from.
     func answer(with entry: HAREntry) {
@@ -58,13 +80,15 @@ final class CaptureOrigin: Transport, Sendable {
             } else {
                 representation = Representation(headers: headers, size: entry.bodySize ?? state.known[url]?.size ?? 0)
             }
-            if entry.status != 304 || state.known[url] != nil { state.known[url] = representation }
+            if remembered.contains(url), entry.status != 304 || state.known[url] != nil { state.known[url] = representation }
             let status = entry.status == 304 ? 200 : entry.status
+            var fields = representation.headers
+            fields.replace(Self.sizeField, with: String(representation.size))
             if status == 200, Self.matches(request, representation.headers) {
-                return Response(status: 304, headers: representation.headers, url: request.url)
+                return Response(status: 304, headers: fields, url: request.url)
             }
-            state.bodyBytes += representation.size
-            return Response(status: status, headers: representation.headers, body: Data(count: representation.size), url: request.url)
+            if request.httpMethod != "HEAD" { state.bodyBytes += representation.size }
+            return Response(status: status, headers: fields, url: request.url)
         }
     }
 

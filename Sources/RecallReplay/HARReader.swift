@@ -14,7 +14,12 @@ public struct HARReader {
 
     /// Opens `path` (`-` for standard input). `chunkSize` is how much is read at a time.
     public init(path: String, chunkSize: Int = 1 << 16) throws {
-        json = StreamingJSONReader(reader: try ByteReader(path: path, chunkSize: chunkSize))
+        self.init(reader: try ByteReader(path: path, chunkSize: chunkSize))
+    }
+
+    /// Reads from `reader`, from where it stands (bytes it read ahead included).
+    init(reader: ByteReader) {
+        json = StreamingJSONReader(reader: reader, stringLimit: Self.stringLimit)
         formatter.formatOptions = [.withInternetDateTime]
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     }
@@ -36,9 +41,16 @@ public struct HARReader {
 
     /// Reads every entry of `path`, sorted by start time (entries that start together keep their order).
     public static func read(path: String) throws -> [HAREntry] {
-        var reader = try HARReader(path: path)
+        try read(HARReader(path: path))
+    }
+
+    /// Reads every entry `reader` hands out, sorted by start time.
+    static func read(_ reader: HARReader) throws -> [HAREntry] {
+        var reader = reader
         var entries: [HAREntry] = []
         _ = try reader.forEach { entries.append($0) }
+        // Captures are usually in order already: then no sorted copy is made.
+        guard zip(entries, entries.dropFirst()).contains(where: { $0.started > $1.started }) else { return entries }
         return entries.enumerated().sorted { ($0.element.started, $0.offset) < ($1.element.started, $1.offset) }.map(\.element)
     }
 
@@ -67,17 +79,31 @@ public struct HARReader {
         default:
             if let before = value["cache"]?["beforeRequest"], case .object = before { clientCache = .disk }
         }
-        return HAREntry(started: started, method: method.uppercased(), url: url, requestHeaders: try fields(request["headers"], fail),
-                        status: status, responseHeaders: try fields(response["headers"], fail), bodySize: size,
+        return HAREntry(started: started, method: method.uppercased(), url: url,
+                        requestHeaders: try fields(request["headers"], of: "request", fail),
+                        status: status, responseHeaders: try fields(response["headers"], of: "response", fail), bodySize: size,
                         clientCache: clientCache, line: line)
     }
 
-    private static func fields(_ value: JSONValue?, _ fail: (String) -> ReplayInputError) throws -> [(name: String, value: String)] {
+    /// The longest string kept (a longer one is only its length: ``JSONValue/omittedString(_:)``).
+    static let stringLimit = 1 << 20
+
+    private static func fields(_ value: JSONValue?, of message: String,
+                               _ fail: (String) -> ReplayInputError) throws -> [(name: String, value: String)] {
         guard let value, value != .null else { return [] }
-        guard let items = value.array else { throw fail("headers is not an array") }
+        guard let items = value.array else { throw fail("\(message).headers is not an array") }
         return try items.compactMap { item in
+            if case .omittedString(let length)? = item["name"] {
+                throw fail("a \(message) header field name of \(length) bytes, longer than the \(stringLimit >> 20) MiB "
+                    + "this tool reads in a string: not a capture it can replay")
+            }
+            if case .omittedString(let length)? = item["value"] {
+                let name = item["name"]?.string.map { "'\($0.prefix(64))'" } ?? "without a name"
+                throw fail("the \(message) header field \(name) has a value of \(length) bytes, longer than the "
+                    + "\(stringLimit >> 20) MiB this tool reads in a string (no server sends or accepts such a field)")
+            }
             guard let name = item["name"]?.string, let text = item["value"]?.string else {
-                throw fail("a header without a name or a value")
+                throw fail("a \(message) header field without a name or a value (each needs both, as strings)")
             }
             return name.hasPrefix(":") ? nil : (name, text)
         }

@@ -17,17 +17,27 @@ public enum HTTPCacheReplay {
     static let clientValidatorFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
 
     /// Replays `entries` (in the order given) through a fresh `HTTPCache` over `storage`.
+    ///
+    /// Bodies are carried as their sizes (an empty body and a size field), never made, so the
+    /// storage holds the responses' fields only: the default one, bounded by 1 GiB and 2^20
+    /// records, in effect keeps every response a cache may store (eviction is what
+    /// ``EvictionComparison`` measures). Range requests are therefore not replayed (a cache
+    /// cannot cut a range from a size): they are counted in ``HTTPReplayReport/rangeRequests``.
     public static func run(_ entries: [HAREntry], storage: any CacheStorage = MemoryStorage(byteLimit: 1 << 30, countLimit: 1 << 20),
                            configuration: CacheConfiguration = CacheConfiguration()) async -> HTTPReplayReport {
         let clock = Locked(Date(timeIntervalSince1970: 0))
         let cache = HTTPCache(storage: storage, configuration: configuration, now: { clock.withLock { $0 } })
-        let origin = CaptureOrigin()
+        let origin = CaptureOrigin(for: entries)
         let pipeline = Pipeline(transport: origin, hooks: [cache])
         var report = HTTPReplayReport()
         report.entries = entries.count
         for entry in entries {
             guard entry.status > 0, let request = request(for: entry) else {
                 report.skipped += 1
+                continue
+            }
+            if entry.status == 206 || request.value(forHTTPHeaderField: "Range") != nil {
+                report.rangeRequests += 1
                 continue
             }
             report.replayed += 1
@@ -38,7 +48,9 @@ public enum HTTPCacheReplay {
             }
             clock.withLock { $0 = entry.started }
             origin.answer(with: entry)
-            if let response = try? await pipeline.send(request) { report.bodyBytes += response.body.count }
+            if let response = try? await pipeline.send(request) {
+                report.bodyBytes += CaptureOrigin.bodySize(of: response, method: entry.method)
+            }
         }
         await cache.flush() // the last misses' stores land after their answers (write-behind)
         report.cache = cache.statistics

@@ -9,6 +9,9 @@ public struct HTTPReplayReport: Sendable, Hashable {
     public var replayed = 0
     /// Entries not replayed: other schemes (`data:`, `blob:`, `ws:`), or no response in the capture.
     public var skipped = 0
+    /// Range requests (a `Range` field, or a `206` answer) not replayed: the replay carries
+    /// bodies as their sizes, and a cache cannot cut or store a range of a size.
+    public var rangeRequests = 0
 
     /// What the cache counted over the replay: hits, stale answers, revalidations, misses,
     /// requests passed through by method, stores (``CacheStatistics/hitRatio`` is the share of

@@ -18,19 +18,34 @@ public enum TrafficReplay {
     /// Reads `path` (`-`: standard input) and returns the report as text: for a HAR, the replay
     /// through `HTTPCache`; for both, the eviction policies at each size next to Belady.
     /// Writes an SVG chart to `chartPath` when given.
-    /// - Throws: ``ReplayInputError`` naming the line of malformed input; file errors.
+    ///
+    /// Without `format`, the name decides (`.har`, `.json` or `.log`), else the first byte that
+    /// is not white space (`{`: a HAR). The input is opened and read once, detection included,
+    /// so a pipe, a FIFO, `<(…)` or standard input works as well as a file.
+    /// - Throws: ``ReplayInputError`` naming the line of malformed input; file errors;
+    ///   ``ReplayOutputError`` for a chart path that cannot be written — checked before the
+    ///   replay, and if the write fails all the same, with the report.
     public static func report(path: String, format: Format? = nil, fractions: [Double] = defaultFractions, bytes: [Int] = [],
                               chartPath: String? = nil) async throws -> String {
+        if let chartPath { try checkWritable(chartPath) }
         var lines: [String] = []
         let trace: Trace
         let name = path == "-" ? "standard input" : URL(fileURLWithPath: path).lastPathComponent
-        switch format ?? detectFormat(path) {
+        // One reader for detection and the replay: a pipe, a FIFO or `<(…)` cannot be read twice.
+        var reader = try ByteReader(path: path)
+        let chosen: Format
+        if let known = format ?? formatNamed(path) {
+            chosen = known
+        } else {
+            chosen = try detectFormat(&reader)
+        }
+        switch chosen {
         case .har:
-            let entries = try HARReader.read(path: path)
+            let entries = try HARReader.read(HARReader(reader: reader))
             lines.append(describe(await HTTPCacheReplay.run(entries), name: name))
             trace = Trace.objects(of: entries, name: name)
         case .log:
-            let (logTrace, count) = try Trace.objects(of: AccessLogReader(path: path), name: name)
+            let (logTrace, count) = try Trace.objects(of: AccessLogReader(reader: reader), name: name)
             lines.append("\(name): access log, \(count) lines, \(logTrace.requests.count) GET requests answered 200, 203 or 304 "
                 + "(\(logTrace.objectCount) distinct targets). An access log has no Cache-Control or validators: only the "
                 + "eviction policies are compared.")
@@ -50,22 +65,48 @@ public enum TrafficReplay {
         let comparison = EvictionComparison(trace: trace, sizes: sizes, evictions: EvictionComparison.policies)
         lines.append(comparison.markdown)
         if let chartPath {
-            try comparison.svg.write(toFile: chartPath, atomically: true, encoding: .utf8)
+            do {
+                try comparison.svg.write(toFile: chartPath, atomically: true, encoding: .utf8)
+            } catch {
+                throw ReplayOutputError(path: chartPath, reason: "the chart could not be written (\(error.localizedDescription))",
+                                        report: lines.joined(separator: "\n"))
+            }
             lines.append("\nwrote \(chartPath)")
         }
         return lines.joined(separator: "\n")
     }
 
-    /// The format of `path`: from its name (`.har`, `.json`, `.log`), else from its first byte
-    /// that is not white space (a HAR is a JSON object). Standard input is taken for a HAR.
-    public static func detectFormat(_ path: String) -> Format {
+    /// Refuses, before any work, a chart path whose directory is missing or not writable, or
+    /// that names a directory.
+    static func checkWritable(_ path: String) throws {
+        let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        if files.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ReplayOutputError(path: path, reason: "is a directory: give the chart a file name, such as \(path)/hit-ratio.svg")
+        }
+        let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard files.fileExists(atPath: parent, isDirectory: &isDirectory) else {
+            throw ReplayOutputError(path: path, reason: "the directory \(parent) does not exist")
+        }
+        guard isDirectory.boolValue else { throw ReplayOutputError(path: path, reason: "\(parent) is not a directory") }
+        guard files.isWritableFile(atPath: parent) else {
+            throw ReplayOutputError(path: path, reason: "the directory \(parent) is not writable")
+        }
+    }
+
+    /// The format `path`'s name gives (`.har`, `.json`: a HAR; `.log`: a log), or nil.
+    static func formatNamed(_ path: String) -> Format? {
         let lower = path.lowercased()
-        if path == "-" || lower.hasSuffix(".har") || lower.hasSuffix(".json") { return .har }
+        if lower.hasSuffix(".har") || lower.hasSuffix(".json") { return .har }
         if lower.hasSuffix(".log") { return .log }
-        guard let handle = FileHandle(forReadingAtPath: path) else { return .log }
-        defer { try? handle.close() }
-        let head = (try? handle.read(upToCount: 4096)) ?? Data()
-        let first = head.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
+        return nil
+    }
+
+    /// The format of what `reader` is about to read, from its first byte that is not white
+    /// space or a byte-order mark (a HAR is a JSON object): read ahead, not consumed, so the
+    /// replay reads the same bytes.
+    static func detectFormat(_ reader: inout ByteReader) throws -> Format {
+        let first = try reader.firstByte(skipping: [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF], limit: 1 << 20)
         return first == UInt8(ascii: "{") ? .har : .log
     }
 
@@ -94,7 +135,8 @@ public enum TrafficReplay {
         }
         let cache = report.cache
         return """
-        \(name): HAR capture, \(report.entries) entries (\(report.replayed) replayed; \(report.skipped) skipped: not http(s), or no response)
+        \(name): HAR capture, \(report.entries) entries (\(report.replayed) replayed; \(report.skipped) skipped: not http(s), or no response\
+        \(report.rangeRequests == 0 ? "" : "; \(report.rangeRequests) range requests not replayed: sizes are replayed, not bytes"))
 
         Through Recall's HTTPCache (memory storage, a clock following the capture's times):
           hits \(cache.hits), stale \(cache.stale), revalidated \(cache.revalidated) (+\(cache.revalidatedChanged) changed), \

@@ -49,6 +49,11 @@ do {
     } else {
         print(try HitRateStudy(requests: requestCount, objects: objectCount).report(chartsIn: outDirectory))
     }
+} catch let error as ReplayOutputError {
+    // The replay was done: print its report before saying what could not be written.
+    if let report = error.report { print(report) }
+    FileHandle.standardError.write(Data("HitRates: --chart \(error)\n".utf8))
+    exit(1)
 } catch {
     FileHandle.standardError.write(Data("HitRates: \(error)\n".utf8))
     exit(1)

@@ -22,6 +22,11 @@ import FoundationNetworking
 ///   inside the handler and can deadlock against the session's queue; Recall's per-attempt
 ///   timeouts cancel often, so they would freeze the process.)
 ///
+/// - **Body size** may be limited (``maxResponseBodyBytes``): a larger body fails the request
+///   with ``TransportError`` (kind `other`, not retried) as soon as its `Content-Length` or
+///   the bytes received pass the limit, and its task is cancelled, so the transport never
+///   holds more than the limit.
+///
 /// Per-attempt timeouts belong in Recall's retry layer, not in `timeoutInterval`
 /// (swift-corelibs-foundation truncates it to whole seconds).
 public final class URLSessionTransport: Transport {
@@ -37,17 +42,24 @@ public final class URLSessionTransport: Transport {
     public let session: URLSession
     /// What happens to redirects (for a session given to ``init(session:)``, its delegate decides).
     public let redirects: Redirects
+    /// The largest response body accepted, in bytes; nil for no limit. A larger body fails the
+    /// request as it arrives. Always nil for a session given to ``init(session:)`` (its
+    /// completion handler gets the body whole).
+    public let maxResponseBodyBytes: Int?
     /// The delegate of a session the transport made; nil for a session it was given.
     private let delegate: SessionDelegate?
 
     /// Creates a transport with its own session made from `configuration` (ephemeral by
-    /// default) that follows redirects or not.
-    public init(configuration: URLSessionConfiguration = .ephemeral, redirects: Redirects = .follow) {
+    /// default) that follows redirects or not, and accepts response bodies of at most
+    /// `maxResponseBodyBytes` bytes (nil, the default: any size).
+    public init(configuration: URLSessionConfiguration = .ephemeral, redirects: Redirects = .follow,
+                maxResponseBodyBytes: Int? = nil) {
         let configuration = configuration.copy() as! URLSessionConfiguration
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         self.redirects = redirects
-        delegate = SessionDelegate(followsRedirects: redirects == .follow)
+        self.maxResponseBodyBytes = maxResponseBodyBytes.map { max(0, $0) }
+        delegate = SessionDelegate(followsRedirects: redirects == .follow, maxBodyBytes: self.maxResponseBodyBytes)
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
@@ -58,6 +70,7 @@ public final class URLSessionTransport: Transport {
     public init(session: URLSession) {
         self.session = session
         self.redirects = .follow
+        self.maxResponseBodyBytes = nil
         self.delegate = nil
     }
 
@@ -168,10 +181,12 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     private let followsRedirects: Bool
+    private let maxBodyBytes: Int?
     private let running = Locked<[Int: Running]>([:])
 
-    init(followsRedirects: Bool) {
+    init(followsRedirects: Bool, maxBodyBytes: Int?) {
         self.followsRedirects = followsRedirects
+        self.maxBodyBytes = maxBodyBytes
     }
 
     func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
@@ -184,7 +199,25 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        running.withLock { $0[dataTask.taskIdentifier]?.body.append(data) }
+        guard let limit = maxBodyBytes else {
+            running.withLock { $0[dataTask.taskIdentifier]?.body.append(data) }
+            return
+        }
+        let promised = dataTask.response?.expectedContentLength ?? -1
+        let refused = running.withLock { running -> Running? in
+            guard let received = running[dataTask.taskIdentifier]?.body.count else { return nil }
+            guard promised > Int64(limit) || received + data.count > limit else {
+                running[dataTask.taskIdentifier]?.body.append(data)
+                return nil
+            }
+            return running.removeValue(forKey: dataTask.taskIdentifier)
+        }
+        guard let refused else { return }
+        let size = promised > Int64(limit) ? "of \(promised) bytes" : "of more than \(limit) bytes"
+        refused.continuation.resume(throwing: TransportError(.other, url: dataTask.originalRequest?.url,
+                                                             message: "a response body \(size), over the transport's maxResponseBodyBytes of \(limit)"))
+        // Off this delegate callback, as for a cancelled call: its late completion finds nobody waiting.
+        DispatchQueue.global().async { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Builds HAR documents and temporary files for the replay tests.
 enum ReplayFixtures {
@@ -33,6 +38,40 @@ enum ReplayFixtures {
     static func file(_ text: String, suffix: String = ".har") -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("recall-replay-\(UUID().uuidString.prefix(8))\(suffix)").path
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+
+    /// A log of `count` Combined Log Format lines over `targets` targets, each line 80 bytes or so.
+    static func log(lines count: Int, targets: Int = 97) -> String {
+        (0..<count).map { index in
+            #"10.0.0.1 - - [23/Nov/2026:10:00:\#(String(format: "%02d", index % 60)) +0000] "GET /item/\#(index % targets) HTTP/1.1" 200 1000"#
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// A new FIFO (named pipe) at a temporary path, without a suffix, fed `data` by a thread once
+    /// a reader opens it (`whenOpened` runs then, before the first byte is written). The writer gives up after 60 s without a reader, and stops when the
+    /// reader goes away, so a failing test never hangs on it.
+    static func fifo(_ data: Data, whenOpened: @escaping @Sendable () -> Void = {}) -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("recall-fifo-\(UUID().uuidString.prefix(8))").path
+        precondition(mkfifo(path, 0o600) == 0, "mkfifo failed")
+        signal(SIGPIPE, SIG_IGN)
+        Thread.detachNewThread {
+            let end = Date().addingTimeInterval(60)
+            var descriptor: Int32 = -1
+            while descriptor < 0, Date() < end {
+                descriptor = open(path, O_WRONLY | O_NONBLOCK) // fails (ENXIO) until a reader opens it
+                if descriptor < 0 { usleep(2_000) }
+            }
+            guard descriptor >= 0 else { return }
+            defer { close(descriptor) }
+            whenOpened() // the reader has opened the FIFO
+            _ = fcntl(descriptor, F_SETFL, 0) // blocking writes from here on
+            var offset = 0
+            while offset < data.count {
+                let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                if written > 0 { offset += written } else if errno != EINTR { return }
+            }
+        }
         return path
     }
 }

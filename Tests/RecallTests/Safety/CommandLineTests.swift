@@ -93,4 +93,68 @@ struct CommandLineTests {
         #expect(result.error.contains("warning: not using the cache"))
         withExtendedLifetime(holder) {}
     }
+
+    // Review point 11: a response size limit, and bodies written as bytes.
+
+    /// The bytes `stream=N` sends: 0, 1, … 255, 0, … (not UTF-8).
+    static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0) }) }
+
+    @Test("a binary body is written to standard output as its bytes, between the status line and the account")
+    func binaryBodyAsBytes() async throws {
+        let server = try await OriginServer.shared.value
+        let result = try await Self.run(["get", server.url(OriginServer.uniquePath("binary"), ["stream": "1000"]).absoluteString])
+        #expect(result.status == 0, "\(result.error)")
+        let expected = Data("HTTP 200 OK\n\n".utf8) + Self.pattern(1000) + Data("\n\n— from the network".utf8)
+        #expect(result.outputData.range(of: expected) != nil, "\(result.outputData.prefix(80).map { $0 })")
+    }
+
+    @Test("--output FILE writes the body alone to FILE")
+    func outputFile() async throws {
+        let server = try await OriginServer.shared.value
+        let file = temporaryDirectory().path + "-body.bin"
+        defer { unlink(file) }
+        let result = try await Self.run(["get", "-o", file, server.url(OriginServer.uniquePath("file"), ["stream": "70000"]).absoluteString])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == Self.pattern(70_000))
+        #expect(result.output.contains("<70000 bytes written to \(file)>"))
+        #expect(result.outputData.count < 1_000)
+    }
+
+    @Test("--max-body: a larger body fails with a reason naming the limit, with or without a Content-Length",
+          arguments: ["given", "omit"])
+    func maxBody(length: String) async throws {
+        let server = try await OriginServer.shared.value
+        var query = ["stream": "5000"]
+        if length == "omit" { query["length"] = "omit" }
+        let result = try await Self.run(["get", "--max-body", "1KB", server.url(OriginServer.uniquePath("max"), query).absoluteString])
+        #expect(result.status == 1)
+        #expect(result.error.contains("larger than the --max-body of 1 KB (1024 bytes)"), "\(result.error)")
+        #expect(!result.output.contains("HTTP 200"))
+        let fits = try await Self.run(["get", "--max-body", "5000", server.url(OriginServer.uniquePath("fits"), query).absoluteString])
+        #expect(fits.status == 0, "\(fits.error)")
+    }
+
+    @Test("the default limit (64 MB): a 2 GiB body is refused early and the process stays small",
+          arguments: ["given", "omit"])
+    func defaultMaxBody(length: String) async throws {
+        let server = try await OriginServer.shared.value
+        var query = ["stream": String(2 << 30)]
+        if length == "omit" { query["length"] = "omit" }
+        let result = try await Self.run(["get", server.url(OriginServer.uniquePath("huge"), query).absoluteString], seconds: 60)
+        #expect(result.status == 1)
+        #expect(result.error.contains("larger than the default limit of 64 MB"), "\(result.error)")
+        #expect(result.error.contains("--max-body"))
+        // The limit plus a buffer's growth and the process itself; 2.5 GB before the limit existed.
+        #expect(result.peakResidentBytes > 0 && result.peakResidentBytes < 512 << 20, "peak resident \(result.peakResidentBytes >> 20) MB")
+    }
+
+    @Test("--max-body refuses what is not a size from 1 byte to 4 GB, and the help states the default",
+          arguments: ["lots", "0", "5GB", "-1", "1e300"])
+    func badMaxBody(value: String) async throws {
+        let result = try await Self.run(["get", "--max-body", value, "http://127.0.0.1:9/"])
+        #expect(result.status == 2)
+        #expect(result.error.contains("--max-body takes a size from 1 byte to 4 GB"))
+        let help = try await Self.run(["get", "--help"])
+        #expect(help.output.contains("(default 64MB)"))
+    }
 }

@@ -11,6 +11,9 @@ Every path answers; the query string says how:
   retry_after=...     Retry-After value, sent verbatim
   date=omit|SECONDS   omit Date, or send Date shifted by SECONDS
   size=N              body of N bytes (default: a small JSON description of the request)
+  stream=N            body of N binary bytes (0, 1, … 255, 0, …: not UTF-8), written 64 KiB at a
+                      time and never held whole, so N may be gigabytes; with length=omit, sent
+                      without Content-Length (the body ends when the connection closes)
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   drop_first=N        the same for the first N requests to the path
@@ -136,6 +139,24 @@ class Handler(BaseHTTPRequestHandler):
         if status < 400 and self.not_modified(etag, last_modified):
             return self.send(304, headers, b"")
 
+        if one("stream") is not None:
+            total = int(one("stream"))
+            self.send_response_only(status)
+            fields = headers + [("Content-Type", "application/octet-stream")]
+            if one("length") == "omit":
+                self.close_connection = True
+            else:
+                fields.append(("Content-Length", str(total)))
+            for name, value in fields:
+                self.send_header(name, value)
+            self.end_headers()
+            chunk = bytes(range(256)) * 256
+            sent = 0
+            while sent < total and self.command != "HEAD":
+                piece = chunk[:min(len(chunk), total - sent)]
+                self.wfile.write(piece)  # a client that stops reading ends this with BrokenPipeError
+                sent += len(piece)
+            return
         if one("echo") == "1":
             body = request_body
             headers.append(("Content-Type", self.headers.get("Content-Type") or "application/octet-stream"))

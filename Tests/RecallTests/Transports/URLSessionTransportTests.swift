@@ -26,6 +26,26 @@ struct URLSessionTransportTests {
         #expect(try await server.hits(path) == 1)
     }
 
+    @Test("maxResponseBodyBytes: a body up to the limit arrives; a larger one fails (Content-Length or bytes received), not retried",
+          arguments: ["given", "omit"])
+    func bodyLimit(length: String) async throws {
+        let server = try await OriginServer.shared.value
+        let limited = URLSessionTransport(maxResponseBodyBytes: 1_000)
+        #expect(limited.maxResponseBodyBytes == 1_000)
+        var query = ["stream": "1000"]
+        if length == "omit" { query["length"] = "omit" }
+        let fits = try await limited.send(URLRequest(url: server.url(OriginServer.uniquePath("fits"), query)))
+        #expect(fits.body.count == 1_000)
+        query["stream"] = "1001"
+        let path = OriginServer.uniquePath("over")
+        let pipeline = Pipeline(transport: limited, retrierFactory: .policy(RetryPolicy(maxAttempts: 3)))
+        let error = try await #require(throws: TransportError.self) { try await pipeline.send(URLRequest(url: server.url(path, query))) }
+        #expect(error.kind == .other)
+        #expect(error.message.contains("maxResponseBodyBytes of 1000"), "\(error)")
+        #expect(try await server.hits(path) == 1)
+        #expect(URLSessionTransport().maxResponseBodyBytes == nil)
+    }
+
     @Test("POST sends its body and header fields; the origin echoes the body")
     func postWithBody() async throws {
         let server = try await OriginServer.shared.value
