@@ -9,9 +9,16 @@ import Foundation
 /// store keeps that out of their reach. Every process that shares a storage must use the same
 /// key, and a new key makes the stored responses of credentialed requests unreachable (they
 /// are misses, and age out).
-public struct CacheSecret: Sendable, Hashable {
+public struct CacheSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The key's bytes.
     public let bytes: [UInt8]
+
+    /// Names the key's length, never its bytes (logs and debuggers see no more).
+    public var description: String { "CacheSecret(\(bytes.count) bytes)" }
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+    /// A mirror without the bytes.
+    public var customMirror: Mirror { Mirror(self, children: ["byteCount": bytes.count]) }
 
     /// The fewest bytes a key may have.
     public static let minimumByteCount = 32

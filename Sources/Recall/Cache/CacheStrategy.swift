@@ -377,12 +377,17 @@ struct CacheStrategy: Sendable {
     /// Whether a response with `facts` may be stored for the exchange `x` as far as who may see
     /// it goes: always, unless the request may carry credentials the cache does not see
     /// (``HTTPCache/credentialsMayBeAddedBelow``); then only where RFC 9111 §3.5 lets a shared
-    /// cache store the answer to an authenticated request (`public`, `s-maxage`,
-    /// `must-revalidate`), as the cache cannot tell its users apart.
+    /// cache store the answer to an authenticated request (`public`, `must-revalidate`), as the
+    /// cache cannot tell its users apart.
+    /// A response that varies on a credential field is never shared (the cache would match its
+    /// variant on the fields it sees, without the credential), nor one with `s-maxage` or
+    /// `proxy-revalidate`, whose shared-cache meaning this private cache does not apply.
     private func mayShare(_ facts: CacheEntry.Facts, _ x: Exchange) -> Bool {
         guard CachePartitioner.hasUnseenCredentials(x.inScope) else { return true }
         let directives = facts.cacheControl
-        return !directives.isPrivate && (directives.isPublic || directives.mustRevalidate || directives.contains("s-maxage"))
+        guard !directives.isPrivate, !directives.contains("s-maxage"), !directives.contains("proxy-revalidate"),
+              !facts.varyNames.contains(where: { partitioner.isCredential($0, inScope: x.inScope) }) else { return false }
+        return directives.isPublic || directives.mustRevalidate
     }
 
     /// What to do with `response`, the answer to a request for the caller's `range` sent in

@@ -93,7 +93,7 @@ public final class HTTPCache: ServiceHook {
     /// (`RecallMiddleware` followed by an auth middleware in an OpenAPI client's list). The cache
     /// cannot tell such requests' users apart, so it treats each as carrying an unknown
     /// credential: it stores and serves only what a shared cache may for authenticated
-    /// requests (RFC 9111 §3.5: `public`, `s-maxage` or `must-revalidate`), in a partition
+    /// requests (after RFC 9111 §3.5: `public` or `must-revalidate`; never `private`, `s-maxage` or `Vary` on a credential field), in a partition
     /// of their own. Put the credentials where the cache sees them instead (an auth hook before
     /// the cache, `RecallMiddleware` after the auth middleware), and every response caches.
     @TaskLocal public static var credentialsMayBeAddedBelow = false
@@ -662,9 +662,9 @@ public final class HTTPCache: ServiceHook {
         if let memory {
             // The answer came for the URL looked up: `target` is the key locked and watched.
             if case .store(let entry) = after, let target, target.key == state.key,
-               epochs.isCurrent(state.since, stripe: target.epochStripe),
-               let updated = record(storing: entry, key: target.key,
-                                    over: keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key)) {
+               epochs.isCurrent(state.since, stripe: target.epochStripe) {
+                let updated = record(storing: entry, key: target.key,
+                                     over: keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key))
                 if let evicted = memory.storeNow(updated, watched: true) {
                     remember(target, for: exchange.answered.url)
                     stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
@@ -836,7 +836,7 @@ public final class HTTPCache: ServiceHook {
         defer { writes.unlock(key) }
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
-        guard let updated = record(storing: entry, key: key, over: existing) else { return }
+        let updated = record(storing: entry, key: key, over: existing)
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)
         } else {
@@ -847,19 +847,12 @@ public final class HTTPCache: ServiceHook {
 
     /// The record of `key` with `entry` stored in it: first, then `existing`'s responses of the
     /// other partitions and this partition's other `Vary` variants, at most
-    /// ``CacheConfiguration/maxVariants`` in all. `nil` when `existing` holds a response that
-    /// `entry` would replace and whose request began later than `entry`'s: the later request's
-    /// answer stays.
-    private func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord? {
-        var kept: [CacheEntry] = []
-        for old in existing?.variants ?? [] {
-            if old.partition != entry.partition
-                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues) {
-                kept.append(old)
-            } else if old.requestTime > entry.requestTime, (old.status == 206) == (entry.status == 206) {
-                return nil
-            }
-        }
+    /// ``CacheConfiguration/maxVariants`` in all.
+    private func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
+        let kept = existing?.variants.filter { old in
+            old.partition != entry.partition
+                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
+        } ?? []
         return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants)))
     }
 

@@ -94,7 +94,7 @@ open class RecallURLProtocol: URLProtocol {
     override open func startLoading() {
         let client = UncheckedClient(protocol: self, client: self.client)
         guard let route = Self.routes.route(for: request) else {
-            client.fail(URLError(.unsupportedURL), work, delivery)
+            client.failNow(URLError(.unsupportedURL), work, delivery) // (on the loading thread already)
             return
         }
         let request = UncheckedRequest(request: request, isUpload: task is URLSessionUploadTask)
@@ -110,7 +110,7 @@ open class RecallURLProtocol: URLProtocol {
                 // The session's time limits, as its own protocol would apply them.
                 let response: Response
                 do {
-                    response = try await AttemptRace.run(timeout: facts.limit, time: TimeSource(ContinuousClock())) {
+                    response = try await AttemptRace.run(timeout: facts.limit(for: prepared), time: TimeSource(ContinuousClock())) {
                         try await pipeline.send(prepared)
                     }
                 } catch is AttemptRace.TimedOut {
@@ -121,7 +121,7 @@ open class RecallURLProtocol: URLProtocol {
             } catch {
                 // After stopLoading the session wants nothing more from this protocol.
                 guard !Task.isCancelled else { return }
-                client.fail(RecallURLProtocol.sessionError(error, url: fallbackURL), work, delivery)
+                await client.fail(RecallURLProtocol.sessionError(error, url: fallbackURL), work, delivery)
             }
         }
         let stopped = work.withLock { work in
@@ -300,36 +300,59 @@ private struct UncheckedClient: @unchecked Sendable {
             }
         }
         guard started else { return }
-        let end: @Sendable () -> Void = {
+        await end {
             delivery.withLock {
                 guard RecallURLProtocol.claimFinish(work) else { return }
                 client?.urlProtocolDidFinishLoading(self.protocol)
             }
         }
-        // A task that runs its completion as soon as it ends (corelibs' `async` `data(for:)`
-        // family: it resumes a continuation there) is ended from here while the work queue is
-        // held (its registry read is then alone), not on the queue: a cancellation of the
-        // caller's Swift task holds that task's lock while it waits for the work queue, and
-        // the continuation's resumption needs the lock — the hold lets go after a while for it.
-        if facts.completesInline, let queue { await queue.whileHeld(end) } else if facts.completesInline { end() } else { onClientThread(end) }
         #endif
     }
 
+    #if !canImport(Darwin)
+    /// Runs `report`, which ends the load at the client (and so reads the session's task
+    /// registry), where corelibs allows it: on the work queue, or — for a task that completes
+    /// inline (corelibs' `async` `data(for:)` family: it resumes a continuation there) — from
+    /// another thread while the queue is held (the registry read is then alone). Not on the
+    /// queue: a cancellation of the caller's Swift task holds that task's lock while it waits for
+    /// the work queue, and the continuation's resumption needs the lock; the hold lets go after
+    /// a while for it.
+    private func end(_ report: @escaping @Sendable () -> Void) async {
+        if facts.completesInline, let queue {
+            await queue.whileHeld(report)
+        } else if facts.completesInline {
+            report()
+        } else {
+            onClientThread(report)
+        }
+    }
+    #endif
+
     /// Reports `error` to the client as the end of the load, unless the load was stopped or
     /// has ended.
-    func fail(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) {
+    /// Where, as the end of an answer goes (see ``deliver(_:fallbackURL:_:_:)``).
+    func fail(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
+        let report = failure(error, work, delivery)
+        #if canImport(Darwin)
+        onClientThread(report)
+        #else
+        await end(report)
+        #endif
+    }
+
+    /// ``fail(_:_:_:)`` from the thread that started the load (on corelibs, the work queue).
+    func failNow(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) {
+        failure(error, work, delivery)()
+    }
+
+    private func failure(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) -> @Sendable () -> Void {
         let error = UncheckedError(error: error)
-        let report: @Sendable () -> Void = {
+        return {
             delivery.withLock {
                 guard RecallURLProtocol.claimFinish(work) else { return }
                 client?.urlProtocol(self.protocol, didFailWithError: error.error)
             }
         }
-        #if canImport(Darwin)
-        onClientThread(report)
-        #else
-        report()
-        #endif
     }
 
     private func sendHead(_ head: HTTPURLResponse, body: Data) {

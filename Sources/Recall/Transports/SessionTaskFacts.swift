@@ -69,11 +69,15 @@ struct SessionTaskFacts: Sendable {
         return request
     }
 
-    /// How long the load may take in all: the session's request limit (the protocol answers in
-    /// one piece, so a wait for more data is a wait for the whole answer) or its resource limit,
-    /// whichever is shorter; `nil` when neither is known or positive.
-    var limit: Duration? {
-        let limits = [requestTimeout, resourceTimeout].compactMap { $0 }.filter { $0 > 0 && $0.isFinite }
+    /// How long the load of `request` may take in all: the session's request limit (the protocol
+    /// answers in one piece, so a wait for more data is a wait for the whole answer) or its
+    /// resource limit, whichever is shorter; `nil` when neither is known or positive.
+    /// A request's own `timeoutInterval`, set to anything but the default 60 s, replaces the
+    /// session's request limit (as corelibs' network protocol does). Limits over a year count
+    /// as none.
+    func limit(for request: URLRequest) -> Duration? {
+        let requestLimit = request.timeoutInterval != 60 ? request.timeoutInterval : requestTimeout
+        let limits = [requestLimit, resourceTimeout].compactMap { $0 }.filter { $0 > 0 && $0 < 366 * 86_400 }
         return limits.min().map { .milliseconds(Int64(($0 * 1000).rounded(.up))) }
     }
 }

@@ -50,13 +50,19 @@ public final class URLSessionTransport: Transport {
     private let delegate: SessionDelegate?
 
     /// Creates a transport with its own session made from `configuration` (ephemeral by
-    /// default) that follows redirects or not, and accepts response bodies of at most
+    /// default; never with a cookie jar, which would share one caller's cookies with the next)
+    /// that follows redirects or not, and accepts response bodies of at most
     /// `maxResponseBodyBytes` bytes (nil, the default: any size).
     public init(configuration: URLSessionConfiguration = .ephemeral, redirects: Redirects = .follow,
                 maxResponseBodyBytes: Int? = nil) {
         let configuration = configuration.copy() as! URLSessionConfiguration
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // No cookie jar: one transport serves many callers, and a jar would send one caller's
+        // cookie with another's request, below the cache. Cookies are the caller's to send.
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
         self.redirects = redirects
         self.maxResponseBodyBytes = maxResponseBodyBytes.map { max(0, $0) }
         delegate = SessionDelegate(followsRedirects: redirects == .follow, maxBodyBytes: self.maxResponseBodyBytes)

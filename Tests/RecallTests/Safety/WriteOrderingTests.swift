@@ -150,3 +150,27 @@ struct CacheSecretTests {
         #expect(try CacheSecret(base64: Data(repeating: 9, count: 32).base64EncodedString()).bytes.count == 32)
     }
 }
+
+extension UnseenCredentialsTests {
+    /// Found in review: with credentials added below, a response that varies on a credential
+    /// field was matched on the fields the cache sees — without the credential — so every user
+    /// got the first one's variant.
+    @Test("with credentials added below, answers that vary on a credential field or carry s-maxage are not shared")
+    func unseenCredentialVary() async throws {
+        let origin = MockTransport()
+        origin.route("GET", "/vary") { request in
+            let owner = request.value(forHTTPHeaderField: "Authorization") ?? "nobody"
+            return Response(status: 200, headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"],
+                            body: Data(owner.utf8), url: request.url)
+        }
+        origin.route("GET", "/smaxage", .text("s", headers: ["Cache-Control": "public, max-age=3600, s-maxage=0"]))
+        let cache = HTTPCache()
+        func pipeline(_ token: String) -> Pipeline { Pipeline(transport: TokenBelow(token: token, origin: origin), hooks: [cache]) }
+        try await HTTPCache.$credentialsMayBeAddedBelow.withValue(true) {
+            _ = try await pipeline("alice").send(URLRequest(url: URL(string: "https://origin.test/vary")!))
+            #expect(try await pipeline("bob").send(URLRequest(url: URL(string: "https://origin.test/vary")!)).bodyText == "Bearer bob")
+            _ = try await pipeline("alice").send(URLRequest(url: URL(string: "https://origin.test/smaxage")!))
+            #expect(try await pipeline("bob").send(URLRequest(url: URL(string: "https://origin.test/smaxage")!)).source == .network)
+        }
+    }
+}

@@ -142,4 +142,19 @@ struct TransportErrorTests {
         #expect(error.urlErrorCode == code.rawValue)
         #expect(error.description.contains("example.com"))
     }
+
+    /// Found in review of issue #36: corelibs' ephemeral configuration keeps a cookie jar, so the
+    /// transport sent one caller's `Set-Cookie` back with another caller's request — below the
+    /// cache, which partitions by the cookie it sees.
+    @Test("the transport keeps no cookie jar: one caller's Set-Cookie never goes out with the next request")
+    func noCookieJar() async throws {
+        let server = try await OriginServer.shared.value
+        let transport = URLSessionTransport()
+        let login = server.url(OriginServer.uniquePath("login"), ["header": "Set-Cookie: session=alice; Path=/"])
+        _ = try await transport.send(URLRequest(url: login))
+        let other = try await transport.send(URLRequest(url: server.url(OriginServer.uniquePath("inbox"))))
+        let echoed = try JSONSerialization.jsonObject(with: other.body) as? [String: Any]
+        let headers = (echoed?["headers"] as? [String: String]) ?? [:]
+        #expect(!headers.keys.contains { $0.lowercased() == "cookie" }, "sent: \(headers)")
+    }
 }

@@ -14,6 +14,8 @@ struct LongKeyIndex {
     static let longerThan = 7_000
     /// How many digests are remembered.
     static let limit = 4_096
+    /// How many keys one digest stands for, at most (colliding keys can be made on purpose).
+    static let keysPerDigest = 8
 
     private var keys: [String: Set<String>] = [:]
     private var order: [String] = []
@@ -33,9 +35,15 @@ struct LongKeyIndex {
     /// Remembers `key`; returns the keys let go of to make room (drop them from the tiers).
     mutating func insert(_ key: String) -> Set<String> {
         let digest = Self.digest(of: key)
-        if keys[digest] != nil {
-            keys[digest]?.insert(key)
-            return []
+        if let known = keys[digest] {
+            guard !known.contains(key) else { return [] }
+            guard known.count >= Self.keysPerDigest else {
+                keys[digest]?.insert(key)
+                return []
+            }
+            // Too many keys share the digest: let them all go (the tiers drop them) and start over.
+            keys[digest] = [key]
+            return known
         }
         keys[digest] = [key]
         order.append(digest)

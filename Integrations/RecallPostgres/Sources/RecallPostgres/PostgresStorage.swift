@@ -238,6 +238,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             count { $0.misses += 1 }
             return nil
         }
+        // Known before the read, so that a notice for this key while the read is under way is not lost.
+        await noteHeld(key)
         let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds,
                                                   maxRecordBytes: configuration.maxRecordBytes)
         let row = await attempt { [client, logger] in try await client.execute(statement, logger: logger).first() }
@@ -253,7 +255,6 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             return nil
         }
         count { $0.hits += 1 }
-        await noteHeld(key)
         if needsTouch, state.withLock({ $0.touching.insert(key).inserted }) {
             // Recorded off the request path; a touch that fails only makes eviction less exact.
             Task { [client, logger] in
