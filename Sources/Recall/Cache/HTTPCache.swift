@@ -949,10 +949,12 @@ public final class HTTPCache: ServiceHook {
 
     /// Gives up what `state` leads without an answer: one request waiting for its miss leads
     /// in its place (``RequestCoalescer/abandon(_:)``).
+    /// A lead with a claim on the fleet's fetch ends as usual: the claim must be released before
+    /// another request of this process could claim the same name, and a release cannot be
+    /// awaited here.
     private func abandon(_ state: State) {
-        guard case .flight(let flightKey, let claim) = state.lead else { return finish(state) }
+        guard case .flight(let flightKey, nil) = state.lead else { return finish(state) }
         flights.abandon(flightKey)
-        if let claim, let coordinator { Task { await coordinator.release(claim) } }
     }
 
     /// Ends `lead`, taken for the request of storage key `key`.

@@ -40,6 +40,11 @@ public struct Pipeline: Transport {
     private var leadingCache: HTTPCache? { parts.leadingCache }
     private let parts: Parts
 
+    /// Whether `other` is this very pipeline (a copy of the same value), not merely alike.
+    func isSame(as other: Pipeline) -> Bool {
+        parts === other.parts
+    }
+
     /// What a pipeline is made of, in one object: every `onSuccess` and `onFailure` copies the
     /// pipeline into its request's context (``RequestContext/Stage``), and a copy of one
     /// reference costs one count, not one per part.

@@ -52,6 +52,7 @@ public final class URLProtocolRoutes: Sendable {
     ///   when the route would take requests another route of this table takes (a route for
     ///   every host beside any other, or a host pattern another route has): routes are
     ///   process-wide, so that would silently move another module's sessions to this pipeline.
+    ///   The same pipeline for the same hosts again returns the route already there.
     @discardableResult
     public func add(_ pipeline: Pipeline, hosts: [String]? = nil) throws -> UInt64 {
         if let session = (pipeline.transport as? URLSessionTransport)?.session,
@@ -61,6 +62,11 @@ public final class URLProtocolRoutes: Sendable {
         let patterns = hosts.map { $0.map { $0.trimmingOWS } }
         return try state.withLock { state in
             let lowered = Set(patterns?.map { $0.lowercased() } ?? [])
+            // The same pipeline for the same hosts again (a second configuration of the same
+            // sessions): the route there is, not a conflict.
+            if let same = state.routes.first(where: { route in
+                route.pipeline.isSame(as: pipeline) && (route.hosts.map { Set($0.map { $0.lowercased() }) } == (patterns == nil ? nil : lowered))
+            }) { return same.id }
             let conflict = state.routes.contains { route in
                 guard let theirs = route.hosts, patterns != nil else { return true } // a route for every host
                 return !lowered.isDisjoint(with: theirs.map { $0.lowercased() })

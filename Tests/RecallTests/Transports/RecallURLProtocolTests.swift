@@ -292,6 +292,12 @@ struct RecallURLProtocolTests {
         try routes.add(pipeline)
         #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline, hosts: ["api.example.com"]) }
         #expect(routes.routes.count == 1)
+        // The same pipeline for the same hosts again (another configuration of the same
+        // sessions) is the route already there.
+        routes.removeAll()
+        let first = try routes.add(pipeline, hosts: ["a.test"])
+        #expect(try routes.add(pipeline, hosts: ["A.test"]) == first)
+        #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(Pipeline(transport: MockTransport()), hosts: ["a.test"]) }
         _ = billing
     }
 }
