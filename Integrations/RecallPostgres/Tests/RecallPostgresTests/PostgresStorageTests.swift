@@ -201,12 +201,7 @@ struct PostgresStorageTests {
 
     @Test("a memory tier in another replica drops a key as soon as one replica replaces or removes it (LISTEN/NOTIFY)")
     func memoryTierInvalidation() async throws {
-        try await PostgresFixture.withDatabase { client, _ in
-            let a = try await PostgresFixture.open(client)
-            let b = try await PostgresFixture.open(client)
-            let memoryB = MemoryStorage()
-            let tieredB = b.withMemoryTier(memoryB)
-            try await Self.eventually { try await Self.listeners(client) >= 2 }
+        try await Self.withTwoReplicas { a, b, memoryB, tieredB in
             let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
             await a.store(record)
             // A store is announced too; once B has heard it, B reads through and keeps the record.
@@ -222,8 +217,6 @@ struct PostgresStorageTests {
             try await Self.eventually { await memoryB.record(for: "k") == nil }
             #expect(await tieredB.record(for: "k") == nil)
             #expect(b.fleetStatistics.invalidationsReceived >= 3)
-            await a.shutdown()
-            await b.shutdown()
         }
     }
 
@@ -231,12 +224,7 @@ struct PostgresStorageTests {
     /// response for a long URL emptied every other replica's memory tier.
     @Test("a key too long for a notification is announced by digest: other replicas drop that key alone")
     func longKeyNotice() async throws {
-        try await PostgresFixture.withDatabase { client, _ in
-            let a = try await PostgresFixture.open(client)
-            let b = try await PostgresFixture.open(client)
-            let memoryB = MemoryStorage()
-            let tieredB = b.withMemoryTier(memoryB)
-            try await Self.eventually { try await Self.listeners(client) >= 2 }
+        try await Self.withTwoReplicas { a, b, memoryB, tieredB in
             for index in 0..<100 { await tieredB.store(CacheRecord(key: "warm-\(index)", variants: [Self.entry("w")])) }
             let long = "https://origin.test/" + String(repeating: "x", count: 7_500)
             await tieredB.store(CacheRecord(key: long, variants: [Self.entry("v1")]))
@@ -251,6 +239,18 @@ struct PostgresStorageTests {
             await a.store(CacheRecord(key: long + "y", variants: [Self.entry("other")]))
             try await Self.eventually { b.fleetStatistics.invalidationsReceived > heard + 1 }
             #expect(memoryB.statistics.count == 101)
+        }
+    }
+
+    /// Two replicas on a new database, the second with a memory tier, both listening; shut down after `body`.
+    static func withTwoReplicas(_ body: (PostgresStorage, PostgresStorage, MemoryStorage, TieredStorage) async throws -> Void) async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let a = try await PostgresFixture.open(client)
+            let b = try await PostgresFixture.open(client)
+            let memoryB = MemoryStorage()
+            let tieredB = b.withMemoryTier(memoryB)
+            try await Self.eventually { try await Self.listeners(client) >= 2 }
+            try await body(a, b, memoryB, tieredB)
             await a.shutdown()
             await b.shutdown()
         }
