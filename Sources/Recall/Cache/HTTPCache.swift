@@ -93,8 +93,8 @@ public final class HTTPCache: ServiceHook {
     /// (`RecallMiddleware` followed by an auth middleware in an OpenAPI client's list). The cache
     /// cannot tell such requests' users apart, so it treats each as carrying an unknown
     /// credential: it stores and serves only what a shared cache may for authenticated
-    /// requests (after RFC 9111 §3.5: `public` or `must-revalidate`; never `private`, `s-maxage` or `Vary` on a credential field), in a partition
-    /// of their own. Put the credentials where the cache sees them instead (an auth hook before
+    /// requests (after RFC 9111 §3.5: `public` or `must-revalidate`; never `private`,
+    /// `s-maxage` or `Vary` on a credential field), in a partition of their own. Put the credentials where the cache sees them instead (an auth hook before
     /// the cache, `RecallMiddleware` after the auth middleware), and every response caches.
     @TaskLocal public static var credentialsMayBeAddedBelow = false
 

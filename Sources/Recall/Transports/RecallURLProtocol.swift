@@ -300,16 +300,10 @@ private struct UncheckedClient: @unchecked Sendable {
             }
         }
         guard started else { return }
-        await end {
-            delivery.withLock {
-                guard RecallURLProtocol.claimFinish(work) else { return }
-                client?.urlProtocolDidFinishLoading(self.protocol)
-            }
-        }
+        await end(ending(work, delivery) { client?.urlProtocolDidFinishLoading(self.protocol) })
         #endif
     }
 
-    #if !canImport(Darwin)
     /// Runs `report`, which ends the load at the client (and so reads the session's task
     /// registry), where corelibs allows it: on the work queue, or — for a task that completes
     /// inline (corelibs' `async` `data(for:)` family: it resumes a continuation there) — from
@@ -317,7 +311,11 @@ private struct UncheckedClient: @unchecked Sendable {
     /// queue: a cancellation of the caller's Swift task holds that task's lock while it waits for
     /// the work queue, and the continuation's resumption needs the lock; the hold lets go after
     /// a while for it.
+    /// (On Apple's platforms, on the loading thread's run loop.)
     private func end(_ report: @escaping @Sendable () -> Void) async {
+        #if canImport(Darwin)
+        onClientThread(report)
+        #else
         if facts.completesInline, let queue {
             await queue.whileHeld(report)
         } else if facts.completesInline {
@@ -325,19 +323,25 @@ private struct UncheckedClient: @unchecked Sendable {
         } else {
             onClientThread(report)
         }
-    }
-    #endif
-
-    /// Reports `error` to the client as the end of the load, unless the load was stopped or
-    /// has ended.
-    /// Where, as the end of an answer goes (see ``deliver(_:fallbackURL:_:_:)``).
-    func fail(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
-        let report = failure(error, work, delivery)
-        #if canImport(Darwin)
-        onClientThread(report)
-        #else
-        await end(report)
         #endif
+    }
+
+    /// `call`, which ends the load at the client, made to run under the delivery lock and only
+    /// if the load was neither stopped nor ended already.
+    private func ending(_ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock,
+                        _ call: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        {
+            delivery.withLock {
+                guard RecallURLProtocol.claimFinish(work) else { return }
+                call()
+            }
+        }
+    }
+
+    /// Reports `error` to the client as the end of the load (where ends go: ``end(_:)``),
+    /// unless the load was stopped or has ended.
+    func fail(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
+        await end(failure(error, work, delivery))
     }
 
     /// ``fail(_:_:_:)`` from the thread that started the load (on corelibs, the work queue).
@@ -347,12 +351,7 @@ private struct UncheckedClient: @unchecked Sendable {
 
     private func failure(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) -> @Sendable () -> Void {
         let error = UncheckedError(error: error)
-        return {
-            delivery.withLock {
-                guard RecallURLProtocol.claimFinish(work) else { return }
-                client?.urlProtocol(self.protocol, didFailWithError: error.error)
-            }
-        }
+        return ending(work, delivery) { client?.urlProtocol(self.protocol, didFailWithError: error.error) }
     }
 
     private func sendHead(_ head: HTTPURLResponse, body: Data) {

@@ -6,7 +6,7 @@ import Testing
 @Suite("recall replay: the command", .timeLimit(.minutes(3)))
 struct ReplayCommandTests {
     private static func run(_ arguments: [String]) async throws -> ChildProcess.Result {
-        try await ChildProcess.run("recall", ["replay"] + arguments, deadline: .seconds(40))
+        try await ChildProcess.replay(arguments, deadline: .seconds(40))
     }
 
     @Test("--help explains the formats and options and succeeds")

@@ -6,7 +6,7 @@ import Testing
 @Suite("recall replay: messages that say what is wrong and where", .timeLimit(.minutes(3)))
 struct ReplayMessageTests {
     private static func run(_ arguments: [String]) async throws -> ChildProcess.Result {
-        try await ChildProcess.run("recall", ["replay"] + arguments, deadline: .seconds(60))
+        try await ChildProcess.replay(arguments, deadline: .seconds(60))
     }
 
     @Test("a header value over 1 MiB is reported as such, with its field's name, not as a field without a value")

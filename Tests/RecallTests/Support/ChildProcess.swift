@@ -25,6 +25,11 @@ enum ChildProcess {
         var output: String { String(decoding: outputData, as: UTF8.self) }
     }
 
+    /// Runs `recall replay` with `arguments` (the real binary), killed at `deadline`.
+    static func replay(_ arguments: [String], deadline: Duration = .seconds(60)) async throws -> Result {
+        try await run("recall", ["replay"] + arguments, deadline: deadline)
+    }
+
     /// The executable `name` next to the test bundle.
     static func url(_ name: String) -> URL {
         Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent(name)

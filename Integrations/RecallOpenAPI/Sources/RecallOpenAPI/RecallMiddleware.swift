@@ -23,8 +23,9 @@ import Recall
 ///   so that the cache sees them and keeps each user's responses apart, and say so with
 ///   `credentialsMayBeAddedBelow: false`. Until you do (the default, `true`), the cache cannot
 ///   tell users apart and stores only responses that a shared cache may serve to anyone
-///   (`public` or `must-revalidate`, after RFC 9111 §3.5; never `private`, `s-maxage` or `Vary` on a credential field): a `private` answer is never
-///   served to another caller, whatever the order.
+///   (`public` or `must-revalidate`, after RFC 9111 §3.5; never `private`, `s-maxage` or
+///   `Vary` on a credential field): a `private` answer is never served to another caller,
+///   whatever the order.
 /// - Requests and responses are converted between swift-http-types' `HTTPRequest`/`HTTPResponse`
 ///   and Recall's `URLRequest`/``Recall/Response``; bodies are collected, up to
 ///   ``maxRequestBodyBytes`` and ``maxResponseBodyBytes``.
