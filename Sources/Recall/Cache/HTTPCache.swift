@@ -55,6 +55,10 @@ public final class HTTPCache: ServiceHook {
     /// The same, for the hit path to use without retaining it (``copies`` keeps it alive).
     private let unownedCopies: Unmanaged<PerCoreCopies<Location>>?
     private let partitioner: CachePartitioner
+    /// Each request's ``State``, in its context.
+    private let states = ContextSlot<State>()
+    /// Where ``decideWithoutSuspending(_:context:)`` stopped, for ``onSchedule(_:context:)`` to go on from.
+    private let suspended = ContextSlot<Suspension>()
     private let writes = KeyedLock()
     /// Removals per stripe of keys: an answer to a request that began before its key's latest
     /// removal is not stored, and does not lead later requests (``InvalidationEpochs``).
@@ -340,8 +344,20 @@ public final class HTTPCache: ServiceHook {
 
     // MARK: Hook events
 
+    /// Answers a hit from a storage that reads without suspending, or passes on a request it
+    /// can decide on at once; `nil` when it has to wait (left in ``suspended`` for ``onSchedule(_:context:)``).
+    public func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
+        switch schedule(request, context: context) {
+        case .decided(let action): return action
+        case .suspended(let suspension):
+            context[suspended] = suspension
+            return nil
+        }
+    }
+
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        if let suspension = context.take(suspended) { return try await resume(suspension, request, context: context) }
         switch schedule(request, context: context) {
         case .decided(let action): return action
         case .suspended(let suspension): return try await resume(suspension, request, context: context)
@@ -390,7 +406,7 @@ public final class HTTPCache: ServiceHook {
 
     /// `onSchedule` as far as it goes without suspending: all of it for a hit over a
     /// ``MemoryStorage``, which the ``Pipeline`` then answers without one async call.
-    func schedule(_ request: URLRequest, context: RequestContext) -> Scheduled {
+    private func schedule(_ request: URLRequest, context: RequestContext) -> Scheduled {
         let facts = RequestFacts(request)
         let route = strategy.route(request, facts)
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
@@ -424,11 +440,11 @@ public final class HTTPCache: ServiceHook {
             countBypass(context)
             return .decided(.proceed(request))
         case .invalidate:
-            context.cacheState = scheduling.state(mode: .invalidating)
+            context[states] = scheduling.state(mode: .invalidating)
             countBypass(context)
             return .decided(.proceed(request))
         case .callerConditional:
-            context.cacheState = scheduling.state(mode: .callerConditional)
+            context[states] = scheduling.state(mode: .callerConditional)
             countBypass(context)
             return .decided(.proceed(request))
         case .range(let range):
@@ -499,7 +515,7 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Goes on from where ``schedule(_:context:)`` stopped.
-    func resume(_ suspension: Suspension, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    private func resume(_ suspension: Suspension, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
         let scheduled: Scheduled
         switch suspension {
         case .pendingWrite(var scheduling):
@@ -590,14 +606,14 @@ public final class HTTPCache: ServiceHook {
             finish(lead, key: key)
             count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
             guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
-            context.cacheState = state(mode).asRefresh()
+            context[states] = state(mode).asRefresh()
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             switch mode {
             case .fetching, .ranging: countMiss(context)
             default: break
             }
-            context.cacheState = state(mode)
+            context[states] = state(mode)
             return .proceed(outgoing)
         case .bypass:
             finish(lead, key: key)
@@ -616,9 +632,8 @@ public final class HTTPCache: ServiceHook {
     /// that answered (a redirected response is stored for its own URL, never for the one that
     /// redirected).
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
-        let (found, lastSent) = context.cacheStateAndLastSentRequest
-        guard let state = found else { return response }
-        let sent = lastSent ?? request
+        guard let state = context[states] else { return response }
+        let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
         if let ticket = writesBehind(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
@@ -745,7 +760,7 @@ public final class HTTPCache: ServiceHook {
         case .refetch(let unconditional, let removing):
             if removing { await remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            context.cacheState = state.refetching(since: removing ? epochs.snapshot(stripe: state.location.epochStripe) : state.since)
+            context[states] = state.refetching(since: removing ? epochs.snapshot(stripe: state.location.epochStripe) : state.since)
             let fresh = try await again(unconditional)
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
@@ -759,7 +774,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
     public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
-        guard let state = context.cacheState else { return nil }
+        guard let state = context[states] else { return nil }
         if let refused = error as? UnacceptableStatusError {
             // A StatusValidator inside the cache refused an answer: the cache still takes it as
             // an answer (stores it, merges a 304, serves stale for a 5xx) and recovers the

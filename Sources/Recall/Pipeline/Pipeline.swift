@@ -36,8 +36,6 @@ public struct Pipeline: Transport {
     /// Sees every ``RecallEvent`` of every request, as it happens.
     public var observer: (@Sendable (RecallEvent, RequestContext) -> Void)? { parts.observer }
     private var time: TimeSource { parts.time }
-    /// The first hook, when it is an ``HTTPCache``.
-    private var leadingCache: HTTPCache? { parts.leadingCache }
     private let parts: Parts
 
     /// Whether `other` is this very pipeline (a copy of the same value), not merely alike.
@@ -54,13 +52,9 @@ public struct Pipeline: Transport {
         let retrierFactory: any RetrierFactory
         let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
         let time: TimeSource
-        /// The first hook, when it is an ``HTTPCache``: the pipeline runs its `onSchedule` up to
-        /// its first suspension point without an async call, so a hit over a ``MemoryStorage``
-        /// is answered without one (each async call allocates a frame and checks the task's executor).
-        let leadingCache: HTTPCache?
-        /// The same, for the hit path to use without retaining it (``leadingCache`` keeps it
-        /// alive): a retain writes the cache's reference count, which every core shares.
-        let unownedLeadingCache: Unmanaged<HTTPCache>?
+        /// The first hook, asked first to decide without suspending: an answer it gives there (a
+        /// hit from memory) costs no async call (each allocates a frame and checks the task's executor).
+        let first: (any ServiceHook)?
         /// Whether the retrier factory is ``NilRetrierFactory``: one attempt, with no retrier
         /// to make, no clock to read and no decision to wait for.
         let singleAttempt: Bool
@@ -72,8 +66,7 @@ public struct Pipeline: Transport {
             self.retrierFactory = retrierFactory
             self.time = time
             self.observer = observer
-            self.leadingCache = hooks.first as? HTTPCache
-            self.unownedLeadingCache = leadingCache.map { Unmanaged.passUnretained($0) }
+            self.first = hooks.first
             self.singleAttempt = retrierFactory is NilRetrierFactory
         }
     }
@@ -116,16 +109,14 @@ public struct Pipeline: Transport {
     private func perform(_ request: URLRequest, context: RequestContext) async throws -> Response {
         do {
             let response: Response
-            if let cache = parts.unownedLeadingCache {
-                switch cache._withUnsafeGuaranteedRef({ $0.schedule(request, context: context) }) {
-                case .decided(.respond(let answer)): response = answer
-                case .decided(.proceed(let forwarded)):
-                    // A miss to pass on (the cache is the first hook): on inward, as `run` would.
-                    response = try await forward(forwarded, pastHookAt: 0, context: context)
-                case let scheduled: response = try await run(hookAt: 0, request, context: context, scheduled: scheduled)
+            if let first = parts.first {
+                switch first.decideWithoutSuspending(request, context: context) {
+                case .respond(let answer): response = answer
+                case .proceed(let forwarded): response = try await forward(forwarded, pastHookAt: 0, context: context)
+                case let decided: response = try await run(hookAt: 0, request, context: context, decided: decided)
                 }
             } else {
-                response = try await run(hookAt: 0, request, context: context)
+                response = try await attempt(request, context: context)
             }
             try Task.checkCancellation()
             return response
@@ -134,17 +125,17 @@ public struct Pipeline: Transport {
         }
     }
 
-    /// Runs the hook at `index` and the stages inside it. `scheduled`: how far the leading
-    /// cache's `onSchedule` went already (only at index 0).
+    /// Runs the hook at `index` and the stages inside it. `decided`: what the hook's
+    /// ``ServiceHook/decideWithoutSuspending(_:context:)`` answered, when the caller asked it.
     private func run(hookAt index: Int, _ request: URLRequest, context: RequestContext,
-                     scheduled: HTTPCache.Scheduled? = nil) async throws -> Response {
+                     decided: HookAction?? = nil) async throws -> Response {
         guard index < hooks.count else { return try await attempt(request, context: context) }
         let hook = hooks[index]
         let action: HookAction
-        switch (scheduled, leadingCache) {
-        case (.decided(let decided)?, _): action = decided
-        case (.suspended(let suspension)?, let cache?): action = try await cache.resume(suspension, request, context: context)
-        default: action = try await hook.onSchedule(request, context: context)
+        if let decided = decided ?? hook.decideWithoutSuspending(request, context: context) {
+            action = decided
+        } else {
+            action = try await hook.onSchedule(request, context: context)
         }
         let forwarded: URLRequest
         switch action {

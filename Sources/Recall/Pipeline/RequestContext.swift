@@ -24,11 +24,24 @@ public final class RequestContext: Sendable {
         var firstEvent: RecallEvent?
         /// The events after the first.
         var laterEvents: [RecallEvent] = []
+        /// Values filed under ``ContextKey`` types and ``ContextSlot``s. The first is kept
+        /// inline: a request through one stateful hook (a cache's miss) allocates no table.
+        var firstValue: (id: ObjectIdentifier, value: any Sendable)?
         var values: [ObjectIdentifier: any Sendable] = [:]
-        /// The HTTP cache's state, typed and beside `values`: every miss writes and reads it,
-        /// and a dictionary entry would cost a box, a table and a cast each time. An object,
-        /// so that a context that never holds one (a hit's) stays small.
-        var cacheState: HTTPCache.State?
+
+        func value(_ id: ObjectIdentifier) -> (any Sendable)? {
+            if let firstValue, firstValue.id == id { return firstValue.value }
+            return values.isEmpty ? nil : values[id]
+        }
+
+        mutating func setValue(_ value: (any Sendable)?, _ id: ObjectIdentifier) {
+            let inline = firstValue.map { $0.id == id } ?? (values.isEmpty || values[id] == nil)
+            if inline {
+                firstValue = value.map { (id, $0) }
+            } else {
+                values[id] = value
+            }
+        }
 
         mutating func append(_ event: RecallEvent) {
             if firstEvent == nil { firstEvent = event } else { laterEvents.append(event) }
@@ -119,25 +132,29 @@ public final class RequestContext: Sendable {
     /// hook values and observer.
     func derived(for request: URLRequest) -> RequestContext {
         let child = RequestContext(originalRequest: request, observer: observer, isBackground: true)
-        let (values, cacheState) = state.withLock { ($0.values, $0.cacheState) }
-        child.state.withLock { ($0.values, $0.cacheState) = (values, cacheState) }
+        let (first, values) = state.withLock { ($0.firstValue, $0.values) }
+        child.state.withLock { ($0.firstValue, $0.values) = (first, values) }
         return child
-    }
-
-    /// What ``HTTPCache`` remembers about the request between `onSchedule` and its answer.
-    var cacheState: HTTPCache.State? {
-        get { state.withLock { $0.cacheState } }
-        set { state.withLock { $0.cacheState = newValue } }
-    }
-
-    /// ``cacheState`` and ``lastSentRequest`` under one lock: every answer the cache sees reads both.
-    var cacheStateAndLastSentRequest: (HTTPCache.State?, URLRequest?) {
-        state.withLock { ($0.cacheState, $0.lastSentRequest) }
     }
 
     /// The value stored under `key`, if any.
     public subscript<Key: ContextKey>(key: Key.Type) -> Key.Value? {
-        get { state.withLock { $0.values[ObjectIdentifier(key)] as? Key.Value } }
-        set { state.withLock { $0.values[ObjectIdentifier(key)] = newValue } }
+        get { state.withLock { $0.value(ObjectIdentifier(key)) as? Key.Value } }
+        set { state.withLock { $0.setValue(newValue, ObjectIdentifier(key)) } }
+    }
+
+    /// The value one hook instance keeps in `slot` for this request, if any.
+    public subscript<Value>(slot: ContextSlot<Value>) -> Value? {
+        get { state.withLock { $0.value(slot.id) as? Value } }
+        set { state.withLock { $0.setValue(newValue, slot.id) } }
+    }
+
+    /// The value in `slot`, removed from it.
+    public func take<Value>(_ slot: ContextSlot<Value>) -> Value? {
+        state.withLock { state in
+            let value = state.value(slot.id) as? Value
+            if value != nil { state.setValue(nil, slot.id) }
+            return value
+        }
     }
 }

@@ -18,7 +18,19 @@ import FoundationNetworking
 ///   through `onSuccess`.
 /// - An error thrown by any method fails the request with that error (hooks further out see
 ///   it through `onFailure`).
+///
+/// A hook keeps what it needs from `onSchedule` to `onSuccess` in the request's context, in a
+/// ``ContextSlot`` of its own instance, so several instances of one hook (two caches) compose.
+/// A hook that can often decide without suspending (a cache answering from memory) also
+/// implements ``decideWithoutSuspending(_:context:)``: the pipeline asks it first.
 public protocol ServiceHook: Sendable {
+    /// Decides `onSchedule` without suspending, when the hook can: the pipeline calls it before
+    /// ``onSchedule(_:context:)`` and calls that only when this returns `nil`, with the same
+    /// request and context (a hook may leave what it found so far in its own ``ContextSlot``
+    /// for `onSchedule` to go on from). A hit answered here costs no async call. The default
+    /// returns `nil`.
+    func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction?
+
     /// Called before the request goes on. Return `.proceed(request)` (possibly rewritten)
     /// or `.respond(response)` to answer it here.
     func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction
@@ -34,6 +46,11 @@ public protocol ServiceHook: Sendable {
 }
 
 extension ServiceHook {
+    /// Leaves the decision to ``onSchedule(_:context:)``.
+    public func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
+        nil
+    }
+
     /// Passes the request on unchanged.
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
         .proceed(request)

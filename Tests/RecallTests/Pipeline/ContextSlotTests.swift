@@ -1,0 +1,40 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Recall
+import Testing
+
+@Suite("ContextSlot: per-instance values in a request's context")
+struct ContextSlotTests {
+    private enum Shared: ContextKey { typealias Value = String }
+
+    @Test("slots of the same type keep their values apart, beside ContextKey values, in any order of writes and removals")
+    func slotsKeepApart() {
+        let context = RequestContext(originalRequest: URLRequest(url: URL(string: "https://example.com")!))
+        let first = ContextSlot<Int>()
+        let second = ContextSlot<Int>()
+        let third = ContextSlot<String>()
+        #expect(context[first] == nil)
+        context[first] = 1
+        context[second] = 2
+        context[Shared.self] = "key"
+        context[third] = "three"
+        #expect(context[first] == 1)
+        #expect(context[second] == 2)
+        #expect(context[third] == "three")
+        #expect(context[Shared.self] == "key")
+        // Removing the inline value and writing another slot keeps every other value.
+        context[first] = nil
+        #expect(context[first] == nil)
+        context[second] = 20
+        context[first] = 10
+        #expect(context[first] == 10)
+        #expect(context[second] == 20)
+        #expect(context.take(second) == 20)
+        #expect(context[second] == nil)
+        #expect(context.take(second) == nil)
+        #expect(context[third] == "three")
+        #expect(context[Shared.self] == "key")
+    }
+}
