@@ -52,9 +52,12 @@ public struct Pipeline: Transport {
         let retrierFactory: any RetrierFactory
         let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
         let time: TimeSource
-        /// The first hook, asked first to decide without suspending: an answer it gives there (a
-        /// hit from memory) costs no async call (each allocates a frame and checks the task's executor).
-        let first: (any ServiceHook)?
+        /// Asks the first hook to decide without suspending: an answer it gives there (a hit from
+        /// memory) costs no async call (each allocates a frame and checks the task's executor).
+        let decider: HookDecider
+        /// The same, for the hit path to use without retaining it (``decider`` keeps it alive): a
+        /// retain writes a reference count every core shares.
+        let unownedDecider: Unmanaged<HookDecider>
         /// Whether the retrier factory is ``NilRetrierFactory``: one attempt, with no retrier
         /// to make, no clock to read and no decision to wait for.
         let singleAttempt: Bool
@@ -66,7 +69,8 @@ public struct Pipeline: Transport {
             self.retrierFactory = retrierFactory
             self.time = time
             self.observer = observer
-            self.first = hooks.first
+            self.decider = hooks.first.map { HookDecider.for($0) } ?? HookDecider()
+            self.unownedDecider = Unmanaged.passUnretained(decider)
             self.singleAttempt = retrierFactory is NilRetrierFactory
         }
     }
@@ -109,14 +113,10 @@ public struct Pipeline: Transport {
     private func perform(_ request: URLRequest, context: RequestContext) async throws -> Response {
         do {
             let response: Response
-            if let first = parts.first {
-                switch first.decideWithoutSuspending(request, context: context) {
-                case .respond(let answer): response = answer
-                case .proceed(let forwarded): response = try await forward(forwarded, pastHookAt: 0, context: context)
-                case let decided: response = try await run(hookAt: 0, request, context: context, decided: decided)
-                }
-            } else {
-                response = try await attempt(request, context: context)
+            switch parts.unownedDecider._withUnsafeGuaranteedRef({ $0.decide(request, context: context) }) {
+            case .respond(let answer)?: response = answer
+            case .proceed(let forwarded)?: response = try await forward(forwarded, pastHookAt: 0, context: context)
+            case let decided: response = try await run(hookAt: 0, request, context: context, decided: .some(decided))
             }
             try Task.checkCancellation()
             return response
