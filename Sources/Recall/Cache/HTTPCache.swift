@@ -345,32 +345,32 @@ public final class HTTPCache: ServiceHook {
     // MARK: Hook events
 
     /// Answers a hit from a storage that reads without suspending, or passes on a request it
-    /// can decide on at once; `nil` when it has to wait (left in ``suspended`` for ``onSchedule(_:context:)``).
+    /// can decide on at once; `nil` when it has to wait (what it found is left in the request's
+    /// context for ``onSchedule(_:context:)`` to go on from).
     public func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
-        switch schedule(request, context: context) {
-        case .decided(let action): return action
-        case .suspended(let suspension):
-            context[suspended] = suspension
-            return nil
-        }
+        schedule(request, context: context)
     }
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        if let suspension = context.take(suspended) { return try await resume(suspension, request, context: context) }
-        switch schedule(request, context: context) {
-        case .decided(let action): return action
-        case .suspended(let suspension): return try await resume(suspension, request, context: context)
+        // Where decideWithoutSuspending stopped; else schedule now, up to where it stops.
+        var next = context.take(suspended)
+        if next == nil {
+            if let action = schedule(request, context: context) { return action }
+            next = context.take(suspended)
         }
+        while let suspension = next {
+            if let action = try await resume(suspension, request, context: context) { return action }
+            next = context.take(suspended)
+        }
+        return .proceed(request) // (not reached: a step that decides nothing leaves the next one)
     }
 
-    /// How far ``schedule(_:context:)`` went without suspending.
-    enum Scheduled: Sendable {
-        /// It decided: a hit over a ``MemoryStorage``, a request to pass on, a bypass.
-        case decided(HookAction)
-        /// It has to wait (for a pending store of the key, a storage that suspends, the other
-        /// requests of a miss): ``resume(_:_:context:)`` goes on from there.
-        case suspended(Suspension)
+    /// Stops scheduling before a suspension point: leaves `suspension` in the request's context
+    /// for ``onSchedule(_:context:)`` and returns `nil` (no decision yet).
+    private func suspend(_ suspension: Suspension, _ context: RequestContext) -> HookAction? {
+        context[suspended] = suspension
+        return nil
     }
 
     /// Where ``schedule(_:context:)`` stopped, before a suspension point, with what it found.
@@ -406,7 +406,7 @@ public final class HTTPCache: ServiceHook {
 
     /// `onSchedule` as far as it goes without suspending: all of it for a hit over a
     /// ``MemoryStorage``, which the ``Pipeline`` then answers without one async call.
-    private func schedule(_ request: URLRequest, context: RequestContext) -> Scheduled {
+    private func schedule(_ request: URLRequest, context: RequestContext) -> HookAction? {
         let facts = RequestFacts(request)
         let route = strategy.route(request, facts)
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
@@ -418,7 +418,7 @@ public final class HTTPCache: ServiceHook {
         if route == .lookup, let text { copy = lookUpCopy(of: text) }
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
             countBypass(context)
-            return .decided(.proceed(request))
+            return .proceed(request)
         }
         let inScope = Self.inScope
         // Every route that reads a record or stores a state reads the partition, but invalidation.
@@ -426,29 +426,29 @@ public final class HTTPCache: ServiceHook {
         let scheduling = Scheduling(facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
                                     partition: partition, since: epochs.snapshot(stripe: location.epochStripe))
         // A store made after its answer lands before anything else reads or writes its key.
-        if pendingWrites.mayHold(stripe: location.stripe) { return .suspended(.pendingWrite(scheduling)) }
+        if pendingWrites.mayHold(stripe: location.stripe) { return suspend(.pendingWrite(scheduling), context) }
         return schedule(scheduling, copy: copy, request, context: context)
     }
 
     /// The rest of ``schedule(_:context:)``, once no store of the key is pending. `copy` is what
     /// the calling core's copies hold for the URL (none after a wait: the storage changed).
     private func schedule(_ scheduling: Scheduling, copy: PerCoreCopies<Location>.Lookup?, _ request: URLRequest,
-                          context: RequestContext) -> Scheduled {
+                          context: RequestContext) -> HookAction? {
         let location = scheduling.location
         switch scheduling.route {
         case .bypass: // (sorted out before)
             countBypass(context)
-            return .decided(.proceed(request))
+            return .proceed(request)
         case .invalidate:
             context[states] = scheduling.state(mode: .invalidating)
             countBypass(context)
-            return .decided(.proceed(request))
+            return .proceed(request)
         case .callerConditional:
             context[states] = scheduling.state(mode: .callerConditional)
             countBypass(context)
-            return .decided(.proceed(request))
+            return .proceed(request)
         case .range(let range):
-            return .suspended(.range(scheduling, range))
+            return suspend(.range(scheduling, range), context)
         case .lookup:
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let writesBefore = writeCount.load(ordering: .acquiring)
@@ -470,7 +470,7 @@ public final class HTTPCache: ServiceHook {
                 // and a tiered storage, for what its memory tier holds.
                 record = upper
             } else {
-                return .suspended(.lookup(scheduling, writesBefore: writesBefore))
+                return suspend(.lookup(scheduling, writesBefore: writesBefore), context)
             }
             return decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
         }
@@ -478,7 +478,7 @@ public final class HTTPCache: ServiceHook {
 
     /// What a plain lookup that found `record` does: a miss to coalesce suspends.
     private func decide(_ scheduling: Scheduling, record: CacheRecord?, writesBefore: UInt64, _ request: URLRequest,
-                        context: RequestContext) -> Scheduled {
+                        context: RequestContext) -> HookAction? {
         if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
         let before = self.before(request, scheduling, record: record)
         if case .send = before, configuration.coalescesRequests {
@@ -489,7 +489,7 @@ public final class HTTPCache: ServiceHook {
             // Over a memory storage, with no other process to ask, a miss nobody leads yet is
             // led without suspending; the others wait for their leader.
             guard coordinator == nil, let memory, flights.tryLead(flightKey) else {
-                return .suspended(.coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore))
+                return suspend(.coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore), context)
             }
             var (record, before) = (record, before)
             // Another leader may have stored the entry between our lookup and our lead.
@@ -498,13 +498,13 @@ public final class HTTPCache: ServiceHook {
                 before = self.before(request, scheduling, record: record)
             }
             let lead = Lead.flight(flightKey, claim: nil)
-            return .decided(act(on: before, request: request, key: key, lead: lead, context: context) {
+            return act(on: before, request: request, key: key, lead: lead, context: context) {
                 scheduling.state(record: record, mode: $0, lead: lead)
-            })
+            }
         }
-        return .decided(act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
+        return act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
             scheduling.state(record: record, mode: $0)
-        })
+        }
     }
 
     /// What the strategy decides before the network for `request`, as `scheduling` knows it,
@@ -515,13 +515,13 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Goes on from where ``schedule(_:context:)`` stopped.
-    private func resume(_ suspension: Suspension, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        let scheduled: Scheduled
+    /// `nil` when it stops again (``suspend(_:_:)``).
+    private func resume(_ suspension: Suspension, _ request: URLRequest, context: RequestContext) async throws -> HookAction? {
         switch suspension {
         case .pendingWrite(var scheduling):
             await writes.waitUntilFree(scheduling.location.key)
             scheduling.requestTime = now()
-            scheduled = schedule(scheduling, copy: nil, request, context: context)
+            return schedule(scheduling, copy: nil, request, context: context)
         case .range(let scheduling, let range):
             let record = await lookup(scheduling.location.key)
             if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
@@ -532,14 +532,10 @@ public final class HTTPCache: ServiceHook {
             }
         case .lookup(let scheduling, let writesBefore):
             let record = await lookup(scheduling.location.key)
-            scheduled = decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
+            return decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
         case .coalesce(let scheduling, let flightKey, let record, let before, let writesBefore):
             return try await coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
                                       request, context: context)
-        }
-        switch scheduled {
-        case .decided(let action): return action
-        case .suspended(let next): return try await resume(next, request, context: context)
         }
     }
 
