@@ -9,6 +9,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(name: "Recall", path: ".."),
+        .package(name: "RecallAsyncHTTPClient", path: "../Integrations/RecallAsyncHTTPClient"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .executableTarget(
@@ -36,6 +39,18 @@ let package = Package(
             name: "HitScaling",
             dependencies: [.product(name: "Recall", package: "Recall"), .product(name: "RecallTesting", package: "Recall")],
             path: "Tools/HitScaling"
+        ),
+        .executableTarget(
+            name: "ConcurrentLoad",
+            dependencies: [
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "RecallAsyncHTTPClient", package: "RecallAsyncHTTPClient"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tools/ConcurrentLoad"
         ),
         .executableTarget(
             name: "MissOverhead",

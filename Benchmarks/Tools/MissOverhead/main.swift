@@ -29,7 +29,7 @@ import FoundationNetworking
 // --cold N times N misses in-process instead, through a transport that answers at once, each
 // after writing over MB megabytes (4 by default) so that the core's caches hold something else,
 // as they do after a network wait: the same cost without the network's noise (±0.5 µs between
-// runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md for how cold is cold.
+// runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md, "A miss over loopback", for how cold is cold.
 
 var pairs = 2000
 var withCache = true
@@ -54,9 +54,9 @@ while let argument = arguments.next() {
     } else if argument == "--thrash", let value = arguments.next().flatMap(Int.init) {
         cold = (cold?.count ?? 2000, value)
     } else if argument == "--keys-only" {
-        keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md
+        keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md, "A miss over loopback"
     } else if argument == "--variant", let value = arguments.next(), variants.contains(value) {
-        variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md
+        variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md, "A miss over loopback"
         withCache = cacheVariants.contains(value)
     } else {
         print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"

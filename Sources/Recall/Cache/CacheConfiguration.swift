@@ -59,7 +59,7 @@ public struct CacheConfiguration: Sendable {
     /// again and again, up to this many bytes per core (256 KiB; a response over a sixteenth of it is
     /// never copied) and one copy per 4 KiB of it (64 to 16,384), and serves their hits from its
     /// copies: cores serving one response then share no memory for it, so hits scale with cores
-    /// (docs/benchmarks.md, target 1). Raise it when many responses are hot at once (a few MiB for a
+    /// (docs/benchmarks.md, "Hits over cores"). Raise it when many responses are hot at once (a few MiB for a
     /// thousand small ones): the default copies 64. A copy is served only while the storage holds
     /// exactly what it was copied from: a store, removal or eviction of its key in the storage, by this
     /// cache or any other, retires its copies (and those of the keys that share its stripe, about one

@@ -13,7 +13,7 @@ import Darwin
 /// Why: Swift counts references with atomic writes to the object itself, and a hit hands out the
 /// stored response's parts (its body, its fields, the key), so every core serving one response
 /// writes the same cache lines, and so do the read locks of the shared tables. On two cores that
-/// cost a third of the throughput of eight tasks of hits (docs/benchmarks.md, target 1). A core's
+/// cost a third of the throughput of eight tasks of hits (docs/benchmarks.md, "Hits over cores"). A core's
 /// table holds *deep* copies (no heap object shared with another core) behind a lock of its own,
 /// so a hit served from it writes only to memory of its own core.
 ///

@@ -16,7 +16,7 @@ import Darwin
 /// **One lock per core** (up to ``maximumStripes``, each on cache lines of its own): a reader
 /// takes the lock of the core it runs on, a writer takes them all, in order. A reader's lock
 /// and unlock write the lock's reader count; with one lock, readers on different cores wrote
-/// the same cache line and took turns for it (docs/benchmarks.md, target 1). Writes, rare
+/// the same cache line and took turns for it (docs/benchmarks.md, "Hits over cores"). Writes, rare
 /// here (a store, a new URL), pay one lock per stripe instead.
 package final class ReadWriteLocked<State>: @unchecked Sendable {
     /// The state in a box that cannot be copied, in its own allocation: a reader borrows it in
