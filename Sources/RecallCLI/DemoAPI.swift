@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallServices
 
 /// The demo's service described with Recall's typed API: the same router and cache as the
 /// scripted workload, so typed calls are cached and retried like any other request.

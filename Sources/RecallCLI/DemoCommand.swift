@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallServices
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking

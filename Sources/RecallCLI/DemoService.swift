@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallServices
 
 /// The in-process API behind `recall demo`: a small catalog that is cacheable, versioned
 /// with ETags, and flaky in scripted ways.

@@ -1,7 +1,7 @@
 /// HTTP's optional whitespace (spaces and tabs) trimmed from both ends. Foundation's
 /// `trimmingCharacters(in:)` bridges through NSString on Linux and is far slower, and header
 /// values are trimmed on every lookup.
-func trimOWS(_ text: Substring) -> String {
+package func trimOWS(_ text: Substring) -> String {
     let utf8 = text.utf8
     func isOWS(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
     guard let first = utf8.first, let last = utf8.last else { return "" }
@@ -12,7 +12,7 @@ func trimOWS(_ text: Substring) -> String {
 
 extension String {
     /// The string without leading and trailing spaces and tabs.
-    var trimmingOWS: String { trimOWS(self[...]) }
+    package var trimmingOWS: String { trimOWS(self[...]) }
 }
 
 extension Substring {

@@ -13,7 +13,9 @@ public struct ErrorCode<Owner>: Hashable, Sendable, CustomStringConvertible {
     /// The code's name, as written after the dot (`locked`).
     public let name: String
 
-    init(_ name: String) {
+    /// Makes the code named `name`. An error type declares its codes as static constants of
+    /// `ErrorCode<Self>` (`static let locked = Code("locked")`); integrations do the same for theirs.
+    public init(_ name: String) {
         self.name = name
     }
 

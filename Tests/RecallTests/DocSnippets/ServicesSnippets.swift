@@ -1,8 +1,11 @@
+// snippet: docs/services.md
 import Foundation
-import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+import FoundationNetworking   // URLRequest, URLSession on Linux
 #endif
+import Recall
+import RecallServices
+// end snippet
 
 // The code blocks of docs/services.md, compiled (never run: they talk to example hosts).
 // DocSnippetTests checks that every block of the page is here, word for word, and that

@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallServices
 import Testing
 
 /// Errors are structs with an open set of codes: callers match on `code`, and new codes can be

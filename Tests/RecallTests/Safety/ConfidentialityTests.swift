@@ -1,5 +1,6 @@
 import Foundation
 @testable import Recall
+@testable import RecallServices
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)

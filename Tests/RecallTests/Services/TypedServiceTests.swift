@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallServices
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)

@@ -1,4 +1,5 @@
 import Foundation
+import Recall
 
 /// Encodes query and form parameters the way servers expect: names and values percent-encoded
 /// with only unreserved characters left raw, so `+`, `&`, `=` and spaces survive the trip.

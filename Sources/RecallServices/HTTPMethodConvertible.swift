@@ -1,3 +1,4 @@
+import Recall
 /// A value that names an HTTP method: ``HTTPMethod`` itself, or a `String` such as `"POST"`.
 ///
 /// ``Endpoint/method`` takes either, so `static let method: HTTPMethod = .post`,

@@ -1,4 +1,5 @@
 import Foundation
+import Recall
 
 /// How a service proves who is calling: set on an ``HttpService``, applied to endpoints whose
 /// ``AuthorizationRequirement`` is `.optional` or `.required`.

@@ -1,3 +1,4 @@
+import Recall
 /// A value that gives header fields: ``HTTPHeaders`` itself, or a `[String: String]`.
 ///
 /// ``Endpoint/header`` takes either, so an endpoint's `var header: [String: String]` is sent

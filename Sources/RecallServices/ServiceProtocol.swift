@@ -1,4 +1,5 @@
 import Foundation
+import Recall
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

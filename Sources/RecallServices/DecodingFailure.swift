@@ -1,3 +1,4 @@
+import Recall
 /// Says what a `DecodingError` means in one line a person can act on: which key or value,
 /// where in the document, and what was expected.
 enum DecodingFailure {

@@ -1,4 +1,5 @@
 import Foundation
+import Recall
 
 /// Errors of the typed service layer (``HttpService``, endpoints).
 public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {

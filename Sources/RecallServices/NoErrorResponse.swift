@@ -1,3 +1,4 @@
+import Recall
 /// The ``HttpService/ErrorResponse`` of a service that declares none: error answers are not
 /// decoded, and ``ServiceError`` carries their status and raw body.
 public struct NoErrorResponse: Decodable, Sendable, Hashable {

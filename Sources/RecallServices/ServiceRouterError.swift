@@ -1,4 +1,5 @@
 import Foundation
+import Recall
 
 /// Errors from registering with or sending through a ``ServiceRouter``.
 public struct ServiceRouterError: Error, Sendable, Hashable, CustomStringConvertible {
