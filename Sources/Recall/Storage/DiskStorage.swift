@@ -557,6 +557,12 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
+    /// Blocks the calling thread until every queued write has landed (for tests that remove the
+    /// directory next: a write still queued would put a file back into it).
+    func flushBlocking() {
+        queue.sync {}
+    }
+
     /// How many files are held open now (for tests).
     var heldFileCount: Int { state.withLock { $0.held.count } }
 

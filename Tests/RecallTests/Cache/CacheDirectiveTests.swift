@@ -74,9 +74,9 @@ struct CacheDirectiveTests {
     }
 
     @Test("reloadIgnoringLocalCacheData: the origin is asked without validators and its answer replaces the entry",
-          arguments: [URLRequest.CachePolicy.reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData])
-    func reloadIgnoringLocalCacheData(policy: URLRequest.CachePolicy) async throws {
-        let h = CacheHarness()
+          arguments: StorageKind.allCases, [URLRequest.CachePolicy.reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData])
+    func reloadIgnoringLocalCacheData(storage: StorageKind, policy: URLRequest.CachePolicy) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/r", [(200, ["Cache-Control": "max-age=100", "ETag": "\"v1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"], "one"),
                         (200, ["Cache-Control": "max-age=100", "ETag": "\"v2\""], "two")])
         try await h.get("/r")
@@ -108,9 +108,9 @@ struct CacheDirectiveTests {
     }
 
     @Test("response no-cache: stored, but revalidated before every use, also in its field-name form",
-          arguments: ["no-cache", "no-cache=\"Set-Cookie\"", "max-age=100, no-cache"])
-    func responseNoCache(directive: String) async throws {
-        let h = CacheHarness()
+          arguments: StorageKind.allCases, ["no-cache", "no-cache=\"Set-Cookie\"", "max-age=100, no-cache"])
+    func responseNoCache(storage: StorageKind, directive: String) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/n", [(200, ["Cache-Control": directive, "ETag": "\"n1\""], "body"), (304, ["ETag": "\"n1\""], "")])
         try await h.get("/n")
         let again = try await h.get("/n")
@@ -119,9 +119,9 @@ struct CacheDirectiveTests {
         #expect(h.hits("/n") == 2)
     }
 
-    @Test("must-revalidate: never served stale, even with max-stale; 504 when the origin cannot be reached")
-    func mustRevalidate() async throws {
-        let h = CacheHarness()
+    @Test("must-revalidate: never served stale, even with max-stale; 504 when the origin cannot be reached", arguments: StorageKind.allCases)
+    func mustRevalidate(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/m", headers: ["Cache-Control": "max-age=10, must-revalidate, stale-if-error=600", "ETag": "\"m\""])
         try await h.get("/m")
         h.now.advance(20)
@@ -139,9 +139,9 @@ struct CacheDirectiveTests {
         #expect(try await plain.get("/a", cachePolicy: .reloadRevalidatingCacheData).source == .revalidated)
     }
 
-    @Test("stale-while-revalidate: serve stale inside the window and refresh once in the background")
-    func staleWhileRevalidate() async throws {
-        let h = CacheHarness()
+    @Test("stale-while-revalidate: serve stale inside the window and refresh once in the background", arguments: StorageKind.allCases)
+    func staleWhileRevalidate(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/s", [(200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
                         (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new")])
         try await h.get("/s")
@@ -161,8 +161,8 @@ struct CacheDirectiveTests {
         #expect(try await h.get("/s").source != .stale)
     }
 
-    @Test("stale-while-revalidate over a transport valid only during the call: refreshed before answering; stale if that fails")
-    func staleWhileRevalidateWithoutBackground() async throws {
+    @Test("stale-while-revalidate over a transport valid only during the call: refreshed before answering; stale if that fails", arguments: StorageKind.allCases)
+    func staleWhileRevalidateWithoutBackground(storage: StorageKind) async throws {
         /// A transport that may not be used once the call returned (as a middleware's `next`).
         struct CallScoped: Transport {
             let base: MockTransport
@@ -170,7 +170,7 @@ struct CacheDirectiveTests {
             var respondsToCancellation: Bool { true }
             func send(_ request: URLRequest) async throws -> Response { try await base.send(request) }
         }
-        let h = CacheHarness(transport: { CallScoped(base: $0) })
+        let h = CacheHarness(over: storage, transport: { CallScoped(base: $0) })
         h.origin("/s", [(200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
                         (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new"),
                         (503, [:], "down")])
@@ -185,9 +185,9 @@ struct CacheDirectiveTests {
         #expect(h.hits("/s") == 3)
     }
 
-    @Test("stale-if-error: serve stale inside the window on 500, 502, 503, 504", arguments: [500, 502, 503, 504])
-    func staleIfErrorStatus(status: Int) async throws {
-        let h = CacheHarness()
+    @Test("stale-if-error: serve stale inside the window on 500, 502, 503, 504", arguments: StorageKind.allCases, [500, 502, 503, 504])
+    func staleIfErrorStatus(storage: StorageKind, status: Int) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/e", [(200, ["Cache-Control": "max-age=10, stale-if-error=60"], "good"), (status, [:], "bad")])
         try await h.get("/e")
         h.now.advance(30)
@@ -198,18 +198,18 @@ struct CacheDirectiveTests {
         #expect(try await h.get("/e").status == status)
     }
 
-    @Test("stale-if-error: a 404 or 501 is an answer, not an error")
-    func staleIfErrorNotForClientErrors() async throws {
-        let h = CacheHarness()
+    @Test("stale-if-error: a 404 or 501 is an answer, not an error", arguments: StorageKind.allCases)
+    func staleIfErrorNotForClientErrors(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/e", [(200, ["Cache-Control": "max-age=10, stale-if-error=60"], "good"), (404, [:], "gone")])
         try await h.get("/e")
         h.now.advance(30)
         #expect(try await h.get("/e").status == 404)
     }
 
-    @Test("stale-if-error: on transport failure, also after the retrier gave up, and as a request directive")
-    func staleIfErrorTransport() async throws {
-        let h = CacheHarness(retrierFactory: .exponentialBackoff(maxAttempts: 3, budget: nil))
+    @Test("stale-if-error: on transport failure, also after the retrier gave up, and as a request directive", arguments: StorageKind.allCases)
+    func staleIfErrorTransport(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage, retrierFactory: .exponentialBackoff(maxAttempts: 3, budget: nil))
         h.origin("/t", headers: ["Cache-Control": "max-age=10, stale-if-error=60"], body: "kept")
         try await h.get("/t")
         h.now.advance(30)
@@ -220,7 +220,7 @@ struct CacheDirectiveTests {
         #expect(h.hits("/t") == 4) // 1 + 3 attempts
         #expect(h.cache.statistics.staleServed[.staleIfError] == 1)
 
-        let plain = CacheHarness()
+        let plain = CacheHarness(over: storage)
         plain.origin("/p", headers: ["Cache-Control": "max-age=10"], body: "kept")
         try await plain.get("/p")
         plain.now.advance(30)
@@ -229,11 +229,11 @@ struct CacheDirectiveTests {
         #expect(try await plain.get("/p", headers: ["Cache-Control": "stale-if-error=60"]).source == .stale)
     }
 
-    @Test("with an open circuit breaker, a stale-if-error entry is served")
-    func circuitBreakerAndStale() async throws {
+    @Test("with an open circuit breaker, a stale-if-error entry is served", arguments: StorageKind.allCases)
+    func circuitBreakerAndStale(storage: StorageKind) async throws {
         let clock = ManualClock()
         let breaker = CircuitBreaker(failureRatio: 0.5, minimumCalls: 2, breakDuration: .seconds(60), clock: clock)
-        let h = CacheHarness(transport: { $0.withCircuitBreaker(breaker) })
+        let h = CacheHarness(over: storage, transport: { $0.withCircuitBreaker(breaker) })
         h.origin("/c", headers: ["Cache-Control": "max-age=10, stale-if-error=600"], body: "cached")
         h.origin("/other", status: 503)
         try await h.get("/c")

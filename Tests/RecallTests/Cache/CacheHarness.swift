@@ -1,6 +1,7 @@
 import Foundation
-import Recall
+@testable import Recall
 import RecallTesting
+import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -16,6 +17,50 @@ final class TestNow: Sendable {
     }
 }
 
+/// The storages every rule of the cache is tested over: each kind stores in its own way (decoded
+/// records and write-behind; bytes encoded and decoded; files written in the background; two
+/// tiers), so a rule must hold on each.
+enum StorageKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory, bytes, disk, tiered
+
+    var testDescription: String { rawValue }
+
+    /// A new, empty storage of this kind; a disk one in a directory removed with `owner`.
+    func make(owner: TemporaryDirectory) -> any CacheStorage {
+        switch self {
+        case .memory: MemoryStorage()
+        case .bytes: InMemoryByteStore()
+        case .disk: owner.disk()
+        case .tiered: TieredStorage(memory: MemoryStorage(), lower: owner.disk())
+        }
+    }
+}
+
+/// A directory for a test's files, removed with the last reference to it (after the writes
+/// queued by the disk storage made in it have landed).
+final class TemporaryDirectory: Sendable {
+    let url = temporaryDirectory()
+    private let storage = Locked<DiskStorage?>(nil)
+
+    /// A disk storage in the directory; one that cannot be made fails the test (and a byte
+    /// store stands in, so the test goes on).
+    func disk() -> any CacheStorage {
+        do {
+            let disk = try DiskStorage(directory: url)
+            storage.withLock { $0 = disk }
+            return disk
+        } catch {
+            Issue.record("no disk storage for the test: \(error)")
+            return InMemoryByteStore()
+        }
+    }
+
+    deinit {
+        storage.withLock { $0 }?.flushBlocking()
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
 /// An HTTPCache over a mock origin on a manual clock, for exact cache tests.
 struct CacheHarness {
     let now = TestNow()
@@ -23,11 +68,24 @@ struct CacheHarness {
     let cache: HTTPCache
     let pipeline: Pipeline
     let base = "https://origin.test"
+    /// Where a disk storage keeps its files, for as long as the harness lives.
+    private let directory = TemporaryDirectory()
 
     init(configuration: CacheConfiguration = CacheConfiguration(), storage: any CacheStorage = MemoryStorage(),
          retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
+        self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { _ in storage }
+    }
+
+    /// A harness over a new storage of `kind`.
+    init(over kind: StorageKind, configuration: CacheConfiguration = CacheConfiguration(),
+         retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
+        self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { kind.make(owner: $0) }
+    }
+
+    private init(configuration: CacheConfiguration, retrierFactory: any RetrierFactory, transport: ((MockTransport) -> any Transport)?,
+                 storage: (TemporaryDirectory) -> any CacheStorage) {
         let now = self.now
-        cache = HTTPCache(storage: storage, configuration: configuration, now: { now.value })
+        cache = HTTPCache(storage: storage(directory), configuration: configuration, now: { now.value })
         pipeline = Pipeline(transport: transport?(mock) ?? mock, hooks: [cache], retrierFactory: retrierFactory,
                             clock: ManualClock(autoAdvance: true))
     }

@@ -16,9 +16,9 @@ struct CacheRFCRulesTests {
     // MARK: Methods
 
     @Test("a non-error answer to an unknown (extension) method invalidates the URI and same-origin Location/Content-Location",
-          arguments: ["PROPFIND", "M-SEARCH", "POST"])
-    func unknownMethodsInvalidate(method: String) async throws {
-        let h = CacheHarness()
+          arguments: StorageKind.allCases, ["PROPFIND", "M-SEARCH", "POST"])
+    func unknownMethodsInvalidate(storage: StorageKind, method: String) async throws {
+        let h = CacheHarness(over: storage)
         for path in ["/x", "/moved", "/located"] { h.origin(path, headers: ["Cache-Control": "max-age=600"]) }
         h.origin("/x", method: method, status: 207,
                  headers: ["Location": "/moved", "Content-Location": "https://origin.test/located"])
@@ -42,9 +42,9 @@ struct CacheRFCRulesTests {
 
     // MARK: Stored fields
 
-    @Test("Connection, the fields it names and the other hop-by-hop fields are not stored (RFC 9111 §3.1)")
-    func connectionFields() async throws {
-        let h = CacheHarness()
+    @Test("Connection, the fields it names and the other hop-by-hop fields are not stored (RFC 9111 §3.1)", arguments: StorageKind.allCases)
+    func connectionFields(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/c", headers: ["Cache-Control": "max-age=600", "Connection": "X-Hop, close", "X-Hop": "1",
                                  "Keep-Alive": "timeout=5", "Upgrade": "h2c", "Trailer": "X-T", "X-Kept": "yes"])
         try await h.get("/c")
@@ -54,9 +54,9 @@ struct CacheRFCRulesTests {
         #expect(hit.headers["X-Kept"] == "yes")
     }
 
-    @Test("a 200 carrying Content-Range is stored and returned with the field")
-    func contentRangeOn200() async throws {
-        let h = CacheHarness()
+    @Test("a 200 carrying Content-Range is stored and returned with the field", arguments: StorageKind.allCases)
+    func contentRangeOn200(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/cr", headers: ["Cache-Control": "max-age=600", "Content-Range": "bytes 0-3/4"], body: "full")
         try await h.get("/cr")
         let hit = try await h.get("/cr")
@@ -67,10 +67,11 @@ struct CacheRFCRulesTests {
     // MARK: Age
 
     @Test("Age: the first member of a list counts, on one line or several; invalid values are ignored",
-          arguments: [(["7200, 0"], false), (["0, 7200"], true), (["7200", "0"], false), (["0", "7200"], true),
+          arguments: StorageKind.allCases, [(["7200, 0"], false), (["0, 7200"], true), (["7200", "0"], false), (["0", "7200"], true),
                       (["abc"], true), (["-5"], true), (["1.5"], true), ([" 7200 "], false)])
-    func ageParsing(values: [String], fresh: Bool) async throws {
-        let h = CacheHarness()
+    func ageParsing(storage: StorageKind, row: ([String], Bool)) async throws {
+        let (values, fresh) = row
+        let h = CacheHarness(over: storage)
         var headers: HTTPHeaders = ["Cache-Control": "max-age=3600"]
         for value in values { headers.add("Age", value) }
         h.origin("/age", headers: headers)
@@ -78,9 +79,9 @@ struct CacheRFCRulesTests {
         #expect((try await h.get("/age").source == .cache) == fresh, "Age \(values)")
     }
 
-    @Test("a copy served after delay carries an Age")
-    func servedAge() async throws {
-        let h = CacheHarness()
+    @Test("a copy served after delay carries an Age", arguments: StorageKind.allCases)
+    func servedAge(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/aged", headers: ["Cache-Control": "max-age=600", "Age": "30"])
         try await h.get("/aged")
         h.now.advance(12)
@@ -110,15 +111,15 @@ struct CacheRFCRulesTests {
         if !text.hasPrefix(" ") { #expect(try await Self.servedFromCache(expires: text) == false) }
     }
 
-    @Test("the control: the same Expires in IMF-fixdate keeps the response fresh")
-    func strictDatesControl() async throws {
-        #expect(try await Self.servedFromCache(expires: "Sun, 06 Nov 1994 08:49:37 GMT") == true)
+    @Test("the control: the same Expires in IMF-fixdate keeps the response fresh", arguments: StorageKind.allCases)
+    func strictDatesControl(storage: StorageKind) async throws {
+        #expect(try await Self.servedFromCache(expires: "Sun, 06 Nov 1994 08:49:37 GMT", over: storage) == true)
     }
 
     /// Whether a response stored at 08:19:37 on 6 Nov 1994, with `Date` 08:00:00 and this
     /// `Expires`, is served from cache a moment later (fresh until 08:49:37 if `Expires` is a date).
-    static func servedFromCache(expires: String) async throws -> Bool {
-        let h = CacheHarness()
+    static func servedFromCache(expires: String, over storage: StorageKind = .memory) async throws -> Bool {
+        let h = CacheHarness(over: storage)
         h.now.advance(784_111_777 - 1_800 - 1_700_000_000) // the clock at 08:19:37
         h.origin("/exp", headers: ["Expires": expires, "Date": "Sun, 06 Nov 1994 08:00:00 GMT"])
         try await h.get("/exp")
@@ -127,9 +128,9 @@ struct CacheRFCRulesTests {
 
     // MARK: Validators
 
-    @Test("an unquoted ETag from a sloppy origin is sent back quoted, and a quoted 304 matches it")
-    func unquotedETag() async throws {
-        let h = CacheHarness()
+    @Test("an unquoted ETag from a sloppy origin is sent back quoted, and a quoted 304 matches it", arguments: StorageKind.allCases)
+    func unquotedETag(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/tag", [(200, ["Cache-Control": "max-age=0", "ETag": "abc"], "body"), (304, ["ETag": "\"abc\""], "")])
         try await h.get("/tag")
         let second = try await h.get("/tag")
@@ -138,9 +139,9 @@ struct CacheRFCRulesTests {
         #expect(h.mock.requests(for: "/tag").last?.value(forHTTPHeaderField: "If-None-Match") == "\"abc\"")
     }
 
-    @Test("no stored variant matches the request's Vary fields: their entity tags are offered, and a 304 naming one serves it (RFC 9111 §4.3.1)")
-    func alternatesRevalidated() async throws {
-        let h = CacheHarness()
+    @Test("no stored variant matches the request's Vary fields: their entity tags are offered, and a 304 naming one serves it (RFC 9111 §4.3.1)", arguments: StorageKind.allCases)
+    func alternatesRevalidated(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.mock.route("GET", "/v") { request in
             if request.value(forHTTPHeaderField: "If-None-Match") == "\"v-a\"" {
                 return Response(status: 304, headers: ["ETag": "\"v-a\"", "Cache-Control": "max-age=600", "Vary": "X-Variant"])
@@ -159,9 +160,9 @@ struct CacheRFCRulesTests {
 
     // MARK: POST
 
-    @Test("a POST response with explicit freshness and Content-Location naming its own URI answers a later GET (RFC 9110 §9.3.3)")
-    func postContentLocation() async throws {
-        let h = CacheHarness()
+    @Test("a POST response with explicit freshness and Content-Location naming its own URI answers a later GET (RFC 9110 §9.3.3)", arguments: StorageKind.allCases)
+    func postContentLocation(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/doc", method: "POST", headers: ["Cache-Control": "max-age=600", "Content-Location": "/doc"], body: "created")
         h.origin("/doc", body: "from GET")
         try await h.pipeline.send(h.request("/doc", method: "POST"))
@@ -172,10 +173,10 @@ struct CacheRFCRulesTests {
     }
 
     @Test("a POST response without Content-Location, with another one, or without explicit freshness is not stored",
-          arguments: [["Cache-Control": "max-age=600"], ["Cache-Control": "max-age=600", "Content-Location": "/other"],
+          arguments: StorageKind.allCases, [["Cache-Control": "max-age=600"], ["Cache-Control": "max-age=600", "Content-Location": "/other"],
                       ["Content-Location": "/doc2"]])
-    func postNotStored(headers: [String: String]) async throws {
-        let h = CacheHarness()
+    func postNotStored(storage: StorageKind, headers: [String: String]) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/doc2", method: "POST", headers: HTTPHeaders(headers), body: "created")
         h.origin("/doc2", body: "from GET")
         try await h.pipeline.send(h.request("/doc2", method: "POST"))
@@ -184,9 +185,9 @@ struct CacheRFCRulesTests {
 
     // MARK: HEAD
 
-    @Test("a 200 to HEAD with matching validators freshens the stored GET response (RFC 9111 §4.3.5)")
-    func headFreshens() async throws {
-        let h = CacheHarness()
+    @Test("a 200 to HEAD with matching validators freshens the stored GET response (RFC 9111 §4.3.5)", arguments: StorageKind.allCases)
+    func headFreshens(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/h", headers: ["Cache-Control": "max-age=10", "ETag": "\"a\"", "X-Version": "1"], body: "full body")
         h.origin("/h", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"a\"", "X-Version": "2"], body: "")
         try await h.get("/h")
@@ -200,9 +201,9 @@ struct CacheRFCRulesTests {
         #expect(h.mock.count(for: "/h") == 2) // the first GET and the HEAD
     }
 
-    @Test("a 200 to HEAD with another validator shows the stored GET response is outdated: it is dropped")
-    func headOutdates() async throws {
-        let h = CacheHarness()
+    @Test("a 200 to HEAD with another validator shows the stored GET response is outdated: it is dropped", arguments: StorageKind.allCases)
+    func headOutdates(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/h2", headers: ["Cache-Control": "max-age=10", "ETag": "\"a\""], body: "old body")
         h.origin("/h2", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"b\""], body: "")
         try await h.get("/h2")
@@ -218,9 +219,9 @@ struct CacheRFCRulesTests {
 
     // MARK: Vary
 
-    @Test("Accept-Language is normalized (order, case, quality values) before variants are compared")
-    func acceptLanguage() async throws {
-        let h = CacheHarness()
+    @Test("Accept-Language is normalized (order, case, quality values) before variants are compared", arguments: StorageKind.allCases)
+    func acceptLanguage(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/lang", headers: ["Cache-Control": "max-age=600", "Vary": "Accept-Language"])
         try await h.get("/lang", headers: ["Accept-Language": "en-US, fr;q=0.5, de;q=0.5"])
         #expect(try await h.get("/lang", headers: ["Accept-Language": "de;q=0.50,fr;q=.5 , EN-us"]).source == .cache)
@@ -230,11 +231,12 @@ struct CacheRFCRulesTests {
     // MARK: Byte ranges
 
     @Test("a Range request for a fully stored, fresh response is answered from cache with 206, Content-Range and the bytes",
-          arguments: [("bytes=2-5", "2345", "bytes 2-5/10"), ("bytes=7-", "789", "bytes 7-9/10"), ("bytes=-3", "789", "bytes 7-9/10"),
+          arguments: StorageKind.allCases, [("bytes=2-5", "2345", "bytes 2-5/10"), ("bytes=7-", "789", "bytes 7-9/10"), ("bytes=-3", "789", "bytes 7-9/10"),
                       ("bytes=5-100", "56789", "bytes 5-9/10"), ("bytes=0-0", "0", "bytes 0-0/10"), ("bytes=-20", "0123456789", "bytes 0-9/10"),
                       ("Bytes= 1-2", "12", "bytes 1-2/10")])
-    func rangeFromCache(field: String, body: String, contentRange: String) async throws {
-        let h = CacheHarness()
+    func rangeFromCache(storage: StorageKind, row: (String, String, String)) async throws {
+        let (field, body, contentRange) = row
+        let h = CacheHarness(over: storage)
         h.origin("/bytes", headers: ["Cache-Control": "max-age=600", "Content-Length": "10", "ETag": "\"r\""], body: "0123456789")
         try await h.get("/bytes")
         let partial = try await h.get("/bytes", headers: ["Range": field])
@@ -248,9 +250,9 @@ struct CacheRFCRulesTests {
         #expect(h.hits("/bytes") == 1)
     }
 
-    @Test("an unsatisfiable range gets 416 with the length; several ranges, If-Range or a stale entry go to the origin")
-    func rangeEdges() async throws {
-        let h = CacheHarness()
+    @Test("an unsatisfiable range gets 416 with the length; several ranges, If-Range or a stale entry go to the origin", arguments: StorageKind.allCases)
+    func rangeEdges(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/b", headers: ["Cache-Control": "max-age=60"], body: "0123456789")
         try await h.get("/b")
         let unsatisfiable = try await h.get("/b", headers: ["Range": "bytes=10-20"])
@@ -280,8 +282,8 @@ struct CacheRFCRulesTests {
         #expect(ByteRange.from(0).bounds(length: 0) == nil)
     }
 
-    @Test("end to end: a range of a response stored from the loopback origin is served from cache")
-    func rangeEndToEnd() async throws {
+    @Test("end to end: a range of a response stored from the loopback origin is served from cache", arguments: StorageKind.allCases)
+    func rangeEndToEnd(storage: StorageKind) async throws {
         let server = try await OriginServer.shared.value
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()])
         let path = OriginServer.uniquePath("range")
@@ -299,8 +301,8 @@ struct CacheRFCRulesTests {
     // MARK: Offline answers
 
     static func offlineHarness(cacheControl: String = "max-age=60", configuration: CacheConfiguration = CacheConfiguration(),
-                               failure: any Error = TransportError(.cannotConnect)) async throws -> CacheHarness {
-        let h = CacheHarness(configuration: configuration)
+                               failure: any Error = TransportError(.cannotConnect), over storage: StorageKind = .memory) async throws -> CacheHarness {
+        let h = CacheHarness(over: storage, configuration: configuration)
         h.mock.route("GET", "/off", .text("stored", headers: ["Cache-Control": cacheControl]), .error(failure))
         try await h.get("/off")
         h.now.advance(600) // well past freshness
@@ -323,11 +325,11 @@ struct CacheRFCRulesTests {
         #expect(try await h.get("/off").source == .stale)
     }
 
-    @Test("not disconnected: a timeout or a 5xx is not served stale (that is stale-if-error's job)")
-    func notOffline() async throws {
+    @Test("not disconnected: a timeout or a 5xx is not served stale (that is stale-if-error's job)", arguments: StorageKind.allCases)
+    func notOffline(storage: StorageKind) async throws {
         let timeout = try await Self.offlineHarness(failure: TransportError(.timedOut))
         await #expect(throws: TransportError.self) { try await timeout.get("/off") }
-        let h = CacheHarness()
+        let h = CacheHarness(over: storage)
         h.origin("/5xx", [(200, ["Cache-Control": "max-age=60"], "stored"), (503, [:], "down")])
         try await h.get("/5xx")
         h.now.advance(600)

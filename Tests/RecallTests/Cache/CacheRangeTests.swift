@@ -288,9 +288,9 @@ struct CacheRangeTests {
         h.mock.requests(for: path).map { ($0.value(forHTTPHeaderField: "Range") ?? "-") + " " + ($0.value(forHTTPHeaderField: "If-Range") ?? "-") }
     }
 
-    @Test("a stored 206 answers the range it holds; a longer range asks only for the rest, and the whole becomes a stored 200")
-    func resumeDownload() async throws {
-        let h = CacheHarness()
+    @Test("a stored 206 answers the range it holds; a longer range asks only for the rest, and the whole becomes a stored 200", arguments: StorageKind.allCases)
+    func resumeDownload(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/file", body: "0123456789abcdefghij")
         let first = try await h.get("/file", headers: ["Range": "bytes=0-9"])
         #expect(first.status == 206 && first.bodyText == "0123456789" && first.source == .network)
@@ -307,9 +307,9 @@ struct CacheRangeTests {
         #expect(h.cache.statistics.hits == 2 && h.cache.statistics.misses == 2)
     }
 
-    @Test("a plain GET is never answered from pieces; pieces of another partition are never used")
-    func piecesAreNotResponses() async throws {
-        let h = CacheHarness()
+    @Test("a plain GET is never answered from pieces; pieces of another partition are never used", arguments: StorageKind.allCases)
+    func piecesAreNotResponses(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/p", body: "0123456789")
         try await h.get("/p", headers: ["Range": "bytes=0-4"])
         let plain = try await h.get("/p")
@@ -320,9 +320,9 @@ struct CacheRangeTests {
         #expect(try await pipeline.send(request).source == .network)
     }
 
-    @Test("a 416 drops only the pieces it outdates: another partition's stored pieces of the URL stay")
-    func rangeNotSatisfiableKeepsOthers() async throws {
-        let h = CacheHarness()
+    @Test("a 416 drops only the pieces it outdates: another partition's stored pieces of the URL stay", arguments: StorageKind.allCases)
+    func rangeNotSatisfiableKeepsOthers(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/g", body: "0123456789")
         let other = Pipeline(transport: h.mock, hooks: [h.cache])
         var theirs = h.request("/g", headers: ["Range": "bytes=0-4", "Authorization": "Bearer someone-else"])
@@ -340,9 +340,9 @@ struct CacheRangeTests {
         #expect(kept.source == .cache && kept.bodyText == "123", "another partition's pieces are not removed with ours")
     }
 
-    @Test("a 206 made by combining stored bytes with fetched ones carries the origin's own fields (Set-Cookie)")
-    func combinedAnswerKeepsOriginFields() async throws {
-        let h = CacheHarness()
+    @Test("a 206 made by combining stored bytes with fetched ones carries the origin's own fields (Set-Cookie)", arguments: StorageKind.allCases)
+    func combinedAnswerKeepsOriginFields(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/k", body: "0123456789")
         try await h.get("/k", headers: ["Range": "bytes=0-4"])
         let now = h.now
@@ -357,9 +357,9 @@ struct CacheRangeTests {
         #expect(try await h.get("/k").headers["Set-Cookie"] == nil, "and the stored response never holds it")
     }
 
-    @Test("a suffix range of an empty stored response answers that empty 200 (RFC 9110 §14.1.1: satisfiable, no byte to send)")
-    func suffixOfEmpty() async throws {
-        let h = CacheHarness()
+    @Test("a suffix range of an empty stored response answers that empty 200 (RFC 9110 §14.1.1: satisfiable, no byte to send)", arguments: StorageKind.allCases)
+    func suffixOfEmpty(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.mock.route("GET", "/empty") { request in
             Response(status: 200, headers: ["Cache-Control": "max-age=600", "Content-Length": "0"], body: Data(), url: request.url)
         }
@@ -369,9 +369,9 @@ struct CacheRangeTests {
         #expect(try await h.get("/empty", headers: ["Range": "bytes=0-4"]).status == 416, "a range from a first byte is not satisfiable")
     }
 
-    @Test("the representation changed: If-Range gets the new whole 200, which is stored and cut to the caller's range")
-    func changedRepresentation() async throws {
-        let h = CacheHarness()
+    @Test("the representation changed: If-Range gets the new whole 200, which is stored and cut to the caller's range", arguments: StorageKind.allCases)
+    func changedRepresentation(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/c", body: "0123456789", tag: "\"v1\"")
         try await h.get("/c", headers: ["Range": "bytes=0-4"])
         rangeOrigin(h, "/c", body: "ABCDEFGHIJ", tag: "\"v2\"")
@@ -382,9 +382,9 @@ struct CacheRangeTests {
         #expect(h.hits("/c") == 2)
     }
 
-    @Test("stale pieces: the range goes out with If-Range; a 206 confirms and refreshes them")
-    func stalePieces() async throws {
-        let h = CacheHarness()
+    @Test("stale pieces: the range goes out with If-Range; a 206 confirms and refreshes them", arguments: StorageKind.allCases)
+    func stalePieces(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/s", body: "0123456789", cacheControl: "max-age=60")
         try await h.get("/s", headers: ["Range": "bytes=0-4"])
         h.now.advance(120)
@@ -394,9 +394,9 @@ struct CacheRangeTests {
         #expect(h.hits("/s") == 2)
     }
 
-    @Test("a stale full response: a range goes out with If-Range, and the 206 freshens the whole")
-    func staleFullConfirmed() async throws {
-        let h = CacheHarness()
+    @Test("a stale full response: a range goes out with If-Range, and the 206 freshens the whole", arguments: StorageKind.allCases)
+    func staleFullConfirmed(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/f", body: "0123456789", cacheControl: "max-age=60")
         try await h.get("/f")
         h.now.advance(120)
@@ -408,9 +408,9 @@ struct CacheRangeTests {
         #expect(h.hits("/f") == 2)
     }
 
-    @Test("an origin that answers less than the missing bytes: the caller's range is sent again as it is")
-    func shortAnswer() async throws {
-        let h = CacheHarness()
+    @Test("an origin that answers less than the missing bytes: the caller's range is sent again as it is", arguments: StorageKind.allCases)
+    func shortAnswer(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         rangeOrigin(h, "/short", body: "0123456789")
         try await h.get("/short", headers: ["Range": "bytes=0-4"])
         let now = h.now

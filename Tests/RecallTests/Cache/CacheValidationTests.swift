@@ -8,9 +8,9 @@ import FoundationNetworking
 
 @Suite("HTTPCache: validation, Vary, invalidation, coalescing, statistics", .timeLimit(.minutes(1)))
 struct CacheValidationTests {
-    @Test("ETag: a stale entry is revalidated with If-None-Match; the 304's fields update the entry")
-    func etagRevalidation() async throws {
-        let h = CacheHarness()
+    @Test("ETag: a stale entry is revalidated with If-None-Match; the 304's fields update the entry", arguments: StorageKind.allCases)
+    func etagRevalidation(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/e", [(200, ["Cache-Control": "max-age=10", "ETag": "\"e1\"", "X-Version": "1", "Content-Type": "text/plain"], "payload"),
                         (304, ["Cache-Control": "max-age=100", "ETag": "\"e1\"", "X-Version": "2", "Content-Length": "0"], "")])
         try await h.get("/e")
@@ -30,9 +30,9 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.revalidated == 1)
     }
 
-    @Test("Last-Modified: revalidated with If-Modified-Since")
-    func lastModifiedRevalidation() async throws {
-        let h = CacheHarness()
+    @Test("Last-Modified: revalidated with If-Modified-Since", arguments: StorageKind.allCases)
+    func lastModifiedRevalidation(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         let modified = HTTPDate.format(h.now.value.addingTimeInterval(-50))
         h.origin("/l", [(200, ["Cache-Control": "max-age=10", "Last-Modified": modified], "text"), (304, [:], "")])
         try await h.get("/l")
@@ -43,9 +43,9 @@ struct CacheValidationTests {
         #expect(h.mock.requests.last?.value(forHTTPHeaderField: "If-Modified-Since") == modified)
     }
 
-    @Test("a 200 to a revalidation replaces the entry")
-    func changedOnRevalidation() async throws {
-        let h = CacheHarness()
+    @Test("a 200 to a revalidation replaces the entry", arguments: StorageKind.allCases)
+    func changedOnRevalidation(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/c", [(200, ["Cache-Control": "max-age=10", "ETag": "\"1\""], "old"), (200, ["Cache-Control": "max-age=10", "ETag": "\"2\""], "new")])
         try await h.get("/c")
         h.now.advance(20)
@@ -55,9 +55,9 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.revalidatedChanged == 1)
     }
 
-    @Test("a 304 whose validators do not match is not merged: the request is sent again unconditionally and that answer stored")
-    func unmatchedNotModified() async throws {
-        let h = CacheHarness()
+    @Test("a 304 whose validators do not match is not merged: the request is sent again unconditionally and that answer stored", arguments: StorageKind.allCases)
+    func unmatchedNotModified(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/u", [(200, ["Cache-Control": "max-age=10", "ETag": "\"mine\""], "mine"), (304, ["ETag": "\"other\""], ""),
                         (200, ["Cache-Control": "max-age=10", "ETag": "\"other\""], "full")])
         try await h.get("/u")
@@ -75,9 +75,9 @@ struct CacheValidationTests {
         #expect(h.mock.requests(for: "/u").count == 3)
     }
 
-    @Test("an origin that answers 304 even to the unconditional request: its answer is returned, never a loop or a cache-made error")
-    func unmatchedTwice() async throws {
-        let h = CacheHarness()
+    @Test("an origin that answers 304 even to the unconditional request: its answer is returned, never a loop or a cache-made error", arguments: StorageKind.allCases)
+    func unmatchedTwice(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/u2", [(200, ["Cache-Control": "max-age=10", "ETag": "\"mine\""], "mine"), (304, ["ETag": "\"other\""], "")])
         try await h.get("/u2")
         h.now.advance(20)
@@ -86,9 +86,9 @@ struct CacheValidationTests {
         #expect(h.mock.requests(for: "/u2").count == 3)
     }
 
-    @Test("a caller's own conditional request is passed through, not answered with an unrequested 200")
-    func callerConditional() async throws {
-        let h = CacheHarness()
+    @Test("a caller's own conditional request is passed through, not answered with an unrequested 200", arguments: StorageKind.allCases)
+    func callerConditional(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/k", [(200, ["Cache-Control": "max-age=100", "ETag": "\"k\""], "body"), (304, ["ETag": "\"k\"", "Cache-Control": "max-age=100"], "")])
         try await h.get("/k")
         let response = try await h.get("/k", headers: ["If-None-Match": "\"k\""])
@@ -97,9 +97,9 @@ struct CacheValidationTests {
         #expect(h.hits("/k") == 2)
     }
 
-    @Test("a caller's matching 304 freshens the stored response")
-    func callerConditionalFreshens() async throws {
-        let h = CacheHarness()
+    @Test("a caller's matching 304 freshens the stored response", arguments: StorageKind.allCases)
+    func callerConditionalFreshens(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/f", [(200, ["Cache-Control": "max-age=10", "ETag": "\"f\""], "body"),
                         (304, ["ETag": "\"f\"", "Cache-Control": "max-age=100"], "")])
         try await h.get("/f")
@@ -111,12 +111,12 @@ struct CacheValidationTests {
         #expect(h.hits("/f") == 2)
     }
 
-    @Test("Vary: variants of one URL are kept side by side; header values are normalized")
-    func varyVariants() async throws {
-        let h = CacheHarness()
-        h.mock.route("GET", "/v") { request in
+    @Test("Vary: variants of one URL are kept side by side; header values are normalized", arguments: StorageKind.allCases)
+    func varyVariants(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.mock.route("GET", "/v") { [now = h.now] request in
             let language = request.value(forHTTPHeaderField: "Accept-Language") ?? "none"
-            return .text("in \(language)", headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language", "Date": HTTPDate.format(h.now.value)])
+            return .text("in \(language)", headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language", "Date": HTTPDate.format(now.value)])
         }
         #expect(try await h.get("/v", headers: ["Accept-Language": "en"]).bodyText == "in en")
         #expect(try await h.get("/v", headers: ["Accept-Language": "fr"]).bodyText == "in fr")
@@ -130,20 +130,20 @@ struct CacheValidationTests {
         #expect(try await h.get("/v").bodyText == "in none")
         #expect(h.hits("/v") == 3)
 
-        h.mock.route("GET", "/w") { request in
-            .text(request.value(forHTTPHeaderField: "Accept") ?? "", headers: ["Cache-Control": "max-age=60", "Vary": "accept", "Date": HTTPDate.format(h.now.value)])
+        h.mock.route("GET", "/w") { [now = h.now] request in
+            .text(request.value(forHTTPHeaderField: "Accept") ?? "", headers: ["Cache-Control": "max-age=60", "Vary": "accept", "Date": HTTPDate.format(now.value)])
         }
         try await h.get("/w", headers: ["Accept": "text/html,  application/json"])
         #expect(try await h.get("/w", headers: ["Accept": "text/html, application/json"]).source == .cache)
     }
 
-    @Test("the number of variants per URL is bounded")
-    func variantLimit() async throws {
+    @Test("the number of variants per URL is bounded", arguments: StorageKind.allCases)
+    func variantLimit(storage: StorageKind) async throws {
         var configuration = CacheConfiguration()
         configuration.maxVariants = 2
-        let h = CacheHarness(configuration: configuration)
-        h.mock.route("GET", "/v") { request in
-            .text("x", headers: ["Cache-Control": "max-age=60", "Vary": "X-Variant", "Date": HTTPDate.format(h.now.value)])
+        let h = CacheHarness(over: storage, configuration: configuration)
+        h.mock.route("GET", "/v") { [now = h.now] request in
+            .text("x", headers: ["Cache-Control": "max-age=60", "Vary": "X-Variant", "Date": HTTPDate.format(now.value)])
         }
         for variant in ["a", "b", "c"] { try await h.get("/v", headers: ["X-Variant": variant]) }
         #expect(try await h.get("/v", headers: ["X-Variant": "c"]).source == .cache)
@@ -151,9 +151,9 @@ struct CacheValidationTests {
         #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .network) // the oldest went
     }
 
-    @Test("unsafe methods invalidate the target URI and same-origin Location / Content-Location", arguments: ["POST", "PUT", "DELETE", "PATCH"])
-    func invalidation(method: String) async throws {
-        let h = CacheHarness()
+    @Test("unsafe methods invalidate the target URI and same-origin Location / Content-Location", arguments: StorageKind.allCases, ["POST", "PUT", "DELETE", "PATCH"])
+    func invalidation(storage: StorageKind, method: String) async throws {
+        let h = CacheHarness(over: storage)
         for path in ["/items", "/items/1", "/items/2", "/elsewhere"] {
             h.origin(path, headers: ["Cache-Control": "max-age=600"])
             try await h.get(path)
@@ -168,9 +168,9 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.invalidations == 2)
     }
 
-    @Test("an error response to an unsafe method does not invalidate")
-    func noInvalidationOnError() async throws {
-        let h = CacheHarness()
+    @Test("an error response to an unsafe method does not invalidate", arguments: StorageKind.allCases)
+    func noInvalidationOnError(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/items", headers: ["Cache-Control": "max-age=600"])
         try await h.get("/items")
         h.origin("/items", method: "POST", status: 500, body: "")
@@ -178,16 +178,16 @@ struct CacheValidationTests {
         #expect(try await h.get("/items").source == .cache)
     }
 
-    @Test("coalescing: a burst of identical misses costs the origin one request")
-    func coalescing() async throws {
-        let h = CacheHarness()
+    @Test("coalescing: a burst of identical misses costs the origin one request", arguments: StorageKind.allCases)
+    func coalescing(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         let gate = AsyncStream<Void>.makeStream()
         let arrived = Locked(0)
-        h.mock.route("GET", "/burst") { request in
+        h.mock.route("GET", "/burst") { [now = h.now] request in
             arrived.withLock { $0 += 1 }
             var iterator = gate.stream.makeAsyncIterator()
             await iterator.next() // hold the origin until every follower is waiting
-            return .text("once", headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(h.now.value)])
+            return .text("once", headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(now.value)])
         }
         let responses = try await withThrowingTaskGroup(of: Response.self) { group in
             for _ in 0..<20 { group.addTask { try await h.get("/burst") } }
@@ -203,11 +203,11 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.coalesced == 19)
     }
 
-    @Test("coalescing can be switched off")
-    func coalescingOff() async throws {
+    @Test("coalescing can be switched off", arguments: StorageKind.allCases)
+    func coalescingOff(storage: StorageKind) async throws {
         var configuration = CacheConfiguration()
         configuration.coalescesRequests = false
-        let h = CacheHarness(configuration: configuration)
+        let h = CacheHarness(over: storage, configuration: configuration)
         let arrived = Locked(0)
         h.mock.route("GET", "/burst") { _ in
             arrived.withLock { $0 += 1 }
@@ -221,9 +221,9 @@ struct CacheValidationTests {
         #expect(h.hits("/burst") == 5)
     }
 
-    @Test("requests with different credentials never share an entry")
-    func credentialPartition() async throws {
-        let h = CacheHarness()
+    @Test("requests with different credentials never share an entry", arguments: StorageKind.allCases)
+    func credentialPartition(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.mock.route("GET", "/me") { request in
             .text("user \(request.value(forHTTPHeaderField: "Authorization") ?? "anonymous")", headers: ["Cache-Control": "private, max-age=60"])
         }
@@ -236,15 +236,16 @@ struct CacheValidationTests {
         #expect(h.cache.key(for: h.request("/me", headers: ["Authorization": "Bearer alice"]))?.contains("alice") == false)
     }
 
-    @Test("statistics count hits, misses, revalidations, stale answers and the hit ratio")
-    func statistics() async throws {
-        let h = CacheHarness()
+    @Test("statistics count hits, misses, revalidations, stale answers and the hit ratio", arguments: StorageKind.allCases)
+    func statistics(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
         h.origin("/s", [(200, ["Cache-Control": "max-age=10", "ETag": "\"s\""], "x"), (304, ["ETag": "\"s\""], "")])
         try await h.get("/s") // miss
         try await h.get("/s") // hit
         try await h.get("/s") // hit
         h.now.advance(20)
         try await h.get("/s") // revalidated
+        await h.cache.flush() // (a disk storage counts its files once written)
         let statistics = h.cache.statistics
         #expect(statistics.misses == 1)
         #expect(statistics.hits == 2)
