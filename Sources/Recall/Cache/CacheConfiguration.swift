@@ -16,7 +16,7 @@ public struct CacheConfiguration: Sendable {
     ///
     /// The user name and password of a URL always partition the cache the same way, and so
     /// do fields named in ``HTTPCache/credentialFieldsInScope`` (the typed layer names the
-    /// field of an ``Authorization/header(name:value:)`` there). Empty to share entries
+    /// field of an `Authorization.header(name:value:)` (RecallServices) there). Empty to share entries
     /// across credentials (only for a cache that is never shared between users).
     public var credentialFields: [String] = CacheConfiguration.defaultCredentialFields
     /// Query parameters whose values are secrets (tokens, signatures, passwords): in the cache

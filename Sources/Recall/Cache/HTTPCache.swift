@@ -82,7 +82,7 @@ public final class HTTPCache: ServiceHook {
     /// Names of request header fields that carry credentials in requests sent from the current
     /// task, in addition to ``CacheConfiguration/credentialFields``: they partition the cache
     /// the same way. The typed layer sets it for the field of an
-    /// ``Authorization/header(name:value:)``; set it around your own calls when a custom field
+    /// `Authorization.header(name:value:)` (RecallServices); set it around your own calls when a custom field
     /// carries a credential:
     ///
     /// ```swift
@@ -104,7 +104,7 @@ public final class HTTPCache: ServiceHook {
 
     /// A freshness lifetime for this request's answer when the origin gives none (no `max-age`
     /// or `Expires`); it wins over ``CacheConfiguration/lifetimes`` and follows the same rules
-    /// (see ``LifetimeRule``). Endpoints set it from ``Endpoint/cacheLifetime``; with a plain
+    /// (see ``LifetimeRule``). Endpoints set it from `Endpoint.cacheLifetime` (RecallServices); with a plain
     /// pipeline, set it on the context:
     ///
     /// ```swift
@@ -353,8 +353,8 @@ public final class HTTPCache: ServiceHook {
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
     public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        // Where decideWithoutSuspending stopped; else schedule now, up to where it stops.
-        var next = context.take(suspended)
+        // Where decideWithoutSuspending stopped for this request; else schedule now, up to where it stops.
+        var next = context.take(suspended).flatMap { $0.isFor(request) ? $0 : nil }
         if next == nil {
             if let action = schedule(request, context: context) { return action }
             next = context.take(suspended)
@@ -363,7 +363,8 @@ public final class HTTPCache: ServiceHook {
             if let action = try await resume(suspension, request, context: context) { return action }
             next = context.take(suspended)
         }
-        return .proceed(request) // (not reached: a step that decides nothing leaves the next one)
+        assertionFailure("a scheduling step decided nothing and left no next step")
+        return .proceed(request)
     }
 
     /// Stops scheduling before a suspension point: leaves `suspension` in the request's context
@@ -383,6 +384,21 @@ public final class HTTPCache: ServiceHook {
         case lookup(Scheduling, writesBefore: UInt64)
         /// A miss to share with concurrent misses of its key (coalescing), then decide again.
         case coalesce(Scheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
+
+        /// What scheduling knew of the request when it stopped.
+        var scheduling: Scheduling {
+            switch self {
+            case .pendingWrite(let scheduling), .range(let scheduling, _), .lookup(let scheduling, _),
+                 .coalesce(let scheduling, _, _, _, _):
+                scheduling
+            }
+        }
+
+        /// Whether it stopped for `request` (a context holds one request's suspension; one left by a
+        /// caller of ``HTTPCache/decideWithoutSuspending(_:context:)`` for another request is not resumed).
+        func isFor(_ request: URLRequest) -> Bool {
+            scheduling.facts.url == request.url && scheduling.facts.method == HTTPMethod(request)
+        }
     }
 
     /// What scheduling knows of a request the cache looks up.
@@ -405,7 +421,7 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// `onSchedule` as far as it goes without suspending: all of it for a hit over a
-    /// ``MemoryStorage``, which the ``Pipeline`` then answers without one async call.
+    /// ``MemoryStorage``, which a ``Pipeline`` with this cache first then answers without an async call.
     private func schedule(_ request: URLRequest, context: RequestContext) -> HookAction? {
         let facts = RequestFacts(request)
         let route = strategy.route(request, facts)
@@ -628,7 +644,8 @@ public final class HTTPCache: ServiceHook {
     /// that answered (a redirected response is stored for its own URL, never for the one that
     /// redirected).
     public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
-        guard let state = context[states] else { return response }
+        // (Taken, not read: a context that passes this cache again, as a refetch does, starts afresh.)
+        guard let state = context.take(states) else { return response }
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
         if let ticket = writesBehind(response, for: request, sent: sent, state: state) {
@@ -757,7 +774,13 @@ public final class HTTPCache: ServiceHook {
             if removing { await remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
             context[states] = state.refetching(since: removing ? epochs.snapshot(stripe: state.location.epochStripe) : state.since)
-            let fresh = try await again(unconditional)
+            let fresh: Response
+            do {
+                fresh = try await again(unconditional)
+            } catch {
+                context[states] = nil
+                throw error
+            }
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
             if let target {
@@ -778,6 +801,7 @@ public final class HTTPCache: ServiceHook {
             let answer = try await onSuccess(refused.response, for: request, context: context)
             return answer.source == .network ? nil : answer
         }
+        context[states] = nil
         // A cancelled leader hands its miss to one waiting request instead of sending them all
         // to the origin at once.
         let cancelled = Task.isCancelled || error is CancellationError

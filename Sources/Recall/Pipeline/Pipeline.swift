@@ -14,8 +14,9 @@ import FoundationNetworking
 /// let (data, response) = try await pipeline.data(for: URLRequest(url: url))
 /// ```
 ///
-/// `hooks` are listed outermost first. A pipeline is itself a ``Transport``, so pipelines
-/// nest. See ``ServiceHook`` for the order of events and ``Retrier`` for retries.
+/// `hooks` are listed outermost first; list a hook instance once (an instance keeps one
+/// request's state per context). A pipeline is itself a ``Transport``, so pipelines nest. See
+/// ``ServiceHook`` for the order of events and ``Retrier`` for retries.
 ///
 /// Cancelling the calling task cancels the attempt in flight (or the wait before a retry)
 /// and the call throws `CancellationError`, whatever spelling the transport used.
@@ -188,15 +189,18 @@ public struct Pipeline: Transport {
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
-            // While a hook handles the outcome, it may send again through the stages inside it.
+            // While a hook handles the outcome, it may send again through the stages inside it
+            // (and a hook inside may do the same meanwhile: the outer stage is put back after).
+            let outer = context.stage
             context.stage = RequestContext.Stage(pipeline: self, index: index)
-            defer { context.stage = nil }
+            defer { context.stage = outer }
             let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
+        let outer = context.stage
         context.stage = RequestContext.Stage(pipeline: self, index: index)
-        defer { context.stage = nil }
+        defer { context.stage = outer }
         return try await hook.onSuccess(response, for: forwarded, context: context)
     }
 

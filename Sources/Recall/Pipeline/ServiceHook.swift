@@ -27,8 +27,10 @@ public protocol ServiceHook: Sendable {
     /// Decides `onSchedule` without suspending, when the hook can: the pipeline calls it before
     /// ``onSchedule(_:context:)`` and calls that only when this returns `nil`, with the same
     /// request and context (a hook may leave what it found so far in its own ``ContextSlot``
-    /// for `onSchedule` to go on from). A hit answered here costs no async call. The default
-    /// returns `nil`.
+    /// for `onSchedule` to go on from). A decision made here is the hook's `onSchedule`
+    /// decision: `.proceed` is followed by `onSuccess` or `onFailure`, as after `onSchedule`.
+    /// The pipeline asks every hook, and answers a decision of its first hook without an async
+    /// call (a hit answered there costs none). The default returns `nil`.
     func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction?
 
     /// Called before the request goes on. Return `.proceed(request)` (possibly rewritten)

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Anything that can answer a `URLRequest`: URLSession, an in-process ``ServiceRouter``,
+/// Anything that can answer a `URLRequest`: URLSession, an in-process `ServiceRouter` (RecallServices),
 /// a test double, or another ``Pipeline``.
 ///
 /// A transport reports every HTTP status, including 4xx and 5xx, as a ``Response``; it throws

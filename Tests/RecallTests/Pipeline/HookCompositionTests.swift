@@ -105,31 +105,85 @@ struct HookCompositionTests {
         try await memoryOverDisk(namespaced: false)
     }
 
-    @Test("two caches under bursts for many URLs: every request answers, one origin request per URL, statistics add up")
-    func manyURLs() async throws {
+    @Test("memory over disk under bursts for many URLs: every request answers, one origin request per URL, statistics add up",
+          arguments: [true, false])
+    func manyURLs(namespaced: Bool) async throws {
+        let directory = temporaryDirectory("composition-many-\(namespaced)")
+        defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = CacheConfiguration()
-        configuration.namespace = "outer"
+        if namespaced { configuration.namespace = "outer" }
         let outer = HTTPCache(storage: MemoryStorage(), configuration: configuration)
-        configuration.namespace = "inner"
-        let inner = HTTPCache(storage: InMemoryByteStore(), configuration: configuration)
+        if namespaced { configuration.namespace = "inner" }
+        let disk = try DiskStorage(directory: directory)
+        let inner = HTTPCache(storage: disk, configuration: configuration)
         let gate = Gate()
         let origin = Self.origin(gate: gate)
         let pipeline = Pipeline(transport: origin, hooks: [outer, inner])
         let paths = (0..<8).map { "/item/\($0)" }
+        let expected = paths.flatMap { Array(repeating: $0, count: 4) }.sorted()
 
         let burst = Task { try await Self.burst(pipeline, paths: paths, count: 4) }
         try await waitUntil("3 followers per URL waiting") { outer.statistics.waiting == 24 }
         gate.open()
-        #expect(try await burst.value.sorted() == paths.flatMap { Array(repeating: $0, count: 4) }.sorted())
+        #expect(try await burst.value.sorted() == expected)
         for path in paths { #expect(origin.count(for: path) == 1) }
         await outer.flush()
-        let outerStatistics = outer.statistics
-        let innerStatistics = inner.statistics
+        await inner.flush()
+        var outerStatistics = outer.statistics
+        var innerStatistics = inner.statistics
         #expect(outerStatistics.misses == 8)
         #expect(outerStatistics.coalesced == 24)
-        #expect(outerStatistics.hits + outerStatistics.misses == 32)
+        #expect(outerStatistics.hits == 24)
+        #expect(outerStatistics.stores == 8)
         #expect(innerStatistics.misses == 8)
         #expect(innerStatistics.stores == 8)
+        #expect(innerStatistics.storage.count == 8)
+
+        // The next burst: the outer cache answers all of it.
+        #expect(try await Self.burst(pipeline, paths: paths, count: 4).sorted() == expected)
+        outerStatistics = outer.statistics
+        innerStatistics = inner.statistics
+        #expect(outerStatistics.hits == 56)
+        #expect(innerStatistics.lookups == 8)
+        for path in paths { #expect(origin.count(for: path) == 1) }
+    }
+
+    /// A hook that answers every request without suspending, counting what it was asked.
+    private final class AnsweringHook: ServiceHook {
+        let decided = Locked(0)
+        let scheduled = Locked(0)
+
+        func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
+            decided.withLock { $0 += 1 }
+            return .respond(Response.text("answered", url: request.url))
+        }
+
+        func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+            scheduled.withLock { $0 += 1 }
+            return .proceed(request)
+        }
+    }
+
+    @Test("any hook may answer without suspending, first or behind another hook: its onSchedule is not called")
+    func anyHookAnswersWithoutSuspending() async throws {
+        let origin = MockTransport()
+        origin.route("GET", "/", .text("origin"))
+        let request = URLRequest(url: URL(string: "https://origin.test/")!)
+
+        let first = AnsweringHook()
+        let alone = try await Pipeline(transport: origin, hooks: [first]).send(request)
+        #expect(String(decoding: alone.body, as: UTF8.self) == "answered")
+        #expect(first.decided.withLock { $0 } == 1)
+        #expect(first.scheduled.withLock { $0 } == 0)
+
+        let log = HookLog()
+        let second = AnsweringHook()
+        let behind = try await Pipeline(transport: origin, hooks: [RecordingHook("log", log: log), second]).send(request)
+        #expect(String(decoding: behind.body, as: UTF8.self) == "answered")
+        #expect(second.decided.withLock { $0 } == 1)
+        #expect(second.scheduled.withLock { $0 } == 0)
+        #expect(log.events == ["log.schedule", "log.success(200 network)"])
+        #expect(origin.requests.isEmpty)
     }
 
     @Test("a cache behind a logging hook: 8 concurrent requests all answer, one reaches the origin, the hook sees every one")
@@ -148,6 +202,8 @@ struct HookCompositionTests {
         #expect(try await Self.burst(pipeline, paths: ["/"], count: 8).count == 8)
         #expect(origin.count(for: "/") == 1)
         #expect(cache.statistics.hits == 15)
+        #expect(cache.statistics.misses == 1)
+        #expect(cache.statistics.coalesced == 7)
         #expect(log.events.filter { $0.hasPrefix("log.schedule") }.count == 16)
         #expect(log.events.filter { $0.hasPrefix("log.success") }.count == 16)
     }

@@ -50,6 +50,9 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     public let prefix: String
     private let metrics: any MetricsFactory
     private let tracer: (any Tracer)?
+    /// Each request's telemetry, in its context: a slot of this instance, so two telemetry
+    /// hooks in one pipeline keep theirs apart.
+    private let telemetry = ContextSlot<RequestTelemetry>()
 
     /// Creates the telemetry. `metrics` and `tracer` default to the process's bootstrapped
     /// systems; pass `tracer: nil` for no spans.
@@ -74,7 +77,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
             span.attributes["url.full"] = Self.redacted(request.url)
             state.state.withLock { $0.span = span }
         }
-        context[RequestTelemetry.Key.self] = state
+        context[telemetry] = state
         return .proceed(request)
     }
 
@@ -91,7 +94,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     }
 
     private func finish(_ request: URLRequest, context: RequestContext, status: Int?, source: Response.Source?, error: (any Error)?) {
-        guard let telemetry = context[RequestTelemetry.Key.self] else { return }
+        guard let telemetry = context[self.telemetry] else { return }
         let (span, attempt, result, start) = telemetry.state.withLock { state in
             defer { state.span = nil; state.attempt = nil }
             return (state.span, state.attempt, state.cacheResult, telemetry.start)
@@ -169,7 +172,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     public func observe(_ event: RecallEvent, _ context: RequestContext) {
         // A background refresh shares the values of the request that started it, which may be
         // answered already: it gets metrics and debug logs, never that request's spans.
-        let telemetry = context.isBackground ? nil : context[RequestTelemetry.Key.self]
+        let telemetry = context.isBackground ? nil : context[self.telemetry]
         switch event {
         case .cache(let cacheEvent):
             switch cacheEvent {

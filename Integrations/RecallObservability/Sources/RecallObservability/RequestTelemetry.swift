@@ -4,8 +4,6 @@ import Tracing
 
 /// What ``RecallTelemetry`` keeps for one logical request, in its ``Recall/RequestContext``.
 final class RequestTelemetry: Sendable {
-    enum Key: ContextKey { typealias Value = RequestTelemetry }
-
     struct State {
         var span: (any Span)?
         var attempt: (any Span)?
