@@ -99,13 +99,13 @@ enum GetCommand {
             status = try writeBody(response.body, to: outputPath) ? 0 : 1
             print("\n— \(describe(response.source)), \(context.attempts) attempt\(context.attempts == 1 ? "" : "s"), \(response.body.count) bytes")
             if verbose { context.events.forEach { print("  \($0)") } }
-        } catch let error as TransportError where error.kind == .other && error.message.contains("maxResponseBodyBytes") {
+        } catch let error as TransportError where error.code == .other && error.message.contains("maxResponseBodyBytes") {
             let limit = maxBodyGiven ? "the --max-body of" : "the default limit of"
             printError("recall get: the response body is larger than \(limit) \(sizeText(maxBody)) (\(maxBody) bytes); "
                 + "nothing was kept. Allow more with --max-body SIZE (up to 4 GB; the body is held in memory)")
             if verbose { context.events.forEach { printError("  \($0)") } }
             status = 1
-        } catch let error as TransportError where error.kind == .timedOut {
+        } catch let error as TransportError where error.code == .timedOut {
             let limit = timeoutGiven ? "the --timeout of" : "the default per-attempt timeout of"
             printError("recall get: no response within \(limit) \(seconds(timeout)) s (\(context.attempts) attempt\(context.attempts == 1 ? "" : "s")); "
                 + "the server may be down or slow: try again later, or allow more time with --timeout SECONDS")

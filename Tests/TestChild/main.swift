@@ -125,7 +125,7 @@ func limits(slowURL: URL?) async {
     func outcome(_ result: Result<Response, any Error>) -> String {
         switch result {
         case .success(let response): "response\(response.status)"
-        case .failure(let error as TransportError): error.kind.rawValue
+        case .failure(let error as TransportError): error.code.name
         case .failure(let error as RetryError): error.code.name
         case .failure(is CancellationError): "cancelled"
         case .failure(is CircuitOpenError): "circuitOpen"

@@ -300,7 +300,7 @@ public struct CacheRules: Sendable {
     /// origin): connection refused or reset, DNS failure, a circuit breaker refusing.
     public static func isDisconnection(_ error: any Error) -> Bool {
         if error is CircuitOpenError { return true }
-        guard let kind = TransportError.classify(error)?.kind else { return false }
+        guard let kind = TransportError.classify(error)?.code else { return false }
         return kind == .cannotConnect || kind == .connectionLost || kind == .dnsFailure
     }
 

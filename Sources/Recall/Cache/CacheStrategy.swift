@@ -128,8 +128,9 @@ struct CacheStrategy: Sendable {
         case send(URLRequest, Mode)
         /// Pass the request on untouched, nothing to remember.
         case bypass
-        /// Answer 504: `only-if-cached` (or `.returnCacheDataDontLoad`) with nothing usable stored.
-        case gatewayTimeout
+        /// Answer with this 504: `only-if-cached` (or `.returnCacheDataDontLoad`) with nothing
+        /// usable stored.
+        case gatewayTimeout(Response)
     }
 
     /// What `request` does with `record` (the stored responses of its key; `nil`: none) at
@@ -139,7 +140,7 @@ struct CacheStrategy: Sendable {
         let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
         let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
-            if onlyIfCached { return .gatewayTimeout }
+            if onlyIfCached { return .gatewayTimeout(Self.onlyIfCachedMiss(request)) }
             // No stored variant matches the request's Vary fields; the origin may still say one
             // of them is the right one (RFC 9111 §4.3.1): offer their entity tags.
             let alternates = record?.variants.filter { $0.status != 206 && $0.partition == partition && $0.etag != nil } ?? []
@@ -164,7 +165,7 @@ struct CacheStrategy: Sendable {
         case .reload:
             return .send(request, .fetching(stored: nil))
         case .validate:
-            if onlyIfCached { return .gatewayTimeout }
+            if onlyIfCached { return .gatewayTimeout(Self.onlyIfCachedMiss(request)) }
             guard let conditional = rules.conditionalRequest(request, for: entry) else { return .send(request, .fetching(stored: entry)) }
             return .send(conditional, .validating(stored: entry, alternates: []))
         }
@@ -213,7 +214,7 @@ struct CacheStrategy: Sendable {
                     return .serve(rules.partialResponse(full, range: range, length: pieces.length), stale: stale)
                 }
             }
-            if onlyIfCached { return .gatewayTimeout }
+            if onlyIfCached { return .gatewayTimeout(Self.onlyIfCachedMiss(request)) }
             var outgoing = request
             // Only what is missing; everything asked for when the pieces may not be used as they are.
             if let bounds, let wanted = stale == nil ? bounds : pieces.missing(in: bounds) {
@@ -223,8 +224,8 @@ struct CacheStrategy: Sendable {
             return .send(outgoing, .ranging(range, stored: entry))
         }
         switch whole {
-        case .gatewayTimeout:
-            return .gatewayTimeout
+        case .gatewayTimeout(let answer):
+            return .gatewayTimeout(answer)
         case .send(_, let mode):
             var outgoing = request
             guard let full = mode.stored, full.status == 200, let tag = full.etag, CacheRules.isStrong(tag) else {
@@ -233,7 +234,7 @@ struct CacheStrategy: Sendable {
             outgoing.setValue(CacheRules.quotedEntityTag(tag), forHTTPHeaderField: "If-Range")
             return .send(outgoing, .ranging(range, stored: full))
         default:
-            return onlyIfCached ? .gatewayTimeout : .send(request, .ranging(range, stored: nil))
+            return onlyIfCached ? .gatewayTimeout(Self.onlyIfCachedMiss(request)) : .send(request, .ranging(range, stored: nil))
         }
     }
 
@@ -297,10 +298,10 @@ struct CacheStrategy: Sendable {
         /// made from what the answer completed).
         case storeAndAnswer(CacheEntry, Response)
         /// A 304 confirmed a stored response: store `entry` (it merged with the 304) and answer
-        /// with it (`.revalidated`).
-        case revalidated(CacheEntry)
-        /// Keep the stored response and answer with it stale, for `reason`.
-        case serveStale(CacheEntry, StaleReason)
+        /// with `answer`, made from it (`.revalidated`).
+        case revalidated(CacheEntry, answer: Response)
+        /// Keep the stored response and answer with `answer`, made from it stale, for `reason`.
+        case serveStale(Response, StaleReason)
         /// The stored responses of the URL are outdated: remove them; return the answer.
         case remove
         /// This one stored response (of one partition and `Vary` values) is outdated: remove it,
@@ -346,7 +347,7 @@ struct CacheStrategy: Sendable {
                 merged.partition = x.partition
                 merged.varyValues = varyValues(for: merged.facts.varyNames, in: x.answered, inScope: x.inScope)
             }
-            return .revalidated(merged)
+            return .revalidated(merged, answer: rules.response(from: merged, for: x.request, now: x.now, source: .revalidated))
         case .ranging(let range, let stored):
             return afterRange(response, range: range, stored: stored, exchange: x)
         default:
@@ -355,7 +356,7 @@ struct CacheStrategy: Sendable {
         let stored = mode.stored
         if Self.staleIfErrorStatuses.contains(response.status), let stored,
            rules.allowsStaleIfError(stored, for: x.request, now: x.now) {
-            return .serveStale(stored, .staleIfError)
+            return .serveStale(rules.response(from: stored, for: x.request, now: x.now, source: .stale), .staleIfError)
         }
         if x.method == .head {
             // RFC 9111 §4.3.5: a 200 to HEAD updates the stored GET response it describes, or
@@ -470,10 +471,11 @@ struct CacheStrategy: Sendable {
     enum Failure: Sendable, Equatable {
         /// Let the error through.
         case fail
-        /// Answer with the stored response, stale, for `reason`.
-        case serveStale(CacheEntry, StaleReason)
-        /// Answer 504: the stored response must be revalidated and the origin cannot be reached.
-        case gatewayTimeout(reason: String)
+        /// Answer with `answer`, made from the stored response, stale, for `reason`.
+        case serveStale(Response, StaleReason)
+        /// Answer with this 504: the stored response must be revalidated and the origin cannot
+        /// be reached.
+        case gatewayTimeout(Response)
     }
 
     /// What to do when a request sent in `mode` failed with `error` at `now`: the stored response
@@ -481,14 +483,60 @@ struct CacheStrategy: Sendable {
     /// for a `must-revalidate` response, else the error.
     func afterFailure(_ error: any Error, mode: Mode, request: URLRequest, now: Date) -> Failure {
         guard !(error is CancellationError), let stored = mode.stored else { return .fail }
-        if rules.allowsStaleIfError(stored, for: request, now: now) { return .serveStale(stored, .staleIfError) }
+        func stale() -> Response { rules.response(from: stored, for: request, now: now, source: .stale) }
+        if rules.allowsStaleIfError(stored, for: request, now: now) { return .serveStale(stale(), .staleIfError) }
         if CacheRules.isDisconnection(error), rules.allowsStaleWhenDisconnected(stored, for: request, now: now) {
-            return .serveStale(stored, .disconnected)
+            return .serveStale(stale(), .disconnected)
         }
         if stored.cacheControl.mustRevalidate {
-            return .gatewayTimeout(reason: "must-revalidate and the origin could not be reached: \(error)")
+            return .gatewayTimeout(Self.gatewayTimeout(request, reason: "must-revalidate and the origin could not be reached: \(error)"))
         }
         return .fail
+    }
+
+    /// The 504 for `request` with nothing usable stored under `only-if-cached`.
+    static func onlyIfCachedMiss(_ request: URLRequest) -> Response {
+        gatewayTimeout(request, reason: "only-if-cached and no usable stored response")
+    }
+
+    /// A 504 the cache answers itself, for `reason`; never stored.
+    static func gatewayTimeout(_ request: URLRequest, reason: String) -> Response {
+        var response = Response.text("504 Gateway Timeout: \(reason)", status: 504, url: request.url)
+        response.source = .cache
+        response.headers["Cache-Control"] = "no-store"
+        return response
+    }
+
+    // MARK: Records
+
+    /// The record of `key` with `entry` stored in it: first, then `existing`'s responses of the
+    /// other partitions and this partition's other `Vary` variants, at most
+    /// ``CacheConfiguration/maxVariants`` in all.
+    func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
+        let kept = existing?.variants.filter { old in
+            old.partition != entry.partition
+                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
+        } ?? []
+        return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(rules.configuration.maxVariants)))
+    }
+
+    /// The responses of `record` that stay when `outdated` goes: all but those of its partition,
+    /// `Vary` values and kind (a piece or a whole response).
+    func variants(of record: CacheRecord, without outdated: CacheEntry) -> [CacheEntry] {
+        record.variants.filter { entry in
+            entry.partition != outdated.partition || entry.varyValues != outdated.varyValues
+                || (entry.status == 206) != (outdated.status == 206)
+        }
+    }
+
+    /// The stored response of `record` that the 304 `response` to the caller's own conditional
+    /// `request` freshens, merged with it; `nil` when it matches none or carries no validator.
+    func freshened(_ record: CacheRecord, with response: Response, for request: URLRequest, partition: String, inScope: Set<String>,
+                   requestTime: Date, responseTime: Date) -> CacheEntry? {
+        guard let entry = variant(in: record, for: request, partition: partition, inScope: inScope),
+              rules.notModified(response, matches: entry),
+              response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return nil }
+        return rules.merge(entry, with: response, requestTime: requestTime, responseTime: responseTime)
     }
 
     /// Statuses on which `stale-if-error` serves the stored response (RFC 5861 §4).

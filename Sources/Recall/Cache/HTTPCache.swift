@@ -631,9 +631,10 @@ public final class HTTPCache: ServiceHook {
             finish(lead, key: key)
             countBypass(context)
             return .proceed(request)
-        case .gatewayTimeout:
+        case .gatewayTimeout(let answer):
             finish(lead, key: key)
-            return .respond(onlyIfCachedMiss(request, context: context))
+            count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
+            return .respond(answer)
         }
     }
 
@@ -691,7 +692,7 @@ public final class HTTPCache: ServiceHook {
             // The answer came for the URL looked up: `target` is the key locked and watched.
             if case .store(let entry) = after, let target, target.key == state.key,
                epochs.isCurrent(state.since, stripe: target.epochStripe) {
-                let updated = record(storing: entry, key: target.key,
+                let updated = strategy.record(storing: entry, key: target.key,
                                      over: keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key))
                 if let evicted = memory.storeNow(updated, watched: true) {
                     remember(target, for: exchange.answered.url)
@@ -752,11 +753,11 @@ public final class HTTPCache: ServiceHook {
         case .storeAndAnswer(let entry, let answer):
             await storeAnswer(entry)
             return answer
-        case .revalidated(let entry):
+        case .revalidated(let entry, let answer):
             await storeAnswer(entry)
-            return rules.response(from: entry, for: request, now: exchange.now, source: .revalidated)
-        case .serveStale(let entry, _):
-            return rules.response(from: entry, for: request, now: exchange.now, source: .stale)
+            return answer
+        case .serveStale(let answer, _):
+            return answer
         case .remove:
             await remove(state.key)
             return response
@@ -806,15 +807,14 @@ public final class HTTPCache: ServiceHook {
         // to the origin at once.
         let cancelled = Task.isCancelled || error is CancellationError
         defer { cancelled ? abandon(state) : finish(state) }
-        let failedAt = now()
-        let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: failedAt)
+        let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: now())
         switch failure {
-        case .serveStale(let entry, let reason):
+        case .serveStale(let answer, let reason):
             if !state.isRefresh { count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 } }
-            return rules.response(from: entry, for: request, now: failedAt, source: .stale)
-        case .gatewayTimeout(let reason):
+            return answer
+        case .gatewayTimeout(let answer):
             if state.mode.isValidating, !state.isRefresh { countMiss(context) }
-            return state.isRefresh ? nil : Self.gatewayTimeout(request, reason: reason)
+            return state.isRefresh ? nil : answer
         case .fail:
             if state.mode.isValidating, !state.isRefresh { countMiss(context) }
             return nil
@@ -871,24 +871,13 @@ public final class HTTPCache: ServiceHook {
         defer { writes.unlock(key) }
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
-        let updated = record(storing: entry, key: key, over: existing)
+        let updated = strategy.record(storing: entry, key: key, over: existing)
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)
         } else {
             await storage.store(updated)
             stored(context: context)
         }
-    }
-
-    /// The record of `key` with `entry` stored in it: first, then `existing`'s responses of the
-    /// other partitions and this partition's other `Vary` variants, at most
-    /// ``CacheConfiguration/maxVariants`` in all.
-    private func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
-        let kept = existing?.variants.filter { old in
-            old.partition != entry.partition
-                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
-        } ?? []
-        return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(configuration.maxVariants)))
     }
 
     /// Counts a store that reached the storage, and records it in `context` with what it
@@ -936,9 +925,7 @@ public final class HTTPCache: ServiceHook {
         await writes.lock(key)
         epochs.advance(stripe: epochStripe(of: key))
         if let record = await lookup(key) {
-            let kept = record.variants.filter { entry in
-                entry.partition != outdated.partition || entry.varyValues != outdated.varyValues || (entry.status == 206) != (outdated.status == 206)
-            }
+            let kept = strategy.variants(of: record, without: outdated)
             if kept.isEmpty {
                 await storage.remove(key)
             } else if kept.count < record.variants.count {
@@ -952,11 +939,9 @@ public final class HTTPCache: ServiceHook {
     private func freshen(_ location: Location, partition: String, request: URLRequest, with response: Response, state: State,
                          at date: Date, context: RequestContext?) async {
         guard let record = await lookup(location.key),
-              let entry = strategy.variant(in: record, for: request, partition: partition, inScope: state.inScope),
-              rules.notModified(response, matches: entry),
-              response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return }
-        await store(rules.merge(entry, with: response, requestTime: state.requestTime, responseTime: date), at: location,
-                    keepsNothing: false, since: state.since, context: context)
+              let merged = strategy.freshened(record, with: response, for: request, partition: partition, inScope: state.inScope,
+                                              requestTime: state.requestTime, responseTime: date) else { return }
+        await store(merged, at: location, keepsNothing: false, since: state.since, context: context)
     }
 
     /// Removes the stored responses of `urls` (the targets of a successful unsafe `request`),
@@ -1024,18 +1009,5 @@ public final class HTTPCache: ServiceHook {
     private func count(_ event: CacheEvent, _ context: RequestContext, _ update: (inout CacheStatistics) -> Void) {
         count(update)
         context.record(.cache(event))
-    }
-
-    /// The 504 for an `only-if-cached` request with nothing usable stored, counted.
-    private func onlyIfCachedMiss(_ request: URLRequest, context: RequestContext) -> Response {
-        count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
-        return Self.gatewayTimeout(request, reason: "only-if-cached and no usable stored response")
-    }
-
-    static func gatewayTimeout(_ request: URLRequest, reason: String) -> Response {
-        var response = Response.text("504 Gateway Timeout: \(reason)", status: 504, url: request.url)
-        response.source = .cache
-        response.headers["Cache-Control"] = "no-store"
-        return response
     }
 }

@@ -40,7 +40,7 @@ public enum RetryReason: Sendable, Hashable, CustomStringConvertible {
     /// The origin answered with this status (408, 429, 5xx…).
     case status(Int)
     /// The transport failed with this kind of error.
-    case transport(TransportError.Kind)
+    case transport(TransportError.Code)
     /// A custom classifier's reason.
     case custom(String)
 
@@ -48,7 +48,7 @@ public enum RetryReason: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .status(let status): "status \(status)"
-        case .transport(let kind): "transport \(kind.rawValue)"
+        case .transport(let kind): "transport \(kind.name)"
         case .custom(let text): text
         }
     }

@@ -14,7 +14,7 @@ public protocol Retrier {
     mutating func decide(after attempt: Attempt) async throws -> RetryDecision
 
     /// How long the next attempt may take before Recall cuts it (it then fails with
-    /// ``TransportError/Kind/timedOut``), given the time since the first attempt started;
+    /// `TransportError.Code.timedOut`), given the time since the first attempt started;
     /// `nil` for no limit. The default is `nil`.
     func attemptTimeout(elapsed: Duration) -> Duration?
 

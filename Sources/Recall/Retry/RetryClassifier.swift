@@ -19,7 +19,7 @@ public struct RetryClassifier: Sendable {
     /// Statuses worth another attempt.
     public var retryableStatuses: Set<Int>
     /// Transport error kinds worth another attempt. `cancelled` is never retried, even if listed.
-    public var retryableErrors: Set<TransportError.Kind>
+    public var retryableErrors: Set<TransportError.Code>
     /// Consulted first; return a reason to retry, `.some(nil)` to refuse, or `nil` to fall
     /// back to the sets above.
     public var custom: (@Sendable (Attempt) -> RetryReason??)?
@@ -27,12 +27,12 @@ public struct RetryClassifier: Sendable {
     /// The statuses retried by default: 408, 429, 500, 502, 503, 504.
     public static let defaultStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
     /// The transport failures retried by default: timed out, cannot connect, connection lost, DNS.
-    public static let defaultErrors: Set<TransportError.Kind> = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure]
+    public static let defaultErrors: Set<TransportError.Code> = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure]
 
     /// Creates a classifier; the defaults are the ones described on the type.
     public init(
         retryableStatuses: Set<Int> = RetryClassifier.defaultStatuses,
-        retryableErrors: Set<TransportError.Kind> = RetryClassifier.defaultErrors,
+        retryableErrors: Set<TransportError.Code> = RetryClassifier.defaultErrors,
         custom: (@Sendable (Attempt) -> RetryReason??)? = nil
     ) {
         self.retryableStatuses = retryableStatuses
@@ -67,7 +67,7 @@ public struct RetryClassifier: Sendable {
             return retryableStatuses.contains(response.status) ? .status(response.status) : nil
         case .failure(let error):
             // Any transport's errors: URLError, POSIX codes, TransportErrorConvertible (see TransportError.classify).
-            guard let kind = TransportError.classify(error)?.kind, kind != .cancelled else { return nil }
+            guard let kind = TransportError.classify(error)?.code, kind != .cancelled else { return nil }
             return retryableErrors.contains(kind) ? .transport(kind) : nil
         }
     }

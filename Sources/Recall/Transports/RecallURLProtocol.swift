@@ -194,7 +194,7 @@ open class RecallURLProtocol: URLProtocol {
         switch error {
         case let error as TransportError:
             if let known = error.urlErrorCode.flatMap({ URLError.Code(rawValue: $0) }) { code = known } else {
-                switch error.kind {
+                switch error.code {
                 case .timedOut: code = .timedOut
                 case .cannotConnect: code = .cannotConnectToHost
                 case .dnsFailure: code = .cannotFindHost

@@ -11,41 +11,18 @@ import FoundationNetworking
 /// errors (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EPIPE`…), and the errors of any type that
 /// adopts ``TransportErrorConvertible``.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure, which decides whether a retry can help. An open set: compare with
-    /// `==`, or `switch` with a `default:` case — kinds may be added without breaking your code.
-    public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-        /// The kind's name, as written after the dot (`timedOut`).
-        public let rawValue: String
-
-        /// A kind named `rawValue` (the known kinds are the static members).
-        public init(rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        /// The attempt took longer than its timeout.
-        public static let timedOut = Kind(rawValue: "timedOut")
-        /// No connection could be opened (refused, unreachable); the request never left.
-        public static let cannotConnect = Kind(rawValue: "cannotConnect")
-        /// The connection broke after it was opened; the request may have been processed.
-        public static let connectionLost = Kind(rawValue: "connectionLost")
-        /// The host name could not be resolved.
-        public static let dnsFailure = Kind(rawValue: "dnsFailure")
-        /// The TLS handshake or certificate check failed.
-        public static let tls = Kind(rawValue: "tls")
-        /// The attempt was cancelled.
-        public static let cancelled = Kind(rawValue: "cancelled")
-        /// Anything else (malformed URL, bad response, file errors…).
-        public static let other = Kind(rawValue: "other")
-
-        /// The kinds Recall itself produces, in a stable order.
-        public static let known: [Kind] = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure, .tls, .cancelled, .other]
-
-        /// The name.
-        public var description: String { rawValue }
-    }
+    /// The kind of failure, which decides whether a retry can help: an open set, like every
+    /// Recall error's code (compare with `==`, or `switch` with a `default:` case).
+    public typealias Code = ErrorCode<TransportError>
 
     /// The kind of failure.
-    public var kind: Kind
+    public var code: Code
+    /// The kind of failure: ``code``, by its earlier name.
+    @available(*, deprecated, renamed: "code")
+    public var kind: Code {
+        get { code }
+        set { code = newValue }
+    }
     /// The URL of the request that failed, if known.
     public var url: URL?
     /// The underlying `URLError` code, when the failure came from URLSession.
@@ -53,22 +30,22 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     /// A human-readable account of the failure.
     public var message: String
     /// Whether the request certainly never reached the server, so even a non-idempotent request
-    /// (a `POST`) may be sent again. By default true for ``Kind/cannotConnect`` and
-    /// ``Kind/dnsFailure``; a transport that knows better says so when it makes the error.
+    /// (a `POST`) may be sent again. By default true for `cannotConnect` and `dnsFailure`; a
+    /// transport that knows better says so when it makes the error.
     public var requestNeverSent: Bool
 
-    /// Creates an error. `requestNeverSent` defaults to what `kind` implies (see ``requestNeverSent``).
-    public init(_ kind: Kind, url: URL? = nil, urlErrorCode: Int? = nil, message: String? = nil, requestNeverSent: Bool? = nil) {
-        self.kind = kind
+    /// Creates an error. `requestNeverSent` defaults to what `code` implies (see ``requestNeverSent``).
+    public init(_ code: Code, url: URL? = nil, urlErrorCode: Int? = nil, message: String? = nil, requestNeverSent: Bool? = nil) {
+        self.code = code
         self.url = url
         self.urlErrorCode = urlErrorCode
-        self.message = message ?? Self.defaultMessage(for: kind)
-        self.requestNeverSent = requestNeverSent ?? (kind == .cannotConnect || kind == .dnsFailure)
+        self.message = message ?? Self.defaultMessage(for: code)
+        self.requestNeverSent = requestNeverSent ?? (code == .cannotConnect || code == .dnsFailure)
     }
 
     /// Maps a `URLError` to its kind: timeouts, connection failures, DNS, TLS, cancellation.
     public init(_ error: URLError, url: URL? = nil) {
-        let kind: Kind
+        let kind: Code
         switch error.code {
         case .timedOut:
             kind = .timedOut
@@ -92,11 +69,11 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     /// Maps a POSIX error code from a socket call to its kind, or `nil` when the code says
-    /// nothing about the connection: refused, unreachable or down → ``Kind/cannotConnect``
-    /// (never sent); reset, broken pipe, aborted → ``Kind/connectionLost``; `ETIMEDOUT` →
-    /// ``Kind/timedOut``; `ECANCELED` → ``Kind/cancelled``.
+    /// nothing about the connection: refused, unreachable or down → `cannotConnect` (never
+    /// sent); reset, broken pipe, aborted → `connectionLost`; `ETIMEDOUT` → `timedOut`;
+    /// `ECANCELED` → `cancelled`.
     public init?(posixCode code: Int32, url: URL? = nil) {
-        let kind: Kind
+        let kind: Code
         switch code {
         case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, ENETDOWN, EHOSTDOWN, EADDRNOTAVAIL:
             kind = .cannotConnect
@@ -136,20 +113,46 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The kind, the URL and what happened.
     public var description: String {
-        "TransportError.\(kind.rawValue)\(url.map { " for \($0.absoluteString)" } ?? ""): \(message)"
+        "TransportError.\(code.name)\(url.map { " for \($0.absoluteString)" } ?? ""): \(message)"
     }
 
-    private static func defaultMessage(for kind: Kind) -> String {
-        switch kind {
+    private static func defaultMessage(for code: Code) -> String {
+        switch code {
         case .timedOut: "the attempt timed out; retry, or raise the per-attempt timeout"
         case .cannotConnect: "could not connect to the host; check that it is up and the port is right"
         case .connectionLost: "the connection was lost before a full response arrived"
         case .dnsFailure: "the host name could not be resolved"
         case .tls: "the TLS handshake or certificate check failed"
         case .cancelled: "the request was cancelled"
-        default: "the transport failed (\(kind.rawValue))"
+        default: "the transport failed (\(code.name))"
         }
     }
+}
+
+extension ErrorCode where Owner == TransportError {
+    /// The attempt took longer than its timeout.
+    public static let timedOut = Self("timedOut")
+    /// No connection could be opened (refused, unreachable); the request never left.
+    public static let cannotConnect = Self("cannotConnect")
+    /// The connection broke after it was opened; the request may have been processed.
+    public static let connectionLost = Self("connectionLost")
+    /// The host name could not be resolved.
+    public static let dnsFailure = Self("dnsFailure")
+    /// The TLS handshake or certificate check failed.
+    public static let tls = Self("tls")
+    /// The attempt was cancelled.
+    public static let cancelled = Self("cancelled")
+    /// Anything else (malformed URL, bad response, file errors…).
+    public static let other = Self("other")
+
+    /// The codes Recall itself produces, in a stable order.
+    public static let known: [Self] = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure, .tls, .cancelled, .other]
+}
+
+extension TransportError {
+    /// The kind of failure: ``Code``, by its earlier name.
+    @available(*, deprecated, renamed: "Code")
+    public typealias Kind = Code
 }
 
 /// An error type that says what it means for retries, by giving its ``TransportError``: adopt it
@@ -169,7 +172,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 /// }
 /// ```
 public protocol TransportErrorConvertible: Error {
-    /// This error in Recall's terms: its ``TransportError/kind`` decides whether a retry may
+    /// This error in Recall's terms: its ``TransportError/code`` decides whether a retry may
     /// help, its ``TransportError/requestNeverSent`` whether a non-idempotent request may be repeated.
     var transportError: TransportError { get }
 }
@@ -182,9 +185,9 @@ extension Error {
         switch self {
         case is CancellationError: true
         case let error as URLError: error.code == .cancelled
-        case let error as TransportError: error.kind == .cancelled
+        case let error as TransportError: error.code == .cancelled
         case let error as POSIXError: error.code == .ECANCELED
-        case let error as any TransportErrorConvertible: error.transportError.kind == .cancelled
+        case let error as any TransportErrorConvertible: error.transportError.code == .cancelled
         default: false
         }
     }

@@ -310,8 +310,8 @@ struct CacheRFCRulesTests {
     }
 
     @Test("disconnected: refused, reset, DNS failure or an open breaker serve the stored response stale",
-          arguments: [TransportError.Kind.cannotConnect, .connectionLost, .dnsFailure])
-    func offlineServesStale(kind: TransportError.Kind) async throws {
+          arguments: [TransportError.Code.cannotConnect, .connectionLost, .dnsFailure])
+    func offlineServesStale(kind: TransportError.Code) async throws {
         let h = try await Self.offlineHarness(failure: TransportError(kind))
         let response = try await h.get("/off")
         #expect(response.source == .stale)

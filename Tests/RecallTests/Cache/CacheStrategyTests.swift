@@ -238,6 +238,68 @@ struct CacheStrategyTests {
         #expect(Outcome(before) == row.outcome)
     }
 
+    // MARK: Records
+
+    /// A stored response of `partition`, varying on `Accept-Language` when `language` is given.
+    static func variant(_ tag: String, partition: String, language: String? = nil, status: Int = 200) -> CacheEntry {
+        var fields = ["Cache-Control": "max-age=100", "ETag": "\"\(tag)\""]
+        if language != nil { fields["Vary"] = "Accept-Language" }
+        var entry = entry(fields, status: status)
+        entry.partition = partition
+        if let language { entry.varyValues = [HTTPHeaders.Field(name: "accept-language", value: language)] }
+        return entry
+    }
+
+    /// The entity tags of `entries`, unquoted.
+    static func tags(_ entries: [CacheEntry]) -> [String] {
+        entries.compactMap { $0.etag?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    }
+
+    @Test("records: a store keeps other partitions and this partition's other Vary variants, replaces its own, within maxVariants")
+    func recordStoring() {
+        let existing = CacheRecord(key: "k", variants: [
+            Self.variant("p-en", partition: "p", language: "en"), Self.variant("p-fr", partition: "p", language: "fr"),
+            Self.variant("q", partition: "q"),
+        ])
+        let english = Self.strategy.record(storing: Self.variant("p-en-2", partition: "p", language: "en"), key: "k", over: existing)
+        #expect(Self.tags(english.variants) == ["p-en-2", "p-fr", "q"])
+        let plain = Self.strategy.record(storing: Self.variant("p", partition: "p"), key: "k", over: existing)
+        #expect(Self.tags(plain.variants) == ["p", "q"], "no Vary: it replaces every response of its partition")
+        var configuration = CacheConfiguration()
+        configuration.maxVariants = 2
+        let capped = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: CachePartitioner(secret: [7], configuration: configuration))
+        let kept = capped.record(storing: Self.variant("p-de", partition: "p", language: "de"), key: "k", over: existing)
+        #expect(Self.tags(kept.variants) == ["p-de", "p-en"], "the newest first, at most maxVariants")
+        #expect(Self.strategy.record(storing: Self.variant("new", partition: "p"), key: "k", over: nil).variants.count == 1)
+    }
+
+    @Test("records: a discard removes only the response of the same partition, Vary values and kind (piece or whole)")
+    func recordDiscarding() {
+        let record = CacheRecord(key: "k", variants: [
+            Self.variant("p-en", partition: "p", language: "en"), Self.variant("p-fr", partition: "p", language: "fr"),
+            Self.variant("q-en", partition: "q", language: "en"), Self.variant("p-en-piece", partition: "p", language: "en", status: 206),
+        ])
+        let kept = Self.strategy.variants(of: record, without: Self.variant("outdated", partition: "p", language: "en"))
+        #expect(Self.tags(kept) == ["p-fr", "q-en", "p-en-piece"])
+    }
+
+    @Test("records: the caller's 304 freshens the stored response it matches, and only one with a validator")
+    func recordFreshening() {
+        let record = CacheRecord(key: "k", variants: [Self.variant("v1", partition: "")])
+        let request = Self.request("GET", ["If-None-Match": "\"v1\""])
+        func freshened(_ fields: HTTPHeaders) -> CacheEntry? {
+            Self.strategy.freshened(record, with: Response(status: 304, headers: fields), for: request, partition: "", inScope: [],
+                                    requestTime: Self.t0 + 50, responseTime: Self.t0 + 50)
+        }
+        let merged = freshened(["ETag": "\"v1\"", "Cache-Control": "max-age=600"])
+        #expect(merged?.headers["Cache-Control"] == "max-age=600")
+        #expect(merged?.body == Data("0123456789".utf8))
+        #expect(freshened(["ETag": "\"v2\""]) == nil, "another representation")
+        #expect(freshened(["Cache-Control": "max-age=600"]) == nil, "no validator")
+        #expect(Self.strategy.freshened(record, with: Response(status: 304, headers: ["ETag": "\"v1\""]), for: request, partition: "other",
+                                        inScope: [], requestTime: Self.t0, responseTime: Self.t0) == nil, "another partition")
+    }
+
     @Test("before: a response answers only its own partition and its Vary values; other variants' tags are offered")
     func partitionsAndVariants() {
         let english = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=100", "Vary": "Accept-Language", "ETag": "\"en\""],
@@ -268,8 +330,11 @@ struct CacheStrategyTests {
             case .pass: self = .pass
             case .store(let entry): self = .store(status: entry.status)
             case .storeAndAnswer(let entry, let answer): self = .storeAndAnswer(status: entry.status, answer: answer.status)
-            case .revalidated(let entry): self = .revalidated(header: entry.headers["X-Version"] ?? "")
-            case .serveStale(_, let reason): self = .serveStale(reason)
+            case .revalidated(let entry, let answer):
+                // The answer is the merged entry, as revalidated.
+                let same = answer.source == .revalidated && answer.headers["X-Version"] == entry.headers["X-Version"]
+                self = .revalidated(header: same ? entry.headers["X-Version"] ?? "" : "answer not made from the entry")
+            case .serveStale(let answer, let reason): self = answer.source == .stale ? .serveStale(reason) : .pass
             case .remove: self = .remove
             case .discard(let entry): self = .discard(status: entry.status)
             case .invalidate(let urls, let post): self = .invalidate(urls.map(\.path), storesPost: post != nil)
@@ -420,7 +485,7 @@ struct CacheStrategyTests {
         var rule: String
         var stored: [String: String]?
         var fields: [String: String] = [:]
-        var error: TransportError.Kind?
+        var error: TransportError.Code?
         var age: Double = 20
         var outcome: String
         var testDescription: String { rule }
@@ -461,8 +526,8 @@ struct CacheStrategyTests {
         let failure = Self.strategy.afterFailure(error, mode: mode, request: Self.request("GET", row.fields), now: Self.t0 + row.age)
         let outcome = switch failure {
         case .fail: "fail"
-        case .serveStale(_, let reason): "stale \(reason)"
-        case .gatewayTimeout: "504"
+        case .serveStale(let answer, let reason): answer.source == .stale ? "stale \(reason)" : "stale answer not marked stale"
+        case .gatewayTimeout(let answer): answer.status == 504 ? "504" : "gateway timeout answered \(answer.status)"
         }
         #expect(outcome == row.outcome)
     }

@@ -67,13 +67,13 @@ struct RetryPolicyTests {
         #expect(mock.requests.count == (retryable ? 3 : 1))
     }
 
-    @Test("transport failures: retryable kinds retried, TLS and other not", arguments: TransportError.Kind.known)
-    func errorClassification(kind: TransportError.Kind) async throws {
+    @Test("transport failures: retryable kinds retried, TLS and other not", arguments: TransportError.Code.known)
+    func errorClassification(kind: TransportError.Code) async throws {
         let mock = MockTransport()
         mock.route("GET", "/items", .error(TransportError(kind)))
         let pipeline = Pipeline(transport: mock, retrierFactory: .policy(exactPolicy()), clock: ManualClock(autoAdvance: true))
         await #expect(throws: (any Error).self) { try await pipeline.send(request()) }
-        let retryable: Set<TransportError.Kind> = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure]
+        let retryable: Set<TransportError.Code> = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure]
         #expect(mock.requests.count == (retryable.contains(kind) ? 3 : 1))
     }
 

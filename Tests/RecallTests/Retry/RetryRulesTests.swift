@@ -117,7 +117,7 @@ struct RetryRulesTests {
     }
 
     @Test("errors of any transport are classified like their URLError equivalents", arguments: [
-        (POSIXError(.ECONNRESET) as any Error, TransportError.Kind.connectionLost, false),
+        (POSIXError(.ECONNRESET) as any Error, TransportError.Code.connectionLost, false),
         (POSIXError(.ECONNREFUSED), .cannotConnect, true),
         (POSIXError(.ETIMEDOUT), .timedOut, false),
         (POSIXError(.EPIPE), .connectionLost, false),
@@ -128,9 +128,9 @@ struct RetryRulesTests {
         (URLError(.networkConnectionLost), .connectionLost, false),
         (ClientError(transportError: TransportError(.connectionLost, requestNeverSent: true)), .connectionLost, true),
     ])
-    func classification(error: any Error, kind: TransportError.Kind, neverSent: Bool) {
+    func classification(error: any Error, kind: TransportError.Code, neverSent: Bool) {
         let classified = TransportError.classify(error)
-        #expect(classified?.kind == kind)
+        #expect(classified?.code == kind)
         #expect(classified?.requestNeverSent == neverSent)
     }
 

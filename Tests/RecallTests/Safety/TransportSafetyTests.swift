@@ -35,7 +35,7 @@ struct TransportSafetyTests {
         await #expect {
             try await URLSessionTransport().send(URLRequest(url: url))
         } throws: { error in
-            (error as? TransportError)?.kind == .connectionLost
+            (error as? TransportError)?.code == .connectionLost
         }
     }
 

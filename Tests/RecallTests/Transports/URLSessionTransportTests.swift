@@ -40,7 +40,7 @@ struct URLSessionTransportTests {
         let path = OriginServer.uniquePath("over")
         let pipeline = Pipeline(transport: limited, retrierFactory: .policy(RetryPolicy(maxAttempts: 3)))
         let error = try await #require(throws: TransportError.self) { try await pipeline.send(URLRequest(url: server.url(path, query))) }
-        #expect(error.kind == .other)
+        #expect(error.code == .other)
         #expect(error.message.contains("maxResponseBodyBytes of 1000"), "\(error)")
         #expect(try await server.hits(path) == 1)
         #expect(URLSessionTransport().maxResponseBodyBytes == nil)
@@ -83,7 +83,7 @@ struct URLSessionTransportTests {
         // Port 9 (discard) on loopback has no listener here; bind-and-close would race.
         let request = URLRequest(url: URL(string: "http://127.0.0.1:9/nothing")!)
         let error = await #expect(throws: TransportError.self) { try await transport.send(request) }
-        #expect(error?.kind == .cannotConnect)
+        #expect(error?.code == .cannotConnect)
         #expect(error?.requestNeverSent == true)
     }
 
@@ -92,7 +92,7 @@ struct URLSessionTransportTests {
         let server = try await OriginServer.shared.value
         let request = URLRequest(url: server.url(OriginServer.uniquePath("drop"), ["drop": "1"]))
         let error = await #expect(throws: TransportError.self) { try await transport.send(request) }
-        #expect(error.map { [.connectionLost, .other].contains($0.kind) } == true)
+        #expect(error.map { [.connectionLost, .other].contains($0.code) } == true)
     }
 
     @Test("cancelling the task cancels the request and throws CancellationError")
@@ -126,7 +126,7 @@ struct URLSessionTransportTests {
 @Suite("TransportError taxonomy", .timeLimit(.minutes(1)))
 struct TransportErrorTests {
     @Test("URLError codes map to kinds", arguments: [
-        (URLError.Code.timedOut, TransportError.Kind.timedOut),
+        (URLError.Code.timedOut, TransportError.Code.timedOut),
         (.cannotConnectToHost, .cannotConnect),
         (.networkConnectionLost, .connectionLost),
         (.cannotFindHost, .dnsFailure),
@@ -136,9 +136,9 @@ struct TransportErrorTests {
         (.cancelled, .cancelled),
         (.badURL, .other),
     ])
-    func mapping(code: URLError.Code, kind: TransportError.Kind) {
+    func mapping(code: URLError.Code, kind: TransportError.Code) {
         let error = TransportError(URLError(code), url: URL(string: "https://example.com"))
-        #expect(error.kind == kind)
+        #expect(error.code == kind)
         #expect(error.urlErrorCode == code.rawValue)
         #expect(error.description.contains("example.com"))
     }

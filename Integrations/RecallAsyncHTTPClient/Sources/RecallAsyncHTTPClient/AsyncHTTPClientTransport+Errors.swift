@@ -8,7 +8,7 @@ extension AsyncHTTPClientTransport {
     /// `error`, thrown by AHC or NIO for a request to `url`, as a ``Recall/TransportError``.
     public static func mapError(_ error: any Error, url: URL?) -> TransportError {
         let message = String(describing: error)
-        func make(_ kind: TransportError.Kind, neverSent: Bool? = nil) -> TransportError {
+        func make(_ kind: TransportError.Code, neverSent: Bool? = nil) -> TransportError {
             TransportError(kind, url: url, message: message, requestNeverSent: neverSent)
         }
         /// A socket's `errno` (from NIO's POSIX sockets or from Network.framework).

@@ -75,14 +75,14 @@ struct AsyncHTTPClientTransportTests {
             _ = try await transport.send(URLRequest(url: origin.url("/drop", [("drop", "1")])))
             Issue.record("answered")
         } catch let error as TransportError {
-            #expect(error.kind == .connectionLost && !error.requestNeverSent, "\(error)")
+            #expect(error.code == .connectionLost && !error.requestNeverSent, "\(error)")
         }
         // A reset (TCP RST) rather than a close.
         do {
             _ = try await transport.send(URLRequest(url: origin.url("/reset", [("reset", "1")])))
             Issue.record("answered")
         } catch let error as TransportError {
-            #expect(error.kind == .connectionLost && !error.requestNeverSent, "\(error)")
+            #expect(error.code == .connectionLost && !error.requestNeverSent, "\(error)")
         }
         let pipeline = Pipeline(transport: transport, retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         let recovered = try await pipeline.send(URLRequest(url: origin.url("/drop-once", [("drop_first", "1")])))
@@ -109,7 +109,7 @@ struct AsyncHTTPClientTransportTests {
             _ = try await transport.send(URLRequest(url: stored))
             Issue.record("answered")
         } catch let error as TransportError {
-            #expect(error.kind == .cannotConnect && error.requestNeverSent, "\(error)")
+            #expect(error.code == .cannotConnect && error.requestNeverSent, "\(error)")
         }
         var post = URLRequest(url: stored)
         post.httpMethod = "POST"
@@ -133,7 +133,7 @@ struct AsyncHTTPClientTransportTests {
             _ = try await transport.send(slow)
             Issue.record("answered")
         } catch let error as TransportError {
-            #expect(error.kind == .timedOut, "\(error)")
+            #expect(error.code == .timedOut, "\(error)")
         }
         #expect(ContinuousClock.now - start < .seconds(15), "the request ran on past its deadline")
     }
@@ -159,14 +159,14 @@ struct AsyncHTTPClientTransportTests {
             _ = try await small.send(URLRequest(url: origin.url("/big", [("size", "5000")])))
             Issue.record("answered")
         } catch let error as TransportError {
-            #expect(error.kind == .other && error.message.contains("maxResponseBodyBytes"))
+            #expect(error.code == .other && error.message.contains("maxResponseBodyBytes"))
         }
         #expect(try await small.send(URLRequest(url: origin.url("/small", [("size", "900")]))).body.count == 900)
     }
 
     @Test("errors map to the kinds the retrier reads")
     func errorMapping() {
-        func kind(_ error: any Error) -> TransportError.Kind { AsyncHTTPClientTransport.mapError(error, url: nil).kind }
+        func kind(_ error: any Error) -> TransportError.Code { AsyncHTTPClientTransport.mapError(error, url: nil).code }
         #expect(kind(HTTPClientError.remoteConnectionClosed) == .connectionLost)
         #expect(kind(HTTPClientError.connectTimeout) == .cannotConnect)
         #expect(AsyncHTTPClientTransport.mapError(HTTPClientError.connectTimeout, url: nil).requestNeverSent)
