@@ -82,10 +82,10 @@ enum DemoCommand {
             var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
             if let query = step.path.split(separator: "?").dropFirst().first { components.percentEncodedQuery = String(query) }
             let request = URLRequest(url: components.url!)
-            let outcomes = try await withThrowingTaskGroup(of: (Response, RequestContext).self) { group in
+            let outcomes = try await withThrowingTaskGroup(of: (RecallResponse, RecallContext).self) { group in
                 for _ in 0..<step.concurrency {
                     group.addTask {
-                        let context = RequestContext(originalRequest: request)
+                        let context = RecallContext(originalRequest: request)
                         return (try await pipeline.send(request, context: context), context)
                     }
                 }
@@ -125,7 +125,7 @@ enum DemoCommand {
         """)
     }
 
-    static func outcome(of response: Response) -> String {
+    static func outcome(of response: RecallResponse) -> String {
         switch response.source {
         case .network: "network"
         case .cache: "hit"

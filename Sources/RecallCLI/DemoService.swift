@@ -19,7 +19,7 @@ final class DemoService: ServiceProtocol {
     /// The total number of requests that reached the service.
     var totalHits: Int { hitCounts.values.reduce(0, +) }
 
-    func handle(_ request: ServiceRequest) async throws -> Response {
+    func handle(_ request: ServiceRequest) async throws -> RecallResponse {
         let count = hits.withLock { hits -> Int in
             hits[request.path, default: 0] += 1
             return hits[request.path]!

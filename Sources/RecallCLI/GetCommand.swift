@@ -89,7 +89,7 @@ enum GetCommand {
         let pipeline = Pipeline(transport: URLSessionTransport(maxResponseBodyBytes: maxBody), hooks: [cache], retrierFactory: .policy(policy))
         var request = URLRequest(url: url)
         for (name, value) in fields { request.addValue(value, forHTTPHeaderField: name) }
-        let context = RequestContext(originalRequest: request)
+        let context = RecallContext(originalRequest: request)
         let status: Int32
         do {
             let response = try await pipeline.send(request, context: context)
@@ -196,7 +196,7 @@ enum GetCommand {
         return value == value.rounded() ? String(Int(value)) : String(format: "%g", value)
     }
 
-    static func describe(_ source: Response.Source) -> String {
+    static func describe(_ source: RecallResponse.Source) -> String {
         switch source {
         case .network: "from the network"
         case .cache: "from the cache (fresh)"

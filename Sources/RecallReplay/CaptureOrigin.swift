@@ -19,12 +19,12 @@ final class CaptureOrigin: Transport, Sendable {
     static let sizeField = "X-Recall-Replay-Body-Size"
 
     /// The body size `response` carries (none for an answer to HEAD).
-    static func bodySize(of response: Response, method: String) -> Int {
+    static func bodySize(of response: RecallResponse, method: String) -> Int {
         method == "HEAD" ? 0 : response.headers[sizeField].flatMap { Int($0) } ?? response.body.count
     }
 
     private struct Representation {
-        var headers: HTTPHeaders
+        var headers: HeaderFields
         var size: Int
     }
 
@@ -66,11 +66,11 @@ final class CaptureOrigin: Transport, Sendable {
         state.withLock { ($0.requests, $0.bodyBytes) }
     }
 
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         try state.withLock { state in
             guard let entry = state.entry else { throw URLError(.resourceUnavailable) }
             state.requests += 1
-            var headers = HTTPHeaders(entry.responseHeaders.map { ($0.name, $0.value) })
+            var headers = HeaderFields(entry.responseHeaders.map { ($0.name, $0.value) })
             for name in Self.transferFields { headers.remove(name) }
             let url = entry.url
             var representation: Representation
@@ -85,16 +85,16 @@ final class CaptureOrigin: Transport, Sendable {
             var fields = representation.headers
             fields.replace(Self.sizeField, with: String(representation.size))
             if status == 200, Self.matches(request, representation.headers) {
-                return Response(status: 304, headers: fields, url: request.url)
+                return RecallResponse(status: 304, headers: fields, url: request.url)
             }
             if request.httpMethod != "HEAD" { state.bodyBytes += representation.size }
-            return Response(status: status, headers: fields, url: request.url)
+            return RecallResponse(status: status, headers: fields, url: request.url)
         }
     }
 
     /// Whether the request's validators match the representation (entity tags compared weakly;
     /// dates compared as the cache sends them back, verbatim).
-    private static func matches(_ request: URLRequest, _ headers: HTTPHeaders) -> Bool {
+    private static func matches(_ request: URLRequest, _ headers: HeaderFields) -> Bool {
         if let tags = request.value(forHTTPHeaderField: "If-None-Match") {
             guard let etag = headers["ETag"] else { return false }
             let current = weak(etag)

@@ -65,7 +65,7 @@ public enum HTTPCacheReplay {
         var request = URLRequest(url: url)
         request.httpMethod = entry.method
         for field in entry.requestHeaders
-        where !clientValidatorFields.contains(where: { HTTPHeaders.namesEqual($0, field.name) }) {
+        where !clientValidatorFields.contains(where: { HeaderFields.namesEqual($0, field.name) }) {
             request.addValue(field.value, forHTTPHeaderField: field.name)
         }
         return request

@@ -12,14 +12,14 @@ public enum Authorization: Sendable, Hashable {
     case header(name: String, value: String)
 
     /// The header field this authorization adds.
-    public var field: HTTPHeaders.Field {
+    public var field: HeaderFields.Field {
         switch self {
         case .basic(let username, let password):
-            HTTPHeaders.Field(name: "Authorization", value: "Basic " + Data("\(username):\(password)".utf8).base64EncodedString())
+            HeaderFields.Field(name: "Authorization", value: "Basic " + Data("\(username):\(password)".utf8).base64EncodedString())
         case .bearer(let token):
-            HTTPHeaders.Field(name: "Authorization", value: "Bearer \(token)")
+            HeaderFields.Field(name: "Authorization", value: "Bearer \(token)")
         case .header(let name, let value):
-            HTTPHeaders.Field(name: name, value: value)
+            HeaderFields.Field(name: name, value: value)
         }
     }
 }

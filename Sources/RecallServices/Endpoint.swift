@@ -42,10 +42,10 @@ public enum OutputFormat: Sendable, Hashable {
 public protocol Endpoint: Sendable {
     /// The service the endpoint belongs to.
     associatedtype Service: HttpService
-    /// What ``method`` is written as: ``HTTPMethod`` (`.post`) or a `String` (`"POST"`).
-    associatedtype MethodName: HTTPMethodConvertible = HTTPMethod
-    /// What ``header`` is written as: ``HTTPHeaders`` or `[String: String]`.
-    associatedtype HeaderFields: HTTPHeadersConvertible = HTTPHeaders
+    /// What ``method`` is written as: ``RequestMethod`` (`.post`) or a `String` (`"POST"`).
+    associatedtype MethodName: RequestMethodConvertible = RequestMethod
+    /// What ``header`` is written as: ``HeaderFields`` or `[String: String]`.
+    associatedtype Header: HeaderFieldsConvertible = HeaderFields
 
     /// The HTTP method: `GET` unless declared.
     static var method: MethodName { get }
@@ -53,7 +53,7 @@ public protocol Endpoint: Sendable {
     var path: String { get }
     /// Header fields of this endpoint's requests (none by default). They win over the service's
     /// fields and over what Recall sets itself (`Content-Type`, `Accept`, the credential).
-    var header: HeaderFields { get }
+    var header: Header { get }
     /// Query items sent with every call, before any `.urlQuery` input: a query beside a body.
     var queryItems: [URLQueryItem] { get }
     /// Whether the service's authorization is sent: `.optional` by default (sent when the
@@ -78,19 +78,19 @@ public protocol Endpoint: Sendable {
     static var cacheLifetime: Duration? { get }
 }
 
-extension Endpoint where MethodName == HTTPMethod {
+extension Endpoint where MethodName == RequestMethod {
     /// `GET`.
-    public static var method: HTTPMethod { .get }
+    public static var method: RequestMethod { .get }
 }
 
-extension Endpoint where HeaderFields == HTTPHeaders {
+extension Endpoint where Header == HeaderFields {
     /// No fields.
-    public var header: HTTPHeaders { [:] }
+    public var header: HeaderFields { [:] }
 }
 
 extension Endpoint {
     /// Decree's name for the method type, so `static let method: Method = .post` compiles.
-    public typealias Method = HTTPMethod
+    public typealias Method = RequestMethod
 
     /// None.
     public var queryItems: [URLQueryItem] { [] }
@@ -111,7 +111,7 @@ extension Endpoint {
 
     /// The request this endpoint sends for `input`, as ``perform(on:input:)`` sends it.
     public func request<Input: Encodable>(on service: Service, input: Input?) throws -> URLRequest {
-        var fields: HTTPHeaders = [:]
+        var fields: HeaderFields = [:]
         switch Self.authorizationRequirement {
         case .none:
             break
@@ -158,17 +158,17 @@ extension Endpoint {
     /// returns the answer if its status is accepted; otherwise throws ``ServiceError`` with
     /// code `.badStatus` (the body decoded as the service's `ErrorResponse` when it declares
     /// one). Every failure reaches the service's `process(_:)` first.
-    func perform<Input: Encodable>(on service: Service, input: Input?) async throws -> Response {
+    func perform<Input: Encodable>(on service: Service, input: Input?) async throws -> RecallResponse {
         do {
             let request = try request(on: service, input: input)
-            let context = RequestContext(originalRequest: request)
+            let context = RecallContext(originalRequest: request)
             if let lifetime = Self.cacheLifetime { context[HTTPCache.RequestLifetime.self] = lifetime }
             // A credential in a field of the service's choosing partitions the cache like `Authorization`.
             let credentialFields: Set<String> = switch service.authorization {
             case .header(let name, _)? where Self.authorizationRequirement != .none: [name]
             default: []
             }
-            let response: Response
+            let response: RecallResponse
             do {
                 response = try await HTTPCache.$credentialFieldsInScope.withValue(HTTPCache.credentialFieldsInScope.union(credentialFields)) {
                     try await service.pipeline.send(request, context: context)
@@ -187,7 +187,7 @@ extension Endpoint {
 
     /// The error for an answer with a status that is not accepted: its body decoded as the
     /// service's `ErrorResponse` in the endpoint's output format when it can be.
-    private func badStatus(_ response: Response, service: Service) -> ServiceError {
+    private func badStatus(_ response: RecallResponse, service: Service) -> ServiceError {
         guard Service.ErrorResponse.self != NoErrorResponse.self, !response.body.isEmpty,
               let decoded = try? decodeBody(Service.ErrorResponse.self, from: response, service: service) else {
             return .badStatus(response.status, body: response.body)
@@ -197,7 +197,7 @@ extension Endpoint {
 
     /// Decodes `response` as the endpoint's ``outputFormat`` says; `Data` and `String` are the
     /// raw body.
-    func decode<Output: Decodable>(_ type: Output.Type, from response: Response, service: Service) throws -> Output {
+    func decode<Output: Decodable>(_ type: Output.Type, from response: RecallResponse, service: Service) throws -> Output {
         do {
             return try decodeBody(type, from: response, service: service)
         } catch {
@@ -207,7 +207,7 @@ extension Endpoint {
         }
     }
 
-    private func decodeBody<Output: Decodable>(_ type: Output.Type, from response: Response, service: Service) throws -> Output {
+    private func decodeBody<Output: Decodable>(_ type: Output.Type, from response: RecallResponse, service: Service) throws -> Output {
         if let raw = response.body as? Output { return raw }
         if Output.self == String.self {
             guard let text = response.text as? Output else {

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// struct Catalog: HttpService {
 ///     static let cache = HTTPCache()
 ///     var apiUrl: String { "api.example.com/v1" }           // https unless you give a scheme
-///     var header: HTTPHeaders { ["Accept": "application/json"] }
+///     var header: HeaderFields { ["Accept": "application/json"] }
 ///     var hooks: [any ServiceHook] { [Self.cache] }
 ///     var retrierFactory: any RetrierFactory { .exponentialBackoff() }
 /// }
@@ -29,7 +29,7 @@ public protocol HttpService: Sendable {
     /// The scheme used when `apiUrl` has none: `https` by default.
     var scheme: String { get }
     /// Header fields sent with every request; a request's own fields win (case-insensitively).
-    var header: HTTPHeaders { get }
+    var header: HeaderFields { get }
     /// The configuration of the default transport's session.
     var sessionConfiguration: URLSessionConfiguration { get }
     /// What requests go through: by default a `URLSessionTransport` made once per service
@@ -56,7 +56,7 @@ extension HttpService {
     /// `https`.
     public var scheme: String { "https" }
     /// No fields.
-    public var header: HTTPHeaders { [:] }
+    public var header: HeaderFields { [:] }
     /// `.ephemeral`.
     public var sessionConfiguration: URLSessionConfiguration { .ephemeral }
     /// A `URLSessionTransport` shared by every request to this service type.
@@ -100,7 +100,7 @@ extension HttpService {
     }
 
     /// A request to `path` with the service's header fields merged under `header`.
-    public func makeRequest(method: HTTPMethod, path: String, query: [URLQueryItem] = [], header: HTTPHeaders = [:],
+    public func makeRequest(method: RequestMethod, path: String, query: [URLQueryItem] = [], header: HeaderFields = [:],
                             body: Data? = nil, scheme: String? = nil) throws -> URLRequest {
         var request = URLRequest(url: try url(path: path, query: query, scheme: scheme))
         request.httpMethod = method.rawValue
@@ -115,7 +115,7 @@ extension HttpService {
     /// Sends `request` through the service's pipeline and returns its answer whatever the
     /// status. Failures go to ``process(_:)`` and are rethrown; an answer outside 200–299 goes to
     /// ``process(_:)`` as ``ServiceError`` `.badStatus` (as endpoints report it) and is returned.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         do {
             let response = try await pipeline.send(request)
             if !response.isSuccess { process(ServiceError.badStatus(response.status, body: response.body)) }

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// tell a service when the router starts and stops routing to it; both default to nothing.
 public protocol ServiceProtocol: Sendable {
     /// Answers one request. A thrown error becomes a `500` response with the error as text.
-    func handle(_ request: ServiceRequest) async throws -> Response
+    func handle(_ request: ServiceRequest) async throws -> RecallResponse
 
     /// Called once the service is registered under `identifier`.
     func registered(as identifier: String) async
@@ -28,20 +28,20 @@ extension ServiceProtocol {
     public func unregistered(from identifier: String) async {}
 
     /// An error answer: `status`, an optional `text/plain` body and extra header fields.
-    public func respondWithErrorStatus(_ status: Int, text: String? = nil, headers: HTTPHeaders = [:]) -> Response {
+    public func respondWithErrorStatus(_ status: Int, text: String? = nil, headers: HeaderFields = [:]) -> RecallResponse {
         ServiceRouter.errorResponse(status, text: text, headers: headers)
     }
 
     /// A response with `status`, header fields and body; `Content-Length` is set.
-    public func createResponse(status: Int = 200, headers: HTTPHeaders = [:], body: Data = Data()) -> Response {
+    public func createResponse(status: Int = 200, headers: HeaderFields = [:], body: Data = Data()) -> RecallResponse {
         var headers = headers
         headers["Content-Length"] = String(body.count)
-        return Response(status: status, headers: headers, body: body)
+        return RecallResponse(status: status, headers: headers, body: body)
     }
 
     /// A `200` (or `status`) response whose body is `value` encoded as JSON.
-    public func createResponse<Body: Encodable>(status: Int = 200, headers: HTTPHeaders = [:], json value: Body,
-                                                encoder: JSONEncoder = JSONEncoder()) throws -> Response {
+    public func createResponse<Body: Encodable>(status: Int = 200, headers: HeaderFields = [:], json value: Body,
+                                                encoder: JSONEncoder = JSONEncoder()) throws -> RecallResponse {
         var headers = headers
         if !headers.contains("Content-Type") { headers.add("Content-Type", "application/json") }
         return createResponse(status: status, headers: headers, body: try encoder.encode(value))

@@ -25,7 +25,7 @@ public struct ServiceRequest: Sendable {
     public var method: String { request.httpMethod ?? "GET" }
 
     /// The request's header fields.
-    public var headers: HTTPHeaders { request.headers }
+    public var headers: HeaderFields { request.headers }
 
     /// The request body (empty when none).
     public var body: Data { request.httpBody ?? Data() }

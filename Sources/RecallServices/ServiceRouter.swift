@@ -65,7 +65,7 @@ public final class ServiceRouter: Transport {
 
     /// Registers a closure as a service under `identifier`.
     public func register(as identifier: String,
-                         handler: @escaping @Sendable (ServiceRequest) async throws -> Response) async throws {
+                         handler: @escaping @Sendable (ServiceRequest) async throws -> RecallResponse) async throws {
         try await register(ClosureService(handler: handler), as: identifier)
     }
 
@@ -79,7 +79,7 @@ public final class ServiceRouter: Transport {
     }
 
     /// Routes `request` to its service, or to the fallback when it is for another host.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         guard let url = request.url, let requestHost = url.host, requestHost.caseInsensitiveCompare(host) == .orderedSame else {
             if let fallback { return try await fallback.send(request) }
             throw ServiceRouterError.wrongHost(request.url, expected: host)
@@ -92,7 +92,7 @@ public final class ServiceRouter: Transport {
             return Self.errorResponse(501, text: "No service registered as '\(first)'", url: url)
         }
         let rest = "/" + segments.dropFirst().joined(separator: "/")
-        var response: Response
+        var response: RecallResponse
         do {
             response = try await service.handle(ServiceRequest(request: request, identifier: identifier, path: rest))
         } catch {
@@ -105,13 +105,13 @@ public final class ServiceRouter: Transport {
     }
 
     /// The error answer behind ``ServiceProtocol/respondWithErrorStatus(_:text:headers:)``.
-    static func errorResponse(_ status: Int, text: String?, headers: HTTPHeaders = [:], url: URL? = nil) -> Response {
+    static func errorResponse(_ status: Int, text: String?, headers: HeaderFields = [:], url: URL? = nil) -> RecallResponse {
         var headers = headers
         guard let text else {
             headers["Content-Length"] = "0"
-            return Response(status: status, headers: headers, url: url)
+            return RecallResponse(status: status, headers: headers, url: url)
         }
-        var response = Response.text(text, status: status, headers: headers, url: url)
+        var response = RecallResponse.text(text, status: status, headers: headers, url: url)
         response.headers["Content-Length"] = String(response.body.count)
         return response
     }
@@ -119,9 +119,9 @@ public final class ServiceRouter: Transport {
 
 /// A service made of one closure.
 struct ClosureService: ServiceProtocol {
-    let handler: @Sendable (ServiceRequest) async throws -> Response
+    let handler: @Sendable (ServiceRequest) async throws -> RecallResponse
 
-    func handle(_ request: ServiceRequest) async throws -> Response {
+    func handle(_ request: ServiceRequest) async throws -> RecallResponse {
         try await handler(request)
     }
 }

@@ -73,7 +73,7 @@ public final class WebServiceProxy: Sendable {
 
     /// The first edition's initializer; `header` became ``headers``.
     @available(*, deprecated, renamed: "init(baseURL:pipeline:headers:)")
-    public convenience init(baseURL: URL, pipeline: Pipeline, header: HTTPHeaders) {
+    public convenience init(baseURL: URL, pipeline: Pipeline, header: HeaderFields) {
         var fields: [String: String] = [:]
         for field in header { fields[field.name] = fields[field.name].map { "\($0), \(field.value)" } ?? field.value }
         self.init(baseURL: baseURL, pipeline: pipeline, headers: fields)

@@ -17,20 +17,20 @@ public final class MockTransport: Transport {
     /// One scripted reply.
     public enum Reply: Sendable {
         /// Answer with this response (its URL is filled in from the request when nil).
-        case response(Response)
+        case response(RecallResponse)
         /// Throw this error, as a failing transport would.
         case error(any Error)
         /// Compute the answer from the request.
-        case handler(@Sendable (URLRequest) async throws -> Response)
+        case handler(@Sendable (URLRequest) async throws -> RecallResponse)
 
         /// A `text/plain` answer.
-        public static func text(_ text: String, status: Int = 200, headers: HTTPHeaders = [:]) -> Reply {
+        public static func text(_ text: String, status: Int = 200, headers: HeaderFields = [:]) -> Reply {
             .response(.text(text, status: status, headers: headers))
         }
 
         /// An answer with `status`, header fields and an optional body.
-        public static func status(_ status: Int, headers: HTTPHeaders = [:], body: Data = Data()) -> Reply {
-            .response(Response(status: status, headers: headers, body: body))
+        public static func status(_ status: Int, headers: HeaderFields = [:], body: Data = Data()) -> Reply {
+            .response(RecallResponse(status: status, headers: headers, body: body))
         }
     }
 
@@ -77,7 +77,7 @@ public final class MockTransport: Transport {
 
     /// Routes `method` and `path` to a closure.
     public func route(_ method: String? = "GET", _ path: String,
-                      handler: @escaping @Sendable (URLRequest) async throws -> Response) {
+                      handler: @escaping @Sendable (URLRequest) async throws -> RecallResponse) {
         route(method, path, .handler(handler))
     }
 
@@ -101,7 +101,7 @@ public final class MockTransport: Transport {
     }
 
     /// Plays the next reply of the matching route.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         let method = (request.httpMethod ?? "GET").uppercased()
         let reply = state.withLock { state -> Reply? in
             state.requests.append(request)
@@ -113,7 +113,7 @@ public final class MockTransport: Transport {
             return route.replies[min(route.played, route.replies.count - 1)]
         }
         try Task.checkCancellation()
-        var response: Response
+        var response: RecallResponse
         switch reply {
         case nil:
             response = .text("MockTransport has no route for \(method) \(request.url?.path ?? "")", status: 501)

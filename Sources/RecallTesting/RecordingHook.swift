@@ -19,19 +19,19 @@ public struct RecordingHook: ServiceHook {
     }
 
     /// Records `name.schedule` and passes the request on.
-    public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         log.append("\(name).schedule")
         return .proceed(request)
     }
 
     /// Records `name.success(<status> <source>)`.
-    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         log.append("\(name).success(\(response.status) \(response.source.rawValue))")
         return response
     }
 
     /// Records `name.failure(<error type>)`.
-    public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
+    public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
         log.append("\(name).failure(\(type(of: error)))")
         return nil
     }

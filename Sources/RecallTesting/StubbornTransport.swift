@@ -74,7 +74,7 @@ public final class StubbornTransport: Transport {
     public var finished: Int { state.withLock { $0.finished } }
 
     /// Waits `delay` seconds, or until released, ignoring cancellation; then answers `200 late`.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         resume(state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.started += 1
             return state.ready()

@@ -93,7 +93,7 @@ func memory() {
         let storage = MemoryStorage(byteLimit: 1 << 40, countLimit: 1 << 30, entryLimit: 1 << 30)
         let before = residentBytes()
         for index in 0..<count {
-            var headers: HTTPHeaders = ["Cache-Control": "max-age=60"]
+            var headers: HeaderFields = ["Cache-Control": "max-age=60"]
             for field in 1..<shape.fields {
                 headers.add("X-Field-\(field)", String(repeating: "v", count: shape.valueLength - 6) + String(100_000 + index))
             }
@@ -122,7 +122,7 @@ func limits(slowURL: URL?) async {
     func milliseconds(_ duration: Duration) -> String {
         String(format: "%.1f", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
     }
-    func outcome(_ result: Result<Response, any Error>) -> String {
+    func outcome(_ result: Result<RecallResponse, any Error>) -> String {
         switch result {
         case .success(let response): "response\(response.status)"
         case .failure(let error as TransportError): error.code.name
@@ -132,7 +132,7 @@ func limits(slowURL: URL?) async {
         case .failure(let error): "\(type(of: error))"
         }
     }
-    func timed(_ pipeline: Pipeline) async -> (Duration, Result<Response, any Error>) {
+    func timed(_ pipeline: Pipeline) async -> (Duration, Result<RecallResponse, any Error>) {
         let start = ContinuousClock.now
         let result = await Task { try await pipeline.send(request) }.result
         return (ContinuousClock.now - start, result)
@@ -199,9 +199,9 @@ func limits(slowURL: URL?) async {
 
 /// Answers after a random 0–3 ms.
 struct JitteryTransport: Transport {
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
-        return Response(status: 200, headers: ["Content-Type": "text/plain"], body: Data("answer".utf8), url: request.url)
+        return RecallResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Data("answer".utf8), url: request.url)
     }
 }
 

@@ -25,7 +25,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: memory hit through the full pipeline
 
     let mock = MockTransport()
-    mock.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
+    mock.route("GET", "/items/42", .response(RecallResponse(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
     let memoryCache = HTTPCache(storage: MemoryStorage())
     let memoryPipeline = Pipeline(transport: mock, hooks: [memoryCache])
 
@@ -136,7 +136,7 @@ let benchmarks: @Sendable () -> Void = {
         try? FileManager.default.removeItem(at: directory)
         guard let disk = try? DiskStorage(directory: directory) else { continue }
         let diskMock = MockTransport()
-        diskMock.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400"],
+        diskMock.route("GET", "/items/42", .response(RecallResponse(status: 200, headers: ["Cache-Control": "max-age=86400"],
                                                               body: Data(repeating: 0x62, count: size))))
         let diskPipeline = Pipeline(transport: diskMock, hooks: [HTTPCache(storage: disk)])
         Benchmark("DiskHit\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
@@ -210,7 +210,7 @@ let benchmarks: @Sendable () -> Void = {
     // The same mock claiming nothing about cancellation: each attempt runs in a task of its own
     // (AttemptRace), the price of time limits that hold against a transport that never listens.
     let uncooperative = MockTransport(respondsToCancellation: false)
-    uncooperative.route("GET", "/items/42", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400"], body: body)))
+    uncooperative.route("GET", "/items/42", .response(RecallResponse(status: 200, headers: ["Cache-Control": "max-age=86400"], body: body)))
     let racing = Pipeline(transport: uncooperative)
     Benchmark("PipelineUncooperativeTransport", configuration: batch) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try? await racing.send(request)) }

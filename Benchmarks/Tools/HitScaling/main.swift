@@ -65,7 +65,7 @@ func makeOrigin(_ keyCount: Int) -> MockTransport {
         // the responses, every hit of every key retained and released that one object from
         // both cores: the slow 1,000-key rounds of docs/benchmarks.md, "Hits over cores".)
         let body = Data(repeating: 0x61, count: 1024)
-        mock.route("GET", "/items/\(key)", .response(Response(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
+        mock.route("GET", "/items/\(key)", .response(RecallResponse(status: 200, headers: ["Cache-Control": "max-age=86400", "ETag": "\"1\""], body: body)))
     }
     return mock
 }

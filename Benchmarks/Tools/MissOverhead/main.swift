@@ -93,10 +93,10 @@ final class TimedHook: ServiceHook, @unchecked Sendable {
         }
         return try await body()
     }
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         try await timed(\.schedule) { try await inner.onSchedule(request, context: context) }
     }
-    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         try await timed(\.success) { try await inner.onSuccess(response, for: request, context: context) }
     }
 }
@@ -108,7 +108,7 @@ final class StampingTransport: Transport, @unchecked Sendable {
     var began = ContinuousClock.now, ended = ContinuousClock.now
     init(_ inner: any Transport) { self.inner = inner }
     var respondsToCancellation: Bool { inner.respondsToCancellation }
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         let start = ContinuousClock.now
         defer {
             let end = ContinuousClock.now
@@ -137,14 +137,14 @@ enum Keying {
 final class MinimalCache: ServiceHook, @unchecked Sendable {
     let key: @Sendable (URLRequest) -> String?
     let lock = NSLock()
-    var table: [String: Response] = [:]
+    var table: [String: RecallResponse] = [:]
     init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         guard let key = key(request) else { return .proceed(request) }
         if let found = lock.withLock({ table[key] }) { return .respond(found) }
         return .proceed(request)
     }
-    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         if let key = key(request) { lock.withLock { table[key] = response } }
         return response
     }
@@ -156,7 +156,7 @@ final class KeyingHook: ServiceHook {
     /// The keys' lengths added up, so that no key can be left unmade.
     let bytes = Atomic<Int>(0)
     init(key: @escaping @Sendable (URLRequest) -> String?) { self.key = key }
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         bytes.wrappingAdd(key(request)?.utf8.count ?? 0, ordering: .relaxed)
         return .proceed(request)
     }
@@ -187,10 +187,10 @@ if keysOnly {
 /// `max-age=600`), made from a Foundation response as ``URLSessionTransport`` makes it.
 struct InstantTransport: Transport {
     var respondsToCancellation: Bool { true }
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         let http = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
                                    headerFields: ["Cache-Control": "max-age=600", "Content-Length": "1024"])!
-        return Response(http, body: Data(repeating: 0x61, count: 1024))
+        return RecallResponse(http, body: Data(repeating: 0x61, count: 1024))
     }
 }
 

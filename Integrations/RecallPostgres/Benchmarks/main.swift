@@ -51,8 +51,8 @@ func microseconds(_ duration: Duration) -> String {
 struct FixedOrigin: Transport {
     let body: Data
 
-    func send(_ request: URLRequest) async throws -> Response {
-        Response(status: 200, headers: ["Cache-Control": "max-age=3600"], body: body, url: request.url)
+    func send(_ request: URLRequest) async throws -> RecallResponse {
+        RecallResponse(status: 200, headers: ["Cache-Control": "max-age=3600"], body: body, url: request.url)
     }
 }
 

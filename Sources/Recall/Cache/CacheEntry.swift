@@ -13,17 +13,17 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// sharing one between threads is safe.
     private final class Storage: @unchecked Sendable {
         var status: Int
-        var headers: HTTPHeaders
+        var headers: HeaderFields
         var facts: Facts
         var url: URL?
         var requestTime: Date
         var responseTime: Date
-        var varyValues: [HTTPHeaders.Field]
+        var varyValues: [HeaderFields.Field]
         var partition: String
         var assignedLifetime: Double?
 
-        init(status: Int, headers: HTTPHeaders, facts: Facts, url: URL?, requestTime: Date, responseTime: Date,
-             varyValues: [HTTPHeaders.Field], partition: String, assignedLifetime: Double?) {
+        init(status: Int, headers: HeaderFields, facts: Facts, url: URL?, requestTime: Date, responseTime: Date,
+             varyValues: [HeaderFields.Field], partition: String, assignedLifetime: Double?) {
             self.status = status
             self.headers = headers
             self.facts = facts
@@ -62,7 +62,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     // copy that is then set (a copy of the whole array).
 
     /// The stored header fields, in order.
-    public var headers: HTTPHeaders {
+    public var headers: HeaderFields {
         get { storage.headers }
         set {
             let storage = unique()
@@ -92,7 +92,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     }
     /// The normalized values of the request fields named by the response's `Vary`
     /// (name lowercased; an absent field has no entry). Empty when the response has no `Vary`.
-    public var varyValues: [HTTPHeaders.Field] {
+    public var varyValues: [HeaderFields.Field] {
         get { storage.varyValues }
         set { unique().varyValues = newValue }
         _modify {
@@ -116,15 +116,15 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     }
 
     /// Creates an entry.
-    public init(status: Int, headers: HTTPHeaders, body: Data, url: URL?, requestTime: Date, responseTime: Date,
-                varyValues: [HTTPHeaders.Field] = [], partition: String = "") {
+    public init(status: Int, headers: HeaderFields, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+                varyValues: [HeaderFields.Field] = [], partition: String = "") {
         self.init(status: status, headers: headers, facts: Facts(headers), body: body, url: url,
                   requestTime: requestTime, responseTime: responseTime, varyValues: varyValues, partition: partition)
     }
 
     /// Creates an entry whose header facts were already parsed from `headers`.
-    init(status: Int, headers: HTTPHeaders, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
-         varyValues: [HTTPHeaders.Field], partition: String) {
+    init(status: Int, headers: HeaderFields, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+         varyValues: [HeaderFields.Field], partition: String) {
         storage = Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
                           responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: nil)
         self.body = body
@@ -165,7 +165,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// What the rules read from the header fields, parsed once when the fields are set
     /// rather than on every lookup.
     struct Facts: Sendable, Hashable {
-        let cacheControl: CacheControl
+        let cacheControl: CacheDirectives
         let date: Date?
         let age: Int
         let expires: [String]
@@ -176,7 +176,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         /// Whether an `Age` field is stored (the rare case: a hit then replaces it, else appends one).
         let hasAge: Bool
 
-        init(_ headers: HTTPHeaders) {
+        init(_ headers: HeaderFields) {
             // One pass over the fields (every record read from a byte store is parsed anew):
             // names are told apart by length first, then compared without regard to case.
             // Each name's values are joined as they come (RFC 9110 §5.3): a name seen once, as
@@ -188,7 +188,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             func join(_ value: String, to joined: inout String?) { joined = joined.map { $0 + ", " + value } ?? value }
             for field in headers.fields {
                 let name = field.name
-                func named(_ candidate: String) -> Bool { HTTPHeaders.namesEqual(name, candidate) }
+                func named(_ candidate: String) -> Bool { HeaderFields.namesEqual(name, candidate) }
                 switch name.utf8.count {
                 case 3 where named("Age"): if age == nil { age = field.value } // only the first counts
                 case 4 where named("Date"): join(field.value, to: &date)
@@ -201,7 +201,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
                 default: break
                 }
             }
-            self.cacheControl = CacheControl(first: cacheControl, rest: moreCacheControl)
+            self.cacheControl = CacheDirectives(first: cacheControl, rest: moreCacheControl)
             self.date = date.flatMap { HTTPDate.parse($0) }
             self.age = Self.age(age)
             self.expires = expires
@@ -217,11 +217,11 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         private static func age(_ first: String?) -> Int {
             guard let first else { return 0 }
             let member = first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingOWS } ?? ""
-            return CacheControl.deltaSeconds(String(member)) ?? 0
+            return CacheDirectives.deltaSeconds(String(member)) ?? 0
         }
 
         /// The lowercased field names listed in the `Vary` fields of `headers`.
-        static func varyNames(_ headers: HTTPHeaders) -> [String] {
+        static func varyNames(_ headers: HeaderFields) -> [String] {
             varyNames(headers.values(for: "Vary").joined(separator: ","))
         }
 
@@ -240,11 +240,11 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             guard original.baseURL == nil, let copy = URL(string: original.absoluteString.unsharedCopy), copy == original else { return nil }
             url = copy
         }
-        func copied(_ fields: [HTTPHeaders.Field]) -> [HTTPHeaders.Field] {
-            fields.map { HTTPHeaders.Field(name: $0.name.unsharedCopy, trimmedValue: $0.value.unsharedCopy) }
+        func copied(_ fields: [HeaderFields.Field]) -> [HeaderFields.Field] {
+            fields.map { HeaderFields.Field(name: $0.name.unsharedCopy, trimmedValue: $0.value.unsharedCopy) }
         }
         let body = self.body.isEmpty ? Data() : self.body.withUnsafeBytes { Data($0) }
-        var copy = CacheEntry(status: status, headers: HTTPHeaders(copied(headers.fields)), body: body, url: url,
+        var copy = CacheEntry(status: status, headers: HeaderFields(copied(headers.fields)), body: body, url: url,
                               requestTime: requestTime, responseTime: responseTime, varyValues: copied(varyValues),
                               partition: partition.unsharedCopy)
         copy.assignedLifetime = assignedLifetime
@@ -255,7 +255,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     var facts: Facts { storage.facts }
 
     /// The response's `Cache-Control`.
-    public var cacheControl: CacheControl { facts.cacheControl }
+    public var cacheControl: CacheDirectives { facts.cacheControl }
 
     /// The strong or weak entity tag, if any.
     public var etag: String? { facts.etag }

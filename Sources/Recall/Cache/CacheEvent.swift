@@ -1,4 +1,4 @@
-/// What an ``HTTPCache`` did with a request, recorded in its ``RequestContext`` as
+/// What an ``HTTPCache`` did with a request, recorded in its ``RecallContext`` as
 /// ``RecallEvent/cache(_:)`` next to the retry events, so one observer sees the whole story of
 /// a request. The events match ``CacheStatistics`` one for one (a background refresh records
 /// none, as it counts none), plus ``stored``, ``invalidated`` and ``evicted``.

@@ -114,9 +114,9 @@ struct CachePartitioner: Sendable {
     }
 
     /// `values` with those of credential fields replaced by keyed hashes.
-    func protect(_ values: [HTTPHeaders.Field], inScope: Set<String>) -> [HTTPHeaders.Field] {
+    func protect(_ values: [HeaderFields.Field], inScope: Set<String>) -> [HeaderFields.Field] {
         values.map { field in
-            isCredential(field.name, inScope: inScope) ? HTTPHeaders.Field(name: field.name, value: hash(field.value)) : field
+            isCredential(field.name, inScope: inScope) ? HeaderFields.Field(name: field.name, value: hash(field.value)) : field
         }
     }
 

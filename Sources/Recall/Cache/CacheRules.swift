@@ -23,32 +23,32 @@ public struct CacheRules: Sendable {
 
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
-    public func requestDirectives(_ request: URLRequest) -> CacheControl {
+    public func requestDirectives(_ request: URLRequest) -> CacheDirectives {
         requestDirectives(request, hasFields: RequestFacts.hasFields(request))
     }
 
     /// ``requestDirectives(_:)`` when whether `request` has any field is known (``RequestFacts``).
-    func requestDirectives(_ request: URLRequest, hasFields: Bool) -> CacheControl {
-        guard hasFields else { return CacheControl(nil as String?) }
+    func requestDirectives(_ request: URLRequest, hasFields: Bool) -> CacheDirectives {
+        guard hasFields else { return CacheDirectives(nil as String?) }
         guard let value = request.value(forHTTPHeaderField: "Cache-Control") else {
             if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
-                return CacheControl("no-cache")
+                return CacheDirectives("no-cache")
             }
-            return CacheControl(nil as String?)
+            return CacheDirectives(nil as String?)
         }
-        return CacheControl(value)
+        return CacheDirectives(value)
     }
 
     // MARK: Storing
 
     /// Whether `response` to `request` may be stored (RFC 9111 §3).
-    public func isStorable(_ response: Response, for request: URLRequest) -> Bool {
+    public func isStorable(_ response: RecallResponse, for request: URLRequest) -> Bool {
         isStorable(response, facts: CacheEntry.Facts(response.headers), for: request)
     }
 
     /// ``isStorable(_:for:)`` with the response's header facts already parsed (the cache parses
     /// them once, for the decision and for the entry it stores).
-    func isStorable(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
+    func isStorable(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
         // A 200 carrying Content-Range is a full response like any other (the field is stored);
         // partial responses (206) and answers to ranges are stored as pieces (see storablePiece).
         guard response.status != 206, request.value(forHTTPHeaderField: "Range") == nil else { return false }
@@ -60,7 +60,7 @@ public struct CacheRules: Sendable {
     /// `Content-Range` with a known complete length that the body fills exactly, a strong
     /// entity tag (pieces are combined only under one, §3.4), no `Content-Encoding`, and the
     /// rules every stored response follows. `nil` otherwise.
-    func storablePiece(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest)
+    func storablePiece(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest)
         -> (bounds: ClosedRange<Int>, length: Int)? {
         guard response.status == 206, let tag = facts.etag, Self.isStrong(tag),
               response.headers.values(for: "Content-Range").count == 1,
@@ -84,8 +84,8 @@ public struct CacheRules: Sendable {
     }
 
     /// The rules every stored response follows, whatever its status (RFC 9111 §3).
-    private func mayStore(_ response: Response, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
-        guard HTTPMethod(request) == .get else { return false }
+    private func mayStore(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
+        guard RequestMethod(request) == .get else { return false }
         guard response.status >= 200, response.status != 304 else { return false }
         let directives = facts.cacheControl
         if directives.mustUnderstand {
@@ -100,7 +100,7 @@ public struct CacheRules: Sendable {
             || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
     }
 
-    /// Response fields never stored nor replayed from the cache: per-response secrets
+    /// RecallResponse fields never stored nor replayed from the cache: per-response secrets
     /// (`Set-Cookie` and its kin: replaying a session cookie to another caller hands it over)
     /// and the connection-specific fields of RFC 9111 §3.1.
     public static let unstoredFields: Set<String> = [
@@ -110,7 +110,7 @@ public struct CacheRules: Sendable {
 
     /// `headers` without the fields that are never stored: ``unstoredFields`` and the fields
     /// named by `Connection`.
-    public func storedHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
+    public func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
         func unstored(_ name: String) -> Bool {
             // Most names are ruled out by their length, without lowercasing them.
@@ -118,24 +118,24 @@ public struct CacheRules: Sendable {
                 || (!named.isEmpty && named.contains(name.lowercased()))
         }
         guard headers.contains(where: { unstored($0.name) }) else { return headers }
-        return HTTPHeaders(headers.filter { !unstored($0.name) })
+        return HeaderFields(headers.filter { !unstored($0.name) })
     }
 
     private static let unstoredLengths = Set(unstoredFields.map(\.utf8.count))
 
     /// The lowercased field names in the `Vary` fields of `headers`.
-    public func varyNames(of headers: HTTPHeaders) -> [String] {
+    public func varyNames(of headers: HeaderFields) -> [String] {
         CacheEntry.Facts.varyNames(headers)
     }
 
     /// The normalized values of `request`'s fields named in `names` (absent fields omitted).
-    public func varyValues(for names: [String], in request: URLRequest) -> [HTTPHeaders.Field] {
+    public func varyValues(for names: [String], in request: URLRequest) -> [HeaderFields.Field] {
         Array(Set(names)).sorted().compactMap { name in
             // URLRequest joins repeated fields with ","; fold the spacing so both spellings match.
             guard let value = request.value(forHTTPHeaderField: name) else { return nil }
-            if name == "accept-language" { return HTTPHeaders.Field(name: name, value: Self.normalizedLanguages(value)) }
+            if name == "accept-language" { return HeaderFields.Field(name: name, value: Self.normalizedLanguages(value)) }
             let parts = value.split(separator: ",").map { CacheKeyPolicy.normalizeFieldValue(String($0)) }
-            return HTTPHeaders.Field(name: name, value: parts.joined(separator: ", "))
+            return HeaderFields.Field(name: name, value: parts.joined(separator: ", "))
         }
     }
 
@@ -167,7 +167,7 @@ public struct CacheRules: Sendable {
 
     /// Whether `entry` was stored for the request whose values of the fields a `Vary` names are
     /// `values(names)`: no `Vary` matches only an entry stored without values; `Vary: *` never.
-    func varyMatches(_ entry: CacheEntry, values: ([String]) -> [HTTPHeaders.Field]) -> Bool {
+    func varyMatches(_ entry: CacheEntry, values: ([String]) -> [HeaderFields.Field]) -> Bool {
         let names = entry.facts.varyNames
         if names.isEmpty { return entry.varyValues.isEmpty }
         guard !names.contains("*") else { return false }
@@ -235,7 +235,7 @@ public struct CacheRules: Sendable {
 
     /// ``use(of:for:now:)`` for a request whose cache policy and directives are already read (the
     /// cache reads them once per lookup).
-    func use(of entry: CacheEntry, cachePolicy: URLRequest.CachePolicy, directives requestDirectives: CacheControl,
+    func use(of entry: CacheEntry, cachePolicy: URLRequest.CachePolicy, directives requestDirectives: CacheDirectives,
              now: Date) -> Use {
         let responseDirectives = entry.cacheControl
         let age = currentAge(entry, now: now)
@@ -307,7 +307,7 @@ public struct CacheRules: Sendable {
     /// Whether a `200` answer to a `HEAD` request describes the same representation as the
     /// stored `GET` response (RFC 9111 §4.3.5): it carries a validator and the validators
     /// match, and its `Content-Length` (if both have one) is the same.
-    public func headResponse(_ response: Response, matches entry: CacheEntry) -> Bool {
+    public func headResponse(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
         guard response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil,
               notModified(response, matches: entry) else { return false }
         if let length = response.headers["Content-Length"], let stored = entry.headers["Content-Length"] { return length == stored }
@@ -326,7 +326,7 @@ public struct CacheRules: Sendable {
 
     /// Whether a 304 answers for `entry` (RFC 9111 §4.3.4): same entity tag (weak comparison)
     /// when the 304 carries one, else same `Last-Modified` when it carries one, else yes.
-    public func notModified(_ response: Response, matches entry: CacheEntry) -> Bool {
+    public func notModified(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
         if let etag = response.headers["ETag"] {
             guard let stored = entry.etag else { return false }
             return Self.weakTag(etag) == Self.weakTag(stored)
@@ -340,7 +340,7 @@ public struct CacheRules: Sendable {
     /// `entry` updated with the header fields of a 304 (RFC 9111 §3.2): each field in the 304
     /// replaces the stored fields of that name, except the framing fields and those never
     /// stored (``unstoredFields``).
-    public func merge(_ entry: CacheEntry, with notModified: Response, requestTime: Date, responseTime: Date) -> CacheEntry {
+    public func merge(_ entry: CacheEntry, with notModified: RecallResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
         var updated = entry
         let excluded: Set<String> = ["content-length", "content-encoding", "content-range"]
         var replaced = Set<String>()
@@ -357,15 +357,15 @@ public struct CacheRules: Sendable {
 
     /// The response served from `entry`: its status, fields with a current `Age`, and body
     /// (none for HEAD).
-    public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: Response.Source) -> Response {
+    public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: RecallResponse.Source) -> RecallResponse {
         response(from: entry, for: RequestFacts(request), now: now, source: source)
     }
 
     /// ``response(from:for:now:source:)`` for a request whose ``RequestFacts`` are read.
-    func response(from entry: CacheEntry, for request: RequestFacts, now: Date, source: Response.Source) -> Response {
+    func response(from entry: CacheEntry, for request: RequestFacts, now: Date, source: RecallResponse.Source) -> RecallResponse {
         let age = String(Int(currentAge(entry, now: now).rounded(.down)))
         let headers = entry.facts.hasAge ? entry.headers.replacing("Age", with: age) : entry.headers.appending("Age", age)
-        return Response(status: entry.status, headers: headers, body: request.method == .head ? Data() : entry.body,
+        return RecallResponse(status: entry.status, headers: headers, body: request.method == .head ? Data() : entry.body,
                         url: entry.url ?? request.url, source: source)
     }
 
@@ -382,13 +382,13 @@ public struct CacheRules: Sendable {
     /// The answer to a request for `range` of the full `200` response `full` (RFC 9110 §14):
     /// a `206` with `Content-Range` and the selected bytes, or a `416` with `Content-Range:
     /// bytes */length` when the range selects nothing.
-    public func partialResponse(_ full: Response, range: ByteRange) -> Response {
+    public func partialResponse(_ full: RecallResponse, range: ByteRange) -> RecallResponse {
         partialResponse(full, range: range, length: full.body.count)
     }
 
     /// ``partialResponse(_:range:)`` for a representation of `length` bytes (`full` may hold
     /// only its header fields when the range selects nothing).
-    func partialResponse(_ full: Response, range: ByteRange, length: Int) -> Response {
+    func partialResponse(_ full: RecallResponse, range: ByteRange, length: Int) -> RecallResponse {
         var headers = full.headers
         // RFC 9110 §14.1.1: a suffix range of an empty representation is satisfiable, yet selects
         // no byte to put in a 206 — the whole (empty) representation answers, as servers do.
@@ -396,25 +396,25 @@ public struct CacheRules: Sendable {
         guard let bounds = range.bounds(length: length), full.body.count == length else {
             headers["Content-Range"] = "bytes */\(length)"
             if headers.contains("Content-Length") { headers["Content-Length"] = "0" }
-            return Response(status: 416, headers: headers, body: Data(), url: full.url, source: full.source)
+            return RecallResponse(status: 416, headers: headers, body: Data(), url: full.url, source: full.source)
         }
         headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(length)"
         if headers.contains("Content-Length") { headers["Content-Length"] = String(bounds.count) }
         // A copy indexed from 0 (a slice would keep the stored body's indices, and callers index from 0).
         let start = full.body.startIndex
         let body = full.body.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1))
-        return Response(status: 206, headers: headers, body: body, url: full.url, source: full.source)
+        return RecallResponse(status: 206, headers: headers, body: body, url: full.url, source: full.source)
     }
 
     /// The `206` answering `bounds` from the stored `pieces` of `entry` (which hold every byte
     /// of it), with a current `Age`.
     func response(from entry: CacheEntry, pieces: PartialContent, bounds: ClosedRange<Int>, for request: URLRequest,
-                  now: Date, source: Response.Source) -> Response {
+                  now: Date, source: RecallResponse.Source) -> RecallResponse {
         var headers = entry.headers
         headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(pieces.length)"
         headers["Content-Length"] = String(bounds.count)
         headers["Age"] = String(Int(currentAge(entry, now: now).rounded(.down)))
-        return Response(status: 206, headers: headers, body: pieces.bytes(in: bounds) ?? Data(), url: request.url, source: source)
+        return RecallResponse(status: 206, headers: headers, body: pieces.bytes(in: bounds) ?? Data(), url: request.url, source: source)
     }
 
     private static func weakTag(_ tag: String) -> String {

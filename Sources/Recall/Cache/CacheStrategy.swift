@@ -120,17 +120,17 @@ struct CacheStrategy: Sendable {
     enum Before: Sendable, Equatable {
         /// Answer with `response`, made from a stored response: fresh when `stale` is `nil`,
         /// else stale for that reason.
-        case serve(Response, stale: StaleReason?)
+        case serve(RecallResponse, stale: StaleReason?)
         /// Answer with the stale `response` now, and send `refresh` in the background in `mode`
         /// (`stale-while-revalidate`).
-        case serveAndRefresh(Response, refresh: URLRequest, mode: Mode)
+        case serveAndRefresh(RecallResponse, refresh: URLRequest, mode: Mode)
         /// Send `request` to the origin, in `mode`.
         case send(URLRequest, Mode)
         /// Pass the request on untouched, nothing to remember.
         case bypass
         /// Answer with this 504: `only-if-cached` (or `.returnCacheDataDontLoad`) with nothing
         /// usable stored.
-        case gatewayTimeout(Response)
+        case gatewayTimeout(RecallResponse)
     }
 
     /// What `request` does with `record` (the stored responses of its key; `nil`: none) at
@@ -159,7 +159,7 @@ struct CacheStrategy: Sendable {
             let stale = rules.response(from: entry, for: facts, now: now, source: .stale)
             let conditional = rules.conditionalRequest(request, for: entry)
             var refresh = conditional ?? request
-            refresh.httpMethod = HTTPMethod.get.rawValue
+            refresh.httpMethod = RequestMethod.get.rawValue
             let mode: Mode = conditional == nil ? .fetching(stored: entry) : .validating(stored: entry, alternates: [])
             return .serveAndRefresh(stale, refresh: refresh, mode: mode)
         case .reload:
@@ -206,11 +206,11 @@ struct CacheStrategy: Sendable {
             }
             if let stale {
                 if let bounds, pieces.covers(bounds) {
-                    let source: Response.Source = stale == nil ? .cache : .stale
+                    let source: RecallResponse.Source = stale == nil ? .cache : .stale
                     return .serve(rules.response(from: entry, pieces: pieces, bounds: bounds, for: request, now: now, source: source), stale: stale)
                 }
                 if bounds == nil {
-                    let full = Response(status: 200, headers: entry.headers, body: Data(), url: request.url, source: stale == nil ? .cache : .stale)
+                    let full = RecallResponse(status: 200, headers: entry.headers, body: Data(), url: request.url, source: stale == nil ? .cache : .stale)
                     return .serve(rules.partialResponse(full, range: range, length: pieces.length), stale: stale)
                 }
             }
@@ -257,7 +257,7 @@ struct CacheStrategy: Sendable {
     }
 
     /// The values of `request`'s fields named by a `Vary`, with credential fields as keyed hashes.
-    func varyValues(for names: [String], in request: URLRequest, inScope: Set<String>) -> [HTTPHeaders.Field] {
+    func varyValues(for names: [String], in request: URLRequest, inScope: Set<String>) -> [HeaderFields.Field] {
         names.isEmpty ? [] : partitioner.protect(rules.varyValues(for: names, in: request), inScope: inScope)
     }
 
@@ -279,7 +279,7 @@ struct CacheStrategy: Sendable {
         /// Credential fields in scope for the request (see ``HTTPCache/credentialFieldsInScope``).
         var inScope: Set<String> = []
         /// The method of the caller's request.
-        var method: HTTPMethod
+        var method: RequestMethod
         /// When the request was sent and when the answer came.
         var requestTime: Date
         var now: Date
@@ -296,12 +296,12 @@ struct CacheStrategy: Sendable {
         case store(CacheEntry)
         /// Store `entry` for the URL that answered; answer with `response` (the caller's range,
         /// made from what the answer completed).
-        case storeAndAnswer(CacheEntry, Response)
+        case storeAndAnswer(CacheEntry, RecallResponse)
         /// A 304 confirmed a stored response: store `entry` (it merged with the 304) and answer
         /// with `answer`, made from it (`.revalidated`).
-        case revalidated(CacheEntry, answer: Response)
+        case revalidated(CacheEntry, answer: RecallResponse)
         /// Keep the stored response and answer with `answer`, made from it stale, for `reason`.
-        case serveStale(Response, StaleReason)
+        case serveStale(RecallResponse, StaleReason)
         /// The stored responses of the URL are outdated: remove them; return the answer.
         case remove
         /// This one stored response (of one partition and `Vary` values) is outdated: remove it,
@@ -318,7 +318,7 @@ struct CacheStrategy: Sendable {
     }
 
     /// What to do with `response`, the answer to a request sent in `mode`.
-    func after(_ response: Response, mode: Mode, exchange x: Exchange) -> After {
+    func after(_ response: RecallResponse, mode: Mode, exchange x: Exchange) -> After {
         if case .invalidating = mode {
             guard (200..<400).contains(response.status) else { return .pass }
             let stored = x.method == .post && response.source == .network ? postEntry(response, exchange: x) : nil
@@ -402,7 +402,7 @@ struct CacheStrategy: Sendable {
     ///   and the caller's range answered from it; one that cannot be stored outdates the stored
     ///   response (only that one: the URL's other partitions and variants are kept);
     /// - a `416` outdates the stored pieces (only them); anything else passes.
-    private func afterRange(_ response: Response, range: ByteRange, stored: CacheEntry?, exchange x: Exchange) -> After {
+    private func afterRange(_ response: RecallResponse, range: ByteRange, stored: CacheEntry?, exchange x: Exchange) -> After {
         guard !x.redirected else { return .pass }
         // Whether the origin was asked for the caller's own range (not only the missing bytes).
         let askedAsIs = x.sent.value(forHTTPHeaderField: "Range").flatMap(ByteRange.init(rangeField:)) == range
@@ -472,10 +472,10 @@ struct CacheStrategy: Sendable {
         /// Let the error through.
         case fail
         /// Answer with `answer`, made from the stored response, stale, for `reason`.
-        case serveStale(Response, StaleReason)
+        case serveStale(RecallResponse, StaleReason)
         /// Answer with this 504: the stored response must be revalidated and the origin cannot
         /// be reached.
-        case gatewayTimeout(Response)
+        case gatewayTimeout(RecallResponse)
     }
 
     /// What to do when a request sent in `mode` failed with `error` at `now`: the stored response
@@ -483,7 +483,7 @@ struct CacheStrategy: Sendable {
     /// for a `must-revalidate` response, else the error.
     func afterFailure(_ error: any Error, mode: Mode, request: URLRequest, now: Date) -> Failure {
         guard !(error is CancellationError), let stored = mode.stored else { return .fail }
-        func stale() -> Response { rules.response(from: stored, for: request, now: now, source: .stale) }
+        func stale() -> RecallResponse { rules.response(from: stored, for: request, now: now, source: .stale) }
         if rules.allowsStaleIfError(stored, for: request, now: now) { return .serveStale(stale(), .staleIfError) }
         if CacheRules.isDisconnection(error), rules.allowsStaleWhenDisconnected(stored, for: request, now: now) {
             return .serveStale(stale(), .disconnected)
@@ -495,13 +495,13 @@ struct CacheStrategy: Sendable {
     }
 
     /// The 504 for `request` with nothing usable stored under `only-if-cached`.
-    static func onlyIfCachedMiss(_ request: URLRequest) -> Response {
+    static func onlyIfCachedMiss(_ request: URLRequest) -> RecallResponse {
         gatewayTimeout(request, reason: "only-if-cached and no usable stored response")
     }
 
     /// A 504 the cache answers itself, for `reason`; never stored.
-    static func gatewayTimeout(_ request: URLRequest, reason: String) -> Response {
-        var response = Response.text("504 Gateway Timeout: \(reason)", status: 504, url: request.url)
+    static func gatewayTimeout(_ request: URLRequest, reason: String) -> RecallResponse {
+        var response = RecallResponse.text("504 Gateway Timeout: \(reason)", status: 504, url: request.url)
         response.source = .cache
         response.headers["Cache-Control"] = "no-store"
         return response
@@ -531,7 +531,7 @@ struct CacheStrategy: Sendable {
 
     /// The stored response of `record` that the 304 `response` to the caller's own conditional
     /// `request` freshens, merged with it; `nil` when it matches none or carries no validator.
-    func freshened(_ record: CacheRecord, with response: Response, for request: URLRequest, partition: String, inScope: Set<String>,
+    func freshened(_ record: CacheRecord, with response: RecallResponse, for request: URLRequest, partition: String, inScope: Set<String>,
                    requestTime: Date, responseTime: Date) -> CacheEntry? {
         guard let entry = variant(in: record, for: request, partition: partition, inScope: inScope),
               rules.notModified(response, matches: entry),
@@ -545,7 +545,7 @@ struct CacheStrategy: Sendable {
     // MARK: Entries and targets
 
     /// The entry stored for `response` to `request` (whose header `facts` are parsed).
-    private func entry(from response: Response, facts: CacheEntry.Facts, for request: URLRequest, partition: String,
+    private func entry(from response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest, partition: String,
                        exchange x: Exchange) -> CacheEntry {
         let headers = rules.storedHeaders(response.headers)
         var entry = CacheEntry(status: response.status, headers: headers,
@@ -568,7 +568,7 @@ struct CacheStrategy: Sendable {
     /// RFC 9110 §9.3.3: a `200`/`203` answer to `POST` with explicit freshness and a
     /// `Content-Location` naming the request's own URI is a representation of that URI; the
     /// entry that answers a later `GET` of it, or `nil`.
-    func postEntry(_ response: Response, exchange x: Exchange) -> CacheEntry? {
+    func postEntry(_ response: RecallResponse, exchange x: Exchange) -> CacheEntry? {
         guard [200, 203].contains(response.status), let location = response.headers["Content-Location"],
               let url = x.sent.url, let target = URL(string: location, relativeTo: url)?.absoluteURL,
               let here = configuration.keyPolicy.canonicalURL(text: url.absoluteString),
@@ -584,14 +584,14 @@ struct CacheStrategy: Sendable {
     /// `request` as the `GET` of its URI: whose stored responses it reads, invalidates or answers.
     static func asGet(_ request: URLRequest) -> URLRequest {
         var get = request
-        get.httpMethod = HTTPMethod.get.rawValue
+        get.httpMethod = RequestMethod.get.rawValue
         get.httpBody = nil
         return get
     }
 
     /// The URIs a successful unsafe `request` invalidates (RFC 9111 §4.4): its target, and the
     /// `Location` and `Content-Location` of `response` when they have the same origin.
-    func invalidatedURLs(by response: Response, to request: URLRequest) -> [URL] {
+    func invalidatedURLs(by response: RecallResponse, to request: URLRequest) -> [URL] {
         guard let url = request.url else { return [] }
         var targets = [url]
         for name in ["Location", "Content-Location"] {

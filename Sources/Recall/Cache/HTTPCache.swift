@@ -108,7 +108,7 @@ public final class HTTPCache: ServiceHook {
     /// pipeline, set it on the context:
     ///
     /// ```swift
-    /// let context = RequestContext(originalRequest: request)
+    /// let context = RecallContext(originalRequest: request)
     /// context[HTTPCache.RequestLifetime.self] = .seconds(300)
     /// let response = try await pipeline.send(request, context: context)
     /// ```
@@ -284,7 +284,7 @@ public final class HTTPCache: ServiceHook {
     /// reference count where a copy of the struct was one for each of its parts.
     final class State: Sendable {
         let location: Location
-        let method: HTTPMethod
+        let method: RequestMethod
         let partition: String
         let inScope: Set<String>
         let requestTime: Date
@@ -301,7 +301,7 @@ public final class HTTPCache: ServiceHook {
         /// nothing and answers no 504 — also when it is refetched.
         let isRefresh: Bool
 
-        init(location: Location, method: HTTPMethod, partition: String, inScope: Set<String>, requestTime: Date,
+        init(location: Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
              since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
             self.location = location
             self.method = method
@@ -347,12 +347,12 @@ public final class HTTPCache: ServiceHook {
     /// Answers a hit from a storage that reads without suspending, or passes on a request it
     /// can decide on at once; `nil` when it has to wait (what it found is left in the request's
     /// context for ``onSchedule(_:context:)`` to go on from).
-    public func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
+    public func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
         schedule(request, context: context)
     }
 
     /// Answers from cache, or passes the request on (with validators when revalidating).
-    public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         // Where decideWithoutSuspending stopped for this request; else schedule now, up to where it stops.
         var next = context.take(suspended).flatMap { $0.isFor(request) ? $0 : nil }
         if next == nil {
@@ -369,7 +369,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Stops scheduling before a suspension point: leaves `suspension` in the request's context
     /// for ``onSchedule(_:context:)`` and returns `nil` (no decision yet).
-    private func suspend(_ suspension: Suspension, _ context: RequestContext) -> HookAction? {
+    private func suspend(_ suspension: Suspension, _ context: RecallContext) -> HookAction? {
         context[suspended] = suspension
         return nil
     }
@@ -397,7 +397,7 @@ public final class HTTPCache: ServiceHook {
         /// Whether it stopped for `request` (a context holds one request's suspension; one left by a
         /// caller of ``HTTPCache/decideWithoutSuspending(_:context:)`` for another request is not resumed).
         func isFor(_ request: URLRequest) -> Bool {
-            scheduling.facts.url == request.url && scheduling.facts.method == HTTPMethod(request)
+            scheduling.facts.url == request.url && scheduling.facts.method == RequestMethod(request)
         }
     }
 
@@ -422,7 +422,7 @@ public final class HTTPCache: ServiceHook {
 
     /// `onSchedule` as far as it goes without suspending: all of it for a hit over a
     /// ``MemoryStorage``, which a ``Pipeline`` with this cache first then answers without an async call.
-    private func schedule(_ request: URLRequest, context: RequestContext) -> HookAction? {
+    private func schedule(_ request: URLRequest, context: RecallContext) -> HookAction? {
         let facts = RequestFacts(request)
         let route = strategy.route(request, facts)
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
@@ -449,7 +449,7 @@ public final class HTTPCache: ServiceHook {
     /// The rest of ``schedule(_:context:)``, once no store of the key is pending. `copy` is what
     /// the calling core's copies hold for the URL (none after a wait: the storage changed).
     private func schedule(_ scheduling: Scheduling, copy: PerCoreCopies<Location>.Lookup?, _ request: URLRequest,
-                          context: RequestContext) -> HookAction? {
+                          context: RecallContext) -> HookAction? {
         let location = scheduling.location
         switch scheduling.route {
         case .bypass: // (sorted out before)
@@ -494,7 +494,7 @@ public final class HTTPCache: ServiceHook {
 
     /// What a plain lookup that found `record` does: a miss to coalesce suspends.
     private func decide(_ scheduling: Scheduling, record: CacheRecord?, writesBefore: UInt64, _ request: URLRequest,
-                        context: RequestContext) -> HookAction? {
+                        context: RecallContext) -> HookAction? {
         if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
         let before = self.before(request, scheduling, record: record)
         if case .send = before, configuration.coalescesRequests {
@@ -532,7 +532,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Goes on from where ``schedule(_:context:)`` stopped.
     /// `nil` when it stops again (``suspend(_:_:)``).
-    private func resume(_ suspension: Suspension, _ request: URLRequest, context: RequestContext) async throws -> HookAction? {
+    private func resume(_ suspension: Suspension, _ request: URLRequest, context: RecallContext) async throws -> HookAction? {
         switch suspension {
         case .pendingWrite(var scheduling):
             await writes.waitUntilFree(scheduling.location.key)
@@ -558,7 +558,7 @@ public final class HTTPCache: ServiceHook {
     /// A miss with coalescing on: the first request of its key leads (and claims the fetch from
     /// the ``FetchCoordinator``, when there is one); the others wait for its answer and look again.
     private func coalesce(_ scheduling: Scheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
-                          writesBefore: UInt64, _ request: URLRequest, context: RequestContext) async throws -> HookAction {
+                          writesBefore: UInt64, _ request: URLRequest, context: RecallContext) async throws -> HookAction {
         let key = scheduling.location.key
         var record = found
         var before = decided
@@ -602,7 +602,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Carries out what the strategy decided before the network, and counts it. `state` makes
     /// the request's state, in a mode, for what goes to the origin.
-    private func act(on before: consuming CacheStrategy.Before, request: URLRequest, key: String, lead: Lead?, context: RequestContext,
+    private func act(on before: consuming CacheStrategy.Before, request: URLRequest, key: String, lead: Lead?, context: RecallContext,
                      state: (CacheStrategy.Mode) -> State) -> HookAction {
         switch consume before { // (moved, not copied: a response copy retains each of its parts)
         case .serve(let response, let stale):
@@ -640,11 +640,11 @@ public final class HTTPCache: ServiceHook {
 
     /// Stores, merges 304s, serves stale on 5xx where allowed, invalidates on unsafe methods.
     ///
-    /// What is stored is decided on the request that actually went out (``RequestContext/lastSentRequest``:
+    /// What is stored is decided on the request that actually went out (``RecallContext/lastSentRequest``:
     /// a credential added by a retrier or an inner hook partitions the entry) and under the URL
     /// that answered (a redirected response is stored for its own URL, never for the one that
     /// redirected).
-    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         // (Taken, not read: a context that passes this cache again, as a refetch does, starts afresh.)
         guard let state = context.take(states) else { return response }
         let sent = context.lastSentRequest ?? request
@@ -671,7 +671,7 @@ public final class HTTPCache: ServiceHook {
     /// the key through this cache comes after this one; counted the pending write, so every
     /// later lookup of the key waits for it; and asked the storage to watch the key, so a
     /// removal made around the cache meanwhile drops the store rather than be undone by it.
-    private func writesBehind(_ response: Response, for request: URLRequest, sent: URLRequest, state: State) -> UInt64? {
+    private func writesBehind(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: State) -> UInt64? {
         guard configuration.writesBehind, let memory, response.source == .network, state.method == .get,
               case .fetching(stored: nil) = state.mode else { return nil }
         let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
@@ -683,8 +683,8 @@ public final class HTTPCache: ServiceHook {
     /// The write-behind of ``writesBehind(_:for:sent:state:)``: decides as `onSuccess` would,
     /// stores into the memory storage, then releases the key, the pending count and the lead.
     /// The answer is stored under the key looked up, whose write lock is held.
-    private func storeBehind(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
-                             state: State, context: RequestContext, ticket: UInt64) {
+    private func storeBehind(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+                             state: State, context: RecallContext, ticket: UInt64) {
         let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         count(after, response: response, state: state, context: context)
@@ -710,7 +710,7 @@ public final class HTTPCache: ServiceHook {
     /// The exchange `response` ends, for `request` sent as `sent` and answered at `date`, and
     /// where the answer belongs: the URL that answered (``Location``; `nil` when it cannot be
     /// cached or the answer is not the network's), in the partition of what was sent.
-    private func exchange(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+    private func exchange(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
                           state: State) -> (CacheStrategy.Exchange, Location?) {
         var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
                                               method: state.method, requestTime: state.requestTime, now: date,
@@ -730,8 +730,8 @@ public final class HTTPCache: ServiceHook {
 
     /// What `onSuccess` does with `response` (see there), answered at `date` for `request`,
     /// which went out as `sent`.
-    private func settle(_ response: Response, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date, state: State,
-                        context: RequestContext) async throws -> Response {
+    private func settle(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date, state: State,
+                        context: RecallContext) async throws -> RecallResponse {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
         let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
@@ -775,7 +775,7 @@ public final class HTTPCache: ServiceHook {
             if removing { await remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
             context[states] = state.refetching(since: removing ? epochs.snapshot(stripe: state.location.epochStripe) : state.since)
-            let fresh: Response
+            let fresh: RecallResponse
             do {
                 fresh = try await again(unconditional)
             } catch {
@@ -793,7 +793,7 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
-    public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
+    public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
         guard let state = context[states] else { return nil }
         if let refused = error as? UnacceptableStatusError {
             // A StatusValidator inside the cache refused an answer: the cache still takes it as
@@ -822,7 +822,7 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Counts what the strategy decided for an answer (a background refresh counts nothing).
-    private func count(_ after: CacheStrategy.After, response: Response, state: State, context: RequestContext) {
+    private func count(_ after: CacheStrategy.After, response: RecallResponse, state: State, context: RecallContext) {
         guard !state.isRefresh else { return }
         switch after {
         case .revalidated:
@@ -865,7 +865,7 @@ public final class HTTPCache: ServiceHook {
     /// request began; `nil` for the answer of the write that removed): that answer may predate
     /// the write. Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
     private func store(_ entry: CacheEntry, at location: Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
-                       context: RequestContext? = nil) async {
+                       context: RecallContext? = nil) async {
         let key = location.key
         await writes.lock(key)
         defer { writes.unlock(key) }
@@ -884,7 +884,7 @@ public final class HTTPCache: ServiceHook {
     /// evicted: `evicted`, as a ``MemoryStorage`` tells it of each store (exact, also when
     /// write-behind stores land out of order); else what the storage's eviction count says
     /// it evicted since the last store the cache saw.
-    private func stored(context: RequestContext?, evicted: Int? = nil) {
+    private func stored(context: RecallContext?, evicted: Int? = nil) {
         writeCount.add(1, ordering: .releasing)
         count { $0.stores += 1 }
         guard let context else { return }
@@ -936,8 +936,8 @@ public final class HTTPCache: ServiceHook {
         writes.unlock(key)
     }
 
-    private func freshen(_ location: Location, partition: String, request: URLRequest, with response: Response, state: State,
-                         at date: Date, context: RequestContext?) async {
+    private func freshen(_ location: Location, partition: String, request: URLRequest, with response: RecallResponse, state: State,
+                         at date: Date, context: RecallContext?) async {
         guard let record = await lookup(location.key),
               let merged = strategy.freshened(record, with: response, for: request, partition: partition, inScope: state.inScope,
                                               requestTime: state.requestTime, responseTime: date) else { return }
@@ -993,20 +993,20 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Counts a request the cache let through untouched, and records it in `context`.
-    private func countBypass(_ context: RequestContext) {
+    private func countBypass(_ context: RecallContext) {
         count(.bypassed, context) { $0.bypassed += 1 }
     }
 
     /// Counts a miss and records it in `context`. Misses are counted apart, like hits (every
     /// miss counts one before it goes to the origin), with no lock.
-    private func countMiss(_ context: RequestContext) {
+    private func countMiss(_ context: RecallContext) {
         missCount.add()
         context.record(.cache(.miss))
     }
 
     /// Counts with `update` and records `event` in `context`: the statistics and the events
     /// tell the same story.
-    private func count(_ event: CacheEvent, _ context: RequestContext, _ update: (inout CacheStatistics) -> Void) {
+    private func count(_ event: CacheEvent, _ context: RecallContext, _ update: (inout CacheStatistics) -> Void) {
         count(update)
         context.record(.cache(event))
     }

@@ -134,7 +134,7 @@ struct PartialContent: Sendable, Equatable {
 
     /// The entry that stores these pieces with `headers` (the newest answer's fields): a
     /// partial `206` entry, or the full `200` response once every byte is held.
-    func entry(headers: HTTPHeaders, like template: CacheEntry) -> CacheEntry {
+    func entry(headers: HeaderFields, like template: CacheEntry) -> CacheEntry {
         var fields = headers
         fields.remove("Content-Range")
         fields.remove("Content-Length")

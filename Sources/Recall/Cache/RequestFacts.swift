@@ -10,7 +10,7 @@ import FoundationNetworking
 /// cache policy twice each. It reads them here, once, and passes this along.
 struct RequestFacts: Sendable {
     /// The request's method.
-    let method: HTTPMethod
+    let method: RequestMethod
     /// The request's URL.
     let url: URL?
     /// Whether the request has any header field (most have none on the hit path of a client
@@ -20,7 +20,7 @@ struct RequestFacts: Sendable {
     let cachePolicy: URLRequest.CachePolicy
 
     init(_ request: URLRequest) {
-        method = HTTPMethod(request)
+        method = RequestMethod(request)
         url = request.url
         hasFields = Self.hasFields(request)
         cachePolicy = request.cachePolicy

@@ -53,10 +53,10 @@ struct AttemptRace: Sendable {
     /// a child task racing a timer: the loser is cancelled and, the transport being prompt, the
     /// group ends at once. A transport wrapper hears of the cut through ``AttemptCut`` first.
     static func runCooperative(timeout: Duration, time: TimeSource,
-                               _ send: @escaping @Sendable () async throws -> Response) async throws -> Response {
+                               _ send: @escaping @Sendable () async throws -> RecallResponse) async throws -> RecallResponse {
         guard timeout > .zero else { throw TimedOut() }
         let cut = AttemptCut()
-        return try await withThrowingTaskGroup(of: Response.self) { group in
+        return try await withThrowingTaskGroup(of: RecallResponse.self) { group in
             group.addTask { try await AttemptCut.$current.withValue(cut) { try await send() } }
             group.addTask {
                 try await time.sleep(for: timeout)

@@ -1,4 +1,4 @@
-/// A place for one hook instance's per-request value in a ``RequestContext``.
+/// A place for one hook instance's per-request value in a ``RecallContext``.
 ///
 /// A ``ContextKey`` is a type, shared by every instance of a hook; a slot is an object, so each
 /// hook instance that makes its own keeps its state apart from every other — two caches in one
@@ -8,7 +8,7 @@
 /// struct TimingHook: ServiceHook {
 ///     let started = ContextSlot<ContinuousClock.Instant>()
 ///
-///     func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+///     func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
 ///         context[started] = .now
 ///         return .proceed(request)
 ///     }

@@ -8,10 +8,10 @@ public enum HookAction: Sendable {
     /// Pass this (possibly rewritten) request on to the inner hooks and the transport.
     case proceed(URLRequest)
     /// Answer the request with this response: inner hooks, the retrier and the transport are skipped.
-    case respond(Response)
+    case respond(RecallResponse)
     /// Answer with this response now, and send `refresh` through the inner hooks, the retrier
     /// and the transport in the background; its outcome reaches only this hook's `onSuccess`
     /// or `onFailure` (with a new context carrying this one's values). This is how
     /// `stale-while-revalidate` refreshes an entry without making the caller wait.
-    case respondThenRefresh(Response, refresh: URLRequest)
+    case respondThenRefresh(RecallResponse, refresh: URLRequest)
 }

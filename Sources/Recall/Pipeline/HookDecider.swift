@@ -12,7 +12,7 @@ import FoundationNetworking
 /// through an unmanaged reference (see ``Pipeline``).
 class HookDecider: @unchecked Sendable { // (no state of its own; its one subclass is immutable)
     /// The hook's decision, or `nil` when it has to suspend.
-    func decide(_ request: URLRequest, context: RequestContext) -> HookAction? { nil }
+    func decide(_ request: URLRequest, context: RecallContext) -> HookAction? { nil }
 
     /// A decider for `hook`.
     static func `for`(_ hook: some ServiceHook) -> HookDecider {
@@ -26,7 +26,7 @@ class HookDecider: @unchecked Sendable { // (no state of its own; its one subcla
             self.hook = hook
         }
 
-        override func decide(_ request: URLRequest, context: RequestContext) -> HookAction? {
+        override func decide(_ request: URLRequest, context: RecallContext) -> HookAction? {
             hook.decideWithoutSuspending(request, context: context)
         }
     }

@@ -14,7 +14,7 @@ import Darwin
 /// `swift test --sanitize=thread` finds real races only. Uncontended, both cost about the same.
 ///
 /// The state and the mutex live in one allocation (a `ManagedBuffer`), so a lock made per
-/// request — every ``RequestContext`` has one — costs one allocation, not two.
+/// request — every ``RecallContext`` has one — costs one allocation, not two.
 package struct Locked<State>: @unchecked Sendable {
     /// The state as the header and the mutex as the one tail element: a stable address for the
     /// mutex, as pthreads require, without a second allocation.

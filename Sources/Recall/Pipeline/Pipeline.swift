@@ -35,7 +35,7 @@ public struct Pipeline: Transport {
     /// The clock retries and per-attempt timeouts wait on; inject a manual clock in tests.
     public var clock: any Clock<Duration> { parts.time.clock }
     /// Sees every ``RecallEvent`` of every request, as it happens.
-    public var observer: (@Sendable (RecallEvent, RequestContext) -> Void)? { parts.observer }
+    public var observer: (@Sendable (RecallEvent, RecallContext) -> Void)? { parts.observer }
     private var time: TimeSource { parts.time }
     private let parts: Parts
 
@@ -45,13 +45,13 @@ public struct Pipeline: Transport {
     }
 
     /// What a pipeline is made of, in one object: every `onSuccess` and `onFailure` copies the
-    /// pipeline into its request's context (``RequestContext/Stage``), and a copy of one
+    /// pipeline into its request's context (``RecallContext/Stage``), and a copy of one
     /// reference costs one count, not one per part.
     private final class Parts: Sendable {
         let transport: any Transport
         let hooks: [any ServiceHook]
         let retrierFactory: any RetrierFactory
-        let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+        let observer: (@Sendable (RecallEvent, RecallContext) -> Void)?
         let time: TimeSource
         /// Asks the first hook to decide without suspending: an answer it gives there (a hit from
         /// memory) costs no async call (each allocates a frame and checks the task's executor).
@@ -64,7 +64,7 @@ public struct Pipeline: Transport {
         let singleAttempt: Bool
 
         init(transport: any Transport, hooks: [any ServiceHook], retrierFactory: any RetrierFactory, time: TimeSource,
-             observer: (@Sendable (RecallEvent, RequestContext) -> Void)?) {
+             observer: (@Sendable (RecallEvent, RecallContext) -> Void)?) {
             self.transport = transport
             self.hooks = hooks
             self.retrierFactory = retrierFactory
@@ -88,7 +88,7 @@ public struct Pipeline: Transport {
         hooks: [any ServiceHook] = [],
         retrierFactory: any RetrierFactory = NilRetrierFactory(),
         clock: any Clock<Duration> = ContinuousClock(),
-        observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil
+        observer: (@Sendable (RecallEvent, RecallContext) -> Void)? = nil
     ) {
         parts = Parts(transport: transport, hooks: hooks, retrierFactory: retrierFactory, time: TimeSource(clock), observer: observer)
     }
@@ -98,22 +98,22 @@ public struct Pipeline: Transport {
 
     /// Sends `request` through the hooks, the retrier and the transport.
     @discardableResult
-    public func send(_ request: URLRequest) async throws -> Response {
-        try await perform(request, context: RequestContext(originalRequest: request, observer: observer))
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
+        try await perform(request, context: RecallContext(originalRequest: request, observer: observer))
     }
 
-    /// Sends `request` with a context the caller created, to read ``RequestContext/attempts``
+    /// Sends `request` with a context the caller created, to read ``RecallContext/attempts``
     /// or hook state afterwards.
     @discardableResult
-    public func send(_ request: URLRequest, context: RequestContext) async throws -> Response {
+    public func send(_ request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         try await perform(request, context: context)
     }
 
     /// Both `send`s, inlined into each so that a hit costs one async frame.
     @inline(__always)
-    private func perform(_ request: URLRequest, context: RequestContext) async throws -> Response {
+    private func perform(_ request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         do {
-            let response: Response
+            let response: RecallResponse
             switch parts.unownedDecider._withUnsafeGuaranteedRef({ $0.decide(request, context: context) }) {
             case .respond(let answer)?: response = answer
             case .proceed(let forwarded)?: response = try await forward(forwarded, pastHookAt: 0, context: context)
@@ -128,8 +128,8 @@ public struct Pipeline: Transport {
 
     /// Runs the hook at `index` and the stages inside it. `decided`: what the hook's
     /// ``ServiceHook/decideWithoutSuspending(_:context:)`` answered, when the caller asked it.
-    private func run(hookAt index: Int, _ request: URLRequest, context: RequestContext,
-                     decided: HookAction?? = nil) async throws -> Response {
+    private func run(hookAt index: Int, _ request: URLRequest, context: RecallContext,
+                     decided: HookAction?? = nil) async throws -> RecallResponse {
         guard index < hooks.count else { return try await attempt(request, context: context) }
         let hook = hooks[index]
         let action: HookAction
@@ -147,7 +147,7 @@ public struct Pipeline: Transport {
             guard transport.allowsBackgroundRequests else {
                 // The transport is valid only during this call: refresh now; the stale answer
                 // stands in when the refresh fails or the origin answers with a server error.
-                background.stage = RequestContext.Stage(pipeline: self, index: index)
+                background.stage = RecallContext.Stage(pipeline: self, index: index)
                 defer { background.stage = nil }
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)
@@ -160,7 +160,7 @@ public struct Pipeline: Transport {
                 }
             }
             Task.detached { [self] in
-                background.stage = RequestContext.Stage(pipeline: self, index: index)
+                background.stage = RecallContext.Stage(pipeline: self, index: index)
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)
                     _ = try await hook.onSuccess(fresh, for: refresh, context: background)
@@ -179,9 +179,9 @@ public struct Pipeline: Transport {
     /// Sends `forwarded` (what the hook at `index` passed on) through the stages inside that
     /// hook, then gives the hook the outcome: `onSuccess`, or `onFailure` to recover.
     @inline(__always)
-    private func forward(_ forwarded: URLRequest, pastHookAt index: Int, context: RequestContext) async throws -> Response {
+    private func forward(_ forwarded: URLRequest, pastHookAt index: Int, context: RecallContext) async throws -> RecallResponse {
         let hook = hooks[index]
-        let response: Response
+        let response: RecallResponse
         do {
             // (The innermost hook calls the retrier at once: one async frame fewer.)
             response = index + 1 < hooks.count ? try await run(hookAt: index + 1, forwarded, context: context)
@@ -192,24 +192,24 @@ public struct Pipeline: Transport {
             // While a hook handles the outcome, it may send again through the stages inside it
             // (and a hook inside may do the same meanwhile: the outer stage is put back after).
             let outer = context.stage
-            context.stage = RequestContext.Stage(pipeline: self, index: index)
+            context.stage = RecallContext.Stage(pipeline: self, index: index)
             defer { context.stage = outer }
             let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
         let outer = context.stage
-        context.stage = RequestContext.Stage(pipeline: self, index: index)
+        context.stage = RecallContext.Stage(pipeline: self, index: index)
         defer { context.stage = outer }
         return try await hook.onSuccess(response, for: forwarded, context: context)
     }
 
     /// Sends `request` through the stages inside the hook at `index`.
-    func run(after index: Int, _ request: URLRequest, context: RequestContext) async throws -> Response {
+    func run(after index: Int, _ request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         try await run(hookAt: index + 1, request, context: context)
     }
 
-    private func attempt(_ request: URLRequest, context: RequestContext) async throws -> Response {
+    private func attempt(_ request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         if parts.singleAttempt { // (the retrier would stop after the first attempt)
             try Task.checkCancellation()
             context.recordAttempt(request)
@@ -222,7 +222,7 @@ public struct Pipeline: Transport {
             try Task.checkCancellation()
             let number = context.recordAttempt(current)
             let timeout = retrier.attemptTimeout(elapsed: time.now() - start)
-            let outcome: Result<Response, any Error>
+            let outcome: Result<RecallResponse, any Error>
             do {
                 outcome = .success(try await send(current, timeout: timeout))
             } catch {
@@ -251,7 +251,7 @@ public struct Pipeline: Transport {
 
     /// Sends one attempt, cut after `timeout` on the pipeline's clock when there is one; the
     /// caller's cancellation answers at once too, whatever the transport does (see ``AttemptRace``).
-    private func send(_ request: URLRequest, timeout: Duration?) async throws -> Response {
+    private func send(_ request: URLRequest, timeout: Duration?) async throws -> RecallResponse {
         guard transport.respondsToCancellation else {
             return try await AttemptRace.run(timeout: timeout, time: time) { [transport] in try await transport.send(request) }
         }

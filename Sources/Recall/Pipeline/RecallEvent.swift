@@ -1,6 +1,6 @@
 /// Something that happened while a ``Pipeline`` handled a request: what the cache did, each
 /// attempt, each retry scheduled, budget exhaustion, deadlines and giving up. Read them from
-/// ``RequestContext/events`` in a hook, or pass an observer to the pipeline.
+/// ``RecallContext/events`` in a hook, or pass an observer to the pipeline.
 public enum RecallEvent: Sendable, Hashable, CustomStringConvertible {
     /// An attempt is about to be sent (1 for the first).
     case attemptStarted(number: Int)

@@ -13,7 +13,7 @@ import FoundationNetworking
 /// implements only the events it needs.
 ///
 /// - A hook that answers in `onSchedule` does not get its own `onSuccess`; the hooks outside it
-///   do, and see the answer's ``Response/source`` (for example `.cache`).
+///   do, and see the answer's ``RecallResponse/source`` (for example `.cache`).
 /// - A response returned by `onFailure` recovers the request: hooks further out see it
 ///   through `onSuccess`.
 /// - An error thrown by any method fails the request with that error (hooks further out see
@@ -31,40 +31,40 @@ public protocol ServiceHook: Sendable {
     /// decision: `.proceed` is followed by `onSuccess` or `onFailure`, as after `onSchedule`.
     /// The pipeline asks every hook, and answers a decision of its first hook without an async
     /// call (a hit answered there costs none). The default returns `nil`.
-    func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction?
+    func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction?
 
     /// Called before the request goes on. Return `.proceed(request)` (possibly rewritten)
     /// or `.respond(response)` to answer it here.
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction
 
     /// Called with the response from further in. Return it, or a replacement.
     /// `request` is the request this hook passed on from `onSchedule`.
-    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse
 
     /// Called with the error from further in. Return a response to recover, or `nil` to let
     /// the error through. `request` is the request this hook passed on from `onSchedule`.
     /// A `CancellationError` is reported but cannot be recovered from.
-    func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response?
+    func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse?
 }
 
 extension ServiceHook {
     /// Leaves the decision to ``onSchedule(_:context:)``.
-    public func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
+    public func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
         nil
     }
 
     /// Passes the request on unchanged.
-    public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         .proceed(request)
     }
 
     /// Returns the response unchanged.
-    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         response
     }
 
     /// Lets the error through.
-    public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
+    public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
         nil
     }
 }

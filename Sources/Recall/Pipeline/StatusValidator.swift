@@ -30,7 +30,7 @@ public struct StatusValidator: ServiceHook {
     }
 
     /// Throws ``UnacceptableStatusError`` for a status outside ``accepted``.
-    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         guard accepted.contains(response.status) else { throw UnacceptableStatusError(response: response, accepted: accepted) }
         return response
     }

@@ -6,11 +6,11 @@ import FoundationNetworking
 /// Anything that can answer a `URLRequest`: URLSession, an in-process `ServiceRouter` (RecallServices),
 /// a test double, or another ``Pipeline``.
 ///
-/// A transport reports every HTTP status, including 4xx and 5xx, as a ``Response``; it throws
+/// A transport reports every HTTP status, including 4xx and 5xx, as a ``RecallResponse``; it throws
 /// only when no response was had (see ``TransportError``).
 public protocol Transport: Sendable {
     /// Sends one request and returns the origin's answer.
-    func send(_ request: URLRequest) async throws -> Response
+    func send(_ request: URLRequest) async throws -> RecallResponse
 
     /// Whether ``send(_:)`` returns within milliseconds (with any error) once its task is
     /// cancelled. A ``Pipeline`` runs the attempts of such a transport in the caller's task (and

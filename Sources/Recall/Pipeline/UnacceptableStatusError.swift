@@ -2,12 +2,12 @@
 /// outside the validator hear of it through `onFailure`. It carries the whole response.
 public struct UnacceptableStatusError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The response that was refused.
-    public let response: Response
+    public let response: RecallResponse
     /// The statuses that would have been accepted.
     public let accepted: StatusSet
 
     /// Creates the error for `response`.
-    public init(response: Response, accepted: StatusSet) {
+    public init(response: RecallResponse, accepted: StatusSet) {
         self.response = response
         self.accepted = accepted
     }

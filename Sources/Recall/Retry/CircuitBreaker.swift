@@ -266,7 +266,7 @@ public struct CircuitBreakerTransport: Transport {
     /// Refuses at once while the circuit is open; otherwise sends and records the outcome —
     /// a failure as soon as Recall cuts the attempt (timeout, deadline), however late the
     /// transport returns; nothing (the permit handed back) as soon as the caller cancels.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         let partition = breaker.partitioning.partition(of: request)
         let permit = try breaker.acquire(partition).get()
         let once = Locked(false) // the first of "cut" and "answered" is recorded
@@ -276,7 +276,7 @@ public struct CircuitBreakerTransport: Transport {
             breaker.record(permit, failed: failed)
         }
         AttemptCut.current?.onCut { reason in record(reason == .timedOut ? true : nil) }
-        let context = RequestContext(originalRequest: request)
+        let context = RecallContext(originalRequest: request)
         do {
             let response = try await base.send(request)
             let attempt = Attempt(request: request, outcome: .success(response), number: 1, elapsed: .zero, context: context)

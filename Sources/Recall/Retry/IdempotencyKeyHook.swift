@@ -22,8 +22,8 @@ public struct IdempotencyKeyHook: ServiceHook {
     }
 
     /// Adds the key when the method needs one and the request has none.
-    public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        guard methods.contains(HTTPMethod(request).rawValue),
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+        guard methods.contains(RequestMethod(request).rawValue),
               request.value(forHTTPHeaderField: field) == nil else { return .proceed(request) }
         var request = request
         request.setValue(makeKey(), forHTTPHeaderField: field)

@@ -15,7 +15,7 @@ public struct IdempotencyPolicy: Sendable, Hashable {
     public var retryAllMethods: Bool
 
     /// Creates a policy; the defaults are the safe ones described on each property.
-    public init(idempotentMethods: Set<String> = Set(HTTPMethod.idempotentMethods.map(\.rawValue)),
+    public init(idempotentMethods: Set<String> = Set(RequestMethod.idempotentMethods.map(\.rawValue)),
                 keyField: String? = "Idempotency-Key", retryAllMethods: Bool = false) {
         self.idempotentMethods = Set(idempotentMethods.map { $0.uppercased() })
         self.keyField = keyField
@@ -30,7 +30,7 @@ public struct IdempotencyPolicy: Sendable, Hashable {
     /// any transport, see ``TransportError/classify(_:)``) allows a retry of any method.
     public func allowsRetry(of request: URLRequest, after error: (any Error)?) -> Bool {
         if retryAllMethods { return true }
-        if idempotentMethods.contains(HTTPMethod(request).rawValue) { return true }
+        if idempotentMethods.contains(RequestMethod(request).rawValue) { return true }
         if let keyField, let key = request.value(forHTTPHeaderField: keyField), !key.trimmingOWS.isEmpty { return true }
         if let error, TransportError.classify(error)?.requestNeverSent == true { return true }
         return false

@@ -49,20 +49,20 @@ public struct Attempt: Sendable {
     /// The request that was sent.
     public var request: URLRequest
     /// The response, or the error the transport threw.
-    public var outcome: Result<Response, any Error>
+    public var outcome: Result<RecallResponse, any Error>
     /// 1 for the first attempt, 2 for the first retry, and so on.
     public var number: Int
     /// Time since the first attempt started, on the pipeline's clock.
     public var elapsed: Duration
     /// The context of the logical request, to record events or read hook state.
-    public var context: RequestContext
+    public var context: RecallContext
     /// The pipeline's clock, for retriers that bound their own work by the deadline (`nil`
     /// for an attempt made outside a pipeline: such work is not bounded).
     var time: TimeSource?
 
     /// Creates an attempt record.
-    public init(request: URLRequest, outcome: Result<Response, any Error>, number: Int, elapsed: Duration,
-                context: RequestContext) {
+    public init(request: URLRequest, outcome: Result<RecallResponse, any Error>, number: Int, elapsed: Duration,
+                context: RecallContext) {
         self.request = request
         self.outcome = outcome
         self.number = number
@@ -71,7 +71,7 @@ public struct Attempt: Sendable {
     }
 
     /// The response, when the attempt produced one.
-    public var response: Response? { try? outcome.get() }
+    public var response: RecallResponse? { try? outcome.get() }
 
     /// The error, when the attempt failed without a response.
     public var error: (any Error)? {

@@ -17,10 +17,10 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The attempts made, for ``Code/deadlineExceeded``.
     public let attempts: Int?
     /// The origin's last answer (the `503` or `429` with the `Retry-After`), when there was one.
-    public let response: Response?
+    public let response: RecallResponse?
 
     private init(code: Code, hint: Duration? = nil, remaining: Duration? = nil, limit: Duration? = nil, deadline: Duration? = nil,
-                 attempts: Int? = nil, response: Response? = nil) {
+                 attempts: Int? = nil, response: RecallResponse? = nil) {
         self.code = code
         self.hint = hint
         self.remaining = remaining
@@ -31,13 +31,13 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The origin asked to wait `hint` (Retry-After) but only `remaining` of the deadline was left.
-    public static func retryAfterExceedsDeadline(hint: Duration, remaining: Duration, response: Response? = nil) -> RetryError {
+    public static func retryAfterExceedsDeadline(hint: Duration, remaining: Duration, response: RecallResponse? = nil) -> RetryError {
         RetryError(code: .retryAfterExceedsDeadline, hint: hint, remaining: remaining, response: response)
     }
 
     /// The origin asked to wait `hint` (Retry-After), longer than the policy's `limit`
     /// (``RetryPolicy/maxRetryAfter``).
-    public static func retryAfterTooLong(hint: Duration, limit: Duration, response: Response? = nil) -> RetryError {
+    public static func retryAfterTooLong(hint: Duration, limit: Duration, response: RecallResponse? = nil) -> RetryError {
         RetryError(code: .retryAfterTooLong, hint: hint, limit: limit, response: response)
     }
 

@@ -58,7 +58,7 @@ enum CacheRecordCodec {
             payload.uint64(entry.responseTime.timeIntervalSince1970.bitPattern)
             payload.fields(entry.headers.fields)
             if let lifetime = entry.assignedLifetime {
-                payload.fields(entry.varyValues + [HTTPHeaders.Field(name: lifetimeField, value: String(lifetime))])
+                payload.fields(entry.varyValues + [HeaderFields.Field(name: lifetimeField, value: String(lifetime))])
             } else {
                 payload.fields(entry.varyValues)
             }
@@ -119,7 +119,7 @@ enum CacheRecordCodec {
                 guard (100...999).contains(status) else { throw CacheStorageError.corrupt("implausible status \(status)") }
                 let requestTime = try reader.time()
                 let responseTime = try reader.time()
-                let headers = HTTPHeaders(try reader.fields())
+                let headers = HeaderFields(try reader.fields())
                 var vary = try reader.fields()
                 var lifetime: Double?
                 if vary.last?.name == lifetimeField {
@@ -281,7 +281,7 @@ enum CacheRecordCodec {
             bytes(Data(text.utf8))
         }
 
-        mutating func fields(_ fields: [HTTPHeaders.Field]) {
+        mutating func fields(_ fields: [HeaderFields.Field]) {
             uint64(UInt64(fields.count))
             for field in fields {
                 string(field.name)
@@ -360,13 +360,13 @@ enum CacheRecordCodec {
             return String(decoding: bytes, as: UTF8.self)
         }
 
-        mutating func fields() throws -> [HTTPHeaders.Field] {
+        mutating func fields() throws -> [HeaderFields.Field] {
             let count = try uint64()
             guard count <= UInt64(maxFieldsRead) else { throw CacheStorageError.corrupt("implausible field count \(count)") }
-            var fields: [HTTPHeaders.Field] = []
+            var fields: [HeaderFields.Field] = []
             fields.reserveCapacity(Int(count))
             // Values were trimmed when their fields were made, before they were written.
-            for _ in 0..<count { fields.append(HTTPHeaders.Field(name: try string(), trimmedValue: try string())) }
+            for _ in 0..<count { fields.append(HeaderFields.Field(name: try string(), trimmedValue: try string())) }
             return fields
         }
     }

@@ -108,7 +108,7 @@ open class RecallURLProtocol: URLProtocol {
                 // A streamed body is read off the loading thread (its writer may need that thread).
                 let prepared = facts.applied(to: try await RecallURLProtocol.withBodyOffThread(request, limit: limit))
                 // The session's time limits, as its own protocol would apply them.
-                let response: Response
+                let response: RecallResponse
                 do {
                     response = try await AttemptRace.run(timeout: facts.limit(for: prepared), time: TimeSource(ContinuousClock())) {
                         try await pipeline.send(prepared)
@@ -278,7 +278,7 @@ private struct UncheckedClient: @unchecked Sendable {
     /// the loading thread's run loop, where `stopLoading` comes too. With swift-corelibs-foundation
     /// on the session's work queue, which its client calls must share with the session's task
     /// registry — but for the end of a task that completes inline (see below).
-    func deliver(_ response: Response, fallbackURL: URL?, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
+    func deliver(_ response: RecallResponse, fallbackURL: URL?, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
         let head = UncheckedResponse(response: response.httpURLResponse(fallbackURL: fallbackURL))
         #if canImport(Darwin)
         onClientThread {

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// Why a transport could not produce a response. HTTP error statuses are not transport
-/// errors: they arrive as a ``Response``.
+/// errors: they arrive as a ``RecallResponse``.
 ///
 /// Any error a transport throws is read as one of these by the retrier, the idempotency rule,
 /// the circuit breaker and the cache's offline answers (``classify(_:)``): `URLError`s, POSIX

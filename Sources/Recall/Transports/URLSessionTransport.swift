@@ -9,11 +9,11 @@ import FoundationNetworking
 /// The transport owns its session, created from the configuration you pass with
 /// `urlCache = nil` and `requestCachePolicy = .reloadIgnoringLocalCacheData`, so that
 /// Foundation's cache (which on Linux never stores anyway) stays out of the way and caching
-/// is done by ``HTTPCache`` alike on every platform. Every HTTP status is a ``Response``;
+/// is done by ``HTTPCache`` alike on every platform. Every HTTP status is a ``RecallResponse``;
 /// failures without a response throw ``TransportError``.
 ///
 /// - **Redirects** are a choice (``Redirects``): followed by default, as URLSession does, in
-///   which case ``Response/url`` is the URL that answered and ``HTTPCache`` stores the
+///   which case ``RecallResponse/url`` is the URL that answered and ``HTTPCache`` stores the
 ///   response under that URL, never under the one that redirected; or returned as they are
 ///   (`.doNotFollow`), so the caller or the cache sees the 3xx itself.
 /// - **Cancellation** is safe on every toolchain: each request is a data task driven by the
@@ -89,7 +89,7 @@ public final class URLSessionTransport: Transport {
     public var respondsToCancellation: Bool { true }
 
     /// Sends `request` through the session.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         var request = request
         // Recall's cache decides; never let Foundation answer from or write to its own.
         request.cachePolicy = .reloadIgnoringLocalCacheData
@@ -122,7 +122,7 @@ public final class URLSessionTransport: Transport {
         guard let http = response as? HTTPURLResponse else {
             throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: response)))")
         }
-        return Response(http, body: data)
+        return RecallResponse(http, body: data)
     }
 
     /// Answers the call of `task` with `error` (the task's own completion, if any, is dropped).

@@ -11,7 +11,7 @@ struct CacheDirectiveTests {
     /// A harness with `/a` fresh for 100 s, with an ETag, already stored.
     func stored(_ cacheControl: String = "max-age=100") async throws -> CacheHarness {
         let h = CacheHarness()
-        h.origin("/a", [(200, HTTPHeaders([("Cache-Control", cacheControl), ("ETag", "\"v1\"")]), "one"),
+        h.origin("/a", [(200, HeaderFields([("Cache-Control", cacheControl), ("ETag", "\"v1\"")]), "one"),
                         (304, ["ETag": "\"v1\""], "")])
         try await h.get("/a")
         return h
@@ -146,9 +146,9 @@ struct CacheDirectiveTests {
                         (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new")])
         try await h.get("/s")
         h.now.advance(20)
-        let responses = try await withThrowingTaskGroup(of: Response.self) { group in
+        let responses = try await withThrowingTaskGroup(of: RecallResponse.self) { group in
             for _ in 0..<10 { group.addTask { try await h.get("/s") } }
-            return try await group.reduce(into: [Response]()) { $0.append($1) }
+            return try await group.reduce(into: [RecallResponse]()) { $0.append($1) }
         }
         #expect(responses.allSatisfy { $0.source == .stale && $0.bodyText == "old" })
         await h.cache.waitForBackgroundRefreshes()
@@ -168,7 +168,7 @@ struct CacheDirectiveTests {
             let base: MockTransport
             var allowsBackgroundRequests: Bool { false }
             var respondsToCancellation: Bool { true }
-            func send(_ request: URLRequest) async throws -> Response { try await base.send(request) }
+            func send(_ request: URLRequest) async throws -> RecallResponse { try await base.send(request) }
         }
         let h = CacheHarness(over: storage, transport: { CallScoped(base: $0) })
         h.origin("/s", [(200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),

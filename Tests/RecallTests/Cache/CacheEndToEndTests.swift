@@ -74,7 +74,7 @@ struct CacheEndToEndTests {
         let url = server.url(path, ["cc": "max-age=0, stale-if-error=60", "fail_after": "1", "size": "100"])
         let good = try await pipeline.send(URLRequest(url: url))
         #expect(good.source == .network)
-        let context = RequestContext(originalRequest: URLRequest(url: url))
+        let context = RecallContext(originalRequest: URLRequest(url: url))
         let stale = try await pipeline.send(URLRequest(url: url), context: context)
         #expect(stale.source == .stale)
         #expect(stale.body == good.body)

@@ -20,7 +20,7 @@ struct CacheEntryTests {
         copy.headers.remove("ETag")
         copy.body[0] = UInt8(ascii: "t")
         copy.body.append(contentsOf: Data("!".utf8))
-        copy.varyValues.append(HTTPHeaders.Field(name: "accept", value: "text/html"))
+        copy.varyValues.append(HeaderFields.Field(name: "accept", value: "text/html"))
         #expect(copy.cacheControl.noStore && copy.cacheControl.maxAge == nil && copy.etag == nil)
         #expect(copy.body == Data("tne!".utf8) && copy.varyValues.count == 1)
         #expect(original.cacheControl.maxAge == 60 && !original.cacheControl.noStore && original.etag == "\"a\"")
@@ -42,7 +42,7 @@ struct CacheEntryTests {
             ("url", { $0.url = URL(string: "https://x.test/b") }),
             ("requestTime", { $0.requestTime = Date(timeIntervalSince1970: 3) }),
             ("responseTime", { $0.responseTime = Date(timeIntervalSince1970: 4) }),
-            ("varyValues", { $0.varyValues = [HTTPHeaders.Field(name: "accept", value: "*/*")] }),
+            ("varyValues", { $0.varyValues = [HeaderFields.Field(name: "accept", value: "*/*")] }),
             ("partition", { $0.partition = "p" }),
             ("assignedLifetime", { $0.assignedLifetime = 5 }),
         ]

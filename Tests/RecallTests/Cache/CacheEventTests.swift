@@ -13,7 +13,7 @@ struct CacheEventTests {
     /// Every event the pipeline's observer saw, by request URL path, in order.
     final class Story: Sendable {
         private let events = Locked<[(String, RecallEvent)]>([])
-        func observe(_ event: RecallEvent, _ context: RequestContext) {
+        func observe(_ event: RecallEvent, _ context: RecallContext) {
             events.withLock { $0.append((context.originalRequest.url?.path ?? "", event)) }
         }
         func of(_ path: String) -> [String] {

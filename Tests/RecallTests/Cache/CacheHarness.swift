@@ -100,7 +100,7 @@ struct CacheHarness {
 
     /// Routes GET `path` to responses made at request time, with `Date` set to the manual now
     /// unless given. Each call of the route plays the next of `replies` (the last repeats).
-    func origin(_ path: String, method: String = "GET", _ replies: [(status: Int, headers: HTTPHeaders, body: String)]) {
+    func origin(_ path: String, method: String = "GET", _ replies: [(status: Int, headers: HeaderFields, body: String)]) {
         let now = self.now
         let played = Locked(0)
         mock.route(method, path) { request in
@@ -111,12 +111,12 @@ struct CacheHarness {
             let reply = replies[index]
             var headers = reply.headers
             if !headers.contains("Date") { headers.add("Date", HTTPDate.format(now.value)) }
-            return Response(status: reply.status, headers: headers, body: Data(reply.body.utf8), url: request.url)
+            return RecallResponse(status: reply.status, headers: headers, body: Data(reply.body.utf8), url: request.url)
         }
     }
 
     /// A one-reply origin.
-    func origin(_ path: String, method: String = "GET", status: Int = 200, headers: HTTPHeaders = [:], body: String = "body") {
+    func origin(_ path: String, method: String = "GET", status: Int = 200, headers: HeaderFields = [:], body: String = "body") {
         origin(path, method: method, [(status, headers, body)])
     }
 
@@ -130,7 +130,7 @@ struct CacheHarness {
     }
 
     @discardableResult
-    func get(_ path: String, headers: [String: String] = [:], cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy) async throws -> Response {
+    func get(_ path: String, headers: [String: String] = [:], cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy) async throws -> RecallResponse {
         try await pipeline.send(request(path, headers: headers, cachePolicy: cachePolicy))
     }
 

@@ -30,14 +30,14 @@ struct CacheRFCRulesTests {
         }
     }
 
-    @Test("HTTPMethod: safe and idempotent as RFC 9110 defines; unknown methods are unsafe")
+    @Test("RequestMethod: safe and idempotent as RFC 9110 defines; unknown methods are unsafe")
     func methodSemantics() {
-        #expect(HTTPMethod.get.isSafe && HTTPMethod.head.isSafe && HTTPMethod("options").isSafe && HTTPMethod.trace.isSafe)
-        #expect(!HTTPMethod.put.isSafe && HTTPMethod.put.isIdempotent && HTTPMethod.delete.isIdempotent)
-        #expect(!HTTPMethod.post.isIdempotent && HTTPMethod.post.invalidatesCaches)
-        #expect(HTTPMethod("propfind") == HTTPMethod(rawValue: "PROPFIND"))
-        #expect(HTTPMethod("PROPFIND").invalidatesCaches && !HTTPMethod("M-SEARCH").isIdempotent)
-        #expect(HTTPMethod(URLRequest(url: URL(string: "https://x.test/")!)) == .get)
+        #expect(RequestMethod.get.isSafe && RequestMethod.head.isSafe && RequestMethod("options").isSafe && RequestMethod.trace.isSafe)
+        #expect(!RequestMethod.put.isSafe && RequestMethod.put.isIdempotent && RequestMethod.delete.isIdempotent)
+        #expect(!RequestMethod.post.isIdempotent && RequestMethod.post.invalidatesCaches)
+        #expect(RequestMethod("propfind") == RequestMethod(rawValue: "PROPFIND"))
+        #expect(RequestMethod("PROPFIND").invalidatesCaches && !RequestMethod("M-SEARCH").isIdempotent)
+        #expect(RequestMethod(URLRequest(url: URL(string: "https://x.test/")!)) == .get)
     }
 
     // MARK: Stored fields
@@ -72,7 +72,7 @@ struct CacheRFCRulesTests {
     func ageParsing(storage: StorageKind, row: ([String], Bool)) async throws {
         let (values, fresh) = row
         let h = CacheHarness(over: storage)
-        var headers: HTTPHeaders = ["Cache-Control": "max-age=3600"]
+        var headers: HeaderFields = ["Cache-Control": "max-age=3600"]
         for value in values { headers.add("Age", value) }
         h.origin("/age", headers: headers)
         try await h.get("/age")
@@ -144,7 +144,7 @@ struct CacheRFCRulesTests {
         let h = CacheHarness(over: storage)
         h.mock.route("GET", "/v") { request in
             if request.value(forHTTPHeaderField: "If-None-Match") == "\"v-a\"" {
-                return Response(status: 304, headers: ["ETag": "\"v-a\"", "Cache-Control": "max-age=600", "Vary": "X-Variant"])
+                return RecallResponse(status: 304, headers: ["ETag": "\"v-a\"", "Cache-Control": "max-age=600", "Vary": "X-Variant"])
             }
             return .text("representation a", headers: ["Cache-Control": "max-age=600", "ETag": "\"v-a\"", "Vary": "X-Variant"])
         }
@@ -177,7 +177,7 @@ struct CacheRFCRulesTests {
                       ["Content-Location": "/doc2"]])
     func postNotStored(storage: StorageKind, headers: [String: String]) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/doc2", method: "POST", headers: HTTPHeaders(headers), body: "created")
+        h.origin("/doc2", method: "POST", headers: HeaderFields(headers), body: "created")
         h.origin("/doc2", body: "from GET")
         try await h.pipeline.send(h.request("/doc2", method: "POST"))
         #expect(try await h.get("/doc2").bodyText == "from GET")
@@ -415,7 +415,7 @@ struct CacheRFCRulesTests {
 
 /// A transport made of a closure.
 struct ClosureTransport: Transport {
-    let body: @Sendable (URLRequest) async throws -> Response
-    init(_ body: @escaping @Sendable (URLRequest) async throws -> Response) { self.body = body }
-    func send(_ request: URLRequest) async throws -> Response { try await body(request) }
+    let body: @Sendable (URLRequest) async throws -> RecallResponse
+    init(_ body: @escaping @Sendable (URLRequest) async throws -> RecallResponse) { self.body = body }
+    func send(_ request: URLRequest) async throws -> RecallResponse { try await body(request) }
 }

@@ -109,7 +109,7 @@ struct CacheRangeTests {
                                                                                              configuration: CacheConfiguration()))
 
     func entry(_ fields: [String: String], status: Int, body: String) -> CacheEntry {
-        var headers = HTTPHeaders(fields)
+        var headers = HeaderFields(fields)
         headers["Date"] = HTTPDate.format(Self.t0)
         return CacheEntry(status: status, headers: headers, body: Data(body.utf8), url: nil, requestTime: Self.t0, responseTime: Self.t0)
     }
@@ -173,11 +173,11 @@ struct CacheRangeTests {
         let callerRequest = request(["Range": caller])
         var sentRequest = request(["Range": sent])
         if let tag = stored?.etag { sentRequest.setValue(tag, forHTTPHeaderField: "If-Range") }
-        var headers = HTTPHeaders(fields)
+        var headers = HeaderFields(fields)
         headers["Date"] = HTTPDate.format(Self.t0)
         let exchange = CacheStrategy.Exchange(request: callerRequest, sent: sentRequest, answered: sentRequest, method: .get,
                                               requestTime: Self.t0, now: Self.t0)
-        return Self.strategy.after(Response(status: status, headers: headers, body: Data(body.utf8)),
+        return Self.strategy.after(RecallResponse(status: status, headers: headers, body: Data(body.utf8)),
                                    mode: .ranging(ByteRange(rangeField: caller)!, stored: stored), exchange: exchange)
     }
 
@@ -255,7 +255,7 @@ struct CacheRangeTests {
     func manyFieldsAndPiecesReadBack() throws {
         var pieces = PartialContent(length: 100)
         for index in 0..<PartialContent.maxPieces { pieces.insert((index * 4)...(index * 4), bytes: Data("x".utf8)) }
-        var fields = HTTPHeaders()
+        var fields = HeaderFields()
         for index in 0..<(CacheRecordCodec.maxFields - 1) { fields.add("X-F\(index)", "v") }
         fields.add("ETag", "\"t\"")
         let stored = pieces.entry(headers: fields, like: entry([:], status: 206, body: ""))
@@ -271,16 +271,16 @@ struct CacheRangeTests {
     func rangeOrigin(_ h: CacheHarness, _ path: String, body: String, tag: String = "\"t\"", cacheControl: String = "max-age=600") {
         let now = h.now
         h.mock.route("GET", path) { request in
-            var headers: HTTPHeaders = ["ETag": tag, "Cache-Control": cacheControl, "Date": HTTPDate.format(now.value)]
+            var headers: HeaderFields = ["ETag": tag, "Cache-Control": cacheControl, "Date": HTTPDate.format(now.value)]
             let bytes = Data(body.utf8)
             let matches = request.value(forHTTPHeaderField: "If-Range").map { $0 == tag } ?? true
             guard matches, let field = request.value(forHTTPHeaderField: "Range"), let range = ByteRange(rangeField: field),
                   let bounds = range.bounds(length: bytes.count) else {
                 headers["Content-Length"] = String(bytes.count)
-                return Response(status: 200, headers: headers, body: bytes, url: request.url)
+                return RecallResponse(status: 200, headers: headers, body: bytes, url: request.url)
             }
             headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(bytes.count)"
-            return Response(status: 206, headers: headers, body: bytes.subdata(in: bounds.lowerBound..<(bounds.upperBound + 1)), url: request.url)
+            return RecallResponse(status: 206, headers: headers, body: bytes.subdata(in: bounds.lowerBound..<(bounds.upperBound + 1)), url: request.url)
         }
     }
 
@@ -330,7 +330,7 @@ struct CacheRangeTests {
         #expect(try await other.send(theirs).source == .cache, "their pieces are stored")
         try await h.get("/g", headers: ["Range": "bytes=0-4"])
         h.mock.route("GET", "/g") { request in
-            Response(status: 416, headers: ["Content-Range": "bytes */5", "ETag": "\"t\""], url: request.url)
+            RecallResponse(status: 416, headers: ["Content-Range": "bytes */5", "ETag": "\"t\""], url: request.url)
         }
         let refused = try await h.get("/g", headers: ["Range": "bytes=0-9"])
         #expect(refused.status == 416)
@@ -347,7 +347,7 @@ struct CacheRangeTests {
         try await h.get("/k", headers: ["Range": "bytes=0-4"])
         let now = h.now
         h.mock.route("GET", "/k") { request in
-            Response(status: 206, headers: ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
+            RecallResponse(status: 206, headers: ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
                                             "Content-Range": "bytes 5-9/10", "Set-Cookie": "session=abc"],
                      body: Data("56789".utf8), url: request.url)
         }
@@ -361,7 +361,7 @@ struct CacheRangeTests {
     func suffixOfEmpty(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.mock.route("GET", "/empty") { request in
-            Response(status: 200, headers: ["Cache-Control": "max-age=600", "Content-Length": "0"], body: Data(), url: request.url)
+            RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600", "Content-Length": "0"], body: Data(), url: request.url)
         }
         try await h.get("/empty")
         let answer = try await h.get("/empty", headers: ["Range": "bytes=-5"])
@@ -417,9 +417,9 @@ struct CacheRangeTests {
         let played = Locked(0)
         h.mock.route("GET", "/short") { request in
             let call = played.withLock { count -> Int in count += 1; return count }
-            let headers: HTTPHeaders = ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
+            let headers: HeaderFields = ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
                                         "Content-Range": call == 1 ? "bytes 5-5/10" : "bytes 0-9/10"]
-            return Response(status: 206, headers: headers, body: Data((call == 1 ? "5" : "0123456789").utf8), url: request.url)
+            return RecallResponse(status: 206, headers: headers, body: Data((call == 1 ? "5" : "0123456789").utf8), url: request.url)
         }
         let answer = try await h.get("/short", headers: ["Range": "bytes=0-9"])
         #expect(answer.status == 206 && answer.bodyText == "0123456789")

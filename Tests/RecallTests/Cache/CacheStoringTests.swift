@@ -181,7 +181,7 @@ struct CacheStoringTests {
         let sentAt = now.value
         h.mock.route("GET", "/slow") { request in
             now.advance(30)
-            return Response(status: 200, headers: ["Cache-Control": "max-age=40", "Date": HTTPDate.format(sentAt)], url: request.url)
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=40", "Date": HTTPDate.format(sentAt)], url: request.url)
         }
         try await h.get("/slow")
         let hit = try await h.get("/slow")

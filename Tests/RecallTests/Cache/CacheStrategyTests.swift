@@ -24,7 +24,7 @@ struct CacheStrategyTests {
 
     /// A response stored at `t0` (its `Date`), with `fields`.
     static func entry(_ fields: [String: String], status: Int = 200, body: String = "0123456789") -> CacheEntry {
-        var headers = HTTPHeaders(fields)
+        var headers = HeaderFields(fields)
         headers["Date"] = HTTPDate.format(t0)
         return CacheEntry(status: status, headers: headers, body: Data(body.utf8), url: nil, requestTime: t0, responseTime: t0)
     }
@@ -246,7 +246,7 @@ struct CacheStrategyTests {
         if language != nil { fields["Vary"] = "Accept-Language" }
         var entry = entry(fields, status: status)
         entry.partition = partition
-        if let language { entry.varyValues = [HTTPHeaders.Field(name: "accept-language", value: language)] }
+        if let language { entry.varyValues = [HeaderFields.Field(name: "accept-language", value: language)] }
         return entry
     }
 
@@ -287,8 +287,8 @@ struct CacheStrategyTests {
     func recordFreshening() {
         let record = CacheRecord(key: "k", variants: [Self.variant("v1", partition: "")])
         let request = Self.request("GET", ["If-None-Match": "\"v1\""])
-        func freshened(_ fields: HTTPHeaders) -> CacheEntry? {
-            Self.strategy.freshened(record, with: Response(status: 304, headers: fields), for: request, partition: "", inScope: [],
+        func freshened(_ fields: HeaderFields) -> CacheEntry? {
+            Self.strategy.freshened(record, with: RecallResponse(status: 304, headers: fields), for: request, partition: "", inScope: [],
                                     requestTime: Self.t0 + 50, responseTime: Self.t0 + 50)
         }
         let merged = freshened(["ETag": "\"v1\"", "Cache-Control": "max-age=600"])
@@ -296,7 +296,7 @@ struct CacheStrategyTests {
         #expect(merged?.body == Data("0123456789".utf8))
         #expect(freshened(["ETag": "\"v2\""]) == nil, "another representation")
         #expect(freshened(["Cache-Control": "max-age=600"]) == nil, "no validator")
-        #expect(Self.strategy.freshened(record, with: Response(status: 304, headers: ["ETag": "\"v1\""]), for: request, partition: "other",
+        #expect(Self.strategy.freshened(record, with: RecallResponse(status: 304, headers: ["ETag": "\"v1\""]), for: request, partition: "other",
                                         inScope: [], requestTime: Self.t0, responseTime: Self.t0) == nil, "another partition")
     }
 
@@ -304,7 +304,7 @@ struct CacheStrategyTests {
     func partitionsAndVariants() {
         let english = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=100", "Vary": "Accept-Language", "ETag": "\"en\""],
                                  body: Data(), url: nil, requestTime: Self.t0, responseTime: Self.t0,
-                                 varyValues: [HTTPHeaders.Field(name: "accept-language", value: "en")], partition: "p")
+                                 varyValues: [HeaderFields.Field(name: "accept-language", value: "en")], partition: "p")
         let record = CacheRecord(key: "k", variants: [english])
         func outcome(_ fields: [String: String], partition: String) -> Outcome {
             Outcome(Self.strategy.before(Self.request("GET", fields), record: record, partition: partition, inScope: [], now: Self.t0))
@@ -354,7 +354,7 @@ struct CacheStrategyTests {
         var stored: [String: String] = ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "X-Version": "stored"]
         var status: Int
         var fields: [String: String] = [:]
-        var source: Response.Source = .network
+        var source: RecallResponse.Source = .network
         var redirected = false
         var age: Double = 20
         var next: Next
@@ -455,10 +455,10 @@ struct CacheStrategyTests {
         let validators = [.validating, .validatingAlternate].contains(row.sent)
             ? ["If-None-Match": "\"v1\"", "If-Modified-Since": HTTPDate.format(Self.t0)] : [:]
         let request = Self.request(row.method, validators)
-        var exchange = CacheStrategy.Exchange(request: request, sent: request, answered: request, method: HTTPMethod(request),
+        var exchange = CacheStrategy.Exchange(request: request, sent: request, answered: request, method: RequestMethod(request),
                                               requestTime: Self.t0 + row.age, now: Self.t0 + row.age)
         exchange.redirected = row.redirected
-        let response = Response(status: row.status, headers: HTTPHeaders(row.fields), body: Data("new".utf8), url: Self.url, source: row.source)
+        let response = RecallResponse(status: row.status, headers: HeaderFields(row.fields), body: Data("new".utf8), url: Self.url, source: row.source)
         #expect(Next(Self.strategy.after(response, mode: mode, exchange: exchange)) == row.next)
     }
 
@@ -468,14 +468,14 @@ struct CacheStrategyTests {
         var exchange = CacheStrategy.Exchange(request: request, sent: request, answered: request, method: .get,
                                               requestTime: Self.t0, now: Self.t0 + 1)
         exchange.partition = "p1"
-        let response = Response(status: 200, headers: ["Cache-Control": "max-age=5", "Set-Cookie": "s=1", "Vary": "Accept-Encoding",
+        let response = RecallResponse(status: 200, headers: ["Cache-Control": "max-age=5", "Set-Cookie": "s=1", "Vary": "Accept-Encoding",
                                                        "Connection": "X-Hop", "X-Hop": "1"], body: Data("b".utf8))
         guard case .store(let entry) = Self.strategy.after(response, mode: .fetching(stored: nil), exchange: exchange) else {
             Issue.record("not stored")
             return
         }
         #expect(entry.headers["Set-Cookie"] == nil && entry.headers["X-Hop"] == nil && entry.headers["Connection"] == nil)
-        #expect(entry.partition == "p1" && entry.varyValues == [HTTPHeaders.Field(name: "accept-encoding", value: "gzip")])
+        #expect(entry.partition == "p1" && entry.varyValues == [HeaderFields.Field(name: "accept-encoding", value: "gzip")])
         #expect(entry.requestTime == Self.t0 && entry.responseTime == Self.t0 + 1)
     }
 

@@ -189,13 +189,13 @@ struct CacheValidationTests {
             await iterator.next() // hold the origin until every follower is waiting
             return .text("once", headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(now.value)])
         }
-        let responses = try await withThrowingTaskGroup(of: Response.self) { group in
+        let responses = try await withThrowingTaskGroup(of: RecallResponse.self) { group in
             for _ in 0..<20 { group.addTask { try await h.get("/burst") } }
             // Open the origin once the leader reached it and the other 19 wait on it.
             while arrived.withLock({ $0 }) == 0 || h.cache.statistics.waiting < 19 { await Task.yield() }
             gate.continuation.yield()
             gate.continuation.finish()
-            return try await group.reduce(into: [Response]()) { $0.append($1) }
+            return try await group.reduce(into: [RecallResponse]()) { $0.append($1) }
         }
         #expect(responses.count == 20)
         #expect(responses.allSatisfy { $0.bodyText == "once" })

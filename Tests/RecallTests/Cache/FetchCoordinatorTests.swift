@@ -29,7 +29,7 @@ struct FetchCoordinatorTests {
             pipelines = replicas.map { Pipeline(transport: origin, hooks: [$0]) }
         }
 
-        func get(_ replica: Int, _ path: String) async throws -> Response {
+        func get(_ replica: Int, _ path: String) async throws -> RecallResponse {
             try await pipelines[replica].send(URLRequest(url: URL(string: "https://origin.test" + path)!))
         }
     }
@@ -70,7 +70,7 @@ struct FetchCoordinatorTests {
             if call == 1 {
                 var iterator = gate.stream.makeAsyncIterator()
                 await iterator.next()
-                return Response(status: 503, headers: ["Cache-Control": "no-store"], body: Data())
+                return RecallResponse(status: 503, headers: ["Cache-Control": "no-store"], body: Data())
             }
             return .text("second", headers: ["Cache-Control": "max-age=60"])
         }
@@ -117,7 +117,7 @@ struct FetchCoordinatorTests {
 
 /// A transport that never answers until cancelled (a replica stuck or dead mid-fetch).
 private struct StallingTransport: Transport {
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         try await Task.sleep(for: .seconds(3600))
         throw CancellationError()
     }

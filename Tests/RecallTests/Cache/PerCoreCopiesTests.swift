@@ -11,7 +11,7 @@ import FoundationNetworking
 /// the storage has changed.
 @Suite("HTTPCache: per-core copies of hot responses", .timeLimit(.minutes(1)))
 struct PerCoreCopiesTests {
-    static let fresh: HTTPHeaders = ["Cache-Control": "max-age=600"]
+    static let fresh: HeaderFields = ["Cache-Control": "max-age=600"]
 
     /// A harness whose `/a` answers "one", then "new"; `/a` fetched and stored, then hit until
     /// the calling thread's core holds a copy of it (and more, so that both cores likely do).

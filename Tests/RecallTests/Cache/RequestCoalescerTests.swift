@@ -106,7 +106,7 @@ struct CancelledLeaderTests {
                 try await Task.sleep(for: .seconds(600)) // the leader's fetch, until it is cancelled
             }
             await answers.wait()
-            return Response(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("answer".utf8), url: request.url)
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("answer".utf8), url: request.url)
         }
         let cache = HTTPCache()
         let pipeline = Pipeline(transport: origin, hooks: [cache])

@@ -32,7 +32,7 @@ enum ServicesSnippets {
             }()
 
             var apiUrl: String { "api.example.com/v1" }          // no scheme: https; "http://localhost:8080" overrides
-            var header: HTTPHeaders { ["Accept": "application/json"] }
+            var header: HeaderFields { ["Accept": "application/json"] }
             var hooks: [any ServiceHook] { [Self.cache] }
             var retrierFactory: any RetrierFactory { .exponentialBackoff(maxAttempts: 4) }
             var decoder: JSONDecoder { Self.decoder }
@@ -98,7 +98,7 @@ enum ServicesSnippets {
 
         // snippet: docs/services.md
         struct Weather: ServiceProtocol {
-            func handle(_ request: ServiceRequest) async throws -> Response {
+            func handle(_ request: ServiceRequest) async throws -> RecallResponse {
                 guard request.path == "/today" else { return respondWithErrorStatus(404, text: "unknown forecast") }
                 return try createResponse(headers: ["Cache-Control": "max-age=60"], json: ["sky": "clear"])
             }

@@ -11,7 +11,7 @@ struct ContextSlotTests {
 
     @Test("slots of the same type keep their values apart, beside ContextKey values, in any order of writes and removals")
     func slotsKeepApart() {
-        let context = RequestContext(originalRequest: URLRequest(url: URL(string: "https://example.com")!))
+        let context = RecallContext(originalRequest: URLRequest(url: URL(string: "https://example.com")!))
         let first = ContextSlot<Int>()
         let second = ContextSlot<Int>()
         let third = ContextSlot<String>()

@@ -16,13 +16,13 @@ struct HookCompositionTests {
         let mock = MockTransport()
         mock.route("GET", "/", handler: { request in
             await gate.wait()
-            return Response(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
                             url: request.url)
         })
         for index in 0..<8 {
             mock.route("GET", "/item/\(index)", handler: { request in
                 await gate.wait()
-                return Response(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
+                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
                                 url: request.url)
             })
         }
@@ -153,12 +153,12 @@ struct HookCompositionTests {
         let decided = Locked(0)
         let scheduled = Locked(0)
 
-        func decideWithoutSuspending(_ request: URLRequest, context: RequestContext) -> HookAction? {
+        func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
             decided.withLock { $0 += 1 }
-            return .respond(Response.text("answered", url: request.url))
+            return .respond(RecallResponse.text("answered", url: request.url))
         }
 
-        func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+        func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
             scheduled.withLock { $0 += 1 }
             return .proceed(request)
         }

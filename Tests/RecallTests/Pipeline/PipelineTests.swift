@@ -10,20 +10,20 @@ private let itemURL = URL(string: "https://api.example.com/items")!
 
 /// A hook that answers every request itself, as a cache hit would.
 private struct AnsweringHook: ServiceHook {
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
-        .respond(Response(status: 200, body: Data("cached".utf8), url: request.url, source: .cache))
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+        .respond(RecallResponse(status: 200, body: Data("cached".utf8), url: request.url, source: .cache))
     }
 }
 
 /// A hook that adds a header field on the way in and another on the way out.
 private struct HeaderHook: ServiceHook {
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         var request = request
         request.setValue("Bearer token", forHTTPHeaderField: "Authorization")
         return .proceed(request)
     }
 
-    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         var response = response
         response.headers.add("X-Seen-Authorization", request.value(forHTTPHeaderField: "Authorization") ?? "none")
         return response
@@ -35,12 +35,12 @@ private struct HookFailure: Error, Equatable {}
 /// A hook that throws from the event named in `phase`.
 private struct ThrowingHook: ServiceHook {
     let phase: String
-    func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         if phase == "schedule" { throw HookFailure() }
         return .proceed(request)
     }
 
-    func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         if phase == "success" { throw HookFailure() }
         return response
     }
@@ -48,8 +48,8 @@ private struct ThrowingHook: ServiceHook {
 
 /// A hook that turns any failure into a stale answer.
 private struct RecoveringHook: ServiceHook {
-    func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
-        Response(status: 200, body: Data("stale".utf8), source: .stale)
+    func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
+        RecallResponse(status: 200, body: Data("stale".utf8), source: .stale)
     }
 }
 
@@ -96,7 +96,7 @@ struct PipelineTests {
             retrierFactory: CountingRetrierFactory(retries: 3, delay: .seconds(1)),
             clock: ManualClock()
         )
-        let context = RequestContext(originalRequest: URLRequest(url: itemURL))
+        let context = RecallContext(originalRequest: URLRequest(url: itemURL))
         let response = try await pipeline.send(URLRequest(url: itemURL), context: context)
         #expect(response.source == .cache)
         #expect(response.bodyText == "cached")
@@ -123,7 +123,7 @@ struct PipelineTests {
         let clock = ManualClock(autoAdvance: true)
         let pipeline = Pipeline(transport: mock, hooks: [RecordingHook("hook", log: log)],
                                 retrierFactory: CountingRetrierFactory(retries: 5, delay: .seconds(2)), clock: clock)
-        let context = RequestContext(originalRequest: URLRequest(url: itemURL))
+        let context = RecallContext(originalRequest: URLRequest(url: itemURL))
         let response = try await pipeline.send(URLRequest(url: itemURL), context: context)
         #expect(response.status == 200)
         #expect(context.attempts == 3)
@@ -252,11 +252,11 @@ struct PipelineTests {
     func contextValues() async throws {
         enum Marker: ContextKey { typealias Value = String }
         struct MarkingHook: ServiceHook {
-            func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+            func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
                 context[Marker.self] = "scheduled"
                 return .proceed(request)
             }
-            func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+            func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
                 var response = response
                 response.headers["X-Marker"] = context[Marker.self] ?? "missing"
                 return response

@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("RecallTesting doubles and HTTPHeaders", .timeLimit(.minutes(1)))
+@Suite("RecallTesting doubles and HeaderFields", .timeLimit(.minutes(1)))
 struct TestDoublesTests {
     @Test("MockTransport routes by method and path, plays sequences, records requests")
     func mockRouting() async throws {
@@ -66,9 +66,9 @@ struct TestDoublesTests {
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test("HTTPHeaders: case-insensitive names, order and repeated fields kept")
+    @Test("HeaderFields: case-insensitive names, order and repeated fields kept")
     func headers() {
-        var headers: HTTPHeaders = ["Cache-Control": "max-age=1", "Set-Cookie": "a=1", "set-cookie": "b=2"]
+        var headers: HeaderFields = ["Cache-Control": "max-age=1", "Set-Cookie": "a=1", "set-cookie": "b=2"]
         #expect(headers["cache-control"] == "max-age=1")
         #expect(headers.values(for: "SET-COOKIE") == ["a=1", "b=2"])
         #expect(headers["Set-Cookie"] == "a=1, b=2")
@@ -80,13 +80,13 @@ struct TestDoublesTests {
         headers["Cache-Control"] = nil
         #expect(!headers.contains("cache-control"))
         #expect(headers.count == 2)
-        #expect(HTTPHeaders.namesEqual("ETag", "etag"))
-        #expect(!HTTPHeaders.namesEqual("ETag", "etags"))
+        #expect(HeaderFields.namesEqual("ETag", "etag"))
+        #expect(!HeaderFields.namesEqual("ETag", "etags"))
     }
 
-    @Test("HTTPHeaders: a copy with one more field (a hit's Age) reads, changes, compares and hashes as if the field were appended")
+    @Test("HeaderFields: a copy with one more field (a hit's Age) reads, changes, compares and hashes as if the field were appended")
     func appendedField() {
-        let stored: HTTPHeaders = ["Cache-Control": "max-age=60", "ETag": "\"v1\"", "age": "3"]
+        let stored: HeaderFields = ["Cache-Control": "max-age=60", "ETag": "\"v1\"", "age": "3"]
         let served = stored.appending("Age", "10")
         var expected = stored
         expected.add("Age", "10")
@@ -116,17 +116,17 @@ struct TestDoublesTests {
         let twice = served.appending("X-Cache", "hit")
         #expect(twice.fields.map(\.name) == ["Cache-Control", "ETag", "age", "Age", "X-Cache"])
         #expect(served.replacing("Age", with: "12").fields.map(\.value) == ["max-age=60", "\"v1\"", "12"])
-        #expect(HTTPHeaders().appending("Age", "0").fields == [HTTPHeaders.Field(name: "Age", value: "0")])
+        #expect(HeaderFields().appending("Age", "0").fields == [HeaderFields.Field(name: "Age", value: "0")])
     }
 
-    @Test("Response converts to HTTPURLResponse")
+    @Test("RecallResponse converts to HTTPURLResponse")
     func httpURLResponse() {
-        let response = Response(status: 304, headers: ["ETag": "\"x\""], url: URL(string: "https://x.test/a"))
+        let response = RecallResponse(status: 304, headers: ["ETag": "\"x\""], url: URL(string: "https://x.test/a"))
         let http = response.httpURLResponse()
         #expect(http.statusCode == 304)
         #expect(http.value(forHTTPHeaderField: "etag") == "\"x\"")
         #expect(http.url?.absoluteString == "https://x.test/a")
-        let back = Response(http, body: Data())
+        let back = RecallResponse(http, body: Data())
         #expect(back.headers["ETag"] == "\"x\"")
     }
 }

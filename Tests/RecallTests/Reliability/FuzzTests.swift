@@ -34,7 +34,7 @@ struct FuzzTests {
         let pieces = ["max-age", "s-maxage", "no-cache", "no-store", "max-stale", "min-fresh", "stale-if-error", "stale-while-revalidate",
                       "private", "public", "must-revalidate", "immutable", "60", "\"60\""]
         for _ in 0..<Self.iterations {
-            let directives = CacheControl(Self.hostile(&rng, pieces: pieces))
+            let directives = CacheDirectives(Self.hostile(&rng, pieces: pieces))
             for name in ["max-age", "min-fresh", "stale-if-error", "stale-while-revalidate"] {
                 if let value = directives.seconds(name) { #expect(value >= 0 && value <= 2_147_483_648) }
             }
@@ -84,7 +84,7 @@ struct FuzzTests {
         let rules = CacheRules()
         let pieces = ["Accept", "accept-encoding", "*", "Cookie", ", ", "User-Agent"]
         for _ in 0..<Self.iterations {
-            let headers = HTTPHeaders([("Vary", Self.hostile(&rng, pieces: pieces)), ("vary", Self.hostile(&rng, pieces: pieces))])
+            let headers = HeaderFields([("Vary", Self.hostile(&rng, pieces: pieces)), ("vary", Self.hostile(&rng, pieces: pieces))])
             for name in rules.varyNames(of: headers) {
                 #expect(name == name.lowercased())
                 #expect(!name.isEmpty)

@@ -26,7 +26,7 @@ struct StressTests {
             }
             mock.route("PUT", "/item/\(index)") { _ in
                 versions.withLock { $0[index, default: 0] += 1 }
-                return Response(status: 204)
+                return RecallResponse(status: 204)
             }
         }
         let pipeline = Pipeline(transport: mock, hooks: [cache])

@@ -85,9 +85,9 @@ struct CircuitBreakerTests {
         for _ in 0..<10 { _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/down")!)) }
         #expect(breaker.state(of: host) == .open)
         for (status, failure) in [(408, true), (500, true), (429, false), (404, false), (200, false)] {
-            let response = Response(status: status)
+            let response = RecallResponse(status: status)
             let attempt = Attempt(request: URLRequest(url: URL(string: "https://api.test/")!), outcome: .success(response),
-                                  number: 1, elapsed: .zero, context: RequestContext(originalRequest: URLRequest(url: URL(string: "https://api.test/")!)))
+                                  number: 1, elapsed: .zero, context: RecallContext(originalRequest: URLRequest(url: URL(string: "https://api.test/")!)))
             #expect((breaker.classifier.retryReason(for: attempt) != nil) == failure, "\(status)")
         }
     }

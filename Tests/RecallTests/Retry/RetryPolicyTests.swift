@@ -28,14 +28,14 @@ private func exactPolicy(maxAttempts: Int = 3, base: Duration = .seconds(1)) -> 
 /// clock, so an auto-advancing clock would fire that timer at once; stepping on the
 /// `retryScheduled` event instead is exact (the attempt's timer is gone by then).
 private func drive(_ clock: ManualClock, policy: RetryPolicy, transport: any Transport, request: URLRequest,
-                   context: RequestContext? = nil) -> Task<Response, any Error> {
+                   context: RecallContext? = nil) -> Task<RecallResponse, any Error> {
     let (events, continuation) = AsyncStream<RecallEvent>.makeStream()
     let context = context.map { given in
-        RequestContext(originalRequest: given.originalRequest) { event, own in
+        RecallContext(originalRequest: given.originalRequest) { event, own in
             continuation.yield(event)
             given.record(event)
         }
-    } ?? RequestContext(originalRequest: request) { event, _ in continuation.yield(event) }
+    } ?? RecallContext(originalRequest: request) { event, _ in continuation.yield(event) }
     let pipeline = Pipeline(transport: transport, retrierFactory: .policy(policy), clock: clock)
     let task = Task {
         defer { continuation.finish() }
@@ -82,7 +82,7 @@ struct RetryPolicyTests {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(503))
         let clock = ManualClock(autoAdvance: true)
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         _ = try await Pipeline(transport: mock, retrierFactory: .policy(exactPolicy(maxAttempts: 4)), clock: clock).send(request(), context: context)
         #expect(mock.requests.count == 4)
         #expect(clock.sleeps == [.seconds(1), .seconds(2), .seconds(4)])
@@ -99,7 +99,7 @@ struct RetryPolicyTests {
         let mock = MockTransport()
         mock.route("GET", "/items", .error(TransportError(.connectionLost)), .status(502), .text("ok"))
         let pipeline = Pipeline(transport: mock, retrierFactory: .policy(exactPolicy()), clock: ManualClock(autoAdvance: true))
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         let response = try await pipeline.send(request(), context: context)
         #expect(response.bodyText == "ok")
         #expect(context.events == [
@@ -118,7 +118,7 @@ struct RetryPolicyTests {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(429, headers: ["Retry-After": value]), .text("ok"))
         let clock = ManualClock(autoAdvance: true)
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         _ = try await Pipeline(transport: mock, retrierFactory: .policy(exactPolicy()), clock: clock).send(request(), context: context)
         #expect(clock.sleeps == [.seconds(expectedSeconds)])
         let usedHint = expectedSeconds > 1
@@ -157,7 +157,7 @@ struct RetryPolicyTests {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(503, headers: ["Retry-After": value]), .text("ok"))
         let clock = ManualClock(autoAdvance: true)
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         let error = await #expect(throws: RetryError.self) {
             try await Pipeline(transport: mock, retrierFactory: .policy(exactPolicy()), clock: clock).send(request(), context: context)
         }
@@ -187,7 +187,7 @@ struct RetryPolicyTests {
         var policy = exactPolicy(maxAttempts: 10)
         policy.deadline = .seconds(6)
         let clock = ManualClock()
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         let response = try await drive(clock, policy: policy, transport: mock, request: request(), context: context).value
         #expect(response.status == 503)
         // Waits 1 s and 2 s (ends at 3 s); 4 s more would end at 7 s > 6 s, so it stops.
@@ -213,7 +213,7 @@ struct RetryPolicyTests {
         }
         var policy = exactPolicy()
         policy.attemptTimeout = .milliseconds(500)
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         let task = drive(clock, policy: policy, transport: mock, request: request(), context: context)
         await clock.waitForSleepers(2) // the slow attempt and its timeout
         clock.advance(by: .milliseconds(500)) // drive() then advances the backoff wait
@@ -259,7 +259,7 @@ struct RetryPolicyTests {
     func nonIdempotent(method: String) async throws {
         let mock = MockTransport()
         mock.route(method, "/items", .status(503))
-        let context = RequestContext(originalRequest: request(method))
+        let context = RecallContext(originalRequest: request(method))
         _ = try await Pipeline(transport: mock, retrierFactory: .policy(exactPolicy()), clock: ManualClock(autoAdvance: true))
             .send(request(method), context: context)
         #expect(mock.requests.count == 1)
@@ -326,7 +326,7 @@ struct RetryPolicyTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<requests {
                 group.addTask {
-                    let context = RequestContext(originalRequest: request())
+                    let context = RecallContext(originalRequest: request())
                     _ = try await pipeline.send(request(), context: context)
                     if context.events.contains(.retryBudgetExhausted(host: "api.test")) { exhausted.append("exhausted") }
                 }
@@ -364,7 +364,7 @@ struct RetryPolicyTests {
         mock.route("GET", "/items") { request in
             switch request.value(forHTTPHeaderField: "Authorization") {
             case "Bearer fresh": return .text("ok")
-            default: return Response(status: 401)
+            default: return RecallResponse(status: 401)
             }
         }
         let refreshes = Locked(0)
@@ -374,7 +374,7 @@ struct RetryPolicyTests {
             // The first request with the fresh credential meets a 503.
             let fresh = request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh"
             if fresh, outageLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) {
-                return Response(status: 503)
+                return RecallResponse(status: 503)
             }
             return try await mock.send(request)
         }
@@ -385,7 +385,7 @@ struct RetryPolicyTests {
             return request
         }
         let clock = ManualClock(autoAdvance: true)
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         let response = try await Pipeline(transport: flaky, retrierFactory: factory, clock: clock)
             .send(request(headers: ["Authorization": "Bearer stale"]), context: context)
         #expect(response.bodyText == "ok")
@@ -430,7 +430,7 @@ struct RetryPolicyTests {
         mock.route("GET", "/items", .status(500))
         let retrying = Pipeline(transport: mock.withCircuitBreaker(breaker), retrierFactory: .policy(exactPolicy(maxAttempts: 5)),
                                 clock: ManualClock(autoAdvance: true))
-        let context = RequestContext(originalRequest: request())
+        let context = RecallContext(originalRequest: request())
         await #expect(throws: CircuitOpenError.self) { try await retrying.send(request(), context: context) }
         #expect(mock.requests.count == 2)
         #expect(context.events.contains(.circuitOpen(host: "api.test")))

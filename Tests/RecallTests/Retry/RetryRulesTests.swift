@@ -25,7 +25,7 @@ struct RetryRulesTests {
         return policy
     }
 
-    func send(_ request: URLRequest, through transport: any Transport, policy: RetryPolicy) async throws -> Response {
+    func send(_ request: URLRequest, through transport: any Transport, policy: RetryPolicy) async throws -> RecallResponse {
         try await Pipeline(transport: transport, retrierFactory: .policy(policy), clock: ManualClock(autoAdvance: true)).send(request)
     }
 
@@ -282,7 +282,7 @@ struct RetryRulesTests {
     func authOrigin() -> MockTransport {
         let mock = MockTransport()
         mock.route("GET", "/items") { request in
-            request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh" ? .text("ok") : Response(status: 401)
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh" ? .text("ok") : RecallResponse(status: 401)
         }
         return mock
     }
@@ -318,7 +318,7 @@ struct RetryRulesTests {
         let slow = MockTransport()
         slow.route("GET", "/items") { _ in
             clock.advance(by: .seconds(10)) // the attempt takes 10 s of the 5 s deadline (on the manual clock)
-            return Response(status: 401)
+            return RecallResponse(status: 401)
         }
         var limited = policy()
         limited.deadline = .seconds(5)

@@ -164,7 +164,7 @@ struct ConfidentialityTests {
         // A transport that follows redirects: /latest answers with the target's response and URL.
         h.mock.route("GET", "/latest") { _ in
             let target = latest.withLock { $0 }
-            return Response(status: 200, headers: ["Cache-Control": "max-age=31536000"], body: Data("body of \(target)".utf8),
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=31536000"], body: Data("body of \(target)".utf8),
                             url: URL(string: "https://origin.test" + target))
         }
         h.origin("/v/1", headers: ["Cache-Control": "max-age=31536000"], body: "body of /v/1")

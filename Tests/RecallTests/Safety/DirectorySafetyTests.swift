@@ -247,7 +247,7 @@ struct DirectorySafetyTests {
             payload.uint64(field == "status" ? UInt64.max : 200)
             payload.uint64(time.bitPattern)
             payload.uint64(time.bitPattern)
-            payload.fields([HTTPHeaders.Field(name: "Cache-Control", value: "max-age=60")])
+            payload.fields([HeaderFields.Field(name: "Cache-Control", value: "max-age=60")])
             payload.fields([])
             payload.string("")
             payload.bytes(Data("body".utf8))

@@ -70,8 +70,8 @@ struct LimitsTests {
     func headerFieldLimit() async throws {
         let (h, disk, directory) = try CacheHarness.onDisk()
         defer { try? FileManager.default.removeItem(at: directory) }
-        func headers(_ count: Int) -> HTTPHeaders {
-            var headers: HTTPHeaders = ["Cache-Control": "max-age=600"]
+        func headers(_ count: Int) -> HeaderFields {
+            var headers: HeaderFields = ["Cache-Control": "max-age=600"]
             for index in 1..<count { headers.add("X", "\(index)") }
             return headers
         }

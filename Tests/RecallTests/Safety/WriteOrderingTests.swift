@@ -19,11 +19,11 @@ private final class VersionedOrigin: Sendable {
         mock.route("GET", "/doc") { [version, firstGet, gets] request in
             let current = version.withLock { $0 }
             if gets.withLock({ count -> Bool in count += 1; return count == 1 }) { await firstGet.wait() }
-            return Response(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v\(current)".utf8), url: request.url)
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v\(current)".utf8), url: request.url)
         }
         mock.route("PUT", "/doc") { [version] request in
             version.withLock { $0 += 1 }
-            return Response(status: 204, url: request.url)
+            return RecallResponse(status: 204, url: request.url)
         }
     }
 
@@ -88,7 +88,7 @@ struct WriteOrderingTests {
 private struct TokenBelow: Transport {
     let token: String
     let origin: MockTransport
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         var request = request
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         return try await origin.send(request)
@@ -104,7 +104,7 @@ struct UnseenCredentialsTests {
         origin.route("GET", "/inbox") { request in
             served.withLock { $0 += 1 }
             let owner = request.value(forHTTPHeaderField: "Authorization") ?? "nobody"
-            return Response(status: 200, headers: ["Cache-Control": "private, max-age=600"], body: Data(owner.utf8), url: request.url)
+            return RecallResponse(status: 200, headers: ["Cache-Control": "private, max-age=600"], body: Data(owner.utf8), url: request.url)
         }
         origin.route("GET", "/news", .text("news", headers: ["Cache-Control": "public, max-age=600"]))
         let cache = HTTPCache()
@@ -160,7 +160,7 @@ extension UnseenCredentialsTests {
         let origin = MockTransport()
         origin.route("GET", "/vary") { request in
             let owner = request.value(forHTTPHeaderField: "Authorization") ?? "nobody"
-            return Response(status: 200, headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"],
+            return RecallResponse(status: 200, headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"],
                             body: Data(owner.utf8), url: request.url)
         }
         origin.route("GET", "/smaxage", .text("s", headers: ["Cache-Control": "public, max-age=3600, s-maxage=0"]))

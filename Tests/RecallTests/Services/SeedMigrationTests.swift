@@ -105,7 +105,7 @@ struct Upload: InOutEndpoint {
     typealias Service = Loopback
     struct Input: Encodable, Sendable { var title: String }
     typealias Output = OriginEcho
-    static let method: HTTPMethod = .post
+    static let method: RequestMethod = .post
     static var acceptedStatuses: StatusSet { [200, 201] }
     let name: String
     var path: String { name }
@@ -171,7 +171,7 @@ struct SeedMigrationTests {
         #expect(anonymous.header("Authorization") == nil)
     }
 
-    @Test("method: GET by default; HTTPMethod, Decree's Method and a plain string are all sent, never replaced by the default")
+    @Test("method: GET by default; RequestMethod, Decree's Method and a plain string are all sent, never replaced by the default")
     func methods() async throws {
         let loopback = try await service()
         #expect(try await WhoAmI(name: unique("get")).call(on: loopback).method == "GET")
@@ -186,7 +186,7 @@ struct SeedMigrationTests {
         #expect(try await Download(name: unique("download")).call(on: loopback) == Data(repeating: UInt8(ascii: "x"), count: 16))
         #expect(try await Note(name: unique("note")).call(on: loopback) == "héllo")
         // Latin-1 text decodes by its charset; bytes that are not text in theirs are a coding error.
-        var latin = Response(status: 200, headers: ["Content-Type": "text/plain; charset=ISO-8859-1"], body: Data([0x68, 0xE9]))
+        var latin = RecallResponse(status: 200, headers: ["Content-Type": "text/plain; charset=ISO-8859-1"], body: Data([0x68, 0xE9]))
         #expect(latin.text == "hé")
         latin.headers["Content-Type"] = "text/plain; charset=utf-8"
         #expect(latin.text == nil)
@@ -273,7 +273,7 @@ struct SeedMigrationTests {
         now.advance(5)
         let stale = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/flaky")!))
         #expect(stale.bodyText == "v1")
-        #expect(stale.source == Response.Source.stale)
+        #expect(stale.source == RecallResponse.Source.stale)
         #expect(mock.count(for: "/flaky") == 2)
         #expect(log.events.last == "outer.success(200 stale)")
 
@@ -355,7 +355,7 @@ struct SeedMigrationTests {
         let mock = MockTransport()
         let cache = HTTPCache(storage: MemoryStorage(), configuration: configuration, now: { now.value })
         let pipeline = Pipeline(transport: mock, hooks: [cache])
-        func get(_ url: String) async throws -> Response { try await pipeline.send(URLRequest(url: URL(string: url)!)) }
+        func get(_ url: String) async throws -> RecallResponse { try await pipeline.send(URLRequest(url: URL(string: url)!)) }
         mock.route("GET", "/v1/catalog/items", .text("items"))
         mock.route("GET", "/v1/other", .text("other"))
         mock.route("GET", "/img.png", .text("png"))

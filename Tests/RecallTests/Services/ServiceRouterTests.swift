@@ -11,7 +11,7 @@ import FoundationNetworking
 private final class EchoService: ServiceProtocol {
     let events = Locked<[String]>([])
 
-    func handle(_ request: ServiceRequest) async throws -> Response {
+    func handle(_ request: ServiceRequest) async throws -> RecallResponse {
         switch request.path {
         case "/fail": throw CocoaError(.fileNoSuchFile)
         case "/missing": return respondWithErrorStatus(404, text: "no such thing", headers: ["X-Reason": "test"])

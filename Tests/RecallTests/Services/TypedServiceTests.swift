@@ -18,7 +18,7 @@ enum CatalogParts {
 struct Catalog: HttpService {
     var authorization: Authorization?
     var apiUrl: String { "api.catalog.test/v1" }
-    var header: HTTPHeaders { ["Accept": "application/json", "X-Client": "recall-tests"] }
+    var header: HeaderFields { ["Accept": "application/json", "X-Client": "recall-tests"] }
     var transport: any Transport { CatalogParts.mock }
     var hooks: [any ServiceHook] { [RecordingHook("typed", log: CatalogParts.log), CatalogParts.cache] }
     var retrierFactory: any RetrierFactory { .exponentialBackoff(base: .milliseconds(1), cap: .milliseconds(2), maxAttempts: 3, budget: nil) }
@@ -222,7 +222,7 @@ struct TypedServiceTests {
         struct Event: Codable, Equatable { var name: String; var at: Date }
         let mock = MockTransport()
         mock.route("POST", "/api/echo") { request in
-            Response(status: 200, headers: ["Content-Type": request.value(forHTTPHeaderField: "Content-Type") ?? "application/octet-stream"],
+            RecallResponse(status: 200, headers: ["Content-Type": request.value(forHTTPHeaderField: "Content-Type") ?? "application/octet-stream"],
                      body: request.httpBody ?? Data())
         }
         mock.route("POST", "/api/form") { request in .text(request.url?.query ?? "") }

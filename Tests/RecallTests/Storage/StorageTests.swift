@@ -9,7 +9,7 @@ func makeRecord(_ key: String, bodySize: Int = 10, status: Int = 200) -> CacheRe
     let entry = CacheEntry(status: status, headers: ["Cache-Control": "max-age=60", "ETag": "\"\(key.count)\""],
                            body: Data(repeating: UInt8(ascii: "x"), count: bodySize), url: nil,
                            requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001),
-                           varyValues: [HTTPHeaders.Field(name: "accept", value: "text/html")])
+                           varyValues: [HeaderFields.Field(name: "accept", value: "text/html")])
     return CacheRecord(key: key, variants: [entry])
 }
 

@@ -47,7 +47,7 @@ public struct AsyncHTTPClientTransport: Transport {
     public var respondsToCancellation: Bool { true }
 
     /// Sends `request` through the client.
-    public func send(_ request: URLRequest) async throws -> Response {
+    public func send(_ request: URLRequest) async throws -> RecallResponse {
         guard let url = request.url else { throw TransportError(.other, message: "the request has no URL") }
         var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
@@ -62,9 +62,9 @@ public struct AsyncHTTPClientTransport: Transport {
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
             let bytes = try await response.body.collect(upTo: maxResponseBodyBytes)
-            var headers = Recall.HTTPHeaders()
+            var headers = HeaderFields()
             for field in response.headers { headers.add(field.name, field.value) }
-            return Response(status: Int(response.status.code), headers: headers, body: Data(bytes.readableBytesView),
+            return RecallResponse(status: Int(response.status.code), headers: headers, body: Data(bytes.readableBytesView),
                             url: response.url ?? url)
         } catch {
             if Task.isCancelled { throw CancellationError() }

@@ -22,7 +22,7 @@ struct AsyncHTTPClientTransportTests {
     /// The origin's JSON echo of a request.
     struct Echo: Decodable { let method: String; let path: String; let hit: Int; let bodyLength: Int }
 
-    func echo(_ response: Response) throws -> Echo { try JSONDecoder().decode(Echo.self, from: response.body) }
+    func echo(_ response: RecallResponse) throws -> Echo { try JSONDecoder().decode(Echo.self, from: response.body) }
 
     let transport = AsyncHTTPClientTransport(client: .shared)
 
@@ -113,7 +113,7 @@ struct AsyncHTTPClientTransportTests {
         }
         var post = URLRequest(url: stored)
         post.httpMethod = "POST"
-        let context = RequestContext(originalRequest: post)
+        let context = RecallContext(originalRequest: post)
         await #expect(throws: TransportError.self) { try await pipeline.send(post, context: context) }
         #expect(context.attempts == 3, "a request that never left may be sent again, whatever its method")
         let offline = try await pipeline.send(URLRequest(url: stored))
@@ -176,6 +176,6 @@ struct AsyncHTTPClientTransportTests {
         #expect(RetryClassifier.default.retryReason(for: Attempt(request: URLRequest(url: URL(string: "http://a.test")!),
                                                                  outcome: .failure(AsyncHTTPClientTransport.mapError(HTTPClientError.remoteConnectionClosed, url: nil)),
                                                                  number: 1, elapsed: .zero,
-                                                                 context: RequestContext(originalRequest: URLRequest(url: URL(string: "http://a.test")!)))) != nil)
+                                                                 context: RecallContext(originalRequest: URLRequest(url: URL(string: "http://a.test")!)))) != nil)
     }
 }

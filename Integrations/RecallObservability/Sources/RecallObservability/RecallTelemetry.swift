@@ -69,7 +69,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     // MARK: The request: a span and a timer from the first hook to the answer
 
     /// Opens the request's span.
-    public func onSchedule(_ request: URLRequest, context: RequestContext) async throws -> HookAction {
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         let state = RequestTelemetry(start: ContinuousClock.now)
         if let tracer {
             let span = tracer.startSpan("recall.request", context: InstrumentationContext.current ?? .topLevel, ofKind: .client)
@@ -82,18 +82,18 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     }
 
     /// Closes the spans, times the request, logs it at `.debug`.
-    public func onSuccess(_ response: Response, for request: URLRequest, context: RequestContext) async throws -> Response {
+    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         finish(request, context: context, status: response.status, source: response.source, error: nil)
         return response
     }
 
     /// Closes the spans with the error, times the request, logs it at `.notice`.
-    public func onFailure(_ error: any Error, for request: URLRequest, context: RequestContext) async throws -> Response? {
+    public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
         finish(request, context: context, status: nil, source: nil, error: error)
         return nil
     }
 
-    private func finish(_ request: URLRequest, context: RequestContext, status: Int?, source: Response.Source?, error: (any Error)?) {
+    private func finish(_ request: URLRequest, context: RecallContext, status: Int?, source: RecallResponse.Source?, error: (any Error)?) {
         guard let telemetry = context[self.telemetry] else { return }
         let (span, attempt, result, start) = telemetry.state.withLock { state in
             defer { state.span = nil; state.attempt = nil }
@@ -169,7 +169,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     // MARK: Events
 
     /// The pipeline's observer: give it as `Pipeline(…, observer: telemetry.observe)`.
-    public func observe(_ event: RecallEvent, _ context: RequestContext) {
+    public func observe(_ event: RecallEvent, _ context: RecallContext) {
         // A background refresh shares the values of the request that started it, which may be
         // answered already: it gets metrics and debug logs, never that request's spans.
         let telemetry = context.isBackground ? nil : context[self.telemetry]

@@ -39,7 +39,7 @@ struct RecallTelemetryTests {
                                 clock: ManualClock(autoAdvance: true), observer: telemetry.observe)
         }
 
-        func get(_ path: String) async throws -> Response {
+        func get(_ path: String) async throws -> RecallResponse {
             try await pipeline.send(URLRequest(url: URL(string: "https://api.test\(path)")!))
         }
     }

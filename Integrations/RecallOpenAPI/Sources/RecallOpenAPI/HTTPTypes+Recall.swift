@@ -70,7 +70,7 @@ extension HTTPRequest {
 
 extension HTTPResponse {
     /// `response`'s status and header fields (fields whose names HTTP does not allow are left out).
-    public init(_ response: Response) {
+    public init(_ response: RecallResponse) {
         var fields = HTTPFields()
         for field in response.headers {
             guard let name = HTTPField.Name(field.name) else { continue }
@@ -80,9 +80,9 @@ extension HTTPResponse {
     }
 }
 
-extension HTTPHeaders {
+extension HeaderFields {
     /// swift-http-types' fields as Recall's, in order.
     public init(_ fields: HTTPFields) {
-        self.init(fields.map { HTTPHeaders.Field(name: $0.name.rawName, value: $0.value) })
+        self.init(fields.map { HeaderFields.Field(name: $0.name.rawName, value: $0.value) })
     }
 }

@@ -23,7 +23,7 @@ struct NextTransport: Transport {
     /// stop when cancelled).
     var respondsToCancellation: Bool { true }
 
-    func send(_ request: URLRequest) async throws -> Response {
+    func send(_ request: URLRequest) async throws -> RecallResponse {
         let (converted, base) = try HTTPRequest.from(request, under: baseURL)
         let body = request.httpBody.map { HTTPBody($0) } ?? passedOnBody
         let response: HTTPResponse, responseBody: HTTPBody?
@@ -36,6 +36,6 @@ struct NextTransport: Transport {
         }
         var bytes = Data()
         if let responseBody { bytes = try await Data(collecting: responseBody, upTo: maxResponseBodyBytes) }
-        return Response(status: response.status.code, headers: HTTPHeaders(response.headerFields), body: bytes, url: request.url)
+        return RecallResponse(status: response.status.code, headers: HeaderFields(response.headerFields), body: bytes, url: request.url)
     }
 }

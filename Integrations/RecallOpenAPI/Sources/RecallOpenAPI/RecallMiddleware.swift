@@ -27,7 +27,7 @@ import Recall
 ///   `Vary` on a credential field): a `private` answer is never served to another caller,
 ///   whatever the order.
 /// - Requests and responses are converted between swift-http-types' `HTTPRequest`/`HTTPResponse`
-///   and Recall's `URLRequest`/``Recall/Response``; bodies are collected, up to
+///   and Recall's `URLRequest`/``Recall/RecallResponse``; bodies are collected, up to
 ///   ``maxRequestBodyBytes`` and ``maxResponseBodyBytes``.
 /// - A request is **retried only when its body can be sent again**: no body, or one whose
 ///   `iterationBehavior` is `.multiple` and that fits ``maxRequestBodyBytes``. A `.single` body
@@ -51,7 +51,7 @@ public struct RecallMiddleware: ClientMiddleware {
     /// The clock retry delays and attempt timeouts run on.
     public var clock: any Clock<Duration>
     /// Called with every event of every request (cache results, attempts, retries).
-    public var observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+    public var observer: (@Sendable (RecallEvent, RecallContext) -> Void)?
     /// Whether a middleware after this one may add credentials to the request (`true` unless
     /// you say otherwise): then the hooks' caches keep only what every caller may share (see
     /// ``Recall/HTTPCache/credentialsMayBeAddedBelow``). Put this middleware after the ones
@@ -62,7 +62,7 @@ public struct RecallMiddleware: ClientMiddleware {
     public init(hooks: [any ServiceHook] = [], retrierFactory: any RetrierFactory = NilRetrierFactory(),
                 maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int = 32 << 20,
                 clock: any Clock<Duration> = ContinuousClock(),
-                observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil, credentialsMayBeAddedBelow: Bool = true) {
+                observer: (@Sendable (RecallEvent, RecallContext) -> Void)? = nil, credentialsMayBeAddedBelow: Bool = true) {
         self.hooks = hooks
         self.retrierFactory = retrierFactory
         self.maxRequestBodyBytes = max(0, maxRequestBodyBytes)

@@ -176,9 +176,9 @@ struct RecallMiddlewareTests {
         let urlRequest = try URLRequest(request, baseURL: URL(string: "https://api.test/v1/")!)
         #expect(urlRequest.url?.absoluteString == "https://api.test/v1/items/7?cc=max-age%3D60")
         #expect(urlRequest.value(forHTTPHeaderField: "Accept") == "application/json" && urlRequest.httpMethod == "GET")
-        let response = HTTPResponse(Response(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "max-age=60"]))
+        let response = HTTPResponse(RecallResponse(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "max-age=60"]))
         #expect(response.status.code == 304 && response.headerFields[.eTag] == "\"v1\"")
-        #expect(HTTPHeaders(response.headerFields)["cache-control"] == "max-age=60")
+        #expect(HeaderFields(response.headerFields)["cache-control"] == "max-age=60")
     }
 
     /// Adds one user's bearer token, as an app's auth middleware does.

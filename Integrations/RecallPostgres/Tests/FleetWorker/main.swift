@@ -34,7 +34,7 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-func answer(_ response: Response) -> String {
+func answer(_ response: RecallResponse) -> String {
     struct Echo: Decodable { let hit: Int }
     let hit = (try? JSONDecoder().decode(Echo.self, from: response.body))?.hit ?? -1
     return "\(response.status) \(response.source) \(hit)"

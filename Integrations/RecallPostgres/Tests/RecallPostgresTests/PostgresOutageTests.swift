@@ -25,7 +25,7 @@ struct PostgresOutageTests {
             origin.route("GET", "/c", .text("c1", headers: ["Cache-Control": "max-age=60"]), .text("c2", headers: ["Cache-Control": "max-age=60"]))
             origin.route("POST", "/c", .text("changed"))
             let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
-            func get(_ path: String) async throws -> Response {
+            func get(_ path: String) async throws -> RecallResponse {
                 try await pipeline.send(URLRequest(url: URL(string: "https://origin.test" + path)!))
             }
             #expect(try await get("/a").source == .network)

@@ -356,7 +356,7 @@ struct PostgresStorageTests {
     /// A stored 200 with `body`, received at `date`.
     static func entry(_ body: String, at date: Date = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), cacheControl: String = "max-age=60",
                       headers extra: [String: String] = [:]) -> CacheEntry {
-        var headers: HTTPHeaders = ["Cache-Control": cacheControl, "Date": HTTPDate.format(date)]
+        var headers: HeaderFields = ["Cache-Control": cacheControl, "Date": HTTPDate.format(date)]
         for (name, value) in extra { headers.add(name, value) }
         return CacheEntry(status: 200, headers: headers, body: Data(body.utf8), url: URL(string: "https://origin.test/x"),
                           requestTime: date, responseTime: date)

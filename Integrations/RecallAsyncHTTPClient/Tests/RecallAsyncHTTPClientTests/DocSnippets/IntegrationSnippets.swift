@@ -19,7 +19,7 @@ enum IntegrationSnippets {
         return body.readableBytes
     }
 
-    static func after() async throws -> Response {
+    static func after() async throws -> RecallResponse {
         // snippet: docs/integrations.md
         let upstream = Pipeline(transport: AsyncHTTPClientTransport(client: .shared), hooks: [HTTPCache()],
                                 retrierFactory: .exponentialBackoff(maxAttempts: 3, deadline: .seconds(2)))

@@ -47,7 +47,7 @@ struct CacheControlParsingTests {
     }
 
     private static func same(_ text: String) -> Bool {
-        let parsed = CacheControl(text).directives
+        let parsed = CacheDirectives(text).directives
         let expected = reference(text)
         return parsed.count == expected.count && zip(parsed, expected).allSatisfy { $0.name == $1.0 && $0.value == $1.1 }
     }
@@ -59,7 +59,7 @@ struct CacheControlParsingTests {
         "a=\"q\\\\\", b", "ext=\"é\\ü\", Ünïcödé-Ext=Ä", "max-age=60 junk, s-maxage = 10 ",
     ])
     func tricky(_ text: String) {
-        #expect(Self.same(text), "\(text): \(CacheControl(text).directives) vs \(Self.reference(text))")
+        #expect(Self.same(text), "\(text): \(CacheDirectives(text).directives) vs \(Self.reference(text))")
     }
 
     @Test("agrees with the reference parser on 20,000 random values made of the characters that matter")
@@ -82,11 +82,11 @@ struct CacheControlParsingTests {
             ["max-age=60"],
         ]
         for values in cases {
-            let headers = HTTPHeaders(values.map { ("Cache-Control", $0) } + [("ETag", "\"1\"")])
+            let headers = HeaderFields(values.map { ("Cache-Control", $0) } + [("ETag", "\"1\"")])
             let entry = CacheEntry(status: 200, headers: headers, body: Data(), url: nil, requestTime: Date(), responseTime: Date())
-            #expect(entry.cacheControl == CacheControl(values), "\(values)")
+            #expect(entry.cacheControl == CacheDirectives(values), "\(values)")
         }
-        let entry = CacheEntry(status: 200, headers: HTTPHeaders([("Cache-Control", "private=\"Set-Cookie"), ("Cache-Control", "no-store")]),
+        let entry = CacheEntry(status: 200, headers: HeaderFields([("Cache-Control", "private=\"Set-Cookie"), ("Cache-Control", "no-store")]),
                                body: Data(), url: nil, requestTime: Date(), responseTime: Date())
         #expect(entry.cacheControl.noStore)
     }

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A key for a value that hooks attach to a ``RequestContext``.
+/// A key for a value that hooks attach to a ``RecallContext``.
 ///
 /// Declare a type per piece of state: `enum StartTime: ContextKey { typealias Value = ContinuousClock.Instant }`.
 public protocol ContextKey {
@@ -15,7 +15,7 @@ public protocol ContextKey {
 /// made, and values that hooks attach to carry state from `onSchedule` to `onSuccess`.
 ///
 /// One context lives for one call of ``Pipeline/send(_:)``; it is safe to use from any task.
-public final class RequestContext: Sendable {
+public final class RecallContext: Sendable {
     private struct State {
         var attempts = 0
         var lastSentRequest: URLRequest?
@@ -54,7 +54,7 @@ public final class RequestContext: Sendable {
     public let originalRequest: URLRequest
 
     /// Called with every event as it is recorded.
-    public let observer: (@Sendable (RecallEvent, RequestContext) -> Void)?
+    public let observer: (@Sendable (RecallEvent, RecallContext) -> Void)?
 
     /// Whether this is a background request (a `stale-while-revalidate` refresh) started on
     /// behalf of another after that one was answered: hooks outside the one that started it saw
@@ -63,11 +63,11 @@ public final class RequestContext: Sendable {
     public let isBackground: Bool
 
     /// Creates a context for `request`; `observer` sees each event as it is recorded.
-    public convenience init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RequestContext) -> Void)? = nil) {
+    public convenience init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RecallContext) -> Void)? = nil) {
         self.init(originalRequest: originalRequest, observer: observer, isBackground: false)
     }
 
-    private init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RequestContext) -> Void)?, isBackground: Bool) {
+    private init(originalRequest: URLRequest, observer: (@Sendable (RecallEvent, RecallContext) -> Void)?, isBackground: Bool) {
         self.originalRequest = originalRequest
         self.observer = observer
         self.isBackground = isBackground
@@ -123,15 +123,15 @@ public final class RequestContext: Sendable {
     /// Sends a request again through the stages inside the hook whose `onSuccess` or
     /// `onFailure` is running (its inner hooks, the retrier, the transport). The cache uses it
     /// to fetch a response in full when a 304 does not match what it stored.
-    var innerStage: (@Sendable (URLRequest) async throws -> Response)? {
+    var innerStage: (@Sendable (URLRequest) async throws -> RecallResponse)? {
         guard let stage else { return nil }
         return { [self] request in try await stage.pipeline.run(after: stage.index, request, context: self) }
     }
 
     /// A context for a background request started on behalf of this one, with the same
     /// hook values and observer.
-    func derived(for request: URLRequest) -> RequestContext {
-        let child = RequestContext(originalRequest: request, observer: observer, isBackground: true)
+    func derived(for request: URLRequest) -> RecallContext {
+        let child = RecallContext(originalRequest: request, observer: observer, isBackground: true)
         let (first, values) = state.withLock { ($0.firstValue, $0.values) }
         child.state.withLock { ($0.firstValue, $0.values) = (first, values) }
         return child

@@ -6,7 +6,7 @@ import Foundation
 /// A `delta-seconds` value that is not a non-negative integer is recorded as invalid and,
 /// for `max-age`, counts as zero (stale), the safe reading. Conflicting duplicates of a
 /// directive count as zero too (RFC 9111 §4.2.1 allows treating the response as stale).
-public struct CacheControl: Sendable, Hashable {
+public struct CacheDirectives: Sendable, Hashable {
     /// The directive names, lowercased, with their raw values (nil when none was given), in order.
     public private(set) var directives: [(name: String, value: String?)] = []
 
@@ -183,7 +183,7 @@ public struct CacheControl: Sendable, Hashable {
     }
 
     /// Compares directive lists.
-    public static func == (lhs: CacheControl, rhs: CacheControl) -> Bool {
+    public static func == (lhs: CacheDirectives, rhs: CacheDirectives) -> Bool {
         lhs.directives.elementsEqual(rhs.directives) { $0.name == $1.name && $0.value == $1.value }
     }
 

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// An HTTP response as it travels through a ``Pipeline``: a Sendable value with the status,
 /// the header fields in order, the body, the URL and where the answer came from.
-public struct Response: Sendable, Hashable {
+public struct RecallResponse: Sendable, Hashable {
     /// Where a response came from, so that outer hooks and callers can tell a cached answer
     /// from a network one.
     public enum Source: String, Sendable, Hashable, CaseIterable {
@@ -23,7 +23,7 @@ public struct Response: Sendable, Hashable {
     /// The status code, such as 200 or 404.
     public var status: Int
     /// The header fields, in order, repeated names kept.
-    public var headers: HTTPHeaders
+    public var headers: HeaderFields
     /// The body bytes (empty for no body).
     public var body: Data
     /// The URL the response answers, if known.
@@ -32,7 +32,7 @@ public struct Response: Sendable, Hashable {
     public var source: Source
 
     /// Creates a response.
-    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data(), url: URL? = nil, source: Source = .network) {
+    public init(status: Int, headers: HeaderFields = [:], body: Data = Data(), url: URL? = nil, source: Source = .network) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -44,15 +44,15 @@ public struct Response: Sendable, Hashable {
     public init(_ response: HTTPURLResponse, body: Data, source: Source = .network) {
         // Foundation keeps no order; sort by name so equal responses give equal values.
         let fields = response.allHeaderFields.map { (name: ($0.key as? String) ?? "\($0.key)", value: ($0.value as? String) ?? "\($0.value)") }
-        let headers = HTTPHeaders(fields.sorted { $0.name < $1.name }.map { HTTPHeaders.Field(name: $0.name, value: $0.value) })
+        let headers = HeaderFields(fields.sorted { $0.name < $1.name }.map { HeaderFields.Field(name: $0.name, value: $0.value) })
         self.init(status: response.statusCode, headers: headers, body: body, url: response.url, source: source)
     }
 
     /// A response with a UTF-8 text body and `Content-Type: text/plain; charset=utf-8`.
-    public static func text(_ text: String, status: Int = 200, headers: HTTPHeaders = [:], url: URL? = nil) -> Response {
+    public static func text(_ text: String, status: Int = 200, headers: HeaderFields = [:], url: URL? = nil) -> RecallResponse {
         var headers = headers
         if !headers.contains("Content-Type") { headers.add("Content-Type", "text/plain; charset=utf-8") }
-        return Response(status: status, headers: headers, body: Data(text.utf8), url: url)
+        return RecallResponse(status: status, headers: headers, body: Data(text.utf8), url: url)
     }
 
     /// Whether the status is in the 2xx range.

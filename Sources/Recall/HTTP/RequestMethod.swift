@@ -9,7 +9,7 @@ import FoundationNetworking
 /// Methods are compared by their upper-cased name (URLRequest and most clients spell them so);
 /// any method not known to be safe is treated as unsafe, so an extension method such as
 /// `PROPFIND` or `M-SEARCH` invalidates caches just as `POST` does.
-public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The method's name, upper-cased.
     public let rawValue: String
 
@@ -35,28 +35,28 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     }
 
     /// `GET`.
-    public static let get: HTTPMethod = "GET"
+    public static let get: RequestMethod = "GET"
     /// `HEAD`.
-    public static let head: HTTPMethod = "HEAD"
+    public static let head: RequestMethod = "HEAD"
     /// `POST`.
-    public static let post: HTTPMethod = "POST"
+    public static let post: RequestMethod = "POST"
     /// `PUT`.
-    public static let put: HTTPMethod = "PUT"
+    public static let put: RequestMethod = "PUT"
     /// `DELETE`.
-    public static let delete: HTTPMethod = "DELETE"
+    public static let delete: RequestMethod = "DELETE"
     /// `PATCH`.
-    public static let patch: HTTPMethod = "PATCH"
+    public static let patch: RequestMethod = "PATCH"
     /// `OPTIONS`.
-    public static let options: HTTPMethod = "OPTIONS"
+    public static let options: RequestMethod = "OPTIONS"
     /// `TRACE`.
-    public static let trace: HTTPMethod = "TRACE"
+    public static let trace: RequestMethod = "TRACE"
     /// `CONNECT`.
-    public static let connect: HTTPMethod = "CONNECT"
+    public static let connect: RequestMethod = "CONNECT"
 
     /// The methods RFC 9110 §9.2.1 defines as safe: GET, HEAD, OPTIONS, TRACE.
-    public static let safeMethods: Set<HTTPMethod> = [.get, .head, .options, .trace]
+    public static let safeMethods: Set<RequestMethod> = [.get, .head, .options, .trace]
     /// The methods RFC 9110 §9.2.2 defines as idempotent: the safe ones, PUT and DELETE.
-    public static let idempotentMethods: Set<HTTPMethod> = safeMethods.union([.put, .delete])
+    public static let idempotentMethods: Set<RequestMethod> = safeMethods.union([.put, .delete])
 
     /// Whether the method is read-only (RFC 9110 §9.2.1); unknown methods are not.
     /// (Compared by name rather than through ``safeMethods``: it is asked on every cache hit,

@@ -8,7 +8,7 @@ import FoundationNetworking
 /// Order and repeated fields are kept exactly as added, which matters for fields such as
 /// `Set-Cookie`, `Vary` or `Cache-Control` that may appear more than once. Reading a name
 /// through the subscript joins its values with `", "`, as RFC 9110 §5.3 allows for list fields.
-public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One header field: a name and a value, both as received.
     public struct Field: Sendable, Hashable {
         /// The field name with its original spelling.
@@ -138,7 +138,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// A copy as ``replace(_:with:)`` leaves it, made in one allocation (copying, then
     /// appending, makes two; every cache hit sets `Age` this way). `value` has no surrounding
     /// whitespace.
-    func replacing(_ name: String, with value: String) -> HTTPHeaders {
+    func replacing(_ name: String, with value: String) -> HeaderFields {
         var copy = [Field]()
         copy.reserveCapacity(count + 1)
         var replaced = false
@@ -151,12 +151,12 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
             replaced = true
         }
         if !replaced { copy.append(Field(name: name, trimmedValue: value)) }
-        return HTTPHeaders(copy)
+        return HeaderFields(copy)
     }
 
     /// A copy with one more field at the end, sharing the fields it copies (see ``last``).
     /// `value` has no surrounding whitespace.
-    func appending(_ name: String, _ value: String) -> HTTPHeaders {
+    func appending(_ name: String, _ value: String) -> HeaderFields {
         var copy = self
         copy.foldLast()
         copy.last = Field(name: name, trimmedValue: value)
@@ -164,7 +164,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// Equal when their fields are, in order (however they are kept).
-    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    public static func == (lhs: HeaderFields, rhs: HeaderFields) -> Bool {
         lhs.count == rhs.count && lhs.fields == rhs.fields
     }
 
@@ -217,8 +217,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 }
 
 extension URLRequest {
-    /// The request's header fields as ``HTTPHeaders`` (sorted by name: Foundation keeps no order).
-    public var headers: HTTPHeaders {
-        HTTPHeaders(allHTTPHeaderFields ?? [:])
+    /// The request's header fields as ``HeaderFields`` (sorted by name: Foundation keeps no order).
+    public var headers: HeaderFields {
+        HeaderFields(allHTTPHeaderFields ?? [:])
     }
 }

@@ -1,0 +1,20 @@
+import Recall
+/// A value that names an HTTP method: ``RequestMethod`` itself, or a `String` such as `"POST"`.
+///
+/// ``Endpoint/method`` takes either, so `static let method: RequestMethod = .post`,
+/// `static let method = "POST"` and Decree's `static let method: Method = .post` all declare
+/// the method (none of them is silently replaced by the default).
+public protocol RequestMethodConvertible: Sendable {
+    /// The method this value names.
+    var asHTTPMethod: RequestMethod { get }
+}
+
+extension RequestMethod: RequestMethodConvertible {
+    /// The method itself.
+    public var asHTTPMethod: RequestMethod { self }
+}
+
+extension String: RequestMethodConvertible {
+    /// The method named by the string (upper-cased).
+    public var asHTTPMethod: RequestMethod { RequestMethod(rawValue: self) }
+}
