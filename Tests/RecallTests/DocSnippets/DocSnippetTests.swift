@@ -11,11 +11,23 @@ struct DocSnippetTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent() // DocSnippets
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// Lines trimmed, blank and `import` lines dropped: what must match.
+    /// Lines trimmed, blank lines, `import` lines and the conditional around
+    /// `import FoundationNetworking` dropped: what must match.
     static func normalized(_ lines: [Substring]) -> String {
         lines.map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("import ") }
+            .filter { !$0.isEmpty && !$0.hasPrefix("import ") && !importConditions.contains($0) }
             .joined(separator: "\n")
+    }
+
+    /// The lines of the conditional import every page's first example starts with.
+    static let importConditions: Set<String> = ["#if canImport(FoundationNetworking)", "#endif"]
+
+    /// The raw first Swift block of a Markdown page, if it has one.
+    static func firstBlock(of page: String) throws -> String? {
+        let text = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
+        guard let start = text.range(of: "```swift\n") else { return nil }
+        guard let end = text.range(of: "\n```", range: start.upperBound..<text.endIndex) else { return nil }
+        return String(text[start.upperBound..<end.lowerBound])
     }
 
     /// The Swift blocks of a Markdown page.
@@ -93,6 +105,17 @@ struct DocSnippetTests {
         for snippet in try Self.snippets() {
             #expect(try Self.blocks(of: snippet.page).contains(snippet.text),
                     "a snippet for \(snippet.page) is no longer on the page; update or remove it:\n\(snippet.text)")
+        }
+    }
+
+    @Test("every page's first Swift example has the imports a Linux user needs")
+    func firstExampleHasImports() throws {
+        for page in try Self.pages {
+            guard let block = try Self.firstBlock(of: page) else { continue }
+            let lines = Set(block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
+            #expect(lines.contains("import Foundation") && lines.contains("#if canImport(FoundationNetworking)")
+                        && lines.contains { $0.hasPrefix("import FoundationNetworking") } && lines.contains("import Recall"),
+                    "the first Swift block of \(page) must start with import Foundation, the conditional import FoundationNetworking and import Recall")
         }
     }
 }
