@@ -12,7 +12,7 @@ import Testing
 @Suite("Hook composition: two caches, a cache behind another hook", .timeLimit(.minutes(1)))
 struct HookCompositionTests {
     /// An origin whose answers wait at `gate`, counting what it was asked.
-    private static func origin(gate: Gate) -> MockTransport {
+    fileprivate static func origin(gate: Gate) -> MockTransport {
         let mock = MockTransport()
         mock.route("GET", "/", handler: { request in
             await gate.wait()
@@ -30,7 +30,7 @@ struct HookCompositionTests {
     }
 
     /// Sends `count` concurrent requests for each of `paths` and returns the bodies, in order.
-    private static func burst(_ pipeline: Pipeline, paths: [String], count: Int) async throws -> [String] {
+    fileprivate static func burst(_ pipeline: Pipeline, paths: [String], count: Int) async throws -> [String] {
         try await withThrowingTaskGroup(of: String.self) { group in
             for path in paths {
                 for _ in 0..<count {
@@ -44,108 +44,82 @@ struct HookCompositionTests {
         }
     }
 
-    /// Two caches, memory over disk: one burst of 8 concurrent requests for one URL makes one
-    /// origin request and every request answers; the next burst is answered by the outer cache.
-    private func memoryOverDisk(namespaced: Bool) async throws {
-        let directory = temporaryDirectory("composition-\(namespaced)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var outerConfiguration = CacheConfiguration()
-        var innerConfiguration = CacheConfiguration()
-        if namespaced {
-            outerConfiguration.namespace = "memory"
-            innerConfiguration.namespace = "disk"
-        }
-        let outer = HTTPCache(storage: MemoryStorage(), configuration: outerConfiguration)
-        let inner = HTTPCache(storage: try DiskStorage(directory: directory), configuration: innerConfiguration)
+    /// A memory cache over a disk cache in one pipeline, before a gated origin.
+    private struct MemoryOverDisk {
+        let directory = temporaryDirectory("composition")
+        let outer: HTTPCache
+        let inner: HTTPCache
         let gate = Gate()
-        let origin = Self.origin(gate: gate)
-        let pipeline = Pipeline(transport: origin, hooks: [outer, inner])
+        let origin: MockTransport
+        let pipeline: Pipeline
 
-        let first = Task { try await Self.burst(pipeline, paths: ["/"], count: 8) }
-        try await waitUntil("7 requests waiting for the outer cache's leader") { outer.statistics.waiting == 7 }
-        gate.open()
-        #expect(try await first.value == Array(repeating: "/", count: 8))
-        #expect(origin.count(for: "/") == 1)
-        await outer.flush()
-        await inner.flush()
-        var outerStatistics = outer.statistics
-        var innerStatistics = inner.statistics
-        #expect(outerStatistics.misses == 1)
-        #expect(outerStatistics.coalesced == 7)
-        #expect(outerStatistics.hits == 7)
-        #expect(outerStatistics.stores == 1)
-        #expect(innerStatistics.misses == 1)
-        #expect(innerStatistics.hits == 0)
-        #expect(innerStatistics.stores == 1)
+        init(namespaced: Bool) throws {
+            var configuration = CacheConfiguration()
+            if namespaced { configuration.namespace = "memory" }
+            outer = HTTPCache(storage: MemoryStorage(), configuration: configuration)
+            if namespaced { configuration.namespace = "disk" }
+            inner = HTTPCache(storage: try DiskStorage(directory: directory), configuration: configuration)
+            origin = HookCompositionTests.origin(gate: gate)
+            pipeline = Pipeline(transport: origin, hooks: [outer, inner])
+        }
 
-        // The next burst: the outer cache answers every request; the inner one sees none.
-        #expect(try await Self.burst(pipeline, paths: ["/"], count: 8) == Array(repeating: "/", count: 8))
-        outerStatistics = outer.statistics
-        innerStatistics = inner.statistics
-        #expect(outerStatistics.hits == 15)
-        #expect(innerStatistics.lookups == 1)
-        #expect(origin.count(for: "/") == 1)
+        /// `count` concurrent requests for each of `paths` while the origin holds its answers:
+        /// every request answers, one per path reaches the origin, the outer cache leads one per
+        /// path and the others follow it, and each cache stores one response per path.
+        func firstBurst(_ paths: [String], count: Int) async throws {
+            let followers = paths.count * (count - 1)
+            let burst = Task { try await HookCompositionTests.burst(pipeline, paths: paths, count: count) }
+            try await waitUntil("\(followers) requests waiting for the outer cache's leaders") { outer.statistics.waiting == followers }
+            gate.open()
+            #expect(try await burst.value.sorted() == paths.flatMap { Array(repeating: $0, count: count) }.sorted())
+            for path in paths { #expect(origin.count(for: path) == 1) }
+            await outer.flush()
+            await inner.flush()
+            let (outerStatistics, innerStatistics) = (outer.statistics, inner.statistics)
+            #expect(outerStatistics.misses == paths.count)
+            #expect(outerStatistics.coalesced == followers)
+            #expect(outerStatistics.hits == followers)
+            #expect(outerStatistics.stores == paths.count)
+            #expect(innerStatistics.misses == paths.count)
+            #expect(innerStatistics.hits == 0)
+            #expect(innerStatistics.stores == paths.count)
+            #expect(innerStatistics.storage.count == paths.count)
+        }
 
+        /// The same burst again: the outer cache answers all of it; the inner one sees none.
+        func secondBurst(_ paths: [String], count: Int) async throws {
+            let hitsBefore = outer.statistics.hits
+            #expect(try await HookCompositionTests.burst(pipeline, paths: paths, count: count).count == paths.count * count)
+            #expect(outer.statistics.hits == hitsBefore + paths.count * count)
+            #expect(inner.statistics.lookups == paths.count)
+            for path in paths { #expect(origin.count(for: path) == 1) }
+        }
+    }
+
+    @Test("memory over disk, with and without namespaces: 8 concurrent requests for one URL all answer, one reaches the origin",
+          arguments: [true, false])
+    func memoryOverDisk(namespaced: Bool) async throws {
+        let caches = try MemoryOverDisk(namespaced: namespaced)
+        defer { try? FileManager.default.removeItem(at: caches.directory) }
+        try await caches.firstBurst(["/"], count: 8)
+        try await caches.secondBurst(["/"], count: 8)
         // Emptied, the outer cache misses and the disk cache below answers.
-        await outer.storage.removeAll()
-        let again = try await pipeline.send(URLRequest(url: URL(string: "https://origin.test/")!))
+        await caches.outer.storage.removeAll()
+        let again = try await caches.pipeline.send(URLRequest(url: URL(string: "https://origin.test/")!))
         #expect(again.source == .cache)
-        #expect(inner.statistics.hits == 1)
-        #expect(outer.statistics.misses == 2)
-        #expect(origin.count(for: "/") == 1)
-    }
-
-    @Test("memory over disk, each cache with its own namespace: 8 concurrent requests all answer, one reaches the origin")
-    func memoryOverDiskNamespaced() async throws {
-        try await memoryOverDisk(namespaced: true)
-    }
-
-    @Test("memory over disk with default namespaces: the same")
-    func memoryOverDiskDefault() async throws {
-        try await memoryOverDisk(namespaced: false)
+        #expect(caches.inner.statistics.hits == 1)
+        #expect(caches.outer.statistics.misses == 2)
+        #expect(caches.origin.count(for: "/") == 1)
     }
 
     @Test("memory over disk under bursts for many URLs: every request answers, one origin request per URL, statistics add up",
           arguments: [true, false])
     func manyURLs(namespaced: Bool) async throws {
-        let directory = temporaryDirectory("composition-many-\(namespaced)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = CacheConfiguration()
-        if namespaced { configuration.namespace = "outer" }
-        let outer = HTTPCache(storage: MemoryStorage(), configuration: configuration)
-        if namespaced { configuration.namespace = "inner" }
-        let disk = try DiskStorage(directory: directory)
-        let inner = HTTPCache(storage: disk, configuration: configuration)
-        let gate = Gate()
-        let origin = Self.origin(gate: gate)
-        let pipeline = Pipeline(transport: origin, hooks: [outer, inner])
+        let caches = try MemoryOverDisk(namespaced: namespaced)
+        defer { try? FileManager.default.removeItem(at: caches.directory) }
         let paths = (0..<8).map { "/item/\($0)" }
-        let expected = paths.flatMap { Array(repeating: $0, count: 4) }.sorted()
-
-        let burst = Task { try await Self.burst(pipeline, paths: paths, count: 4) }
-        try await waitUntil("3 followers per URL waiting") { outer.statistics.waiting == 24 }
-        gate.open()
-        #expect(try await burst.value.sorted() == expected)
-        for path in paths { #expect(origin.count(for: path) == 1) }
-        await outer.flush()
-        await inner.flush()
-        var outerStatistics = outer.statistics
-        var innerStatistics = inner.statistics
-        #expect(outerStatistics.misses == 8)
-        #expect(outerStatistics.coalesced == 24)
-        #expect(outerStatistics.hits == 24)
-        #expect(outerStatistics.stores == 8)
-        #expect(innerStatistics.misses == 8)
-        #expect(innerStatistics.stores == 8)
-        #expect(innerStatistics.storage.count == 8)
-
-        // The next burst: the outer cache answers all of it.
-        #expect(try await Self.burst(pipeline, paths: paths, count: 4).sorted() == expected)
-        outerStatistics = outer.statistics
-        innerStatistics = inner.statistics
-        #expect(outerStatistics.hits == 56)
-        #expect(innerStatistics.lookups == 8)
-        for path in paths { #expect(origin.count(for: path) == 1) }
+        try await caches.firstBurst(paths, count: 4)
+        try await caches.secondBurst(paths, count: 4)
     }
 
     /// A hook that answers every request without suspending, counting what it was asked.
