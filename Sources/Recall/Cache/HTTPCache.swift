@@ -34,11 +34,8 @@ public final class HTTPCache: ServiceHook {
     /// Every decision, made of the rules.
     let strategy: CacheStrategy
     private let now: @Sendable () -> Date
-    private let counters = Locked(CacheStatistics())
-    /// Fresh hits, counted apart: every hit adds one, and a shared lock there made the cores take turns.
-    private let hitCount = StripedCounter()
-    /// Misses, counted apart like hits: every miss counts one before it goes to the origin.
-    private let missCount = StripedCounter()
+    /// What it counts: hits, misses, stores… (also told to each request as events).
+    private let counts = CacheCounters()
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
     private let memo = CanonicalURLMemo<Location>()
@@ -141,9 +138,7 @@ public final class HTTPCache: ServiceHook {
 
     /// What the cache did so far, with the storage's counters.
     public var statistics: CacheStatistics {
-        var statistics = counters.withLock { $0 }
-        statistics.hits += hitCount.value
-        statistics.misses += missCount.value
+        var statistics = counts.statistics
         statistics.waiting = flights.waiting
         statistics.storage = storage.statistics
         return statistics
@@ -433,7 +428,7 @@ public final class HTTPCache: ServiceHook {
         var copy: PerCoreCopies<Location>.Lookup?
         if route == .lookup, let text { copy = lookUpCopy(of: text) }
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
-            countBypass(context)
+            counts.bypass(context)
             return .proceed(request)
         }
         let inScope = Self.inScope
@@ -453,15 +448,15 @@ public final class HTTPCache: ServiceHook {
         let location = scheduling.location
         switch scheduling.route {
         case .bypass: // (sorted out before)
-            countBypass(context)
+            counts.bypass(context)
             return .proceed(request)
         case .invalidate:
             context[states] = scheduling.state(mode: .invalidating)
-            countBypass(context)
+            counts.bypass(context)
             return .proceed(request)
         case .callerConditional:
             context[states] = scheduling.state(mode: .callerConditional)
-            countBypass(context)
+            counts.bypass(context)
             return .proceed(request)
         case .range(let range):
             return suspend(.range(scheduling, range), context)
@@ -583,7 +578,7 @@ public final class HTTPCache: ServiceHook {
                     // Another process fetches it: wait for its answer, then look again;
                     // still missing (it failed, or its claim lapsed), fetch it here.
                     await coordinator.wait(for: name)
-                    count(.coalesced, context) { $0.coalesced += 1 }
+                    counts.count(.coalesced, context) { $0.coalesced += 1 }
                     record = await lookup(key)
                     before = self.before(request, scheduling, record: record, now: now())
                     if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
@@ -591,7 +586,7 @@ public final class HTTPCache: ServiceHook {
             }
         case .follower:
             try Task.checkCancellation()
-            count(.coalesced, context) { $0.coalesced += 1 }
+            counts.count(.coalesced, context) { $0.coalesced += 1 }
             record = await lookup(key)
             before = self.before(request, scheduling, record: record, now: now())
         }
@@ -608,32 +603,31 @@ public final class HTTPCache: ServiceHook {
         case .serve(let response, let stale):
             finish(lead, key: key)
             if let stale {
-                count(.stale(stale), context) { $0.staleServed[stale, default: 0] += 1 }
+                counts.count(.stale(stale), context) { $0.staleServed[stale, default: 0] += 1 }
             } else {
-                hitCount.add()
-                context.record(.cache(.hit))
+                counts.hit(context)
             }
             return .respond(response)
         case .serveAndRefresh(let response, let refresh, let mode):
             finish(lead, key: key)
-            count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
+            counts.count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
             guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
             context[states] = state(mode).asRefresh()
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
             switch mode {
-            case .fetching, .ranging: countMiss(context)
+            case .fetching, .ranging: counts.miss(context)
             default: break
             }
             context[states] = state(mode)
             return .proceed(outgoing)
         case .bypass:
             finish(lead, key: key)
-            countBypass(context)
+            counts.bypass(context)
             return .proceed(request)
         case .gatewayTimeout(let answer):
             finish(lead, key: key)
-            count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
+            counts.count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
             return .respond(answer)
         }
     }
@@ -687,7 +681,7 @@ public final class HTTPCache: ServiceHook {
                              state: State, context: RecallContext, ticket: UInt64) {
         let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
-        count(after, response: response, state: state, context: context)
+        counts.count(after, response: response, mode: state.mode, method: state.method, isRefresh: state.isRefresh, context: context)
         if let memory {
             // The answer came for the URL looked up: `target` is the key locked and watched.
             if case .store(let entry) = after, let target, target.key == state.key,
@@ -743,7 +737,7 @@ public final class HTTPCache: ServiceHook {
                         context: recording)
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
-        count(after, response: response, state: state, context: context)
+        counts.count(after, response: response, mode: state.mode, method: state.method, isRefresh: state.isRefresh, context: context)
         switch after {
         case .pass:
             return response
@@ -810,41 +804,14 @@ public final class HTTPCache: ServiceHook {
         let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: now())
         switch failure {
         case .serveStale(let answer, let reason):
-            if !state.isRefresh { count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 } }
+            if !state.isRefresh { counts.count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 } }
             return answer
         case .gatewayTimeout(let answer):
-            if state.mode.isValidating, !state.isRefresh { countMiss(context) }
+            if state.mode.isValidating, !state.isRefresh { counts.miss(context) }
             return state.isRefresh ? nil : answer
         case .fail:
-            if state.mode.isValidating, !state.isRefresh { countMiss(context) }
+            if state.mode.isValidating, !state.isRefresh { counts.miss(context) }
             return nil
-        }
-    }
-
-    /// Counts what the strategy decided for an answer (a background refresh counts nothing).
-    private func count(_ after: CacheStrategy.After, response: RecallResponse, state: State, context: RecallContext) {
-        guard !state.isRefresh else { return }
-        switch after {
-        case .revalidated:
-            count(.revalidated, context) { $0.revalidated += 1 }
-        case .serveStale(_, let reason):
-            count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 }
-        case .refetch:
-            // A validation answered with a 304 for something else (a range completion that came
-            // back short is sent again too, and counts nothing more: it was a miss already).
-            if state.mode.isValidating { count(.changed, context) { $0.refetched += 1; $0.revalidatedChanged += 1 } }
-        case .store, .storeAndAnswer, .remove, .discard, .pass:
-            // A validation answered with a new representation (HEAD answers update, not replace).
-            if state.mode.isValidating, state.method != .head, response.source == .network {
-                count(.changed, context) { $0.revalidatedChanged += 1 }
-            }
-        case .invalidate, .freshen:
-            break
-        }
-        switch after {
-        case .remove, .discard, .invalidate: context.record(.cache(.invalidated))
-        case .refetch(_, let removing) where removing: context.record(.cache(.invalidated))
-        default: break
         }
     }
 
@@ -886,7 +853,7 @@ public final class HTTPCache: ServiceHook {
     /// it evicted since the last store the cache saw.
     private func stored(context: RecallContext?, evicted: Int? = nil) {
         writeCount.add(1, ordering: .releasing)
-        count { $0.stores += 1 }
+        counts.count { $0.stores += 1 }
         guard let context else { return }
         context.record(.cache(.stored))
         let count: Int
@@ -913,7 +880,7 @@ public final class HTTPCache: ServiceHook {
     private func remove(_ key: String, counting: Bool = false) async {
         await writes.lock(key)
         epochs.advance(stripe: epochStripe(of: key))
-        if counting, await storage.record(for: key) != nil { count { $0.invalidations += 1 } }
+        if counting, await storage.record(for: key) != nil { counts.count { $0.invalidations += 1 } }
         await storage.remove(key)
         writeCount.add(1, ordering: .releasing)
         writes.unlock(key)
@@ -986,28 +953,5 @@ public final class HTTPCache: ServiceHook {
         case .refresh: refreshes.finish(key)
         case nil: break
         }
-    }
-
-    private func count(_ update: (inout CacheStatistics) -> Void) {
-        counters.withLock { update(&$0) }
-    }
-
-    /// Counts a request the cache let through untouched, and records it in `context`.
-    private func countBypass(_ context: RecallContext) {
-        count(.bypassed, context) { $0.bypassed += 1 }
-    }
-
-    /// Counts a miss and records it in `context`. Misses are counted apart, like hits (every
-    /// miss counts one before it goes to the origin), with no lock.
-    private func countMiss(_ context: RecallContext) {
-        missCount.add()
-        context.record(.cache(.miss))
-    }
-
-    /// Counts with `update` and records `event` in `context`: the statistics and the events
-    /// tell the same story.
-    private func count(_ event: CacheEvent, _ context: RecallContext, _ update: (inout CacheStatistics) -> Void) {
-        count(update)
-        context.record(.cache(event))
     }
 }

@@ -1,0 +1,75 @@
+/// What an ``HTTPCache`` counts, each count told to the request's context as an event too, so
+/// the statistics and the events tell the same story.
+///
+/// Hits and misses are counted apart, each on a ``StripedCounter`` (every hit adds one, and a
+/// shared lock there made the cores take turns); the rest under one lock.
+final class CacheCounters: Sendable {
+    private let counts = Locked(CacheStatistics())
+    private let hits = StripedCounter()
+    private let misses = StripedCounter()
+
+    /// The counts so far (without the storage's statistics and the requests waiting).
+    var statistics: CacheStatistics {
+        var statistics = counts.withLock { $0 }
+        statistics.hits += hits.value
+        statistics.misses += misses.value
+        return statistics
+    }
+
+    /// A fresh hit.
+    func hit(_ context: RecallContext) {
+        hits.add()
+        context.record(.cache(.hit))
+    }
+
+    /// A request that goes to the origin for want of a usable stored response.
+    func miss(_ context: RecallContext) {
+        misses.add()
+        context.record(.cache(.miss))
+    }
+
+    /// A request let through untouched.
+    func bypass(_ context: RecallContext) {
+        count(.bypassed, context) { $0.bypassed += 1 }
+    }
+
+    /// Counts with `update` and records `event` in `context`.
+    func count(_ event: CacheEvent, _ context: RecallContext, _ update: (inout CacheStatistics) -> Void) {
+        count(update)
+        context.record(.cache(event))
+    }
+
+    /// Counts with `update` (what no request's events show: stores, invalidations).
+    func count(_ update: (inout CacheStatistics) -> Void) {
+        counts.withLock { update(&$0) }
+    }
+
+    /// Counts what the strategy decided for an answer to a request in `mode` and of `method`
+    /// (nothing for a background refresh, which serves nobody).
+    func count(_ after: CacheStrategy.After, response: RecallResponse, mode: CacheStrategy.Mode, method: RequestMethod,
+               isRefresh: Bool, context: RecallContext) {
+        guard !isRefresh else { return }
+        switch after {
+        case .revalidated:
+            count(.revalidated, context) { $0.revalidated += 1 }
+        case .serveStale(_, let reason):
+            count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 }
+        case .refetch:
+            // A validation answered with a 304 for something else (a range completion that came
+            // back short is sent again too, and counts nothing more: it was a miss already).
+            if mode.isValidating { count(.changed, context) { $0.refetched += 1; $0.revalidatedChanged += 1 } }
+        case .store, .storeAndAnswer, .remove, .discard, .pass:
+            // A validation answered with a new representation (HEAD answers update, not replace).
+            if mode.isValidating, method != .head, response.source == .network {
+                count(.changed, context) { $0.revalidatedChanged += 1 }
+            }
+        case .invalidate, .freshen:
+            break
+        }
+        switch after {
+        case .remove, .discard, .invalidate: context.record(.cache(.invalidated))
+        case .refetch(_, let removing) where removing: context.record(.cache(.invalidated))
+        default: break
+        }
+    }
+}

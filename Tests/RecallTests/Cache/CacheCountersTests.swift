@@ -1,0 +1,54 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import Recall
+import Testing
+
+@Suite("CacheCounters: the statistics and the events tell the same story")
+struct CacheCountersTests {
+    private static func context() -> RecallContext {
+        RecallContext(originalRequest: URLRequest(url: URL(string: "https://example.com/a")!))
+    }
+
+    @Test("hits, misses and bypasses count and record one event each; hits and misses count from many tasks")
+    func hitsMissesBypasses() async {
+        let counters = CacheCounters()
+        let context = Self.context()
+        counters.hit(context)
+        counters.miss(context)
+        counters.bypass(context)
+        #expect(context.events == [.cache(.hit), .cache(.miss), .cache(.bypassed)])
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask { for _ in 0..<1_000 { counters.hit(Self.context()); counters.miss(Self.context()) } }
+            }
+        }
+        let statistics = counters.statistics
+        #expect(statistics.hits == 8_001)
+        #expect(statistics.misses == 8_001)
+        #expect(statistics.bypassed == 1)
+    }
+
+    @Test("what the strategy decided for an answer: a revalidation, a stale answer, a changed representation, an invalidation")
+    func afterAnswers() {
+        let counters = CacheCounters()
+        let context = Self.context()
+        let stored = CacheEntry(status: 200, headers: ["ETag": "\"v1\""], body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+        let validating = CacheStrategy.Mode.validating(stored: stored, alternates: [])
+        let network = RecallResponse(status: 200)
+        counters.count(.revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: false,
+                       context: context)
+        counters.count(.serveStale(network, .staleIfError), response: network, mode: validating, method: .get, isRefresh: false,
+                       context: context)
+        counters.count(.store(stored), response: network, mode: validating, method: .get, isRefresh: false, context: context)
+        counters.count(.remove, response: network, mode: .fetching(stored: stored), method: .get, isRefresh: false, context: context)
+        counters.count(.revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: true,
+                       context: context) // a background refresh counts nothing
+        let statistics = counters.statistics
+        #expect(statistics.revalidated == 1)
+        #expect(statistics.staleServed[.staleIfError] == 1)
+        #expect(statistics.revalidatedChanged == 1)
+        #expect(context.events == [.cache(.revalidated), .cache(.stale(.staleIfError)), .cache(.changed), .cache(.invalidated)])
+    }
+}
