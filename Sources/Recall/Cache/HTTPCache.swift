@@ -38,7 +38,10 @@ public final class HTTPCache: ServiceHook {
     private let counts = CacheCounters()
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
-    private let memo = CanonicalURLMemo<Location>()
+    /// Works out (and remembers) where each request's responses are stored.
+    private let locator: CacheLocator
+    /// Where a request's responses are stored.
+    typealias Location = CacheLocator.Location
     /// The storage, when it is a ``MemoryStorage`` (read without an async call).
     private let memory: MemoryStorage?
     /// The storage, when it is a ``DiskStorage`` (its files held open are read without an async call).
@@ -133,6 +136,7 @@ public final class HTTPCache: ServiceHook {
         self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
+        self.locator = CacheLocator(configuration: configuration, partitioner: partitioner)
         self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
     }
 
@@ -167,49 +171,7 @@ public final class HTTPCache: ServiceHook {
     /// are told apart by the partition of each stored response, so one removal of the key (an
     /// invalidation) removes the URL for everyone.
     public func key(for request: URLRequest) -> String? {
-        locate(request)?.key
-    }
-
-    /// Where a request's responses are stored, and whether its URL carries user information
-    /// (a credential of the partition).
-    struct Location: Sendable {
-        var key: String
-        var userinfo: Bool
-        /// The key's stripe among pending writes (``PendingWrites/stripe(of:)``), worked out once.
-        var stripe: Int
-        /// The key's stripe in a memory storage's change counts (``RecordGenerations/stripe(of:)``), worked out once.
-        var generationStripe: Int
-        /// The key's stripe in the cache's removal counts (``InvalidationEpochs``), worked out once.
-        var epochStripe: Int
-        /// Whether it came from the memo.
-        var remembered = true
-    }
-
-    /// The ``Location`` of `request`, remembered per URL text (namespace included, so a hit
-    /// builds no key); `nil` when it cannot be cached.
-    private func locate(_ request: URLRequest) -> Location? {
-        locate(request.url)
-    }
-
-    /// The ``Location`` of a request for `url`, from the memo when it remembers the URL
-    /// (``remember(_:for:)``).
-    private func locate(_ url: URL?) -> Location? {
-        guard let url else { return nil }
-        return locate(text: url.absoluteString)
-    }
-
-    /// The ``Location`` of a request for the URL whose text (`absoluteString`) is `text`.
-    private func locate(text: String) -> Location? {
-        memo.value(forText: text) { text in
-            guard let canonical = configuration.keyPolicy.canonicalURL(text: text) else { return nil }
-            let key = partitioner.redactingSecrets(in: canonical)
-            guard key.utf8.count <= configuration.keyPolicy.maximumLength else { return nil }
-            let namespaced = configuration.namespace.isEmpty ? key : configuration.namespace + "|" + key
-            let hash = namespaced.hashValue
-            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
-                            generationStripe: hash & (RecordGenerations.stripeCount - 1),
-                            epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
-        }
+        locator.location(of: request)?.key
     }
 
     /// Looks for the URL `text` in the calling core's copies (``PerCoreCopies``), when the cache keeps
@@ -244,16 +206,6 @@ public final class HTTPCache: ServiceHook {
             let usage = copies.usage
             return (usage.copies, usage.bytes, copies.slotCount, usage.dormant)
         }
-    }
-
-    /// Remembers the location of `url`, which has a stored response (one was just stored or
-    /// found), so hits of it skip the key. Only such URLs are remembered: a miss of a new URL
-    /// pays for no memo entry, which would help only if something were stored.
-    private func remember(_ location: Location, for url: URL?) {
-        guard !location.remembered, let url else { return }
-        var remembered = location
-        remembered.remembered = true
-        memo.remember(remembered, for: url, size: location.key.utf8.count)
     }
 
     /// The partition of `request` (see ``CachePartitioner``).
@@ -427,7 +379,7 @@ public final class HTTPCache: ServiceHook {
         // write to a count every core shares.)
         var copy: PerCoreCopies<Location>.Lookup?
         if route == .lookup, let text { copy = lookUpCopy(of: text) }
-        guard route != .bypass, let text, let location = copy?.hit?.location ?? locate(text: text) else {
+        guard route != .bypass, let text, let location = copy?.hit?.location ?? locator.location(ofText: text) else {
             counts.bypass(context)
             return .proceed(request)
         }
@@ -490,7 +442,7 @@ public final class HTTPCache: ServiceHook {
     /// What a plain lookup that found `record` does: a miss to coalesce suspends.
     private func decide(_ scheduling: Scheduling, record: CacheRecord?, writesBefore: UInt64, _ request: URLRequest,
                         context: RecallContext) -> HookAction? {
-        if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
+        if record != nil { locator.remember(scheduling.location, for: scheduling.facts.url) }
         let before = self.before(request, scheduling, record: record)
         if case .send = before, configuration.coalescesRequests {
             let key = scheduling.location.key
@@ -535,7 +487,7 @@ public final class HTTPCache: ServiceHook {
             return schedule(scheduling, copy: nil, request, context: context)
         case .range(let scheduling, let range):
             let record = await lookup(scheduling.location.key)
-            if record != nil { remember(scheduling.location, for: scheduling.facts.url) }
+            if record != nil { locator.remember(scheduling.location, for: scheduling.facts.url) }
             let before = strategy.before(request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
                                          inScope: scheduling.inScope, now: scheduling.requestTime)
             return act(on: before, request: request, key: scheduling.location.key, lead: nil, context: context) {
@@ -689,7 +641,7 @@ public final class HTTPCache: ServiceHook {
                 let updated = strategy.record(storing: entry, key: target.key,
                                      over: keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key))
                 if let evicted = memory.storeNow(updated, watched: true) {
-                    remember(target, for: exchange.answered.url)
+                    locator.remember(target, for: exchange.answered.url)
                     stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
                 }
             } else {
@@ -710,10 +662,10 @@ public final class HTTPCache: ServiceHook {
                                               method: state.method, requestTime: state.requestTime, now: date,
                                               requestLifetime: lifetime)
         guard state.mode != .invalidating, response.source == .network else { return (exchange, nil) }
-        var target = sent.url == request.url ? state.location : locate(sent)
+        var target = sent.url == request.url ? state.location : locator.location(of: sent)
         if let url = response.url, url != sent.url {
             exchange.answered.url = url
-            target = locate(exchange.answered)
+            target = locator.location(of: exchange.answered)
         }
         // Answered for another URL than the one looked up (a redirect, or an inner hook that
         // rewrote the URL): what was stored for the lookup is neither merged nor removed.
@@ -732,7 +684,7 @@ public final class HTTPCache: ServiceHook {
         // Stores `entry` where the answer belongs, and remembers that URL's location.
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
-            remember(target, for: exchange.answered.url)
+            locator.remember(target, for: exchange.answered.url)
             await store(entry, at: target, keepsNothing: keepsNothing(entry, key: target.key, state: state), since: state.since,
                         context: recording)
         }
@@ -761,7 +713,7 @@ public final class HTTPCache: ServiceHook {
         case .invalidate(let urls, let post):
             await invalidate(urls, after: sent)
             // (The write's own answer: stored after its invalidation, whatever came before.)
-            if let post, let location = locate(CacheStrategy.asGet(sent)) {
+            if let post, let location = locator.location(of: CacheStrategy.asGet(sent)) {
                 await store(post, at: location, keepsNothing: false, since: nil, context: recording)
             }
             return response
