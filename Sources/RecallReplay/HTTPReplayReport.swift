@@ -20,9 +20,9 @@ public struct HTTPReplayReport: Sendable, Hashable {
 
     /// Requests that reached the origin (the transport).
     public var originRequests = 0
-    /// RecallResponse body bytes the application received.
+    /// Response body bytes the application received.
     public var bodyBytes = 0
-    /// RecallResponse body bytes the origin sent.
+    /// Response body bytes the origin sent.
     public var originBodyBytes = 0
 
     /// Entries the capturing client answered from its memory cache.

@@ -145,10 +145,10 @@ extension Endpoint {
             }
         }
         if Self.outputFormat == .xml { fields["Accept"] = "application/xml" }
-        let own = header.asHTTPHeaders
+        let own = header.asHeaderFields
         for field in own { fields[field.name] = nil }
         for field in own { fields.add(field.name, field.value) }
-        var request = try service.makeRequest(method: Self.method.asHTTPMethod, path: path, query: query,
+        var request = try service.makeRequest(method: Self.method.asRequestMethod, path: path, query: query,
                                               header: fields, body: body, scheme: Self.scheme)
         request.cachePolicy = Self.cachePolicy
         return request
@@ -201,7 +201,7 @@ extension Endpoint {
         do {
             return try decodeBody(type, from: response, service: service)
         } catch {
-            let wrapped = ServiceError.coding("\(Self.self) (\(Self.method.asHTTPMethod) \(path)): \(DecodingFailure.describe(error))")
+            let wrapped = ServiceError.coding("\(Self.self) (\(Self.method.asRequestMethod) \(path)): \(DecodingFailure.describe(error))")
             service.process(wrapped)
             throw wrapped
         }

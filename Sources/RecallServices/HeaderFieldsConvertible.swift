@@ -5,15 +5,15 @@ import Recall
 /// just as `var header: HeaderFields` is (a declaration of either type is never ignored).
 public protocol HeaderFieldsConvertible: Sendable {
     /// The header fields this value gives.
-    var asHTTPHeaders: HeaderFields { get }
+    var asHeaderFields: HeaderFields { get }
 }
 
 extension HeaderFields: HeaderFieldsConvertible {
     /// The fields themselves.
-    public var asHTTPHeaders: HeaderFields { self }
+    public var asHeaderFields: HeaderFields { self }
 }
 
 extension Dictionary: HeaderFieldsConvertible where Key == String, Value == String {
     /// The fields of the dictionary, sorted by name (a dictionary keeps no order).
-    public var asHTTPHeaders: HeaderFields { HeaderFields(self) }
+    public var asHeaderFields: HeaderFields { HeaderFields(self) }
 }

@@ -6,15 +6,15 @@ import Recall
 /// the method (none of them is silently replaced by the default).
 public protocol RequestMethodConvertible: Sendable {
     /// The method this value names.
-    var asHTTPMethod: RequestMethod { get }
+    var asRequestMethod: RequestMethod { get }
 }
 
 extension RequestMethod: RequestMethodConvertible {
     /// The method itself.
-    public var asHTTPMethod: RequestMethod { self }
+    public var asRequestMethod: RequestMethod { self }
 }
 
 extension String: RequestMethodConvertible {
     /// The method named by the string (upper-cased).
-    public var asHTTPMethod: RequestMethod { RequestMethod(rawValue: self) }
+    public var asRequestMethod: RequestMethod { RequestMethod(rawValue: self) }
 }

@@ -100,7 +100,7 @@ public struct CacheRules: Sendable {
             || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
     }
 
-    /// RecallResponse fields never stored nor replayed from the cache: per-response secrets
+    /// Response fields never stored nor replayed from the cache: per-response secrets
     /// (`Set-Cookie` and its kin: replaying a session cookie to another caller hands it over)
     /// and the connection-specific fields of RFC 9111 §3.1.
     public static let unstoredFields: Set<String> = [

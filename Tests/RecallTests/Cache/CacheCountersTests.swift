@@ -45,10 +45,20 @@ struct CacheCountersTests {
         counters.count(.remove, response: network, mode: .fetching(stored: stored), method: .get, isRefresh: false, context: context)
         counters.count(.revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: true,
                        context: context) // a background refresh counts nothing
+        counters.count(.store(stored), response: network, mode: validating, method: .head, isRefresh: false,
+                       context: context) // a HEAD answer updates, it does not replace: no change counted
+        var cached = network
+        cached.source = .cache
+        counters.count(.pass, response: cached, mode: validating, method: .get, isRefresh: false,
+                       context: context) // an answer not from the network is no new representation
+        counters.count(.refetch(URLRequest(url: URL(string: "https://example.com/a")!), removing: true), response: network,
+                       mode: validating, method: .get, isRefresh: false, context: context)
         let statistics = counters.statistics
         #expect(statistics.revalidated == 1)
         #expect(statistics.staleServed[.staleIfError] == 1)
-        #expect(statistics.revalidatedChanged == 1)
-        #expect(context.events == [.cache(.revalidated), .cache(.stale(.staleIfError)), .cache(.changed), .cache(.invalidated)])
+        #expect(statistics.revalidatedChanged == 2)
+        #expect(statistics.refetched == 1)
+        #expect(context.events == [.cache(.revalidated), .cache(.stale(.staleIfError)), .cache(.changed), .cache(.invalidated),
+                                   .cache(.changed), .cache(.invalidated)])
     }
 }

@@ -320,7 +320,7 @@ struct CacheStrategyTests {
 
     /// What ``CacheStrategy/after`` decided, in a form a table can state.
     enum Next: Equatable, Sendable {
-        case pass, store(status: Int), revalidated(header: String), serveStale(StaleReason), remove, discard(status: Int)
+        case pass, store(status: Int), revalidated(header: String), serveStale(StaleReason), staleNotMarked, remove, discard(status: Int)
         case invalidate([String], storesPost: Bool)
         case refetch(removing: Bool, conditional: Bool), freshen
         case storeAndAnswer(status: Int, answer: Int)
@@ -334,7 +334,7 @@ struct CacheStrategyTests {
                 // The answer is the merged entry, as revalidated.
                 let same = answer.source == .revalidated && answer.headers["X-Version"] == entry.headers["X-Version"]
                 self = .revalidated(header: same ? entry.headers["X-Version"] ?? "" : "answer not made from the entry")
-            case .serveStale(let answer, let reason): self = answer.source == .stale ? .serveStale(reason) : .pass
+            case .serveStale(let answer, let reason): self = answer.source == .stale ? .serveStale(reason) : .staleNotMarked
             case .remove: self = .remove
             case .discard(let entry): self = .discard(status: entry.status)
             case .invalidate(let urls, let post): self = .invalidate(urls.map(\.path), storesPost: post != nil)

@@ -11,8 +11,9 @@ import Synchronization
 import Testing
 
 // Every name below is written unqualified, in one file that imports Recall beside Hummingbird,
-// AsyncHTTPClient and NIOHTTP1. That this file compiles is the test: no Recall name shadows
-// theirs (Response, RequestContext, CacheControl, HTTPHeaders, HTTPMethod).
+// AsyncHTTPClient and NIOHTTP1 (whose HTTPHeaders and HTTPMethod Vapor re-exports). That this
+// file compiles is the test: no Recall name shadows theirs (Response, RequestContext,
+// CacheControl, HTTPHeaders, HTTPMethod), each written here as a type.
 
 /// A Hummingbird route that answers through a Recall pipeline: both vocabularies side by side.
 struct Upstream: Sendable {
@@ -45,7 +46,10 @@ struct NamesTests {
         let nioMethod: HTTPMethod = .GET
         let recallHeaders: HeaderFields = ["Cache-Control": "max-age=60"]
         let directives = CacheDirectives(recallHeaders["Cache-Control"] ?? "")
-        let hummingbirdCache = CacheControl([(MediaType.textPlain, [.maxAge(60)])])
+        let hummingbirdCache: CacheControl = CacheControl([(MediaType.textPlain, [.maxAge(60)])])
+        var outgoing: HTTPClientRequest = HTTPClientRequest(url: "https://upstream.test/item")
+        outgoing.method = HTTPMethod.GET
+        outgoing.headers = nioHeaders
         let response = RecallResponse.text("ok")
         #expect(nioHeaders["cache-control"] == ["max-age=60"])
         #expect(nioMethod == .GET)
@@ -53,6 +57,7 @@ struct NamesTests {
         #expect(response.status == 200)
         #expect(String(describing: type(of: hummingbirdCache)) == "CacheControl")
         #expect(RecallResponse.self != Response.self)
+        #expect(outgoing.headers["cache-control"] == ["max-age=60"])
     }
 
     @Test("a Hummingbird route answers through a Recall pipeline with a cache")

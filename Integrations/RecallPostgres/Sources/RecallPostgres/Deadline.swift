@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Runs database work within a time limit: the caller gets the answer, or
-/// ``PostgresStorageError/timedOut`` when the limit passes first (the work is then cancelled
+/// ``PostgresStorageError/timedOut(_:)`` when the limit passes first (the work is then cancelled
 /// and left to finish on its own), or the error of its cancellation. A slow database costs a
 /// request at most the limit.
 enum Deadline {

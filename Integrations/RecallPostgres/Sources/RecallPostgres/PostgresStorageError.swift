@@ -18,12 +18,19 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
     public let code: Code
     /// What went wrong, in a sentence.
     public let reason: String
+    /// For `schemaTooNew`: the schema version the database holds.
+    public var found: Int?
+    /// For `schemaTooNew`: the newest schema version this code reads.
+    public var supported: Int?
+    /// For `timedOut`: the limit that passed.
+    public var limit: Duration?
 
     /// The database holds a schema newer than this code reads: upgrade RecallPostgres on every
     /// replica before the newest one migrates, or point this one at another database.
     public static func schemaTooNew(found: Int, supported: Int) -> PostgresStorageError {
         PostgresStorageError(code: .schemaTooNew,
-                             reason: "the database holds Recall's cache schema version \(found); this code supports up to \(supported)")
+                             reason: "the database holds Recall's cache schema version \(found); this code supports up to \(supported)",
+                             found: found, supported: supported)
     }
 
     /// The fleet's shared secret is missing or too short in `recall_meta` (a row edited by hand).
@@ -32,7 +39,7 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
 
     /// An operation took longer than ``PostgresStorage/Configuration/timeout``.
     public static func timedOut(_ limit: Duration) -> PostgresStorageError {
-        PostgresStorageError(code: .timedOut, reason: "the database did not answer within \(limit)")
+        PostgresStorageError(code: .timedOut, reason: "the database did not answer within \(limit)", limit: limit)
     }
 
     /// What went wrong, in a sentence.
