@@ -19,6 +19,10 @@ import Recall
 public final class InMemoryByteStore: CacheByteStore {
     private struct State {
         var bytes: [String: Data] = [:]
+        /// The expiry hint of each key's latest write.
+        var expiries: [String: Date] = [:]
+        /// Who hears of changes made "elsewhere" (``changeElsewhere(_:)``).
+        var observers: [@Sendable (String?) async -> Void] = []
         var statistics = StorageStatistics()
         var flushes = 0
         /// Whether reads wait, after taking their bytes, until ``releaseReads()``.
@@ -47,7 +51,7 @@ public final class InMemoryByteStore: CacheByteStore {
     /// The bytes under `key`, delivered after the read delay, or once released while reads are
     /// held (taken at once: like a slow network read, the answer may be outdated by the time it
     /// arrives).
-    public func data(for key: String) async -> Data? {
+    public func bytes(for key: String) async -> StoredBytes? {
         let (data, holding) = state.withLock { ($0.bytes[key], $0.holdingReads) }
         if holding {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -61,7 +65,7 @@ public final class InMemoryByteStore: CacheByteStore {
             }
         }
         if readDelay > .zero { try? await Task.sleep(for: readDelay) }
-        return data
+        return data.map { StoredBytes($0) }
     }
 
     /// Makes every read from now on wait, once it has taken its bytes, until ``releaseReads()``:
@@ -93,9 +97,26 @@ public final class InMemoryByteStore: CacheByteStore {
         }
     }
 
-    /// Stores `data` under `key`.
-    public func store(_ data: Data, for key: String) async {
+    /// Stores `data` under `key`, keeping the expiry hint (``expiry(of:)``).
+    public func write(_ data: Data, for key: String, expires: Date?) async {
         put(data, for: key)
+        state.withLock { $0.expiries[key] = expires }
+    }
+
+    /// The expiry hint the latest write of `key` came with (`nil`: none, or no write).
+    public func expiry(of key: String) -> Date? {
+        state.withLock { $0.expiries[key] }
+    }
+
+    /// Tells the observers that `key` (`nil`: every key) changed elsewhere, as a store another
+    /// process shares would (see ``CacheStorage/subscribe(toChangesElsewhere:)``).
+    public func changeElsewhere(_ key: String?) async {
+        for observer in state.withLock({ $0.observers }) { await observer(key) }
+    }
+
+    /// Calls `observer` from ``changeElsewhere(_:)``.
+    public func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {
+        state.withLock { $0.observers.append(observer) }
     }
 
     /// Puts `data` under `key` without suspending (a test's way to plant bad bytes).

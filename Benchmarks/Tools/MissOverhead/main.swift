@@ -166,7 +166,7 @@ final class KeyingHook: ServiceHook {
 final class DroppingStorage: CacheStorage {
     let secret: [UInt8] = Array(repeating: 7, count: 32)
     func record(for key: String) async -> CacheRecord? { nil }
-    func store(_ record: CacheRecord) async {}
+    func store(_ record: CacheRecord, expires: Date?) async {}
     func remove(_ key: String) async {}
     func removeAll() async {}
     func flush() async {}

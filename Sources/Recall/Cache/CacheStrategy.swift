@@ -520,6 +520,28 @@ struct CacheStrategy: Sendable {
         return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(rules.configuration.maxVariants)))
     }
 
+    /// The hint a storage gets with `record` (``CacheStorage/store(_:expires:)``): when none of
+    /// its responses can be served any more — past its freshness and its stale windows
+    /// (`stale-while-revalidate`, `stale-if-error`, the offline allowance); `nil` when one can be
+    /// revalidated (it carries `ETag` or `Last-Modified`), and so stays useful with no end. (A
+    /// request's `max-stale` may accept a response later still: a storage that drops the record
+    /// by then costs that request a miss, never a wrong answer.)
+    func expiry(of record: CacheRecord) -> Date? {
+        var latest: Date?
+        for entry in record.variants {
+            if entry.etag != nil || entry.lastModified != nil { return nil }
+            let directives = entry.cacheControl
+            var grace = Double(max(directives.staleWhileRevalidate ?? 0, directives.staleIfError ?? 0))
+            if rules.configuration.servesStaleWhenDisconnected, !directives.mustRevalidate, !directives.noCache {
+                grace = max(grace, rules.configuration.maxDisconnectedStaleness)
+            }
+            let freshFor = max(0, rules.freshnessLifetime(entry) - rules.currentAge(entry, now: entry.responseTime))
+            let until = entry.responseTime.addingTimeInterval(freshFor + grace)
+            latest = max(latest ?? until, until)
+        }
+        return latest
+    }
+
     /// The responses of `record` that stay when `outdated` goes: all but those of its partition,
     /// `Vary` values and kind (a piece or a whole response).
     func variants(of record: CacheRecord, without outdated: CacheEntry) -> [CacheEntry] {

@@ -42,13 +42,10 @@ public final class HTTPCache: ServiceHook {
     private let locator: CacheLocator
     /// Where a request's responses are stored.
     typealias Location = CacheLocator.Location
-    /// The storage, when it is a ``MemoryStorage`` (read without an async call).
+    /// The storage, when it is a ``MemoryStorage``: stored into after answering (write-behind)
+    /// and copied per core. (Any storage reads hits without an async call through
+    /// ``CacheStorage/recordWithoutSuspending(for:)``.)
     private let memory: MemoryStorage?
-    /// The storage, when it is a ``DiskStorage`` (its files held open are read without an async call).
-    private let disk: DiskStorage?
-    /// The memory tier of a ``TieredStorage`` storage, when it has one (what it holds is read
-    /// without an async call; a miss there reads the storage as usual).
-    private let upperMemory: MemoryStorage?
     /// Per-core copies of the records hit most, over a ``MemoryStorage`` (see
     /// ``CacheConfiguration/copyBytesPerCore``).
     private let copies: PerCoreCopies<Location>?
@@ -126,8 +123,6 @@ public final class HTTPCache: ServiceHook {
                 coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.storage = storage
         self.memory = storage as? MemoryStorage
-        self.disk = storage as? DiskStorage
-        self.upperMemory = (storage as? TieredStorage)?.memoryTier
         self.copies = memory.flatMap { PerCoreCopies(bytesPerCore: configuration.copyBytesPerCore, generations: $0.generations) }
         self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
@@ -426,12 +421,9 @@ public final class HTTPCache: ServiceHook {
             } else if let memory {
                 // A memory storage answers without suspending.
                 record = read(memory, at: location, offering: copy)
-            } else if let held = disk?.heldRecord(for: location.key) {
-                // So does a disk storage, for a file it holds open,
-                record = held
-            } else if let upper = upperMemory?.recordNow(for: location.key), upper.key == location.key {
-                // and a tiered storage, for what its memory tier holds.
-                record = upper
+            } else if let found = storage.recordWithoutSuspending(for: location.key), found.key == location.key {
+                // So does any storage for what it has at hand (a file held open, a memory tier).
+                record = found
             } else {
                 return suspend(.lookup(scheduling, writesBefore: writesBefore), context)
             }
@@ -794,7 +786,7 @@ public final class HTTPCache: ServiceHook {
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)
         } else {
-            await storage.store(updated)
+            await storage.store(updated, expires: strategy.expiry(of: updated))
             stored(context: context)
         }
     }
@@ -848,7 +840,8 @@ public final class HTTPCache: ServiceHook {
             if kept.isEmpty {
                 await storage.remove(key)
             } else if kept.count < record.variants.count {
-                await storage.store(CacheRecord(key: key, variants: kept))
+                let record = CacheRecord(key: key, variants: kept)
+                await storage.store(record, expires: strategy.expiry(of: record))
             }
             writeCount.add(1, ordering: .releasing)
         }

@@ -3,23 +3,21 @@ import Foundation
 /// A ``CacheStorage`` that keeps **bytes by key** — files, a database table, a remote
 /// key-value store — and knows nothing of HTTP.
 ///
-/// A conforming type implements the I/O: ``data(for:)``, ``store(_:for:)``, ``removeCorrupt(_:ifStill:)``,
-/// and from ``CacheStorage`` `remove`, `removeAll`, `flush`, `statistics` (and `secret`, when its
-/// records outlive the process). The records themselves — encoding, decoding with every range
-/// check, comparing the stored key with the key asked for — are done here, once, for every
-/// backend, by the default ``record(for:)`` and ``store(_:)``. ``DiskStorage`` is one; a
-/// backend for another store is its I/O and nothing else:
+/// A conforming type implements the I/O and nothing else: ``bytes(for:)``,
+/// ``write(_:for:expires:)``, ``removeCorrupt(_:ifStill:)``, and from ``CacheStorage`` `remove`,
+/// `removeAll`, `flush`, `statistics` (and `secret`, when its records outlive the process;
+/// ``CacheStorage/subscribe(toChangesElsewhere:)`` when others change it too). The records
+/// themselves — encoding, decoding with every range check, comparing the stored key with the
+/// key asked for, removing what is not a record — are done here, once, for every backend: a
+/// byte store does not implement ``CacheStorage/record(for:)`` or ``CacheStorage/store(_:expires:)``.
+/// ``DiskStorage`` is one, `PostgresStorage` (RecallPostgres) another; docs/architecture.md shows a
+/// whole backend.
 ///
-/// ```swift
-/// final class RedisStorage: CacheByteStore {
-///     func data(for key: String) async -> Data? { try? await redis.get(key) }
-///     func store(_ data: Data, for key: String) async { try? await redis.set(key, data) }
-///     func removeCorrupt(_ key: String, ifStill data: Data) async {
-///         if try await redis.deleteIfEqual(key, data) { corrupt.increment() }
-///     }
-///     // remove, removeAll, flush, statistics …
-/// }
-/// ```
+/// Two capabilities are optional:
+/// - ``bytesWithoutSuspending(for:)``: bytes at hand (a file held open) let the cache answer
+///   a hit without an async call;
+/// - a ``DecodingMemo`` with bytes the store vouches unchanged: what they decoded to is kept
+///   in it, so they are not checked or decoded again.
 ///
 /// Like every storage it never throws at the cache: bytes that cannot be read are a miss, a
 /// write that fails is counted in ``CacheStorage/statistics``. Keys are the cache's storage keys
@@ -28,10 +26,14 @@ import Foundation
 /// URL's response.
 public protocol CacheByteStore: CacheStorage {
     /// The bytes stored under `key`, or `nil`.
-    func data(for key: String) async -> Data?
+    func bytes(for key: String) async -> StoredBytes?
+    /// The bytes under `key` when they are at hand without suspending, else `nil` (then the
+    /// cache asks ``bytes(for:)``). The default is `nil`.
+    func bytesWithoutSuspending(for key: String) -> StoredBytes?
     /// Stores `data` under `key`, replacing what was there. It may complete later, but a
-    /// following ``data(for:)`` sees it.
-    func store(_ data: Data, for key: String) async
+    /// following ``bytes(for:)`` sees it. `expires`: the cache's hint, after which nothing in
+    /// the bytes can be served (`nil`: no end; see ``CacheStorage/store(_:expires:)``).
+    func write(_ data: Data, for key: String, expires: Date?) async
     /// Removes the bytes under `key` because they are not a record of this cache (torn by a
     /// crash, garbage, crafted, another format version) — **only if they are still `data`**, the
     /// bytes that failed: a valid record stored since the read must survive — and counts them
@@ -40,27 +42,63 @@ public protocol CacheByteStore: CacheStorage {
 }
 
 extension CacheByteStore {
-    /// The record under `key`: the stored bytes decoded and checked, or `nil` when there are none,
-    /// they are not a valid record (then removed with ``removeCorrupt(_:ifStill:)``), or they hold
-    /// another key's record.
-    public func record(for key: String) async -> CacheRecord? {
-        guard let data = await data(for: key) else { return nil }
-        return await record(decoding: data, for: key)
-    }
+    /// Nothing at hand without suspending.
+    public func bytesWithoutSuspending(for key: String) -> StoredBytes? { nil }
 
-    /// The record in `data`, read for `key`: `nil` when it is not a valid record (then removed
-    /// with ``removeCorrupt(_:ifStill:)``) or holds another key's. `sharingBuffer`: large bodies
-    /// may refer to `data`'s bytes (only for a buffer nothing else holds; see `CacheRecordCodec`).
-    func record(decoding data: Data, for key: String, sharingBuffer: Bool = false) async -> CacheRecord? {
-        guard let record = try? CacheRecordCodec.decode(data, sharingBuffer: sharingBuffer, expectedKey: key) else {
-            await removeCorrupt(key, ifStill: data)
+    /// The record under `key`: the stored bytes decoded and checked, or `nil` when there are none
+    /// or they are not a valid record of `key` (garbage, torn, or another key's record, as a
+    /// hashing backend's collision would leave): then they are removed with
+    /// ``removeCorrupt(_:ifStill:)``.
+    public func record(for key: String) async -> CacheRecord? {
+        guard let stored = await bytes(for: key) else { return nil }
+        switch Self.decode(stored, for: key) {
+        case .record(let record): return record
+        case .corrupt:
+            await removeCorrupt(key, ifStill: stored.data)
             return nil
         }
-        return record.key == key ? record : nil
+    }
+
+    /// The record under `key` from bytes at hand (``bytesWithoutSuspending(for:)``), or `nil`.
+    /// (Bytes that are not a record are left for ``record(for:)`` to remove.)
+    public func recordWithoutSuspending(for key: String) -> CacheRecord? {
+        guard let stored = bytesWithoutSuspending(for: key), case .record(let record) = Self.decode(stored, for: key) else {
+            return nil
+        }
+        return record
     }
 
     /// Stores `record`, encoded, under its key.
-    public func store(_ record: CacheRecord) async {
-        await store(CacheRecordCodec.encode(record), for: record.key)
+    public func store(_ record: CacheRecord, expires: Date?) async {
+        await write(CacheRecordCodec.encode(record), for: record.key, expires: expires)
+    }
+}
+
+/// What stored bytes hold for a key.
+private enum DecodeOutcome {
+    case record(CacheRecord)
+    /// Not a record of this key.
+    case corrupt
+}
+
+extension CacheByteStore {
+    /// The record in `stored`, read for `key`: taken from its memo when the bytes were decoded
+    /// before (no second check), else decoded and checked, and kept in the memo if there is one.
+    private static func decode(_ stored: StoredBytes, for key: String) -> DecodeOutcome {
+        if let memo = stored.memo, let decoded = memo.decoded.withLock({ $0 }) {
+            guard let record = CacheRecordCodec.record(decoded.template, bodies: decoded.bodies, in: stored.data,
+                                                       sharingBuffer: stored.isUnshared) else { return .corrupt }
+            return record.key == key ? .record(record) : .corrupt
+        }
+        var bodies: [Range<Int>]? = stored.memo == nil ? nil : []
+        guard let record = try? CacheRecordCodec.decode(stored.data, sharingBuffer: stored.isUnshared, expectedKey: key,
+                                                        bodies: &bodies) else { return .corrupt }
+        guard record.key == key else { return .corrupt }
+        if let memo = stored.memo, let bodies {
+            var template = record
+            for index in template.variants.indices { template.variants[index].body = Data() }
+            memo.decoded.withLock { $0 = DecodingMemo.Decoded(template: template, bodies: bodies) }
+        }
+        return .record(record)
     }
 }

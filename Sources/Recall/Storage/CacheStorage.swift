@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where an ``HTTPCache`` keeps its records: in memory, on disk, in a database, or tiers of them.
 ///
 /// Two kinds implement it:
@@ -14,9 +16,18 @@ public protocol CacheStorage: Sendable {
     /// The record stored under `key`, or `nil`. Implementations compare the stored full key
     /// with `key` and answer `nil` on a mismatch.
     func record(for key: String) async -> CacheRecord?
+    /// The record under `key` when the storage has it at hand without suspending (memory, a
+    /// file it holds open), or `nil` — then the cache asks ``record(for:)``. A storage that can
+    /// serve hits this way lets ``HTTPCache`` answer them without an async call. The default is `nil`.
+    func recordWithoutSuspending(for key: String) -> CacheRecord?
     /// Stores `record` under its key, replacing what was there. It may complete later, but
     /// a following ``record(for:)`` sees it.
-    func store(_ record: CacheRecord) async
+    ///
+    /// `expires`: the cache's hint — after it, no response of the record can be served any more
+    /// (fresh or stale, under the cache's configuration); `nil` when the record stays useful with
+    /// no end (it can be revalidated). A storage with its own expiry (a database row's, a
+    /// key-value store's TTL) may drop the record then; none has to.
+    func store(_ record: CacheRecord, expires: Date?) async
     /// Removes the record under `key`.
     func remove(_ key: String) async
     /// Removes every record.
@@ -34,14 +45,29 @@ public protocol CacheStorage: Sendable {
     /// process (records that depend on it then stop matching after a restart: misses, never
     /// wrong answers).
     var secret: [UInt8] { get }
+    /// Calls `observer` with each key (`nil`: every key) changed in this storage other than
+    /// through this instance — by another process sharing it (``TieredStorage`` drops its upper
+    /// tier's copy then). The default never calls it: the storage changes only through its own calls.
+    func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void)
 }
 
 extension CacheStorage {
     /// A secret made once per process (see ``CacheStorage/secret``).
     public var secret: [UInt8] { StorageSecret.processWide }
 
-    /// Nothing to wait for: every write is done when ``store(_:)`` returns.
+    /// Nothing to wait for: every write is done when ``store(_:expires:)`` returns.
     public func flush() async {}
+
+    /// Not at hand without suspending: ask ``record(for:)``.
+    public func recordWithoutSuspending(for key: String) -> CacheRecord? { nil }
+
+    /// Nothing changes it from elsewhere: `observer` is never called.
+    public func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {}
+
+    /// Stores `record` with no expiry hint (``store(_:expires:)``).
+    public func store(_ record: CacheRecord) async {
+        await store(record, expires: nil)
+    }
 }
 
 /// What a storage holds and what happened to it.

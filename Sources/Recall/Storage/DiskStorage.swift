@@ -88,21 +88,13 @@ public final class DiskStorage: CacheByteStore {
     /// `open` failed for want of resources (descriptors, memory), not because of the file.
     private struct OpenFailure: Error {}
 
-    /// A file held open, with the record its checked bytes decoded to (bodies left out) and
-    /// where in those bytes the bodies lie: while the file is unchanged, reading it again
-    /// gives the same bytes, so the same record, with the bodies taken from the new read.
+    /// A file held open, with the memo handed out with its bytes: while the file is unchanged,
+    /// reading it again gives the same bytes, so what they decoded to is not decoded again.
     private struct Held {
         var file: HeldFile
         /// An order for replacing the oldest when the table is full.
         var serial: UInt64
-        var template: CacheRecord
-        var bodies: [Range<Int>]
-
-        /// The record, from `data` read again through the file: the template, with its bodies
-        /// taken from `data` (no second checksum or decoding).
-        func record(from data: Data) -> CacheRecord? {
-            CacheRecordCodec.record(template, bodies: bodies, in: data, sharingBuffer: true)
-        }
+        var memo: DecodingMemo
     }
 
     static let suffix = ".rce"
@@ -351,41 +343,25 @@ public final class DiskStorage: CacheByteStore {
     }
 
     /// The bytes under `key`: a pending write if there is one, else the file's. A file that
-    /// cannot be read as a regular file within ``entryLimit`` is removed (a miss).
-    public func data(for key: String) async -> Data? {
-        read(name(for: key), holding: false)?.data
-    }
-
-    /// The record under `key`, decoded and checked. The bytes of a file just read belong to this
-    /// read alone, so its large bodies are served from them, not copied. A file whose record
-    /// passed its checks may be held open (``openFileLimit``): read again through it while it is
-    /// unchanged, its bytes need no second checksum (see `HeldFile`).
-    public func record(for key: String) async -> CacheRecord? {
+    /// cannot be read as a regular file within ``entryLimit`` is removed (a miss). A file read
+    /// may be held open (``openFileLimit``): read again through it while it is unchanged, its
+    /// bytes come with the same ``DecodingMemo``, so they are not checked or decoded twice.
+    public func bytes(for key: String) async -> StoredBytes? {
         let name = name(for: key)
         guard let read = read(name, holding: openFileLimit > 0) else { return nil }
-        if let held = read.held, let record = held.record(from: read.data) {
-            return record.key == key ? record : nil
+        if let held = read.held { return StoredBytes(read.data, isUnshared: true, memo: held.memo) }
+        if let opened = read.opened {
+            let memo = DecodingMemo()
+            let isHeld = hold(Held(file: opened, serial: 0, memo: memo), as: name)
+            return StoredBytes(read.data, isUnshared: true, memo: isHeld ? memo : nil)
         }
-        guard let opened = read.opened else {
-            return await record(decoding: read.data, for: key, sharingBuffer: read.fromFile)
-        }
-        var bodies: [Range<Int>]? = []
-        guard let record = try? CacheRecordCodec.decode(read.data, sharingBuffer: true, expectedKey: key, bodies: &bodies) else {
-            await removeCorrupt(key, ifStill: read.data)
-            return nil
-        }
-        guard record.key == key else { return nil }
-        var template = record
-        for index in template.variants.indices { template.variants[index].body = Data() }
-        hold(Held(file: opened, serial: 0, template: template, bodies: bodies ?? []), as: name)
-        return record
+        return StoredBytes(read.data, isUnshared: read.fromFile)
     }
 
-    /// The record under `key` when it can be had without suspending: a file held open (see
-    /// ``record(for:)``), unchanged since its record was checked, read again with one `pread`
-    /// and one `fstat`. `nil` when it is not at hand so (no file held for the key, a write
-    /// pending, the file changed): ask ``record(for:)``, which reads it by name.
-    func heldRecord(for key: String) -> CacheRecord? {
+    /// The bytes under `key` when a file held open for it (see ``bytes(for:)``), unchanged since
+    /// it was read, can be read again with one `pread` and one `fstat`; `nil` when it is not at
+    /// hand so (no file held for the key, a write pending, the file changed).
+    public func bytesWithoutSuspending(for key: String) -> StoredBytes? {
         guard openFileLimit > 0 else { return nil }
         let name = name(for: key)
         let found = state.withLock { state -> Held? in
@@ -399,8 +375,7 @@ public final class DiskStorage: CacheByteStore {
             release(found, as: name)
             return nil
         }
-        guard let record = found.record(from: data), record.key == key else { return nil }
-        return record
+        return StoredBytes(data, isUnshared: true, memo: found.memo)
     }
 
     /// Lets go of `held`, found changed, replaced or removed since its record was checked,
@@ -463,12 +438,14 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
-    /// Puts `file`, whose record just passed its checks, in the table of held files, unless
-    /// the index changed since it was read (a write is pending, or the size is another), in
-    /// which case it is closed. A full table gives up its oldest file.
-    private func hold(_ held: Held, as name: String) {
-        let replaced = state.withLock { state -> Held? in
-            guard state.pending[name] == nil, state.sizes[name] == held.file.identity.size, state.held[name] == nil else { return nil }
+    /// Puts `held`, a file just read, in the table of held files, unless the index changed since
+    /// it was read (a write is pending, or the size is another), in which case it is closed;
+    /// whether it is held. A full table gives up its oldest file.
+    private func hold(_ held: Held, as name: String) -> Bool {
+        let (isHeld, replaced) = state.withLock { state -> (Bool, Held?) in
+            guard state.pending[name] == nil, state.sizes[name] == held.file.identity.size, state.held[name] == nil else {
+                return (false, nil)
+            }
             var oldest: Held?
             if state.held.count >= openFileLimit, let victim = state.held.min(by: { $0.value.serial < $1.value.serial })?.key {
                 oldest = state.held.removeValue(forKey: victim)
@@ -477,9 +454,10 @@ public final class DiskStorage: CacheByteStore {
             var held = held
             held.serial = state.heldSerial
             state.held[name] = held
-            return oldest
+            return (true, oldest)
         }
         _ = replaced // closed here, outside the lock
+        return isHeld
     }
 
     /// Removes the file of `key`, which did not decode as a record, counting it as corrupt —
@@ -509,7 +487,8 @@ public final class DiskStorage: CacheByteStore {
 
     /// Queues `data` to be written under `key`; reads see it at once. When more than
     /// ``pendingByteLimit`` bytes are queued, waits until the queue has caught up with it.
-    public func store(_ data: Data, for key: String) async {
+    /// `expires` is not used: the eviction policy decides what stays.
+    public func write(_ data: Data, for key: String, expires: Date?) async {
         let name = name(for: key)
         let (generation, backlog) = state.withLock { state -> (UInt64, Int) in
             state.generation += 1

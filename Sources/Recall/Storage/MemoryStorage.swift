@@ -1,3 +1,4 @@
+import Foundation
 
 /// An in-memory ``CacheStorage`` bounded by bytes and by record count, evicting with a
 /// pluggable policy (S3-FIFO by default: it beats LRU on skewed workloads, see docs/benchmarks.md).
@@ -50,6 +51,9 @@ public final class MemoryStorage: CacheStorage {
     /// The record under `key`, if held and its full key matches.
     public func record(for key: String) async -> CacheRecord? { recordNow(for: key) }
 
+    /// The same lookup: memory never suspends.
+    public func recordWithoutSuspending(for key: String) -> CacheRecord? { recordNow(for: key) }
+
     /// The same lookup without suspending (memory never blocks), for layered storages and replays.
     public func recordNow(for key: String) -> CacheRecord? {
         guard let record = table.read({ $0[key]?.record }), record.key == key else { return nil }
@@ -65,8 +69,9 @@ public final class MemoryStorage: CacheStorage {
     }
 
     /// Stores `record`, evicting as needed; a record over `entryLimit` is refused (and any
-    /// older record under its key removed, so a stale copy is not kept).
-    public func store(_ record: CacheRecord) async { storeNow(record) }
+    /// older record under its key removed, so a stale copy is not kept). `expires` is not used:
+    /// the eviction policy decides what stays.
+    public func store(_ record: CacheRecord, expires: Date?) async { storeNow(record) }
 
     /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult

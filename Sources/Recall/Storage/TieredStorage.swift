@@ -1,3 +1,5 @@
+import Foundation
+
 /// A fast tier over a slower, larger one — usually ``MemoryStorage`` over ``DiskStorage``, but
 /// any two storages compose: reads try the upper tier first and promote what they find below;
 /// writes and removals go to both; ``flush()`` flushes both.
@@ -5,12 +7,17 @@
 /// A promotion never undoes a write or removal: a read that found a record below keeps it out
 /// of the upper tier when the key was written or removed while the read was under way, so an
 /// invalidated response is never resurrected by a slow read that started before it.
+///
+/// When the lower tier changes elsewhere (another process sharing it removed or replaced a key,
+/// as it tells through ``CacheStorage/subscribe(toChangesElsewhere:)``), the upper tier's copy
+/// is dropped, and a read under way does not put the old record back.
 public final class TieredStorage: CacheStorage {
     /// The tier read first.
     public let upper: any CacheStorage
     /// The tier below, which holds everything.
     public let lower: any CacheStorage
-    /// `upper`, when it is a ``MemoryStorage``: read and promoted into without suspending.
+    /// `upper`, when it is a ``MemoryStorage``: promoted into without suspending, in one step
+    /// with the check that the key did not change meanwhile.
     private let memory: MemoryStorage?
     /// Write generations, one per stripe of keys: bumped by every store and removal.
     private let generations = Locked([UInt64](repeating: 0, count: TieredStorage.stripes))
@@ -23,6 +30,7 @@ public final class TieredStorage: CacheStorage {
         self.upper = upper
         self.lower = lower
         self.memory = upper as? MemoryStorage
+        lower.subscribe(toChangesElsewhere: { [weak self] key in await self?.forgetUpper(key) })
     }
 
     /// Creates the usual pair, a memory tier over `lower`.
@@ -30,17 +38,16 @@ public final class TieredStorage: CacheStorage {
         self.init(upper: memory, lower: lower)
     }
 
-    /// The upper tier when it is a ``MemoryStorage``: a cache answers what it holds without
-    /// suspending (and reads a miss there through ``record(for:)``).
-    var memoryTier: MemoryStorage? { memory }
+    /// What the upper tier has at hand without suspending (a miss there is read through
+    /// ``record(for:)``, which may find it below).
+    public func recordWithoutSuspending(for key: String) -> CacheRecord? {
+        upper.recordWithoutSuspending(for: key)
+    }
 
     /// From the upper tier, else from the lower one (then promoted, unless the key changed meanwhile).
     public func record(for key: String) async -> CacheRecord? {
-        if let memory {
-            if let record = memory.recordNow(for: key) { return record }
-        } else if let record = await upper.record(for: key) {
-            return record
-        }
+        if let record = upper.recordWithoutSuspending(for: key) { return record }
+        if memory == nil, let record = await upper.record(for: key) { return record }
         let stripe = Self.stripe(of: key)
         let before = generations.withLock { $0[stripe] }
         guard let record = await lower.record(for: key) else { return nil }
@@ -66,9 +73,9 @@ public final class TieredStorage: CacheStorage {
 
     /// Stores in both tiers: the lower one first, so a read that finds the old record below can
     /// no longer promote it once the upper step (which bumps the key's generation) has run.
-    public func store(_ record: CacheRecord) async {
-        await lower.store(record)
-        await changeUpper(record.key) { await self.upper.store(record) }
+    public func store(_ record: CacheRecord, expires: Date?) async {
+        await lower.store(record, expires: expires)
+        await changeUpper(record.key) { await self.upper.store(record, expires: expires) }
     }
 
     /// Removes from both tiers, the lower one first (see ``store(_:)``).
@@ -104,7 +111,7 @@ public final class TieredStorage: CacheStorage {
     /// Removes `key` (every key, when `nil`) from the upper tier only, because the lower tier
     /// changed without this storage — another process removed or replaced it in a shared lower
     /// tier. A read under way that found the old record below does not promote it afterwards.
-    public func forgetUpper(_ key: String?) async {
+    private func forgetUpper(_ key: String?) async {
         if let key {
             await changeUpper(key) { await self.upper.remove(key) }
         } else {
@@ -134,6 +141,12 @@ public final class TieredStorage: CacheStorage {
 
     /// The lower tier's secret: it holds the records that outlive the process.
     public var secret: [UInt8] { lower.secret }
+
+    /// Tells `observer` of the lower tier's changes made elsewhere (after this storage's own
+    /// upper tier heard of them), so tiers over tiers stay in step.
+    public func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {
+        lower.subscribe(toChangesElsewhere: observer)
+    }
 
     private func bump(_ key: String) {
         let stripe = Self.stripe(of: key)

@@ -348,7 +348,7 @@ final class SlowReads: CacheStorage {
         return record
     }
 
-    func store(_ record: CacheRecord) async { await inner.store(record) }
+    func store(_ record: CacheRecord, expires: Date?) async { await inner.store(record, expires: expires) }
     func remove(_ key: String) async { await inner.remove(key) }
     func removeAll() async { await inner.removeAll() }
     var statistics: StorageStatistics { inner.statistics }
@@ -377,7 +377,7 @@ final class GatedStorage: CacheStorage {
         for waiter in waiters.withLock({ list in defer { list.removeAll() }; return list }) { waiter.resume() }
     }
 
-    func store(_ record: CacheRecord) async { inner.storeNow(record) }
+    func store(_ record: CacheRecord, expires: Date?) async { inner.storeNow(record) }
     func remove(_ key: String) async { inner.removeNow(key) }
     func removeAll() async { await inner.removeAll() }
     var statistics: StorageStatistics { inner.statistics }

@@ -15,7 +15,7 @@ struct ByteStoreTests {
         let store = InMemoryByteStore()
         let record = makeRecord("https://a.test/x", bodySize: 300)
         await store.store(record)
-        let bytes = await store.data(for: record.key)
+        let bytes = await store.bytes(for: record.key)?.data
         #expect(bytes.map { Array($0.prefix(4)) } == Array("RCL1".utf8), "the store sees encoded bytes, not a record")
         #expect(await store.record(for: record.key) == record)
         #expect(await store.record(for: "https://a.test/other") == nil)
@@ -51,20 +51,21 @@ struct ByteStoreTests {
     func tornRecord() async {
         let store = InMemoryByteStore()
         await store.store(makeRecord("k", bodySize: 64))
-        let whole = await store.data(for: "k")!
+        let whole = (await store.bytes(for: "k"))!.data
         for cut in stride(from: 0, to: whole.count, by: 7) {
             store.put(whole.prefix(cut), for: "k")
             #expect(await store.record(for: "k") == nil, "cut at \(cut)")
         }
     }
 
-    @Test("another key's record under a key (a hashing backend's collision) is a miss and is kept")
+    @Test("another key's record under a key (a hashing backend's collision, a misplaced row) is a miss and is removed")
     func collision() async {
         let store = InMemoryByteStore()
         await store.store(makeRecord("https://a.test/one"))
-        store.put(await store.data(for: "https://a.test/one")!, for: "https://a.test/two")
+        store.put((await store.bytes(for: "https://a.test/one"))!.data, for: "https://a.test/two")
         #expect(await store.record(for: "https://a.test/two") == nil)
-        #expect(store.statistics.corruptRemoved == 0)
+        #expect(store.keys == ["https://a.test/one"])
+        #expect(store.statistics.corruptRemoved == 1)
     }
 
     @Test("HTTPCache over a byte store: misses, stores, hits, invalidates — end to end over the mock transport")
@@ -118,7 +119,7 @@ struct ByteStoreTests {
         #expect(upper.keys.isEmpty)
     }
 
-    @Test("forgetUpper (a shared lower tier changed elsewhere): a memory read under way does not put the old record back")
+    @Test("a lower tier changed elsewhere (it tells its subscribers): the upper copy goes, and a memory read under way does not put the old record back")
     func forgetUpperDuringRead() async throws {
         let upper = MemoryStorage()
         let lower = InMemoryByteStore()
@@ -129,13 +130,48 @@ struct ByteStoreTests {
         let slowRead = Task { await tiers.record(for: "k") }
         await lower.waitForHeldReads(1)                // the read is waiting on the lower tier
         lower.put(makeRecord("k", bodySize: 10).encoded(), for: "k")   // another process replaced it…
-        await tiers.forgetUpper("k")                   // …and said so
+        await lower.changeElsewhere("k")               // …and said so
         lower.releaseReads()
         #expect(await slowRead.value == old, "the read did not start before the change: nothing was tested")
         #expect(await upper.record(for: "k") == nil, "the old record was promoted after the change")
         await tiers.store(old)
-        await tiers.forgetUpper(nil)
+        #expect(await upper.record(for: "k") == old)
+        await lower.changeElsewhere(nil)
         #expect(await upper.record(for: "k") == nil)
+    }
+
+    @Test("tiers over tiers hear the bottom tier's changes made elsewhere, each dropping its copy")
+    func nestedTiersHearChanges() async {
+        let bottom = InMemoryByteStore()
+        let middle = MemoryStorage(), top = MemoryStorage()
+        let tiers = TieredStorage(upper: top, lower: TieredStorage(upper: middle, lower: bottom))
+        let record = makeRecord("k")
+        await tiers.store(record)
+        #expect(middle.recordNow(for: "k") == record && top.recordNow(for: "k") == record)
+        await bottom.changeElsewhere("k")
+        #expect(middle.recordNow(for: "k") == nil && top.recordNow(for: "k") == nil)
+    }
+
+    @Test("the cache hands each write its expiry hint: when nothing stored can be served any more; none for what can be revalidated")
+    func expiryHint() async throws {
+        let store = InMemoryByteStore()
+        let now = TestNow()
+        var configuration = CacheConfiguration()
+        configuration.servesStaleWhenDisconnected = false
+        let mock = MockTransport()
+        mock.route("GET", "/short", .text("a", headers: ["Cache-Control": "max-age=60, stale-while-revalidate=30"]))
+        mock.route("GET", "/tagged", .text("b", headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]))
+        let cache = HTTPCache(storage: store, configuration: configuration, now: { now.value })
+        let pipeline = Pipeline(transport: mock, hooks: [cache])
+        let short = URL(string: "https://origin.test/short")!, tagged = URL(string: "https://origin.test/tagged")!
+        _ = try await pipeline.send(URLRequest(url: short))
+        _ = try await pipeline.send(URLRequest(url: tagged))
+        await cache.flush()
+        let shortKey = try #require(cache.key(for: URLRequest(url: short)))
+        let taggedKey = try #require(cache.key(for: URLRequest(url: tagged)))
+        let hint = try #require(store.expiry(of: shortKey))
+        #expect(abs(hint.timeIntervalSince(now.value) - 90) < 2, "fresh for 60 s, then 30 s of stale-while-revalidate")
+        #expect(store.keys.contains(taggedKey) && store.expiry(of: taggedKey) == nil)
     }
 
     @Test("DiskStorage under a byte-store upper tier: flush through TieredStorage lands the file; reopened, it is read back")

@@ -185,7 +185,7 @@ struct CacheRecordCodecTests {
             await storage.store(makeRecord("https://x.test/blocker-\(attempt)", bodySize: 12 << 20))
             record = makeRecord("https://x.test/pending-\(attempt)", bodySize: 64 << 10)
             await storage.store(record)
-            let queued = await storage.data(for: record.key)
+            let queued = await storage.bytes(for: record.key)?.data
             let read = await storage.record(for: record.key)
             if storage.statistics.pendingBytes > 0, let queued, let read { // still queued after both reads
                 hit = (read, queued)

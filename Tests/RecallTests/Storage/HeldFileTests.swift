@@ -90,7 +90,7 @@ struct HeldFileTests {
         await disk.flush()
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
-        #expect(disk.heldRecord(for: key) == versioned(key, 1)) // the read without suspending
+        #expect(disk.recordWithoutSuspending(for: key) == versioned(key, 1)) // the read without suspending
         try await tick()
         // Same size, one body byte changed, written into the same inode.
         let descriptor = open(path(directory, key), O_WRONLY)
@@ -98,7 +98,7 @@ struct HeldFileTests {
         var byte: UInt8 = 0x7F
         #expect(pwrite(descriptor, &byte, 1, 300) == 1)
         close(descriptor)
-        #expect(disk.heldRecord(for: key) == nil) // not at hand: the file changed
+        #expect(disk.recordWithoutSuspending(for: key) == nil) // not at hand: the file changed
         #expect(disk.heldFileCount == 0)
         #expect(await disk.record(for: key) == nil)
         #expect(disk.statistics.corruptRemoved == 1)
@@ -119,7 +119,7 @@ struct HeldFileTests {
         let replacement = directory.appendingPathComponent("replacement").path
         try versioned(key, 2).encoded().write(to: URL(fileURLWithPath: replacement))
         #expect(rename(replacement, path(directory, key)) == 0)
-        #expect(disk.heldRecord(for: key) == nil)
+        #expect(disk.recordWithoutSuspending(for: key) == nil)
         #expect(await disk.record(for: key) == versioned(key, 2))
         // Removed (as by `rm` on the cache directory).
         _ = await disk.record(for: key)
@@ -139,10 +139,10 @@ struct HeldFileTests {
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
         await disk.store(versioned(key, 2, bodySize: 6000)) // same size: only the identity tells
-        #expect(disk.heldRecord(for: key) == nil) // a write pending
+        #expect(disk.recordWithoutSuspending(for: key) == nil) // a write pending
         await disk.flush()
         #expect(disk.heldFileCount == 0)
-        #expect(disk.heldRecord(for: key) == nil)
+        #expect(disk.recordWithoutSuspending(for: key) == nil)
         #expect(await disk.record(for: key) == versioned(key, 2))
         #expect(await disk.record(for: key) == versioned(key, 2))
         #expect(disk.heldFileCount == 1)

@@ -55,11 +55,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// The longest any entry is kept after it was stored (7 days), also one that can still
         /// be revalidated.
         public var retention: Duration = .seconds(7 * 86_400)
-        /// The cache settings the entries are served under (the same as the ``Recall/HTTPCache``'s):
-        /// they say how long a stored response stays servable (its freshness, its
-        /// `stale-while-revalidate` / `stale-if-error` windows, the offline allowance), which sets
-        /// its expiry in the table.
-        public var cache = CacheConfiguration()
+        /// Not used: the ``Recall/HTTPCache`` tells each write when its responses stop being
+        /// servable (``Recall/CacheStorage/store(_:expires:)``), under its own configuration.
+        @available(*, deprecated, message: "not used: the cache computes each record's expiry and hands it to the storage")
+        public var cache: CacheConfiguration {
+            get { CacheConfiguration() }
+            set {}
+        }
         /// Uses of an entry closer together than this are recorded once (60 s): recency is
         /// approximate, and a hit writes at most once per interval.
         public var touchInterval: Duration = .seconds(60)
@@ -137,7 +139,6 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public let secret: [UInt8]
 
     private let logger: Logger
-    private let rules: CacheRules
     /// This process's storage, as named in its notifications (its own are ignored).
     private let instance = UUID()
     private let state = Mutex(State())
@@ -154,7 +155,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Its task, for ``PostgresStorage/shutdown()`` to wait on.
         var maintaining: Task<Void, Never>?
         var listener: Task<Void, Never>?
-        var tiers: [TieredStorage] = []
+        /// Who layers on this storage (memory tiers) and hears of the fleet's changes.
+        var observers: [@Sendable (String?) async -> Void] = []
         /// The keys too long for a notification that this process read or stored (so its memory
         /// tiers may hold them), by their digest: a notice names such a key by its digest.
         var longKeys = LongKeyIndex()
@@ -173,7 +175,6 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         self.configuration = configuration
         self.secret = secret
         self.logger = logger
-        self.rules = CacheRules(configuration: configuration.cache)
     }
 
     /// Opens the storage on `client` (which must be running): creates the tables or migrates
@@ -195,9 +196,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// A ``Recall/TieredStorage`` with `memory` in front of this storage; removals by any
     /// replica reach `memory` (see the type's notes on memory tiers).
     public func withMemoryTier(_ memory: MemoryStorage = MemoryStorage()) -> TieredStorage {
-        let tiered = TieredStorage(upper: memory, lower: self)
-        state.withLock { $0.tiers.append(tiered) }
-        return tiered
+        TieredStorage(upper: memory, lower: self) // it subscribes to the fleet's changes
     }
 
     /// Stops listening and waits for a maintenance pass under way; call it before the client
@@ -212,28 +211,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         await maintaining?.value
     }
 
-    // MARK: CacheStorage
-
-    /// The record under `key`; a row that is not a record, or another key's, is removed and is a miss.
-    public func record(for key: String) async -> CacheRecord? {
-        guard let data = await data(for: key) else { return nil }
-        guard let record = try? CacheRecord(encoded: data), record.key == key else {
-            await removeCorrupt(key, ifStill: data)
-            count { $0.hits -= 1; $0.misses += 1 }
-            return nil
-        }
-        return record
-    }
-
-    /// Stores `record`, with the time after which none of its responses can be served as its expiry.
-    public func store(_ record: CacheRecord) async {
-        await store(record.encoded(), for: record.key, expires: expiry(of: record, now: Date()))
-    }
-
     // MARK: CacheByteStore
 
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
-    public func data(for key: String) async -> Data? {
+    public func bytes(for key: String) async -> StoredBytes? {
         guard !paused(orPending: key) else {
             count { $0.misses += 1 }
             return nil
@@ -262,13 +243,23 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
                 _ = state.withLock { $0.touching.remove(key) }
             }
         }
-        return bytes
+        return StoredBytes(bytes)
     }
 
     /// Stores `data` under `key` (dropped and counted when the database fails, or when it is
-    /// larger than ``Configuration/maxRecordBytes``); it expires after ``Configuration/retention``.
-    public func store(_ data: Data, for key: String) async {
-        await store(data, for: key, expires: Date().addingTimeInterval(configuration.retention.seconds))
+    /// larger than ``Configuration/maxRecordBytes``). The row expires at `expires` (the cache's
+    /// hint: nothing in it can be served after), or after ``Configuration/retention`` if that is
+    /// sooner or there is no hint — plus ``Configuration/expiryMargin`` either way.
+    public func write(_ data: Data, for key: String, expires: Date?) async {
+        let cap = Date().addingTimeInterval(configuration.retention.seconds)
+        let until = min(expires ?? cap, cap).addingTimeInterval(configuration.expiryMargin.seconds)
+        await store(data, for: key, until: until)
+    }
+
+    /// Tells `observer` of the keys the fleet changed (another replica's store or removal, heard
+    /// through `LISTEN`), `nil` when it may have missed some (the listener reconnected).
+    public func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {
+        state.withLock { $0.observers.append(observer) }
     }
 
     /// Removes the record under `key` for every replica, and from their memory tiers.
@@ -324,9 +315,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         await refreshStatistics()
     }
 
-    /// Removes the bytes under `key` if they are still `data`, counting them.
+    /// Removes the bytes under `key` if they are still `data`, counting them — and counting the
+    /// lookup that found them a miss, not a hit.
     public func removeCorrupt(_ key: String, ifStill data: Data) async {
-        count { $0.corruptRemoved += 1 }
+        count { $0.corruptRemoved += 1; $0.hits -= 1; $0.misses += 1 }
         let statement = PostgresStatements.DeleteIfStill(key: key, record: data)
         _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
     }
@@ -518,16 +510,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
     }
 
-    /// Removes `key` (nil: everything) from the memory tiers.
+    /// Tells the observers (memory tiers) that `key` (nil: everything) changed elsewhere.
     private func forgetTiers(_ key: String?) async {
-        for tier in state.withLock({ $0.tiers }) {
-            await tier.forgetUpper(key)   // a read under way does not put the old record back
-        }
+        for observer in state.withLock({ $0.observers }) { await observer(key) }
     }
 
     // MARK: Failing without failing requests
 
-    private func store(_ data: Data, for key: String, expires: Date?) async {
+    private func store(_ data: Data, for key: String, until expires: Date) async {
         await noteHeld(key)
         guard data.count <= configuration.maxRecordBytes else {
             count { $0.rejected += 1 }
@@ -547,27 +537,6 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             }
             storeCounted()
         }
-    }
-
-    /// When no response of `record` can be served any more: past its freshness and its stale
-    /// windows (`stale-while-revalidate`, `stale-if-error`, the offline allowance), or
-    /// ``Configuration/retention`` after `now` for a response that can be revalidated.
-    func expiry(of record: CacheRecord, now: Date) -> Date {
-        let cap = now.addingTimeInterval(configuration.retention.seconds)
-        var latest: Date?
-        for entry in record.variants {
-            if entry.etag != nil || entry.lastModified != nil { return cap }
-            let directives = entry.cacheControl
-            var grace = Double(max(directives.staleWhileRevalidate ?? 0, directives.staleIfError ?? 0))
-            if configuration.cache.servesStaleWhenDisconnected, !directives.mustRevalidate, !directives.noCache {
-                grace = max(grace, configuration.cache.maxDisconnectedStaleness)
-            }
-            let freshFor = max(0, rules.freshnessLifetime(entry) - rules.currentAge(entry, now: entry.responseTime))
-            let until = entry.responseTime.addingTimeInterval(freshFor + grace)
-            latest = max(latest ?? until, until)
-        }
-        let margin = configuration.expiryMargin.seconds
-        return min((latest ?? now).addingTimeInterval(margin), cap.addingTimeInterval(margin))
     }
 
     /// Whether the storage is pausing after failures in a row — or, with `key`, whether a

@@ -176,25 +176,51 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("entries that can no longer be served expire; those that can be revalidated are kept until retention")
+    @Test("a row expires at the cache's hint (nothing in it servable after); without one, after the retention")
     func expiry() async throws {
         try await PostgresFixture.withDatabase { client, _ in
             var configuration = PostgresFixture.patient
-            configuration.cache.servesStaleWhenDisconnected = false
             configuration.expiryMargin = .zero
             let storage = try await PostgresFixture.open(client, configuration)
             let hourAgo = Date().addingTimeInterval(-3_600)
-            // Fresh for 60 s an hour ago, no validator, no stale window: useless now.
-            await storage.store(CacheRecord(key: "gone", variants: [Self.entry("old", at: hourAgo)]))
-            // The same with an ETag: it can still be revalidated.
-            await storage.store(CacheRecord(key: "kept", variants: [Self.entry("old", at: hourAgo, headers: ["ETag": "\"e\""])]))
-            // Fresh for 60 s an hour ago, but stale-if-error for a day.
-            await storage.store(CacheRecord(key: "grace", variants: [Self.entry("old", at: hourAgo, cacheControl: "max-age=60, stale-if-error=86400")]))
+            let record = { (key: String) in CacheRecord(key: key, variants: [Self.entry("old", at: hourAgo)]) }
+            // Servable until a minute after an hour ago: useless now.
+            await storage.store(record("gone"), expires: hourAgo.addingTimeInterval(60))
+            // No hint (it can be revalidated): kept until the retention.
+            await storage.store(record("kept"), expires: nil)
+            // Servable for a day more (a stale-if-error window).
+            await storage.store(record("grace"), expires: hourAgo.addingTimeInterval(86_400))
+            // A hint past the retention is cut to it (7 days): not expired now either.
+            await storage.store(record("far"), expires: Date().addingTimeInterval(365 * 86_400))
             await storage.maintain()
             #expect(storage.fleetStatistics.expired == 1)
             #expect(await storage.record(for: "gone") == nil)
             #expect(await storage.record(for: "kept") != nil)
             #expect(await storage.record(for: "grace") != nil)
+            #expect(await storage.record(for: "far") != nil)
+            await storage.shutdown()
+        }
+    }
+
+    @Test("through an HTTPCache: a response that can no longer be served expires from the table; one with a validator stays")
+    func expiryThroughCache() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresFixture.patient
+            configuration.expiryMargin = .zero
+            let storage = try await PostgresFixture.open(client, configuration)
+            let mock = MockTransport()
+            mock.route("GET", "/short", .text("a", headers: ["Cache-Control": "max-age=1"]))
+            mock.route("GET", "/tagged", .text("b", headers: ["Cache-Control": "max-age=1", "ETag": "\"v\""]))
+            var cacheConfiguration = CacheConfiguration()
+            cacheConfiguration.servesStaleWhenDisconnected = false
+            // The cache's clock runs two hours behind the database's: what it stores is long past use there.
+            let cache = HTTPCache(storage: storage, configuration: cacheConfiguration, now: { Date().addingTimeInterval(-7_200) })
+            let pipeline = Pipeline(transport: mock, hooks: [cache])
+            _ = try await pipeline.send(URLRequest(url: URL(string: "https://origin.test/short")!))
+            _ = try await pipeline.send(URLRequest(url: URL(string: "https://origin.test/tagged")!))
+            await cache.flush()
+            await storage.maintain()
+            #expect(storage.fleetStatistics.expired == 1)
             await storage.shutdown()
         }
     }
