@@ -19,19 +19,21 @@ final class TestNow: Sendable {
 
 /// The storages every rule of the cache is tested over: each kind stores in its own way (decoded
 /// records and write-behind; bytes encoded and decoded; files written in the background; two
-/// tiers), so a rule must hold on each.
+/// tiers; the backend docs/architecture.md shows, read without suspending), so a rule must hold on each.
 enum StorageKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case memory, bytes, disk, tiered
+    case memory, bytes, disk, tiered, example
 
     var testDescription: String { rawValue }
 
-    /// A new, empty storage of this kind; a disk one in a directory removed with `owner`.
-    func make(owner: TemporaryDirectory) -> any CacheStorage {
+    /// A new, empty storage of this kind; a disk one in a directory removed with `owner`; one
+    /// that expires entries on the cache's clock, `now`.
+    func make(owner: TemporaryDirectory, now: TestNow) -> any CacheStorage {
         switch self {
         case .memory: MemoryStorage()
         case .bytes: InMemoryByteStore()
         case .disk: owner.disk()
         case .tiered: TieredStorage(memory: MemoryStorage(), lower: owner.disk())
+        case .example: ExpiringByteStore(now: { now.value })
         }
     }
 }
@@ -73,19 +75,19 @@ struct CacheHarness {
 
     init(configuration: CacheConfiguration = CacheConfiguration(), storage: any CacheStorage = MemoryStorage(),
          retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
-        self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { _ in storage }
+        self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { _, _ in storage }
     }
 
     /// A harness over a new storage of `kind`.
     init(over kind: StorageKind, configuration: CacheConfiguration = CacheConfiguration(),
          retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
-        self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { kind.make(owner: $0) }
+        self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { kind.make(owner: $0, now: $1) }
     }
 
     private init(configuration: CacheConfiguration, retrierFactory: any RetrierFactory, transport: ((MockTransport) -> any Transport)?,
-                 storage: (TemporaryDirectory) -> any CacheStorage) {
+                 storage: (TemporaryDirectory, TestNow) -> any CacheStorage) {
         let now = self.now
-        cache = HTTPCache(storage: storage(directory), configuration: configuration, now: { now.value })
+        cache = HTTPCache(storage: storage(directory, now), configuration: configuration, now: { now.value })
         pipeline = Pipeline(transport: transport?(mock) ?? mock, hooks: [cache], retrierFactory: retrierFactory,
                             clock: ManualClock(autoAdvance: true))
     }
