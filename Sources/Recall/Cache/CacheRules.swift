@@ -6,24 +6,24 @@ import FoundationNetworking
 /// The decisions of RFC 9111 and RFC 5861 as pure functions of (entry, request, now):
 /// what may be stored, how old and how fresh an entry is, and whether a request may be
 /// answered from it. No I/O, so every rule is tested on values.
-public struct CacheRules: Sendable {
+package struct CacheRules: Sendable {
     /// The cache settings the rules read (heuristics, limits).
-    public var configuration: CacheConfiguration
+    package var configuration: CacheConfiguration
 
     /// Creates the rules.
-    public init(configuration: CacheConfiguration = CacheConfiguration()) {
+    package init(configuration: CacheConfiguration = CacheConfiguration()) {
         self.configuration = configuration
     }
 
     /// Statuses cacheable by default, without explicit freshness (RFC 9110 §15.1).
-    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+    package static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// Statuses whose meaning this cache understands (for `must-understand`).
     static let understood: Set<Int> = [200, 203, 204, 206, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]
 
     /// The request directives, with `Pragma: no-cache` standing for `no-cache` when there is
     /// no `Cache-Control` (RFC 9111 §5.4).
-    public func requestDirectives(_ request: URLRequest) -> CacheDirectives {
+    package func requestDirectives(_ request: URLRequest) -> CacheDirectives {
         requestDirectives(request, hasFields: RequestFacts.hasFields(request))
     }
 
@@ -42,7 +42,7 @@ public struct CacheRules: Sendable {
     // MARK: Storing
 
     /// Whether `response` to `request` may be stored (RFC 9111 §3).
-    public func isStorable(_ response: RecallResponse, for request: URLRequest) -> Bool {
+    package func isStorable(_ response: RecallResponse, for request: URLRequest) -> Bool {
         isStorable(response, facts: CacheEntry.Facts(response.headers), for: request)
     }
 
@@ -103,14 +103,14 @@ public struct CacheRules: Sendable {
     /// Response fields never stored nor replayed from the cache: per-response secrets
     /// (`Set-Cookie` and its kin: replaying a session cookie to another caller hands it over)
     /// and the connection-specific fields of RFC 9111 §3.1.
-    public static let unstoredFields: Set<String> = [
+    package static let unstoredFields: Set<String> = [
         "set-cookie", "set-cookie2", "authentication-info", "proxy-authentication-info",
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
     ]
 
     /// `headers` without the fields that are never stored: ``unstoredFields`` and the fields
     /// named by `Connection`.
-    public func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
+    package func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
         func unstored(_ name: String) -> Bool {
             // Most names are ruled out by their length, without lowercasing them.
@@ -124,12 +124,12 @@ public struct CacheRules: Sendable {
     private static let unstoredLengths = Set(unstoredFields.map(\.utf8.count))
 
     /// The lowercased field names in the `Vary` fields of `headers`.
-    public func varyNames(of headers: HeaderFields) -> [String] {
+    package func varyNames(of headers: HeaderFields) -> [String] {
         CacheEntry.Facts.varyNames(headers)
     }
 
     /// The normalized values of `request`'s fields named in `names` (absent fields omitted).
-    public func varyValues(for names: [String], in request: URLRequest) -> [HeaderFields.Field] {
+    package func varyValues(for names: [String], in request: URLRequest) -> [HeaderFields.Field] {
         Array(Set(names)).sorted().compactMap { name in
             // URLRequest joins repeated fields with ","; fold the spacing so both spellings match.
             guard let value = request.value(forHTTPHeaderField: name) else { return nil }
@@ -161,7 +161,7 @@ public struct CacheRules: Sendable {
     /// Whether `entry` was stored for a request matching `request` on its `Vary` fields, compared
     /// as they are (an ``HTTPCache`` stores credential fields' values as keyed hashes and compares
     /// with ``varyMatches(_:values:)``).
-    public func varyMatches(_ entry: CacheEntry, _ request: URLRequest) -> Bool {
+    package func varyMatches(_ entry: CacheEntry, _ request: URLRequest) -> Bool {
         varyMatches(entry) { varyValues(for: $0, in: request) }
     }
 
@@ -177,12 +177,12 @@ public struct CacheRules: Sendable {
     // MARK: Age and freshness
 
     /// The `Date` of `entry`, or its response time when `Date` is missing or invalid.
-    public func dateValue(_ entry: CacheEntry) -> Date {
+    package func dateValue(_ entry: CacheEntry) -> Date {
         entry.facts.date ?? entry.responseTime
     }
 
     /// The current age of `entry` in seconds (RFC 9111 §4.2.3).
-    public func currentAge(_ entry: CacheEntry, now: Date) -> Double {
+    package func currentAge(_ entry: CacheEntry, now: Date) -> Double {
         let ageValue = entry.facts.age
         let apparentAge = max(0, entry.responseTime.timeIntervalSince(dateValue(entry)))
         let responseDelay = max(0, entry.responseTime.timeIntervalSince(entry.requestTime))
@@ -195,7 +195,7 @@ public struct CacheRules: Sendable {
     /// The freshness lifetime of `entry` in seconds (RFC 9111 §4.2.1, §4.2.2): `max-age`,
     /// else `Expires − Date` (an invalid or repeated-and-conflicting `Expires` means 0),
     /// else the lifetime Recall assigned (``CacheEntry/assignedLifetime``), else the heuristic for cacheable statuses with `Last-Modified`, else 0.
-    public func freshnessLifetime(_ entry: CacheEntry) -> Double {
+    package func freshnessLifetime(_ entry: CacheEntry) -> Double {
         let directives = entry.cacheControl
         if let maxAge = directives.maxAge { return Double(maxAge) }
         let expires = entry.facts.expires
@@ -214,7 +214,7 @@ public struct CacheRules: Sendable {
     // MARK: Serving
 
     /// What a request may do with a stored entry.
-    public enum Use: Sendable, Equatable {
+    package enum Use: Sendable, Equatable {
         /// Serve the entry as fresh.
         case fresh
         /// Serve the entry although stale, for this reason.
@@ -229,7 +229,7 @@ public struct CacheRules: Sendable {
     }
 
     /// How `request` may use `entry` at `now` (the entry already matched key and `Vary`).
-    public func use(of entry: CacheEntry, for request: URLRequest, now: Date) -> Use {
+    package func use(of entry: CacheEntry, for request: URLRequest, now: Date) -> Use {
         use(of: entry, cachePolicy: request.cachePolicy, directives: requestDirectives(request), now: now)
     }
 
@@ -273,7 +273,7 @@ public struct CacheRules: Sendable {
 
     /// Whether a stale `entry` may be served because the origin failed (RFC 5861
     /// `stale-if-error`, from the response or the request), at `now`.
-    public func allowsStaleIfError(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
+    package func allowsStaleIfError(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
         let responseDirectives = entry.cacheControl
         guard !responseDirectives.mustRevalidate, !responseDirectives.noCache else { return false }
         let staleness = max(0, currentAge(entry, now: now) - freshnessLifetime(entry))
@@ -286,7 +286,7 @@ public struct CacheRules: Sendable {
     /// at all (RFC 9111 §4.2.4), at `now`: allowed by ``CacheConfiguration/servesStaleWhenDisconnected``,
     /// not forbidden by `must-revalidate` or `no-cache` (response or request), within the
     /// request's `max-stale` and ``CacheConfiguration/maxDisconnectedStaleness``.
-    public func allowsStaleWhenDisconnected(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
+    package func allowsStaleWhenDisconnected(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
         guard configuration.servesStaleWhenDisconnected else { return false }
         let responseDirectives = entry.cacheControl, requestDirectives = requestDirectives(request)
         guard !responseDirectives.mustRevalidate, !responseDirectives.noCache, responseDirectives.noCacheFields.isEmpty,
@@ -298,7 +298,7 @@ public struct CacheRules: Sendable {
 
     /// Whether `error` means the origin could not be reached at all (not a slow or failing
     /// origin): connection refused or reset, DNS failure, a circuit breaker refusing.
-    public static func isDisconnection(_ error: any Error) -> Bool {
+    package static func isDisconnection(_ error: any Error) -> Bool {
         if error is CircuitOpenError { return true }
         guard let kind = TransportError.classify(error)?.code else { return false }
         return kind == .cannotConnect || kind == .connectionLost || kind == .dnsFailure
@@ -307,7 +307,7 @@ public struct CacheRules: Sendable {
     /// Whether a `200` answer to a `HEAD` request describes the same representation as the
     /// stored `GET` response (RFC 9111 §4.3.5): it carries a validator and the validators
     /// match, and its `Content-Length` (if both have one) is the same.
-    public func headResponse(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
+    package func headResponse(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
         guard response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil,
               notModified(response, matches: entry) else { return false }
         if let length = response.headers["Content-Length"], let stored = entry.headers["Content-Length"] { return length == stored }
@@ -316,7 +316,7 @@ public struct CacheRules: Sendable {
 
     /// The conditional request that revalidates `entry`: `If-None-Match` for an ETag,
     /// `If-Modified-Since` for a `Last-Modified`; `nil` when the entry has neither.
-    public func conditionalRequest(_ request: URLRequest, for entry: CacheEntry) -> URLRequest? {
+    package func conditionalRequest(_ request: URLRequest, for entry: CacheEntry) -> URLRequest? {
         guard entry.etag != nil || entry.lastModified != nil else { return nil }
         var conditional = request
         if let etag = entry.etag { conditional.setValue(Self.quotedEntityTag(etag), forHTTPHeaderField: "If-None-Match") }
@@ -326,7 +326,7 @@ public struct CacheRules: Sendable {
 
     /// Whether a 304 answers for `entry` (RFC 9111 §4.3.4): same entity tag (weak comparison)
     /// when the 304 carries one, else same `Last-Modified` when it carries one, else yes.
-    public func notModified(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
+    package func notModified(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
         if let etag = response.headers["ETag"] {
             guard let stored = entry.etag else { return false }
             return Self.weakTag(etag) == Self.weakTag(stored)
@@ -340,7 +340,7 @@ public struct CacheRules: Sendable {
     /// `entry` updated with the header fields of a 304 (RFC 9111 §3.2): each field in the 304
     /// replaces the stored fields of that name, except the framing fields and those never
     /// stored (``unstoredFields``).
-    public func merge(_ entry: CacheEntry, with notModified: RecallResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
+    package func merge(_ entry: CacheEntry, with notModified: RecallResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
         var updated = entry
         let excluded: Set<String> = ["content-length", "content-encoding", "content-range"]
         var replaced = Set<String>()
@@ -357,7 +357,7 @@ public struct CacheRules: Sendable {
 
     /// The response served from `entry`: its status, fields with a current `Age`, and body
     /// (none for HEAD).
-    public func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: RecallResponse.Source) -> RecallResponse {
+    package func response(from entry: CacheEntry, for request: URLRequest, now: Date, source: RecallResponse.Source) -> RecallResponse {
         response(from: entry, for: RequestFacts(request), now: now, source: source)
     }
 
@@ -382,7 +382,7 @@ public struct CacheRules: Sendable {
     /// The answer to a request for `range` of the full `200` response `full` (RFC 9110 §14):
     /// a `206` with `Content-Range` and the selected bytes, or a `416` with `Content-Range:
     /// bytes */length` when the range selects nothing.
-    public func partialResponse(_ full: RecallResponse, range: ByteRange) -> RecallResponse {
+    package func partialResponse(_ full: RecallResponse, range: ByteRange) -> RecallResponse {
         partialResponse(full, range: range, length: full.body.count)
     }
 

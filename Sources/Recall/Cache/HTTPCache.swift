@@ -28,7 +28,7 @@ public final class HTTPCache: ServiceHook {
     /// The settings.
     public let configuration: CacheConfiguration
     /// The RFC rules, as pure functions.
-    public let rules: CacheRules
+    package let rules: CacheRules
     /// Shares misses with the other processes on the same storage, when given.
     public let coordinator: (any FetchCoordinator)?
     /// Every decision, made of the rules.

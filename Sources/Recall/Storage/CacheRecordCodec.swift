@@ -373,16 +373,15 @@ enum CacheRecordCodec {
 }
 
 extension CacheRecord {
-    /// The record in Recall's binary format, as a ``CacheByteStore`` stores it — for a backend
-    /// that implements ``CacheStorage/record(for:)`` itself (to look inside a record: its
-    /// expiry, or whether it is another key's).
-    public func encoded() -> Data {
+    /// The record in Recall's binary format, as a ``CacheByteStore`` stores it (for tests that
+    /// plant bytes).
+    package func encoded() -> Data {
         CacheRecordCodec.encode(self)
     }
 
     /// Decodes and checks bytes made by ``encoded()``.
     /// - Throws: ``CacheStorageError`` (code `corrupt`) when they are not a valid record.
-    public init(encoded data: Data) throws {
+    package init(encoded data: Data) throws {
         self = try CacheRecordCodec.decode(data)
     }
 }

@@ -55,7 +55,7 @@ public final class MemoryStorage: CacheStorage {
     public func recordWithoutSuspending(for key: String) -> CacheRecord? { recordNow(for: key) }
 
     /// The same lookup without suspending (memory never blocks), for layered storages and replays.
-    public func recordNow(for key: String) -> CacheRecord? {
+    package func recordNow(for key: String) -> CacheRecord? {
         guard let record = table.read({ $0[key]?.record }), record.key == key else { return nil }
         recordRead(key)
         return record
@@ -75,7 +75,7 @@ public final class MemoryStorage: CacheStorage {
 
     /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult
-    public func storeNow(_ record: CacheRecord) -> [String] {
+    package func storeNow(_ record: CacheRecord) -> [String] {
         storeNow(record, watched: false) ?? []
     }
 
@@ -142,7 +142,7 @@ public final class MemoryStorage: CacheStorage {
     public func remove(_ key: String) async { removeNow(key) }
 
     /// The same removal without suspending.
-    public func removeNow(_ key: String) {
+    package func removeNow(_ key: String) {
         books.withLock { books in
             books.watched[key]?.removed = true
             table.write { table in _ = removeLocked(key, from: &table, books: &books) }

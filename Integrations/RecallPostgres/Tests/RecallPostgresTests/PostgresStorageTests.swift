@@ -14,6 +14,13 @@ struct PostgresStorageTests {
         URLRequest(url: URL(string: "https://origin.test" + path)!)
     }
 
+    /// `record` in the bytes a byte store keeps (as any replica would write it).
+    static func encoded(_ record: CacheRecord) async -> Data {
+        let store = InMemoryByteStore()
+        await store.store(record)
+        return await store.bytes(for: record.key)?.data ?? Data()
+    }
+
     @Test("the tables are created once; two storages on one database share records and the secret")
     func sharedRecords() async throws {
         try await PostgresFixture.withDatabase { client, _ in
@@ -87,7 +94,7 @@ struct PostgresStorageTests {
                 """)
             #expect(await storage.record(for: "k-bad") == nil)
             // The record of another key under this one.
-            let other = CacheRecord(key: "k-other", variants: [Self.entry("other")]).encoded()
+            let other = await Self.encoded(CacheRecord(key: "k-other", variants: [Self.entry("other")]))
             _ = try await client.query("""
                 INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-swapped', 'UTF8')), 'k-swapped', \(other), \(other.count))
                 """)
@@ -108,7 +115,7 @@ struct PostgresStorageTests {
             var configuration = PostgresFixture.patient
             configuration.maxRecordBytes = 4_096
             let storage = try await PostgresFixture.open(client, configuration)
-            let large = CacheRecord(key: "k-large", variants: [Self.entry(String(repeating: "x", count: 20_000))]).encoded()
+            let large = await Self.encoded(CacheRecord(key: "k-large", variants: [Self.entry(String(repeating: "x", count: 20_000))]))
             _ = try await client.query("""
                 INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-large', 'UTF8')), 'k-large', \(large), \(large.count))
                 """)
