@@ -56,14 +56,8 @@ public final class HTTPCache: ServiceHook {
     private let states = ContextSlot<State>()
     /// Where ``decideWithoutSuspending(_:context:)`` stopped, for ``onSchedule(_:context:)`` to go on from.
     private let suspended = ContextSlot<Suspension>()
-    private let writes = KeyedLock()
-    /// Removals per stripe of keys: an answer to a request that began before its key's latest
-    /// removal is not stored, and does not lead later requests (``InvalidationEpochs``).
-    private let epochs = InvalidationEpochs()
-    /// Counts completed stores and removals: a request that reads it before its lookup and leads
-    /// a miss afterwards looks again only when it changed (nothing can have been stored for it
-    /// otherwise). One atomic load, so the hit path pays no lock for it.
-    private let writeCount = Atomic<UInt64>(0)
+    /// Writes records in order per key, and counts removals and writes.
+    private let writer: CacheWriter
     /// Stores made after their answers (see ``writesBehind(_:for:sent:state:)``) not yet
     /// landed: while one may be pending for its key's stripe, a lookup first waits until the
     /// key's write lock is free.
@@ -72,47 +66,6 @@ public final class HTTPCache: ServiceHook {
     /// memory storage never suspends (and a dispatch costs less than a task on the caller's path).
     /// Tests suspend it to hold stores back.
     let writeBehindQueue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
-    /// The storage's eviction count when the cache last looked (after a store into a storage
-    /// other than a ``MemoryStorage``, which tells what each store evicted).
-    private let evictionsSeen: Atomic<Int>
-
-    /// Names of request header fields that carry credentials in requests sent from the current
-    /// task, in addition to ``CacheConfiguration/credentialFields``: they partition the cache
-    /// the same way. The typed layer sets it for the field of an
-    /// `Authorization.header(name:value:)` (RecallServices); set it around your own calls when a custom field
-    /// carries a credential:
-    ///
-    /// ```swift
-    /// try await HTTPCache.$credentialFieldsInScope.withValue(["X-Tenant-Token"]) {
-    ///     try await pipeline.send(request)
-    /// }
-    /// ```
-    @TaskLocal public static var credentialFieldsInScope: Set<String> = []
-
-    /// Whether requests sent from the current task may gain credentials after the cache has
-    /// seen them — an `Authorization` header added by a middleware that runs below Recall's
-    /// (`RecallMiddleware` followed by an auth middleware in an OpenAPI client's list). The cache
-    /// cannot tell such requests' users apart, so it treats each as carrying an unknown
-    /// credential: it stores and serves only what a shared cache may for authenticated
-    /// requests (after RFC 9111 §3.5: `public` or `must-revalidate`; never `private`,
-    /// `s-maxage` or `Vary` on a credential field), in a partition of their own. Put the credentials where the cache sees them instead (an auth hook before
-    /// the cache, `RecallMiddleware` after the auth middleware), and every response caches.
-    @TaskLocal public static var credentialsMayBeAddedBelow = false
-
-    /// A freshness lifetime for this request's answer when the origin gives none (no `max-age`
-    /// or `Expires`); it wins over ``CacheConfiguration/lifetimes`` and follows the same rules
-    /// (see ``LifetimeRule``). Endpoints set it from `Endpoint.cacheLifetime` (RecallServices); with a plain
-    /// pipeline, set it on the context:
-    ///
-    /// ```swift
-    /// let context = RecallContext(originalRequest: request)
-    /// context[HTTPCache.RequestLifetime.self] = .seconds(300)
-    /// let response = try await pipeline.send(request, context: context)
-    /// ```
-    public enum RequestLifetime: ContextKey {
-        /// The lifetime.
-        public typealias Value = Duration
-    }
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     ///
@@ -127,12 +80,12 @@ public final class HTTPCache: ServiceHook {
         self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
         self.coordinator = coordinator
-        self.evictionsSeen = Atomic(storage.statistics.evictions)
         self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         self.locator = CacheLocator(configuration: configuration, partitioner: partitioner)
         self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
+        self.writer = CacheWriter(storage: storage, strategy: strategy, counts: counts)
     }
 
     /// What the cache did so far, with the storage's counters.
@@ -208,81 +161,10 @@ public final class HTTPCache: ServiceHook {
         partitioner.partition(for: request, hasFields: facts.hasFields, userinfo: location.userinfo, inScope: inScope)
     }
 
-    /// The names of the credential fields in scope for the current task, lowercased, with
-    /// ``CachePartitioner/unseenCredentials`` when credentials may be added below.
-    private static var inScope: Set<String> {
-        let names = credentialFieldsInScope
-        var lowered = names.isEmpty ? names : Set(names.map { $0.lowercased() })
-        if credentialsMayBeAddedBelow { lowered.insert(CachePartitioner.unseenCredentials) }
-        return lowered
-    }
-
-    // MARK: Per-request state
-
     /// What the cache remembers about a request between `onSchedule` and its answer.
-    ///
-    /// An immutable object, not a struct: it travels from `onSchedule` through the request's
-    /// context to `onSuccess` and on to a write-behind store, and a copy of a reference is one
-    /// reference count where a copy of the struct was one for each of its parts.
-    final class State: Sendable {
-        let location: Location
-        let method: RequestMethod
-        let partition: String
-        let inScope: Set<String>
-        let requestTime: Date
-        /// The removal counts when the request started: its answer is stored only while they
-        /// hold (``InvalidationEpochs``).
-        let since: InvalidationEpochs.Snapshot
-        /// The record as the lookup found it (`nil`: there was none, or no lookup).
-        let record: CacheRecord?
-        /// What the request is to the cache (see ``CacheStrategy/Mode``).
-        let mode: CacheStrategy.Mode
-        /// What the request leads, to be finished when it ends (once: a refetch drops it).
-        let lead: Lead?
-        /// A background refresh (`stale-while-revalidate`): it serves nobody, so it counts
-        /// nothing and answers no 504 — also when it is refetched.
-        let isRefresh: Bool
-
-        init(location: Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
-             since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
-            self.location = location
-            self.method = method
-            self.partition = partition
-            self.inScope = inScope
-            self.requestTime = requestTime
-            self.since = since
-            self.record = record
-            self.mode = mode
-            self.lead = lead
-            self.isRefresh = isRefresh
-        }
-
-        /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
-        func asRefresh() -> State {
-            State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  since: since, record: record, mode: mode, lead: .refresh, isRefresh: true)
-        }
-
-        /// This state for the unconditional fetch that follows an unmatched 304: no record, and
-        /// no lead (it ends once, with the call that made the refetch). It starts anew at the
-        /// removal counts `since` (after its own removal of what did not match).
-        func refetching(since: InvalidationEpochs.Snapshot) -> State {
-            State(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  since: since, record: nil, mode: .refetching, lead: nil, isRefresh: isRefresh)
-        }
-
-        /// The storage key of the request.
-        var key: String { location.key }
-    }
-
+    typealias State = CacheRequestState
     /// What a request leads for others.
-    enum Lead: Sendable, Equatable {
-        /// The origin request of a miss that concurrent misses wait for (this coalescing key),
-        /// and the name of the fetch claimed from the ``FetchCoordinator`` for other processes.
-        case flight(String, claim: String?)
-        /// The background refresh of its key.
-        case refresh
-    }
+    typealias Lead = CacheRequestState.Lead
 
     // MARK: Hook events
 
@@ -382,7 +264,7 @@ public final class HTTPCache: ServiceHook {
         // Every route that reads a record or stores a state reads the partition, but invalidation.
         let partition = route == .invalidate ? "" : partition(of: request, facts, at: location, inScope: inScope)
         let scheduling = Scheduling(facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
-                                    partition: partition, since: epochs.snapshot(stripe: location.epochStripe))
+                                    partition: partition, since: writer.epochs.snapshot(stripe: location.epochStripe))
         // A store made after its answer lands before anything else reads or writes its key.
         if pendingWrites.mayHold(stripe: location.stripe) { return suspend(.pendingWrite(scheduling), context) }
         return schedule(scheduling, copy: copy, request, context: context)
@@ -409,7 +291,7 @@ public final class HTTPCache: ServiceHook {
             return suspend(.range(scheduling, range), context)
         case .lookup:
             // The hit path builds no per-request state: only what goes to the origin needs one.
-            let writesBefore = writeCount.load(ordering: .acquiring)
+            let writesBefore = writer.writes
             let record: CacheRecord?
             // The copy is checked again now that no store of the key is pending and the write
             // count is read: a store that landed since the look must be seen, not the copy.
@@ -448,7 +330,7 @@ public final class HTTPCache: ServiceHook {
             }
             var (record, before) = (record, before)
             // Another leader may have stored the entry between our lookup and our lead.
-            if writeCount.load(ordering: .acquiring) != writesBefore {
+            if writer.writes != writesBefore {
                 record = memory.recordNow(for: key).flatMap { $0.key == key ? $0 : nil }
                 before = self.before(request, scheduling, record: record)
             }
@@ -474,11 +356,11 @@ public final class HTTPCache: ServiceHook {
     private func resume(_ suspension: Suspension, _ request: URLRequest, context: RecallContext) async throws -> HookAction? {
         switch suspension {
         case .pendingWrite(var scheduling):
-            await writes.waitUntilFree(scheduling.location.key)
+            await writer.keys.waitUntilFree(scheduling.location.key)
             scheduling.requestTime = now()
             return schedule(scheduling, copy: nil, request, context: context)
         case .range(let scheduling, let range):
-            let record = await lookup(scheduling.location.key)
+            let record = await writer.lookup(scheduling.location.key)
             if record != nil { locator.remember(scheduling.location, for: scheduling.facts.url) }
             let before = strategy.before(request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
                                          inScope: scheduling.inScope, now: scheduling.requestTime)
@@ -486,7 +368,7 @@ public final class HTTPCache: ServiceHook {
                 scheduling.state(record: record, mode: $0)
             }
         case .lookup(let scheduling, let writesBefore):
-            let record = await lookup(scheduling.location.key)
+            let record = await writer.lookup(scheduling.location.key)
             return decide(scheduling, record: record, writesBefore: writesBefore, request, context: context)
         case .coalesce(let scheduling, let flightKey, let record, let before, let writesBefore):
             return try await coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
@@ -506,8 +388,8 @@ public final class HTTPCache: ServiceHook {
         case .leader:
             lead = .flight(flightKey, claim: nil)
             // Another leader may have stored the entry between our lookup and our lead.
-            if writeCount.load(ordering: .acquiring) != writesBefore {
-                record = await lookup(key)
+            if writer.writes != writesBefore {
+                record = await writer.lookup(key)
                 before = self.before(request, scheduling, record: record)
             }
             if case .send = before, let coordinator {
@@ -516,14 +398,14 @@ public final class HTTPCache: ServiceHook {
                 if await coordinator.claim(name) {
                     lead = .flight(flightKey, claim: name)
                     // Another process may have stored it between our lookup and our claim.
-                    record = await lookup(key)
+                    record = await writer.lookup(key)
                     before = self.before(request, scheduling, record: record)
                 } else {
                     // Another process fetches it: wait for its answer, then look again;
                     // still missing (it failed, or its claim lapsed), fetch it here.
                     await coordinator.wait(for: name)
                     counts.count(.coalesced, context) { $0.coalesced += 1 }
-                    record = await lookup(key)
+                    record = await writer.lookup(key)
                     before = self.before(request, scheduling, record: record, now: now())
                     if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
                 }
@@ -531,7 +413,7 @@ public final class HTTPCache: ServiceHook {
         case .follower:
             try Task.checkCancellation()
             counts.count(.coalesced, context) { $0.coalesced += 1 }
-            record = await lookup(key)
+            record = await writer.lookup(key)
             before = self.before(request, scheduling, record: record, now: now())
         }
         return act(on: before, request: request, key: key, lead: lead, context: context) {
@@ -613,7 +495,7 @@ public final class HTTPCache: ServiceHook {
         guard configuration.writesBehind, let memory, response.source == .network, state.method == .get,
               case .fetching(stored: nil) = state.mode else { return nil }
         let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
-        guard sentURL == request.url, response.url == nil || response.url == sentURL, writes.tryLock(state.key) else { return nil }
+        guard sentURL == request.url, response.url == nil || response.url == sentURL, writer.keys.tryLock(state.key) else { return nil }
         memory.watch(state.key)
         return pendingWrites.begin(stripe: state.location.stripe)
     }
@@ -629,18 +511,18 @@ public final class HTTPCache: ServiceHook {
         if let memory {
             // The answer came for the URL looked up: `target` is the key locked and watched.
             if case .store(let entry) = after, let target, target.key == state.key,
-               epochs.isCurrent(state.since, stripe: target.epochStripe) {
+               writer.epochs.isCurrent(state.since, stripe: target.epochStripe) {
                 let updated = strategy.record(storing: entry, key: target.key,
-                                     over: keepsNothing(entry, key: target.key, state: state) ? nil : memory.recordNow(for: target.key))
+                                     over: state.keepsNothing(storing: entry, key: target.key) ? nil : memory.recordNow(for: target.key))
                 if let evicted = memory.storeNow(updated, watched: true) {
                     locator.remember(target, for: exchange.answered.url)
-                    stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
+                    writer.stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
                 }
             } else {
                 memory.unwatch(state.key)
             }
         }
-        writes.unlock(state.key)
+        writer.keys.unlock(state.key)
         pendingWrites.end(ticket, stripe: state.location.stripe)
         finish(state)
     }
@@ -677,7 +559,7 @@ public final class HTTPCache: ServiceHook {
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             locator.remember(target, for: exchange.answered.url)
-            await store(entry, at: target, keepsNothing: keepsNothing(entry, key: target.key, state: state), since: state.since,
+            await writer.store(entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key), since: state.since,
                         context: recording)
         }
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
@@ -697,22 +579,22 @@ public final class HTTPCache: ServiceHook {
         case .serveStale(let answer, _):
             return answer
         case .remove:
-            await remove(state.key)
+            await writer.remove(state.key)
             return response
         case .discard(let outdated):
-            await discard(outdated, key: state.key)
+            await writer.discard(outdated, key: state.key)
             return response
         case .invalidate(let urls, let post):
             await invalidate(urls, after: sent)
             // (The write's own answer: stored after its invalidation, whatever came before.)
             if let post, let location = locator.location(of: CacheStrategy.asGet(sent)) {
-                await store(post, at: location, keepsNothing: false, since: nil, context: recording)
+                await writer.store(post, at: location, keepsNothing: false, since: nil, context: recording)
             }
             return response
         case .refetch(let unconditional, let removing):
-            if removing { await remove(state.key) }
+            if removing { await writer.remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            context[states] = state.refetching(since: removing ? epochs.snapshot(stripe: state.location.epochStripe) : state.since)
+            context[states] = state.refetching(since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since)
             let fresh: RecallResponse
             do {
                 fresh = try await again(unconditional)
@@ -723,7 +605,7 @@ public final class HTTPCache: ServiceHook {
             return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
             if let target {
-                await freshen(target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
+                await writer.freshen(target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
                               at: exchange.now, context: recording)
             }
             return response
@@ -759,103 +641,6 @@ public final class HTTPCache: ServiceHook {
         }
     }
 
-    /// The stored record of `key`, or `nil`. Storages compare keys too; checking here keeps the
-    /// guarantee for any storage a user plugs in.
-    private func lookup(_ key: String) async -> CacheRecord? {
-        let found = await storage.record(for: key)
-        return found?.key == key ? found : nil
-    }
-
-    // MARK: Writing
-
-    /// Stores `entry` in the record of `key`, keeping the other partitions' responses and this
-    /// partition's other `Vary` variants, read afresh. `keepsNothing`: what this request's
-    /// lookup found holds nothing `entry` would not replace, so the read is saved (a response
-    /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
-    /// Stores nothing when a removal of the key came after `since` (the removal counts when the
-    /// request began; `nil` for the answer of the write that removed): that answer may predate
-    /// the write. Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
-    private func store(_ entry: CacheEntry, at location: Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
-                       context: RecallContext? = nil) async {
-        let key = location.key
-        await writes.lock(key)
-        defer { writes.unlock(key) }
-        if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
-        let existing = keepsNothing ? nil : await lookup(key)
-        let updated = strategy.record(storing: entry, key: key, over: existing)
-        if let memory {
-            stored(context: context, evicted: memory.storeNow(updated).count)
-        } else {
-            await storage.store(updated, expires: strategy.expiry(of: updated))
-            stored(context: context)
-        }
-    }
-
-    /// Counts a store that reached the storage, and records it in `context` with what it
-    /// evicted: `evicted`, as a ``MemoryStorage`` tells it of each store (exact, also when
-    /// write-behind stores land out of order); else what the storage's eviction count says
-    /// it evicted since the last store the cache saw.
-    private func stored(context: RecallContext?, evicted: Int? = nil) {
-        writeCount.add(1, ordering: .releasing)
-        counts.count { $0.stores += 1 }
-        guard let context else { return }
-        context.record(.cache(.stored))
-        let count: Int
-        if let evicted {
-            count = evicted
-        } else {
-            let evictions = storage.statistics.evictions
-            count = evictions - evictionsSeen.exchange(evictions, ordering: .relaxed)
-        }
-        if count > 0 { context.record(.cache(.evicted(count: count))) }
-    }
-
-    /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no
-    /// record, or only responses of the same partition that an entry without `Vary` replaces.
-    private func keepsNothing(_ entry: CacheEntry, key: String, state: State) -> Bool {
-        guard key == state.key else { return false }
-        guard let record = state.record else { return true }
-        return entry.facts.varyNames.isEmpty && record.variants.allSatisfy { $0.partition == entry.partition }
-    }
-
-    /// Removes every stored response of `key`, in every partition; `counting`: counts an
-    /// invalidation when something was stored (read under the key's lock, so a store pending
-    /// before it is seen).
-    private func remove(_ key: String, counting: Bool = false) async {
-        await writes.lock(key)
-        epochs.advance(stripe: epochStripe(of: key))
-        if counting, await storage.record(for: key) != nil { counts.count { $0.invalidations += 1 } }
-        await storage.remove(key)
-        writeCount.add(1, ordering: .releasing)
-        writes.unlock(key)
-    }
-
-    /// Removes the stored response `outdated` stands for (same partition, status class and
-    /// `Vary` values) from the record of `key`, keeping the others.
-    private func discard(_ outdated: CacheEntry, key: String) async {
-        await writes.lock(key)
-        epochs.advance(stripe: epochStripe(of: key))
-        if let record = await lookup(key) {
-            let kept = strategy.variants(of: record, without: outdated)
-            if kept.isEmpty {
-                await storage.remove(key)
-            } else if kept.count < record.variants.count {
-                let record = CacheRecord(key: key, variants: kept)
-                await storage.store(record, expires: strategy.expiry(of: record))
-            }
-            writeCount.add(1, ordering: .releasing)
-        }
-        writes.unlock(key)
-    }
-
-    private func freshen(_ location: Location, partition: String, request: URLRequest, with response: RecallResponse, state: State,
-                         at date: Date, context: RecallContext?) async {
-        guard let record = await lookup(location.key),
-              let merged = strategy.freshened(record, with: response, for: request, partition: partition, inScope: state.inScope,
-                                              requestTime: state.requestTime, responseTime: date) else { return }
-        await store(merged, at: location, keepsNothing: false, since: state.since, context: context)
-    }
-
     /// Removes the stored responses of `urls` (the targets of a successful unsafe `request`),
     /// in every partition, counting those that held something.
     private func invalidate(_ urls: [URL], after request: URLRequest) async {
@@ -863,16 +648,11 @@ public final class HTTPCache: ServiceHook {
             var lookup = CacheStrategy.asGet(request)
             lookup.url = url
             guard let key = key(for: lookup) else { continue }
-            await remove(key, counting: true)
+            await writer.remove(key, counting: true)
         }
     }
 
     // MARK: Helpers
-
-    /// The stripe of `key` in ``epochs`` (its ``Location/epochStripe``, for a key at hand).
-    private func epochStripe(of key: String) -> Int {
-        InvalidationEpochs.stripe(ofHash: key.hashValue)
-    }
 
     /// Ends what `state` leads: wakes the requests waiting for its miss, or lets the key be refreshed again.
     private func finish(_ state: State) {

@@ -1,0 +1,74 @@
+import Foundation
+
+/// What the cache remembers about a request between `onSchedule` and its answer.
+///
+/// An immutable object, not a struct: it travels from `onSchedule` through the request's
+/// context to `onSuccess` and on to a write-behind store, and a copy of a reference is one
+/// reference count where a copy of the struct was one for each of its parts.
+final class CacheRequestState: Sendable {
+    let location: CacheLocator.Location
+    let method: RequestMethod
+    let partition: String
+    let inScope: Set<String>
+    let requestTime: Date
+    /// The removal counts when the request started: its answer is stored only while they
+    /// hold (``InvalidationEpochs``).
+    let since: InvalidationEpochs.Snapshot
+    /// The record as the lookup found it (`nil`: there was none, or no lookup).
+    let record: CacheRecord?
+    /// What the request is to the cache (see ``CacheStrategy/Mode``).
+    let mode: CacheStrategy.Mode
+    /// What the request leads, to be finished when it ends (once: a refetch drops it).
+    let lead: Lead?
+    /// A background refresh (`stale-while-revalidate`): it serves nobody, so it counts
+    /// nothing and answers no 504 — also when it is refetched.
+    let isRefresh: Bool
+
+    init(location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
+         since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
+        self.location = location
+        self.method = method
+        self.partition = partition
+        self.inScope = inScope
+        self.requestTime = requestTime
+        self.since = since
+        self.record = record
+        self.mode = mode
+        self.lead = lead
+        self.isRefresh = isRefresh
+    }
+
+    /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
+    func asRefresh() -> CacheRequestState {
+        CacheRequestState(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+              since: since, record: record, mode: mode, lead: .refresh, isRefresh: true)
+    }
+
+    /// This state for the unconditional fetch that follows an unmatched 304: no record, and
+    /// no lead (it ends once, with the call that made the refetch). It starts anew at the
+    /// removal counts `since` (after its own removal of what did not match).
+    func refetching(since: InvalidationEpochs.Snapshot) -> CacheRequestState {
+        CacheRequestState(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+              since: since, record: nil, mode: .refetching, lead: nil, isRefresh: isRefresh)
+    }
+
+    /// The storage key of the request.
+    var key: String { location.key }
+
+    /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no
+    /// record, or only responses of the same partition that an entry without `Vary` replaces.
+    func keepsNothing(storing entry: CacheEntry, key: String) -> Bool {
+        guard key == self.key else { return false }
+        guard let record else { return true }
+        return entry.facts.varyNames.isEmpty && record.variants.allSatisfy { $0.partition == entry.partition }
+    }
+
+    /// What a request leads for others.
+    enum Lead: Sendable, Equatable {
+        /// The origin request of a miss that concurrent misses wait for (this coalescing key),
+        /// and the name of the fetch claimed from the ``FetchCoordinator`` for other processes.
+        case flight(String, claim: String?)
+        /// The background refresh of its key.
+        case refresh
+    }
+}
