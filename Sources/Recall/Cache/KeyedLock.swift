@@ -25,6 +25,11 @@ final class KeyedLock: Sendable {
         held.withLock { $0[key] != nil }
     }
 
+    /// How many tasks wait for the lock of `key` (for tests).
+    func waiters(for key: String) -> Int {
+        held.withLock { $0[key]?.count ?? 0 }
+    }
+
     /// Waits until nobody holds the lock of `key` (taking it in turn and handing it on at once).
     func waitUntilFree(_ key: String) async {
         guard isHeld(key) else { return }
