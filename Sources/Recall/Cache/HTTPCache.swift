@@ -58,14 +58,10 @@ public final class HTTPCache: ServiceHook {
     private let suspended = ContextSlot<Suspension>()
     /// Writes records in order per key, and counts removals and writes.
     private let writer: CacheWriter
-    /// Stores made after their answers (see ``writesBehind(_:for:sent:state:)``) not yet
-    /// landed: while one may be pending for its key's stripe, a lookup first waits until the
-    /// key's write lock is free.
-    private let pendingWrites = PendingWrites()
-    /// Where stores made after their answers run: a plain queue, not a task, as a store into a
-    /// memory storage never suspends (and a dispatch costs less than a task on the caller's path).
-    /// Tests suspend it to hold stores back.
-    let writeBehindQueue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
+    /// Stores made after their answers, over a ``MemoryStorage``.
+    private let behind: WriteBehind?
+    /// Where stores made after their answers run (tests suspend it to hold them back).
+    var writeBehindQueue: DispatchQueue? { behind?.queue }
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     ///
@@ -86,6 +82,7 @@ public final class HTTPCache: ServiceHook {
         self.locator = CacheLocator(configuration: configuration, partitioner: partitioner)
         self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
         self.writer = CacheWriter(storage: storage, strategy: strategy, counts: counts)
+        self.behind = configuration.writesBehind ? WriteBehind(storage: storage, writer: writer, strategy: strategy) : nil
     }
 
     /// What the cache did so far, with the storage's counters.
@@ -102,7 +99,7 @@ public final class HTTPCache: ServiceHook {
     /// for a pending store of their key. Call it before reading the storage or
     /// ``statistics``' `stores` directly, and before a process exits.
     public func flush() async {
-        await pendingWrites.waitForWritesBegun()
+        await behind?.waitForWritesBegun()
         await storage.flush()
     }
 
@@ -266,7 +263,7 @@ public final class HTTPCache: ServiceHook {
         let scheduling = Scheduling(facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
                                     partition: partition, since: writer.epochs.snapshot(stripe: location.epochStripe))
         // A store made after its answer lands before anything else reads or writes its key.
-        if pendingWrites.mayHold(stripe: location.stripe) { return suspend(.pendingWrite(scheduling), context) }
+        if behind?.mayHold(stripe: location.stripe) == true { return suspend(.pendingWrite(scheduling), context) }
         return schedule(scheduling, copy: copy, request, context: context)
     }
 
@@ -472,7 +469,7 @@ public final class HTTPCache: ServiceHook {
         if let ticket = writesBehind(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
-            writeBehindQueue.async { [self] in
+            behind?.run { [self] in
                 storeBehind(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state, context: context,
                             ticket: ticket)
             }
@@ -483,47 +480,28 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// Whether the answer to a request in `state` is `response` whatever the cache decides, so
-    /// that the decision and the store can wait until the caller has it (write-behind,
-    /// ``CacheConfiguration/writesBehind``): a `GET` with no usable stored response (mode
-    /// `.fetching(stored: nil)`) over a ``MemoryStorage`` (a store that never suspends, and
-    /// nothing to flush at exit), answered by the network for the URL looked up. When it says
-    /// yes (with the write's ticket) it has taken the key's write lock, so every later write of
-    /// the key through this cache comes after this one; counted the pending write, so every
-    /// later lookup of the key waits for it; and asked the storage to watch the key, so a
-    /// removal made around the cache meanwhile drops the store rather than be undone by it.
+    /// that the decision and the store can wait until the caller has it (``WriteBehind``): a
+    /// `GET` with no usable stored response (mode `.fetching(stored: nil)`), answered by the
+    /// network for the URL looked up. Yes is the write's ticket, begun.
     private func writesBehind(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: State) -> UInt64? {
-        guard configuration.writesBehind, let memory, response.source == .network, state.method == .get,
-              case .fetching(stored: nil) = state.mode else { return nil }
+        guard let behind, response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode else { return nil }
         let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
-        guard sentURL == request.url, response.url == nil || response.url == sentURL, writer.keys.tryLock(state.key) else { return nil }
-        memory.watch(state.key)
-        return pendingWrites.begin(stripe: state.location.stripe)
+        guard sentURL == request.url, response.url == nil || response.url == sentURL else { return nil }
+        return behind.begin(state)
     }
 
     /// The write-behind of ``writesBehind(_:for:sent:state:)``: decides as `onSuccess` would,
-    /// stores into the memory storage, then releases the key, the pending count and the lead.
-    /// The answer is stored under the key looked up, whose write lock is held.
+    /// lands the store (under the key looked up, whose write lock is held), then ends the lead.
     private func storeBehind(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
                              state: State, context: RecallContext, ticket: UInt64) {
         let (exchange, target) = exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         counts.count(after, response: response, mode: state.mode, method: state.method, isRefresh: state.isRefresh, context: context)
-        if let memory {
-            // The answer came for the URL looked up: `target` is the key locked and watched.
-            if case .store(let entry) = after, let target, target.key == state.key,
-               writer.epochs.isCurrent(state.since, stripe: target.epochStripe) {
-                let updated = strategy.record(storing: entry, key: target.key,
-                                     over: state.keepsNothing(storing: entry, key: target.key) ? nil : memory.recordNow(for: target.key))
-                if let evicted = memory.storeNow(updated, watched: true) {
-                    locator.remember(target, for: exchange.answered.url)
-                    writer.stored(context: state.isRefresh ? nil : context, evicted: evicted.count)
-                }
-            } else {
-                memory.unwatch(state.key)
-            }
+        var entry: CacheEntry?
+        if case .store(let stored) = after, target?.key == state.key { entry = stored }
+        if behind?.land(entry, state: state, context: state.isRefresh ? nil : context, ticket: ticket) == true, let target {
+            locator.remember(target, for: exchange.answered.url)
         }
-        writer.keys.unlock(state.key)
-        pendingWrites.end(ticket, stripe: state.location.stripe)
         finish(state)
     }
 

@@ -1,0 +1,75 @@
+import Dispatch
+import Foundation
+
+/// Stores made after their answers (``CacheConfiguration/writesBehind``): over a
+/// ``MemoryStorage``, a miss whose answer is the response whatever the cache decides returns
+/// first, and its store runs on a queue.
+///
+/// A speed-up that needs the storage's help, so it lives here, below the cache's decisions:
+/// a write that will land later must not be undone by, nor undo, what happens meanwhile. So
+/// ``begin(_:)`` takes the key's write lock (every later write of the key through the cache comes
+/// after this one), counts the write as pending (every later lookup of the key waits for it,
+/// ``mayHold(stripe:)``), and asks the storage to watch the key (a removal made around the cache
+/// meanwhile — another cache on the storage, `removeAll()` at logout — drops the store).
+final class WriteBehind: Sendable {
+    private let memory: MemoryStorage
+    private let writer: CacheWriter
+    private let strategy: CacheStrategy
+    /// Stores begun and not yet landed, per stripe of keys.
+    private let pending = PendingWrites()
+    /// Where the stores run: a plain queue, not a task, as a store into a memory storage never
+    /// suspends (and a dispatch costs less than a task on the caller's path). Tests suspend it
+    /// to hold stores back.
+    let queue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
+
+    /// Write-behind over `storage`, when it is a ``MemoryStorage``; `nil` otherwise.
+    init?(storage: any CacheStorage, writer: CacheWriter, strategy: CacheStrategy) {
+        guard let memory = storage as? MemoryStorage else { return nil }
+        self.memory = memory
+        self.writer = writer
+        self.strategy = strategy
+    }
+
+    /// Whether a store begun here may be pending for a key of `stripe` (one atomic load).
+    func mayHold(stripe: Int) -> Bool {
+        pending.mayHold(stripe: stripe)
+    }
+
+    /// Waits until every store begun before the call has landed.
+    func waitForWritesBegun() async {
+        await pending.waitForWritesBegun()
+    }
+
+    /// Begins the store of the answer to the request of `state`: takes its key's write lock,
+    /// counts the write as pending and watches the key. `nil` (nothing begun) when another
+    /// write holds the key: then store the usual way.
+    func begin(_ state: CacheRequestState) -> UInt64? {
+        guard writer.keys.tryLock(state.key) else { return nil }
+        memory.watch(state.key)
+        return pending.begin(stripe: state.location.stripe)
+    }
+
+    /// Runs `work` on the queue.
+    func run(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+
+    /// Lands the write begun with `ticket` for the request of `state`: stores `entry` (when
+    /// given, and no removal of the key came since the request began) into the record of the
+    /// key, then releases the key and the pending count. Whether it was stored.
+    func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64) -> Bool {
+        defer {
+            writer.keys.unlock(state.key)
+            pending.end(ticket, stripe: state.location.stripe)
+        }
+        guard let entry, writer.epochs.isCurrent(state.since, stripe: state.location.epochStripe) else {
+            memory.unwatch(state.key)
+            return false
+        }
+        let key = state.key
+        let existing = state.keepsNothing(storing: entry, key: key) ? nil : memory.recordNow(for: key)
+        guard let evicted = memory.storeNow(strategy.record(storing: entry, key: key, over: existing), watched: true) else { return false }
+        writer.stored(context: context, evicted: evicted.count)
+        return true
+    }
+}
