@@ -36,8 +36,8 @@ public final class HTTPCache: ServiceHook {
     private let now: @Sendable () -> Date
     /// What it counts: hits, misses, stores… (also told to each request as events).
     private let counts = CacheCounters()
-    private let flights = RequestCoalescer()
-    private let refreshes = RequestCoalescer()
+    /// Who fetches for whom: coalesced misses, the fleet's claims, background refreshes.
+    private let leads: CacheLeads
     /// Works out (and remembers) where each request's responses are stored.
     private let locator: CacheLocator
     /// Where a request's responses are stored.
@@ -76,6 +76,7 @@ public final class HTTPCache: ServiceHook {
         self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
         self.coordinator = coordinator
+        self.leads = CacheLeads(coordinator: coordinator)
         self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
@@ -88,7 +89,7 @@ public final class HTTPCache: ServiceHook {
     /// What the cache did so far, with the storage's counters.
     public var statistics: CacheStatistics {
         var statistics = counts.statistics
-        statistics.waiting = flights.waiting
+        statistics.waiting = leads.waiting
         statistics.storage = storage.statistics
         return statistics
     }
@@ -105,7 +106,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Waits until every background refresh (`stale-while-revalidate`) started so far has finished.
     public func waitForBackgroundRefreshes() async {
-        await refreshes.waitForAll()
+        await leads.waitForRefreshes()
     }
 
     /// The storage key of `request`: the namespace and the canonical URL (see
@@ -195,51 +196,10 @@ public final class HTTPCache: ServiceHook {
         return nil
     }
 
-    /// Where ``schedule(_:context:)`` stopped, before a suspension point, with what it found.
-    enum Suspension: Sendable {
-        /// A store made after its answer may be pending for the key: wait for it, then look.
-        case pendingWrite(Scheduling)
-        /// A range request's record, to read from a storage that suspends.
-        case range(Scheduling, ByteRange)
-        /// A plain lookup's record, to read from a storage that suspends.
-        case lookup(Scheduling, writesBefore: UInt64)
-        /// A miss to share with concurrent misses of its key (coalescing), then decide again.
-        case coalesce(Scheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
-
-        /// What scheduling knew of the request when it stopped.
-        var scheduling: Scheduling {
-            switch self {
-            case .pendingWrite(let scheduling), .range(let scheduling, _), .lookup(let scheduling, _),
-                 .coalesce(let scheduling, _, _, _, _):
-                scheduling
-            }
-        }
-
-        /// Whether it stopped for `request` (a context holds one request's suspension; one left by a
-        /// caller of ``HTTPCache/decideWithoutSuspending(_:context:)`` for another request is not resumed).
-        func isFor(_ request: URLRequest) -> Bool {
-            scheduling.facts.url == request.url && scheduling.facts.method == RequestMethod(request)
-        }
-    }
-
     /// What scheduling knows of a request the cache looks up.
-    struct Scheduling: Sendable {
-        var facts: RequestFacts
-        var route: CacheStrategy.Route
-        var location: Location
-        var inScope: Set<String>
-        var requestTime: Date
-        /// The request's partition ("" for invalidations, which do not read it).
-        var partition: String
-        /// The removal counts when the request started.
-        var since: InvalidationEpochs.Snapshot
-
-        /// The request's state, in `mode`, for what goes to the origin.
-        func state(record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: Lead? = nil) -> State {
-            State(location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-                  since: since, record: record, mode: mode, lead: lead)
-        }
-    }
+    typealias Scheduling = CacheScheduling
+    /// Where scheduling stopped, before a suspension point, with what it found.
+    typealias Suspension = CacheScheduling.Suspension
 
     /// `onSchedule` as far as it goes without suspending: all of it for a hit over a
     /// ``MemoryStorage``, which a ``Pipeline`` with this cache first then answers without an async call.
@@ -322,7 +282,7 @@ public final class HTTPCache: ServiceHook {
             let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
             // Over a memory storage, with no other process to ask, a miss nobody leads yet is
             // led without suspending; the others wait for their leader.
-            guard coordinator == nil, let memory, flights.tryLead(flightKey) else {
+            guard let memory, let lead = leads.leadWithoutSuspending(flightKey) else {
                 return suspend(.coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore), context)
             }
             var (record, before) = (record, before)
@@ -331,7 +291,6 @@ public final class HTTPCache: ServiceHook {
                 record = memory.recordNow(for: key).flatMap { $0.key == key ? $0 : nil }
                 before = self.before(request, scheduling, record: record)
             }
-            let lead = Lead.flight(flightKey, claim: nil)
             return act(on: before, request: request, key: key, lead: lead, context: context) {
                 scheduling.state(record: record, mode: $0, lead: lead)
             }
@@ -373,46 +332,21 @@ public final class HTTPCache: ServiceHook {
         }
     }
 
-    /// A miss with coalescing on: the first request of its key leads (and claims the fetch from
-    /// the ``FetchCoordinator``, when there is one); the others wait for its answer and look again.
+    /// A miss with coalescing on: shared with the concurrent misses of its key (``CacheLeads``),
+    /// then decided on what the leader (of this process or another) left.
     private func coalesce(_ scheduling: Scheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
                           writesBefore: UInt64, _ request: URLRequest, context: RecallContext) async throws -> HookAction {
         let key = scheduling.location.key
         var record = found
-        var before = decided
-        var lead: Lead?
-        switch await flights.join(flightKey) {
-        case .leader:
-            lead = .flight(flightKey, claim: nil)
-            // Another leader may have stored the entry between our lookup and our lead.
-            if writer.writes != writesBefore {
+        let (before, lead) = try await leads.share(
+            flightKey, decided: decided, changed: { writer.writes != writesBefore },
+            // (Named without the epoch, which is this process's own.)
+            fetchName: { partitioner.fetchName(RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields)) },
+            coalesced: { counts.count(.coalesced, context) { $0.coalesced += 1 } },
+            look: { later in
                 record = await writer.lookup(key)
-                before = self.before(request, scheduling, record: record)
-            }
-            if case .send = before, let coordinator {
-                // (Named without the epoch, which is this process's own.)
-                let name = partitioner.fetchName(RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields))
-                if await coordinator.claim(name) {
-                    lead = .flight(flightKey, claim: name)
-                    // Another process may have stored it between our lookup and our claim.
-                    record = await writer.lookup(key)
-                    before = self.before(request, scheduling, record: record)
-                } else {
-                    // Another process fetches it: wait for its answer, then look again;
-                    // still missing (it failed, or its claim lapsed), fetch it here.
-                    await coordinator.wait(for: name)
-                    counts.count(.coalesced, context) { $0.coalesced += 1 }
-                    record = await writer.lookup(key)
-                    before = self.before(request, scheduling, record: record, now: now())
-                    if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
-                }
-            }
-        case .follower:
-            try Task.checkCancellation()
-            counts.count(.coalesced, context) { $0.coalesced += 1 }
-            record = await writer.lookup(key)
-            before = self.before(request, scheduling, record: record, now: now())
-        }
+                return self.before(request, scheduling, record: record, now: later ? now() : nil)
+            })
         return act(on: before, request: request, key: key, lead: lead, context: context) {
             scheduling.state(record: record, mode: $0, lead: lead)
         }
@@ -434,7 +368,7 @@ public final class HTTPCache: ServiceHook {
         case .serveAndRefresh(let response, let refresh, let mode):
             finish(lead, key: key)
             counts.count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
-            guard refreshes.tryLead(key) else { return .respond(response) } // one refresh at a time per key
+            guard leads.leadRefresh(key) else { return .respond(response) } // one refresh at a time per key
             context[states] = state(mode).asRefresh()
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
@@ -604,7 +538,7 @@ public final class HTTPCache: ServiceHook {
         // A cancelled leader hands its miss to one waiting request instead of sending them all
         // to the origin at once.
         let cancelled = Task.isCancelled || error is CancellationError
-        defer { cancelled ? abandon(state) : finish(state) }
+        defer { cancelled ? leads.abandon(state.lead, key: state.key) : finish(state) }
         let failure = strategy.afterFailure(error, mode: state.mode, request: request, now: now())
         switch failure {
         case .serveStale(let answer, let reason):
@@ -632,29 +566,13 @@ public final class HTTPCache: ServiceHook {
 
     // MARK: Helpers
 
-    /// Ends what `state` leads: wakes the requests waiting for its miss, or lets the key be refreshed again.
+    /// Ends what `state` leads (``CacheLeads/finish(_:key:)``).
     private func finish(_ state: State) {
-        finish(state.lead, key: state.key)
-    }
-
-    /// Gives up what `state` leads without an answer: one request waiting for its miss leads
-    /// in its place (``RequestCoalescer/abandon(_:)``).
-    /// A lead with a claim on the fleet's fetch ends as usual: the claim must be released before
-    /// another request of this process could claim the same name, and a release cannot be
-    /// awaited here.
-    private func abandon(_ state: State) {
-        guard case .flight(let flightKey, nil) = state.lead else { return finish(state) }
-        flights.abandon(flightKey)
+        leads.finish(state.lead, key: state.key)
     }
 
     /// Ends `lead`, taken for the request of storage key `key`.
     private func finish(_ lead: Lead?, key: String) {
-        switch lead {
-        case .flight(let flightKey, let claim):
-            flights.finish(flightKey)
-            if let claim, let coordinator { Task { await coordinator.release(claim) } }
-        case .refresh: refreshes.finish(key)
-        case nil: break
-        }
+        leads.finish(lead, key: key)
     }
 }

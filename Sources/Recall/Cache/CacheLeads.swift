@@ -1,0 +1,91 @@
+/// Who fetches for whom: concurrent misses of one key share one origin request (the first
+/// leads, the others wait and look again, ``RequestCoalescer``); processes sharing a storage
+/// share one through a ``FetchCoordinator``; and a stale entry is refreshed in the background
+/// once at a time (`stale-while-revalidate`).
+final class CacheLeads: Sendable {
+    /// Shares misses with the other processes on the same storage, when given.
+    let coordinator: (any FetchCoordinator)?
+    private let flights = RequestCoalescer()
+    private let refreshes = RequestCoalescer()
+
+    init(coordinator: (any FetchCoordinator)?) {
+        self.coordinator = coordinator
+    }
+
+    /// Requests waiting for another's miss now.
+    var waiting: Int { flights.waiting }
+
+    /// Waits until every background refresh started so far has finished.
+    func waitForRefreshes() async {
+        await refreshes.waitForAll()
+    }
+
+    /// Leads the miss of `flightKey` without suspending, when nobody leads it yet and no other
+    /// process is to be asked: `nil` when it must ``share(_:decided:changed:fetchName:coalesced:look:)``.
+    func leadWithoutSuspending(_ flightKey: String) -> CacheRequestState.Lead? {
+        guard coordinator == nil, flights.tryLead(flightKey) else { return nil }
+        return .flight(flightKey, claim: nil)
+    }
+
+    /// Takes the background refresh of `key`, unless one is under way.
+    func leadRefresh(_ key: String) -> Bool {
+        refreshes.tryLead(key)
+    }
+
+    /// Shares the miss of `flightKey`, which the strategy `decided` on: the first request leads
+    /// (looking again when `changed()` says something was stored since its lookup) and claims
+    /// the fetch from the ``FetchCoordinator`` under `fetchName()`, when there is one; the others
+    /// wait for their leader — this process's, or another's — then look again (`coalesced()`
+    /// counts it). `look(later)` reads the record afresh and decides again (`later`: at the time
+    /// now, after a wait). Returns the decision to act on and the lead taken, if any.
+    func share(_ flightKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
+               coalesced: () -> Void,
+               look: (_ later: Bool) async -> CacheStrategy.Before) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?) {
+        switch await flights.join(flightKey) {
+        case .leader:
+            var lead = CacheRequestState.Lead.flight(flightKey, claim: nil)
+            // Another leader may have stored the entry between our lookup and our lead.
+            var before = changed() ? await look(false) : decided
+            guard case .send = before, let coordinator else { return (before, lead) }
+            let name = fetchName()
+            if await coordinator.claim(name) {
+                lead = .flight(flightKey, claim: name)
+                // Another process may have stored it between our lookup and our claim.
+                before = await look(false)
+            } else {
+                // Another process fetches it: wait for its answer, then look again; still
+                // missing (it failed, or its claim lapsed), fetch it here.
+                await coordinator.wait(for: name)
+                coalesced()
+                before = await look(true)
+                if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
+            }
+            return (before, lead)
+        case .follower:
+            try Task.checkCancellation()
+            coalesced()
+            return (await look(true), nil)
+        }
+    }
+
+    /// Ends `lead`, taken for the request of storage key `key`: wakes the requests waiting for
+    /// its miss (and releases its claim on the fleet's fetch), or lets the key be refreshed again.
+    func finish(_ lead: CacheRequestState.Lead?, key: String) {
+        switch lead {
+        case .flight(let flightKey, let claim):
+            flights.finish(flightKey)
+            if let claim, let coordinator { Task { await coordinator.release(claim) } }
+        case .refresh: refreshes.finish(key)
+        case nil: break
+        }
+    }
+
+    /// Gives up `lead` without an answer: one request waiting for its miss leads in its place
+    /// (``RequestCoalescer/abandon(_:)``). A lead with a claim on the fleet's fetch ends as
+    /// usual: the claim must be released before another request of this process could claim the
+    /// same name, and a release cannot be awaited here.
+    func abandon(_ lead: CacheRequestState.Lead?, key: String) {
+        guard case .flight(let flightKey, nil) = lead else { return finish(lead, key: key) }
+        flights.abandon(flightKey)
+    }
+}

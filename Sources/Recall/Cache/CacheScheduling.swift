@@ -1,0 +1,50 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What scheduling knows of a request the cache looks up.
+struct CacheScheduling: Sendable {
+    var facts: RequestFacts
+    var route: CacheStrategy.Route
+    var location: CacheLocator.Location
+    var inScope: Set<String>
+    var requestTime: Date
+    /// The request's partition ("" for invalidations, which do not read it).
+    var partition: String
+    /// The removal counts when the request started.
+    var since: InvalidationEpochs.Snapshot
+
+    /// The request's state, in `mode`, for what goes to the origin.
+    func state(record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil) -> CacheRequestState {
+        CacheRequestState(location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
+                          since: since, record: record, mode: mode, lead: lead)
+    }
+
+    /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found.
+    enum Suspension: Sendable {
+        /// A store made after its answer may be pending for the key: wait for it, then look.
+        case pendingWrite(CacheScheduling)
+        /// A range request's record, to read from a storage that suspends.
+        case range(CacheScheduling, ByteRange)
+        /// A plain lookup's record, to read from a storage that suspends.
+        case lookup(CacheScheduling, writesBefore: UInt64)
+        /// A miss to share with concurrent misses of its key (coalescing), then decide again.
+        case coalesce(CacheScheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
+
+        /// What scheduling knew of the request when it stopped.
+        var scheduling: CacheScheduling {
+            switch self {
+            case .pendingWrite(let scheduling), .range(let scheduling, _), .lookup(let scheduling, _),
+                 .coalesce(let scheduling, _, _, _, _):
+                scheduling
+            }
+        }
+
+        /// Whether it stopped for `request` (a context holds one request's suspension; one left by a
+        /// caller of ``HTTPCache/decideWithoutSuspending(_:context:)`` for another request is not resumed).
+        func isFor(_ request: URLRequest) -> Bool {
+            scheduling.facts.url == request.url && scheduling.facts.method == RequestMethod(request)
+        }
+    }
+}

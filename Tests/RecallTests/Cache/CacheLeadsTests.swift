@@ -1,0 +1,94 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import Recall
+import Testing
+
+/// Who fetches for whom, on its own: a fake coordinator, decisions as plain values.
+@Suite("CacheLeads: one fetch per miss, in this process and across the fleet", .timeLimit(.minutes(1)))
+struct CacheLeadsTests {
+    /// A coordinator that grants or refuses claims as told, and records the calls.
+    final class Coordinator: FetchCoordinator {
+        let grants: Locked<[Bool]>
+        let calls = Locked<[String]>([])
+        init(grants: [Bool]) { self.grants = Locked(grants) }
+        func claim(_ name: String) async -> Bool {
+            calls.withLock { $0.append("claim \(name)") }
+            return grants.withLock { $0.isEmpty ? false : $0.removeFirst() }
+        }
+        func wait(for name: String) async { calls.withLock { $0.append("wait \(name)") } }
+        func release(_ name: String) async { calls.withLock { $0.append("release \(name)") } }
+    }
+
+    static let miss = CacheStrategy.Before.send(URLRequest(url: URL(string: "https://origin.test/a")!), .fetching(stored: nil))
+    static let hit = CacheStrategy.Before.bypass // any decision that is not a send
+
+    /// `share` with counters of the looks and the coalesced waits.
+    static func share(_ leads: CacheLeads, _ key: String = "k", changed: Bool = false,
+                      looks: [CacheStrategy.Before]) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
+        var remaining = looks, looked = 0, coalesced = 0
+        let (before, lead) = try await leads.share(key, decided: miss, changed: { changed }, fetchName: { "fetch-" + key },
+                                                   coalesced: { coalesced += 1 }) { _ in
+            looked += 1
+            return remaining.isEmpty ? miss : remaining.removeFirst()
+        }
+        return (before, lead, looked, coalesced)
+    }
+
+    @Test("the first miss leads without looking again when nothing was stored since its lookup")
+    func leads() async throws {
+        let leads = CacheLeads(coordinator: nil)
+        let (before, lead, looked, coalesced) = try await Self.share(leads, looks: [])
+        guard case .send = before else { Issue.record("a leader with nothing stored sends"); return }
+        #expect(lead == .flight("k", claim: nil) && looked == 0 && coalesced == 0)
+        leads.finish(lead, key: "k")
+        #expect(leads.leadWithoutSuspending("k") != nil, "finished: the key can be led again")
+    }
+
+    @Test("a leader that finds something stored since its lookup decides again")
+    func leaderLooksAgain() async throws {
+        let (before, _, looked, _) = try await Self.share(CacheLeads(coordinator: nil), changed: true, looks: [Self.hit])
+        #expect(looked == 1)
+        guard case .bypass = before else { Issue.record("decided on the second look"); return }
+    }
+
+    @Test("a follower waits for its leader, then looks again and counts as coalesced")
+    func follows() async throws {
+        let leads = CacheLeads(coordinator: nil)
+        let lead = try #require(leads.leadWithoutSuspending("k"))
+        let follower = Task { try await Self.share(leads, looks: [Self.hit]) }
+        while leads.waiting == 0 { await Task.yield() }
+        leads.finish(lead, key: "k")
+        let (_, followerLead, looked, coalesced) = try await follower.value
+        #expect(followerLead == nil && looked == 1 && coalesced == 1)
+    }
+
+    @Test("with a coordinator: the leader claims the fleet's fetch, looks again, and releases the claim when it ends")
+    func claims() async throws {
+        let coordinator = Coordinator(grants: [true])
+        let leads = CacheLeads(coordinator: coordinator)
+        let (_, lead, looked, _) = try await Self.share(leads, looks: [])
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 1)
+        leads.finish(lead, key: "k")
+        while coordinator.calls.withLock({ $0.count }) < 2 { await Task.yield() }
+        #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "release fetch-k"])
+    }
+
+    @Test("with a coordinator that refuses: wait for the other process, look again; still missing, claim and fetch here")
+    func otherProcessFetches() async throws {
+        let coordinator = Coordinator(grants: [false, true])
+        let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss])
+        guard case .send = before else { Issue.record("still missing: send"); return }
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 1 && coalesced == 1)
+        #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k", "claim fetch-k"])
+    }
+
+    @Test("a refresh is led once at a time per key")
+    func refreshes() {
+        let leads = CacheLeads(coordinator: nil)
+        #expect(leads.leadRefresh("k") && !leads.leadRefresh("k"))
+        leads.finish(.refresh, key: "k")
+        #expect(leads.leadRefresh("k"))
+    }
+}
