@@ -31,6 +31,24 @@ public final class InMemoryByteStore: CacheByteStore {
         /// Tests waiting until this many reads are held.
         var heldReadWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
+        mutating func put(_ data: Data, for key: String) {
+            if let old = bytes.updateValue(data, forKey: key) {
+                statistics.bytes -= old.count
+            } else {
+                statistics.count += 1
+            }
+            statistics.bytes += data.count
+            expiries[key] = nil
+        }
+
+        mutating func remove(_ key: String) -> Data? {
+            expiries[key] = nil
+            guard let old = bytes.removeValue(forKey: key) else { return nil }
+            statistics.count -= 1
+            statistics.bytes -= old.count
+            return old
+        }
+
         /// Takes the waiters whose count of held reads is reached.
         mutating func readyWaiters() -> [CheckedContinuation<Void, Never>] {
             let held = heldReads.count
@@ -99,8 +117,10 @@ public final class InMemoryByteStore: CacheByteStore {
 
     /// Stores `data` under `key`, keeping the expiry hint (``expiry(of:)``).
     public func write(_ data: Data, for key: String, expires: Date?) async {
-        put(data, for: key)
-        state.withLock { $0.expiries[key] = expires }
+        state.withLock { state in
+            state.put(data, for: key)
+            state.expiries[key] = expires
+        }
     }
 
     /// The expiry hint the latest write of `key` came with (`nil`: none, or no write).
@@ -121,39 +141,27 @@ public final class InMemoryByteStore: CacheByteStore {
 
     /// Puts `data` under `key` without suspending (a test's way to plant bad bytes).
     public func put(_ data: Data, for key: String) {
-        state.withLock { state in
-            if let old = state.bytes.updateValue(data, forKey: key) {
-                state.statistics.bytes -= old.count
-            } else {
-                state.statistics.count += 1
-            }
-            state.statistics.bytes += data.count
-        }
+        state.withLock { $0.put(data, for: key) }
     }
 
     /// Removes `key` if it still holds `data`, counting it as corrupt.
     public func removeCorrupt(_ key: String, ifStill data: Data) async {
         state.withLock { state in
-            guard state.bytes[key] == data, let old = state.bytes.removeValue(forKey: key) else { return }
-            state.statistics.count -= 1
-            state.statistics.bytes -= old.count
+            guard state.bytes[key] == data, state.remove(key) != nil else { return }
             state.statistics.corruptRemoved += 1
         }
     }
 
     /// Removes `key`.
     public func remove(_ key: String) async {
-        state.withLock { state in
-            guard let old = state.bytes.removeValue(forKey: key) else { return }
-            state.statistics.count -= 1
-            state.statistics.bytes -= old.count
-        }
+        state.withLock { _ = $0.remove(key) }
     }
 
     /// Removes everything.
     public func removeAll() async {
         state.withLock { state in
             state.bytes = [:]
+            state.expiries = [:]
             state.statistics.count = 0
             state.statistics.bytes = 0
         }

@@ -524,8 +524,8 @@ struct CacheStrategy: Sendable {
     /// its responses can be served any more — past its freshness and its stale windows
     /// (`stale-while-revalidate`, `stale-if-error`, the offline allowance); `nil` when one can be
     /// revalidated (it carries `ETag` or `Last-Modified`), and so stays useful with no end. (A
-    /// request's `max-stale` may accept a response later still: a storage that drops the record
-    /// by then costs that request a miss, never a wrong answer.)
+    /// request's `max-stale` or `stale-if-error` may accept a response later still: a storage
+    /// that drops the record by then costs that request a miss, never a wrong answer.)
     func expiry(of record: CacheRecord) -> Date? {
         var latest: Date?
         for entry in record.variants {

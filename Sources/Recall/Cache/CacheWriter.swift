@@ -14,6 +14,9 @@ import FoundationNetworking
 /// record afresh under the key's lock and hands the result to the storage.
 final class CacheWriter: Sendable {
     let storage: any CacheStorage
+    /// The storage, when it is a ``MemoryStorage``: it stores without suspending and tells
+    /// exactly what each store evicted.
+    private let memory: MemoryStorage?
     private let strategy: CacheStrategy
     private let counts: CacheCounters
     /// One write of a key at a time.
@@ -28,8 +31,9 @@ final class CacheWriter: Sendable {
     /// The storage's eviction count when the writer last looked.
     private let evictionsSeen: Atomic<Int>
 
-    init(storage: any CacheStorage, strategy: CacheStrategy, counts: CacheCounters) {
+    init(storage: any CacheStorage, memory: MemoryStorage?, strategy: CacheStrategy, counts: CacheCounters) {
         self.storage = storage
+        self.memory = memory
         self.strategy = strategy
         self.counts = counts
         self.evictionsSeen = Atomic(storage.statistics.evictions)
@@ -60,8 +64,12 @@ final class CacheWriter: Sendable {
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
         let updated = strategy.record(storing: entry, key: key, over: existing)
-        await storage.store(updated, expires: strategy.expiry(of: updated))
-        stored(context: context)
+        if let memory {
+            stored(context: context, evicted: memory.storeNow(updated).count)
+        } else {
+            await storage.store(updated, expires: strategy.expiry(of: updated))
+            stored(context: context)
+        }
     }
 
     /// Merges the 304 `response` into the stored response of `location` it freshens (for the

@@ -82,8 +82,13 @@ public final class HTTPCache: ServiceHook {
         self.partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         self.locator = CacheLocator(configuration: configuration, partitioner: partitioner)
         self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
-        self.writer = CacheWriter(storage: storage, strategy: strategy, counts: counts)
-        self.behind = configuration.writesBehind ? WriteBehind(storage: storage, writer: writer, strategy: strategy) : nil
+        let writer = CacheWriter(storage: storage, memory: memory, strategy: strategy, counts: counts)
+        self.writer = writer
+        if configuration.writesBehind, let memory {
+            self.behind = WriteBehind(memory: memory, writer: writer, strategy: strategy)
+        } else {
+            self.behind = nil
+        }
     }
 
     /// What the cache did so far, with the storage's counters.

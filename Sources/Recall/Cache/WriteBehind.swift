@@ -22,9 +22,8 @@ final class WriteBehind: Sendable {
     /// to hold stores back.
     let queue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
 
-    /// Write-behind over `storage`, when it is a ``MemoryStorage``; `nil` otherwise.
-    init?(storage: any CacheStorage, writer: CacheWriter, strategy: CacheStrategy) {
-        guard let memory = storage as? MemoryStorage else { return nil }
+    /// Write-behind over `memory`.
+    init(memory: MemoryStorage, writer: CacheWriter, strategy: CacheStrategy) {
         self.memory = memory
         self.writer = writer
         self.strategy = strategy

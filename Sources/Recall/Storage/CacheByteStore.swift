@@ -22,8 +22,9 @@ import Foundation
 /// Like every storage it never throws at the cache: bytes that cannot be read are a miss, a
 /// write that fails is counted in ``CacheStorage/statistics``. Keys are the cache's storage keys
 /// (a canonical URL, possibly long): a backend with a key-length limit hashes them — the full key
-/// is inside the stored bytes and compared on every read, so a collision is a miss, never another
-/// URL's response.
+/// is inside the stored bytes and compared on every read, so a collision is a miss (and the other
+/// key's record is removed as not this key's), never another URL's response: hash with a full
+/// cryptographic digest (SHA-256), never a truncated one.
 public protocol CacheByteStore: CacheStorage {
     /// The bytes stored under `key`, or `nil`.
     func bytes(for key: String) async -> StoredBytes?
@@ -85,11 +86,13 @@ extension CacheByteStore {
     /// The record in `stored`, read for `key`: taken from its memo when the bytes were decoded
     /// before (no second check), else decoded and checked, and kept in the memo if there is one.
     private static func decode(_ stored: StoredBytes, for key: String) -> DecodeOutcome {
-        if let memo = stored.memo, let decoded = memo.decoded.withLock({ $0 }) {
-            guard let record = CacheRecordCodec.record(decoded.template, bodies: decoded.bodies, in: stored.data,
-                                                       sharingBuffer: stored.isUnshared) else { return .corrupt }
-            return record.key == key ? .record(record) : .corrupt
+        if let memo = stored.memo, let decoded = memo.decoded, decoded.byteCount == stored.data.count,
+           let record = CacheRecordCodec.record(decoded.template, bodies: decoded.bodies, in: stored.data, sharingBuffer: stored.isUnshared),
+           record.key == key {
+            return .record(record)
         }
+        // (A memo that does not fit the bytes — a store that broke its contract — is not trusted:
+        // the bytes are decoded and checked as if there were none.)
         var bodies: [Range<Int>]? = stored.memo == nil ? nil : []
         guard let record = try? CacheRecordCodec.decode(stored.data, sharingBuffer: stored.isUnshared, expectedKey: key,
                                                         bodies: &bodies) else { return .corrupt }
@@ -97,7 +100,7 @@ extension CacheByteStore {
         if let memo = stored.memo, let bodies {
             var template = record
             for index in template.variants.indices { template.variants[index].body = Data() }
-            memo.decoded.withLock { $0 = DecodingMemo.Decoded(template: template, bodies: bodies) }
+            memo.keep(DecodingMemo.Decoded(template: template, bodies: bodies, byteCount: stored.data.count))
         }
         return .record(record)
     }

@@ -18,10 +18,10 @@ import Darwin
 /// - Writes happen on a background queue, off the caller's path; until a write lands, reads
 ///   are answered from the pending record, so a store is visible to the next read at once.
 ///   Queued writes are bounded (``pendingByteLimit``): past it, a store waits for the queue.
-/// - Up to ``openFileLimit`` files whose records passed their checks are held open: while a
-///   held file is unchanged (its identity, taken before the checked read, is the same after
-///   each reread), reading it again takes one `pread` and one `fstat` and its bytes are not
-///   checked or decoded twice (see `HeldFile`).
+/// - Up to ``openFileLimit`` files read lately are held open: while a held file is unchanged
+///   (its identity, taken before the first read, is the same after each reread), reading it
+///   again takes one `pread` and one `fstat`, and its bytes come with the same ``DecodingMemo``,
+///   so once they passed their checks they are not checked or decoded twice (see `HeldFile`).
 /// - The index (file sizes and recency) is rebuilt from the directory when the storage is
 ///   opened; a total byte limit is kept by evicting with the chosen policy (S3-FIFO by default).
 /// - The directory is locked (`flock`) while open: a second storage on the same directory,
@@ -52,9 +52,9 @@ public final class DiskStorage: CacheByteStore {
     /// The most bytes of records queued for writing; a store past it waits until the queue
     /// has written what was queued before it, so memory stays bounded under any load.
     public let pendingByteLimit: Int
-    /// The most files held open after a read checked their record (0: none). A held file is
-    /// read again with one `pread` and one `fstat` and no checksum while it is unchanged; see
-    /// `HeldFile`. Each costs one file descriptor.
+    /// The most files held open after a read (0: none). A held file is read again with one
+    /// `pread` and one `fstat`, and no checksum once its record passed its checks, while it is
+    /// unchanged; see `HeldFile`. Each costs one file descriptor.
     public let openFileLimit: Int
     /// How long (seconds) a file must have been unchanged before it is held open.
     private let settledAge: Int
@@ -80,7 +80,7 @@ public final class DiskStorage: CacheByteStore {
         var pending: [String: Pending] = [:]
         var pendingBytes = 0
         var generation: UInt64 = 0
-        /// Files held open after a checked read (``HeldFile``), at most ``openFileLimit``.
+        /// Files held open after a read (``HeldFile``), at most ``openFileLimit``.
         var held: [String: Held] = [:]
         var heldSerial: UInt64 = 0
     }
@@ -359,14 +359,15 @@ public final class DiskStorage: CacheByteStore {
     }
 
     /// The bytes under `key` when a file held open for it (see ``bytes(for:)``), unchanged since
-    /// it was read, can be read again with one `pread` and one `fstat`; `nil` when it is not at
-    /// hand so (no file held for the key, a write pending, the file changed).
+    /// it was read and its record checked (its memo kept what it decoded to), can be read again
+    /// with one `pread` and one `fstat`; `nil` when it is not at hand so (no file held for the
+    /// key, not checked yet, a write pending, the file changed).
     public func bytesWithoutSuspending(for key: String) -> StoredBytes? {
         guard openFileLimit > 0 else { return nil }
         let name = name(for: key)
         let found = state.withLock { state -> Held? in
             guard !state.held.isEmpty, state.pending.isEmpty || state.pending[name] == nil, let held = state.held[name],
-                  state.sizes[name] == held.file.identity.size else { return nil }
+                  state.sizes[name] == held.file.identity.size, held.memo.decoded != nil else { return nil }
             state.policy.recordAccess(name)
             return held
         }
@@ -378,7 +379,7 @@ public final class DiskStorage: CacheByteStore {
         return StoredBytes(data, isUnshared: true, memo: found.memo)
     }
 
-    /// Lets go of `held`, found changed, replaced or removed since its record was checked,
+    /// Lets go of `held`, found changed, replaced or removed since it was first read,
     /// unless the table holds another file for `name` by now.
     private func release(_ held: Held, as name: String) {
         let dropped = state.withLock { state in state.held[name]?.file === held.file ? state.held.removeValue(forKey: name) : nil }
@@ -392,7 +393,7 @@ public final class DiskStorage: CacheByteStore {
         /// Whether they were just read from the file (else they are a pending write's, which
         /// the write queue still holds).
         var fromFile: Bool
-        /// The held file they were read through, unchanged since its record was checked.
+        /// The held file they were read through, unchanged since it was first read.
         var held: Held?
         /// The file, kept open, when it may be held once its record is checked.
         var opened: HeldFile?
@@ -416,7 +417,7 @@ public final class DiskStorage: CacheByteStore {
         guard let size = lookup.size else { return nil }
         if let held = lookup.held {
             if held.file.identity.size == size, let data = held.file.reread() { return Read(data: data, fromFile: true, held: held) }
-            // Changed, replaced or removed since it was checked: read it by name, with every check.
+            // Changed, replaced or removed since it was first read: read it by name, anew.
             release(held, as: name)
         }
         do {

@@ -7,9 +7,10 @@ import Musl
 import Darwin
 #endif
 
-/// A file of a ``DiskStorage`` held open after its record was read and passed every check, so
-/// that reading the same record again is one `pread` and one `fstat`: no path lookup, no
-/// `open` or `close`, and no checksum over bytes that were already checked.
+/// A file of a ``DiskStorage`` held open after it was read, so that reading the same record
+/// again is one `pread` and one `fstat`: no path lookup, no `open` or `close`, and — once its
+/// bytes passed every check (the ``DecodingMemo`` handed out with them keeps what they decoded
+/// to) — no checksum over bytes that were already checked.
 ///
 /// What makes skipping the checksum safe is the file's identity, taken with `fstat` on the
 /// open descriptor **before** the checked bytes were read: device, inode, link count, size,
@@ -91,7 +92,7 @@ final class HeldFile: Sendable {
             || (Int(changed.tv_sec) + age == Int(now.tv_sec) && Int(changed.tv_nsec) < Int(now.tv_nsec))
     }
 
-    /// The whole file, read again, when it is still exactly the file that was checked: `nil`
+    /// The whole file, read again, when it is still exactly the file first read: `nil`
     /// when its size, times or links changed since (then it must be read by name, with every
     /// check) or the read fails.
     func reread() -> Data? {

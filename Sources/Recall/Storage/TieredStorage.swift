@@ -78,7 +78,7 @@ public final class TieredStorage: CacheStorage {
         await changeUpper(record.key) { await self.upper.store(record, expires: expires) }
     }
 
-    /// Removes from both tiers, the lower one first (see ``store(_:)``).
+    /// Removes from both tiers, the lower one first (see ``store(_:expires:)``).
     public func remove(_ key: String) async {
         await lower.remove(key)
         await changeUpper(key) { await self.upper.remove(key) }

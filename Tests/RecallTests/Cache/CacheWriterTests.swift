@@ -21,7 +21,7 @@ struct CacheWriterTests {
             let configuration = CacheConfiguration()
             let partitioner = CachePartitioner(secret: Array(repeating: 7, count: 32), configuration: configuration)
             locator = CacheLocator(configuration: configuration, partitioner: partitioner)
-            writer = CacheWriter(storage: storage, strategy: CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner),
+            writer = CacheWriter(storage: storage, memory: nil, strategy: CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner),
                                  counts: counts)
         }
 

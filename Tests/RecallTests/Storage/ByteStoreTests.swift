@@ -140,6 +140,31 @@ struct ByteStoreTests {
         #expect(await upper.record(for: "k") == nil)
     }
 
+    /// A byte store that breaks the memo's contract: one memo for whatever bytes it holds.
+    final class OneMemoStore: CacheByteStore {
+        let inner = InMemoryByteStore()
+        let memo = DecodingMemo()
+        func bytes(for key: String) async -> StoredBytes? {
+            (await inner.bytes(for: key)).map { StoredBytes($0.data, memo: memo) }
+        }
+        func write(_ data: Data, for key: String, expires: Date?) async { await inner.write(data, for: key, expires: expires) }
+        func removeCorrupt(_ key: String, ifStill data: Data) async { await inner.removeCorrupt(key, ifStill: data) }
+        func remove(_ key: String) async { await inner.remove(key) }
+        func removeAll() async { await inner.removeAll() }
+        var statistics: StorageStatistics { inner.statistics }
+    }
+
+    @Test("a memo handed out with bytes of another length is not trusted: they are decoded afresh, never half old, half new")
+    func memoNotTrustedBlindly() async throws {
+        let store = OneMemoStore()
+        let first = makeRecord("k", bodySize: 10), second = makeRecord("k", bodySize: 50)
+        await store.store(first)
+        #expect(await store.record(for: "k") == first) // decoded, kept in the memo
+        await store.store(second)
+        #expect(await store.record(for: "k") == second)
+        #expect(store.statistics.corruptRemoved == 0)
+    }
+
     @Test("tiers over tiers hear the bottom tier's changes made elsewhere, each dropping its copy")
     func nestedTiersHearChanges() async {
         let bottom = InMemoryByteStore()
