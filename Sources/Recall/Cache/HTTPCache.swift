@@ -42,15 +42,9 @@ public final class HTTPCache: ServiceHook {
     private let locator: CacheLocator
     /// Where a request's responses are stored.
     typealias Location = CacheLocator.Location
-    /// The storage, when it is a ``MemoryStorage``: stored into after answering (write-behind)
-    /// and copied per core. (Any storage reads hits without an async call through
-    /// ``CacheStorage/recordWithoutSuspending(for:)``.)
-    private let memory: MemoryStorage?
-    /// Per-core copies of the records hit most, over a ``MemoryStorage`` (see
-    /// ``CacheConfiguration/copyBytesPerCore``).
-    private let copies: PerCoreCopies<Location>?
-    /// The same, for the hit path to use without retaining it (``copies`` keeps it alive).
-    private let unownedCopies: Unmanaged<PerCoreCopies<Location>>?
+    /// Over a ``MemoryStorage``: its hits read through per-core copies. (Any storage reads hits
+    /// without an async call through ``CacheStorage/recordWithoutSuspending(for:)``.)
+    private let memory: MemoryReads?
     private let partitioner: CachePartitioner
     /// Each request's ``State``, in its context.
     private let states = ContextSlot<State>()
@@ -71,9 +65,10 @@ public final class HTTPCache: ServiceHook {
     public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
                 coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.storage = storage
-        self.memory = storage as? MemoryStorage
-        self.copies = memory.flatMap { PerCoreCopies(bytesPerCore: configuration.copyBytesPerCore, generations: $0.generations) }
-        self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
+        // The one place the cache asks for a storage's type: over memory it copies hits per core
+        // and stores after answering (each a speed-up in a type of its own).
+        let memory = storage as? MemoryStorage
+        self.memory = memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) }
         self.configuration = configuration
         self.coordinator = coordinator
         self.leads = CacheLeads(coordinator: coordinator)
@@ -125,39 +120,9 @@ public final class HTTPCache: ServiceHook {
         locator.location(of: request)?.key
     }
 
-    /// Looks for the URL `text` in the calling core's copies (``PerCoreCopies``), when the cache keeps
-    /// copies and the URL is short enough to be remembered.
-    private func lookUpCopy(of text: String) -> PerCoreCopies<Location>.Lookup? {
-        // Borrowed, not retained: a retain writes the object's reference count, which every core shares.
-        guard let copies = unownedCopies else { return nil }
-        guard text.utf8.count <= CanonicalURLMemo<Location>.defaultMaximumURLBytes else { return nil }
-        return copies._withUnsafeGuaranteedRef { $0.look(for: text) }
-    }
-
-    /// Reads the record at `location` from the memory storage, and copies it for the calling
-    /// core when `lookup` (a look at its copies that found none) admits it.
-    private func read(_ memory: MemoryStorage, at location: Location, offering lookup: PerCoreCopies<Location>.Lookup?) -> CacheRecord? {
-        guard let lookup, lookup.admits, let copies else { return memory.recordNow(for: location.key) }
-        let generation = memory.generations.current(location.generationStripe) // before the read
-        guard let record = memory.recordNow(for: location.key) else { return nil }
-        copies.offer(record, for: lookup.key, stripe: location.generationStripe, generation: generation) {
-            guard let record = record.unsharedCopy() else { return nil }
-            var copied = location
-            copied.key = location.key.unsharedCopy
-            copied.remembered = true
-            return (copied, record, lookup.key.text.unsharedCopy)
-        }
-        return record
-    }
-
     /// The per-core copies held, their bytes, the number of tables and of dormant ones (for
     /// tests); nil without copies.
-    var copyUsage: (copies: Int, bytes: Int, tables: Int, dormant: Int)? {
-        copies.map { copies in
-            let usage = copies.usage
-            return (usage.copies, usage.bytes, copies.slotCount, usage.dormant)
-        }
-    }
+    var copyUsage: (copies: Int, bytes: Int, tables: Int, dormant: Int)? { memory?.usage }
 
     /// The partition of `request` (see ``CachePartitioner``).
     private func partition(of request: URLRequest, _ facts: RequestFacts, at location: Location, inScope: Set<String>) -> String {
@@ -214,10 +179,10 @@ public final class HTTPCache: ServiceHook {
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
         // another core touches (not even the URL memo).
         let text = route == .bypass ? nil : facts.url?.absoluteString
-        // (Not `text.flatMap(lookUpCopy(of:))`: the method as a value retains the cache, a
+        // (Not `text.flatMap(memory.look(for:))`: the method as a value retains its object, a
         // write to a count every core shares.)
-        var copy: PerCoreCopies<Location>.Lookup?
-        if route == .lookup, let text { copy = lookUpCopy(of: text) }
+        var copy: MemoryReads.Lookup?
+        if route == .lookup, let text, let memory { copy = memory.look(for: text) }
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locator.location(ofText: text) else {
             counts.bypass(context)
             return .proceed(request)
@@ -234,7 +199,7 @@ public final class HTTPCache: ServiceHook {
 
     /// The rest of ``schedule(_:context:)``, once no store of the key is pending. `copy` is what
     /// the calling core's copies hold for the URL (none after a wait: the storage changed).
-    private func schedule(_ scheduling: Scheduling, copy: PerCoreCopies<Location>.Lookup?, _ request: URLRequest,
+    private func schedule(_ scheduling: Scheduling, copy: MemoryReads.Lookup?, _ request: URLRequest,
                           context: RecallContext) -> HookAction? {
         let location = scheduling.location
         switch scheduling.route {
@@ -255,16 +220,10 @@ public final class HTTPCache: ServiceHook {
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let writesBefore = writer.writes
             let record: CacheRecord?
-            // The copy is checked again now that no store of the key is pending and the write
-            // count is read: a store that landed since the look must be seen, not the copy.
-            // (Plain values into the check: the lookup itself would be retained with its parts.)
-            if let copy, let hit = copy.hit, let (stripe, generation) = copy.copied,
-               unownedCopies?._withUnsafeGuaranteedRef({ $0.isCurrent(stripe: stripe, generation: generation) }) == true {
-                record = hit.record
-                if copy.reportsRead { memory?.recordRead(location.key) }
-            } else if let memory {
-                // A memory storage answers without suspending.
-                record = read(memory, at: location, offering: copy)
+            if let memory {
+                // A memory storage answers without suspending, a copy of its record first (checked
+                // again now that no store of the key is pending and the write count is read).
+                record = memory.record(at: location, copy: copy)
             } else if let found = storage.recordWithoutSuspending(for: location.key), found.key == location.key {
                 // So does any storage for what it has at hand (a file held open, a memory tier).
                 record = found
@@ -293,7 +252,7 @@ public final class HTTPCache: ServiceHook {
             var (record, before) = (record, before)
             // Another leader may have stored the entry between our lookup and our lead.
             if writer.writes != writesBefore {
-                record = memory.recordNow(for: key).flatMap { $0.key == key ? $0 : nil }
+                record = memory.current(key)
                 before = self.before(request, scheduling, record: record)
             }
             return act(on: before, request: request, key: key, lead: lead, context: context) {
