@@ -45,6 +45,9 @@ public final class HTTPCache: ServiceHook {
     /// Over a ``MemoryStorage``: its hits read through per-core copies. (Any storage reads hits
     /// without an async call through ``CacheStorage/recordWithoutSuspending(for:)``.)
     private let memory: MemoryReads?
+    /// The same, for the hit path to use without retaining it (``memory`` keeps it alive): a
+    /// retain writes the object's reference count, which every core shares.
+    private let unownedMemory: Unmanaged<MemoryReads>?
     private let partitioner: CachePartitioner
     /// Each request's ``State``, in its context.
     private let states = ContextSlot<State>()
@@ -69,6 +72,7 @@ public final class HTTPCache: ServiceHook {
         // and stores after answering (each a speed-up in a type of its own).
         let memory = storage as? MemoryStorage
         self.memory = memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) }
+        self.unownedMemory = self.memory.map { Unmanaged.passUnretained($0) }
         self.configuration = configuration
         self.coordinator = coordinator
         self.leads = CacheLeads(coordinator: coordinator)
@@ -182,7 +186,7 @@ public final class HTTPCache: ServiceHook {
         // (Not `text.flatMap(memory.look(for:))`: the method as a value retains its object, a
         // write to a count every core shares.)
         var copy: MemoryReads.Lookup?
-        if route == .lookup, let text, let memory { copy = memory.look(for: text) }
+        if route == .lookup, let text { copy = unownedMemory?._withUnsafeGuaranteedRef { $0.look(for: text) } }
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locator.location(ofText: text) else {
             counts.bypass(context)
             return .proceed(request)
@@ -220,10 +224,10 @@ public final class HTTPCache: ServiceHook {
             // The hit path builds no per-request state: only what goes to the origin needs one.
             let writesBefore = writer.writes
             let record: CacheRecord?
-            if let memory {
+            if let memory = unownedMemory {
                 // A memory storage answers without suspending, a copy of its record first (checked
                 // again now that no store of the key is pending and the write count is read).
-                record = memory.record(at: location, copy: copy)
+                record = memory._withUnsafeGuaranteedRef { $0.record(at: location, copy: copy) }
             } else if let found = storage.recordWithoutSuspending(for: location.key), found.key == location.key {
                 // So does any storage for what it has at hand (a file held open, a memory tier).
                 record = found
