@@ -30,6 +30,11 @@ public final class DecodingMemo: @unchecked Sendable {
         fill.load(ordering: .acquiring) == 2 ? value : nil
     }
 
+    /// Whether the memo is filled: one atomic load, nothing copied.
+    var isFilled: Bool {
+        fill.load(ordering: .acquiring) == 2
+    }
+
     /// Keeps `decoded`, unless the memo is filled (or being filled) already: the bytes are the
     /// same, so what another read decoded from them is the same too.
     func keep(_ decoded: Decoded) {

@@ -367,7 +367,7 @@ public final class DiskStorage: CacheByteStore {
         let name = name(for: key)
         let found = state.withLock { state -> Held? in
             guard !state.held.isEmpty, state.pending.isEmpty || state.pending[name] == nil, let held = state.held[name],
-                  state.sizes[name] == held.file.identity.size, held.memo.decoded != nil else { return nil }
+                  state.sizes[name] == held.file.identity.size, held.memo.isFilled else { return nil }
             state.policy.recordAccess(name)
             return held
         }
