@@ -52,7 +52,7 @@ extension CacheByteStore {
     /// ``removeCorrupt(_:ifStill:)``.
     public func record(for key: String) async -> CacheRecord? {
         guard let stored = await bytes(for: key) else { return nil }
-        switch Self.decode(stored, for: key) {
+        switch ByteRecords.decode(stored, for: key) {
         case .record(let record): return record
         case .corrupt:
             await removeCorrupt(key, ifStill: stored.data)
@@ -63,7 +63,7 @@ extension CacheByteStore {
     /// The record under `key` from bytes at hand (``bytesWithoutSuspending(for:)``), or `nil`.
     /// (Bytes that are not a record are left for ``record(for:)`` to remove.)
     public func recordWithoutSuspending(for key: String) -> CacheRecord? {
-        guard let stored = bytesWithoutSuspending(for: key), case .record(let record) = Self.decode(stored, for: key) else {
+        guard let stored = bytesWithoutSuspending(for: key), case .record(let record) = ByteRecords.decode(stored, for: key) else {
             return nil
         }
         return record
@@ -72,36 +72,5 @@ extension CacheByteStore {
     /// Stores `record`, encoded, under its key.
     public func store(_ record: CacheRecord, expires: Date?) async {
         await write(CacheRecordCodec.encode(record), for: record.key, expires: expires)
-    }
-}
-
-/// What stored bytes hold for a key.
-private enum DecodeOutcome {
-    case record(CacheRecord)
-    /// Not a record of this key.
-    case corrupt
-}
-
-extension CacheByteStore {
-    /// The record in `stored`, read for `key`: taken from its memo when the bytes were decoded
-    /// before (no second check), else decoded and checked, and kept in the memo if there is one.
-    private static func decode(_ stored: StoredBytes, for key: String) -> DecodeOutcome {
-        if let memo = stored.memo, let decoded = memo.decoded, decoded.byteCount == stored.data.count,
-           let record = CacheRecordCodec.record(decoded.template, bodies: decoded.bodies, in: stored.data, sharingBuffer: stored.isUnshared),
-           record.key == key {
-            return .record(record)
-        }
-        // (A memo that does not fit the bytes — a store that broke its contract — is not trusted:
-        // the bytes are decoded and checked as if there were none.)
-        var bodies: [Range<Int>]? = stored.memo == nil ? nil : []
-        guard let record = try? CacheRecordCodec.decode(stored.data, sharingBuffer: stored.isUnshared, expectedKey: key,
-                                                        bodies: &bodies) else { return .corrupt }
-        guard record.key == key else { return .corrupt }
-        if let memo = stored.memo, let bodies {
-            var template = record
-            for index in template.variants.indices { template.variants[index].body = Data() }
-            memo.keep(DecodingMemo.Decoded(template: template, bodies: bodies, byteCount: stored.data.count))
-        }
-        return .record(record)
     }
 }
