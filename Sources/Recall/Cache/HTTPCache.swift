@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -27,8 +26,6 @@ public final class HTTPCache: ServiceHook {
     public let storage: any CacheStorage
     /// The settings.
     public let configuration: CacheConfiguration
-    /// The RFC rules, as pure functions.
-    package let rules: CacheRules
     /// Shares misses with the other processes on the same storage, when given.
     public let coordinator: (any FetchCoordinator)?
     /// Every decision, made of the rules.
@@ -76,11 +73,10 @@ public final class HTTPCache: ServiceHook {
         self.configuration = configuration
         self.coordinator = coordinator
         self.leads = CacheLeads(coordinator: coordinator)
-        self.rules = CacheRules(configuration: configuration)
         self.now = now
         self.partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         self.locator = CacheLocator(configuration: configuration, partitioner: partitioner)
-        self.strategy = CacheStrategy(rules: rules, partitioner: partitioner)
+        self.strategy = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner)
         let writer = CacheWriter(storage: storage, memory: memory, strategy: strategy, counts: counts)
         self.writer = writer
         if configuration.writesBehind, let memory {
