@@ -13,7 +13,7 @@ import FoundationNetworking
 /// variants a discard keeps, a freshened response, the expiry hint); this type only reads the
 /// record afresh under the key's lock and hands the result to the storage.
 final class CacheWriter: Sendable {
-    let storage: any CacheStorage
+    private let storage: any CacheStorage
     /// The storage, when it is a ``MemoryStorage``: it stores without suspending and tells
     /// exactly what each store evicted.
     private let memory: MemoryStorage?
