@@ -44,6 +44,31 @@ final class CacheCounters: Sendable {
         counts.withLock { update(&$0) }
     }
 
+    /// Counts what the strategy decided before the network.
+    func count(_ before: borrowing CacheStrategy.Before, context: RecallContext) {
+        switch before {
+        case .serve(_, let stale?):
+            count(.stale(stale), context) { $0.staleServed[stale, default: 0] += 1 }
+        case .serve: hit(context)
+        case .serveAndRefresh:
+            count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
+        case .send(_, .fetching), .send(_, .ranging): miss(context)
+        case .send: break
+        case .bypass: bypass(context)
+        case .gatewayTimeout: count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
+        }
+    }
+
+    /// Counts what the strategy decided after a failure of a request in `mode` (nothing for a
+    /// background refresh, which serves nobody).
+    func count(_ failure: CacheStrategy.Failure, mode: CacheStrategy.Mode, isRefresh: Bool, context: RecallContext) {
+        guard !isRefresh else { return }
+        switch failure {
+        case .serveStale(_, let reason): count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 }
+        case .gatewayTimeout, .fail: if mode.isValidating { miss(context) }
+        }
+    }
+
     /// Counts what the strategy decided for an answer to a request in `mode` and of `method`
     /// (nothing for a background refresh, which serves nobody).
     func count(_ after: CacheStrategy.After, response: RecallResponse, mode: CacheStrategy.Mode, method: RequestMethod,

@@ -68,14 +68,14 @@ final class CacheLeads: Sendable {
         }
     }
 
-    /// Ends `lead`, taken for the request of storage key `key`: wakes the requests waiting for
+    /// Ends `lead`: wakes the requests waiting for
     /// its miss (and releases its claim on the fleet's fetch), or lets the key be refreshed again.
-    func finish(_ lead: CacheRequestState.Lead?, key: String) {
+    func finish(_ lead: CacheRequestState.Lead?) {
         switch lead {
         case .flight(let flightKey, let claim):
             flights.finish(flightKey)
             if let claim, let coordinator { Task { await coordinator.release(claim) } }
-        case .refresh: refreshes.finish(key)
+        case .refresh(let key): refreshes.finish(key)
         case nil: break
         }
     }
@@ -84,8 +84,8 @@ final class CacheLeads: Sendable {
     /// (``RequestCoalescer/abandon(_:)``). A lead with a claim on the fleet's fetch ends as
     /// usual: the claim must be released before another request of this process could claim the
     /// same name, and a release cannot be awaited here.
-    func abandon(_ lead: CacheRequestState.Lead?, key: String) {
-        guard case .flight(let flightKey, nil) = lead else { return finish(lead, key: key) }
+    func abandon(_ lead: CacheRequestState.Lead?) {
+        guard case .flight(let flightKey, nil) = lead else { return finish(lead) }
         flights.abandon(flightKey)
     }
 }

@@ -66,4 +66,35 @@ final class CacheLocator: Sendable {
         remembered.remembered = true
         memo.remember(remembered, for: url, size: location.key.utf8.count)
     }
+
+    /// The exchange `response` ends, for `request` sent as `sent` and answered at `date` to a
+    /// request in `state`, and where the answer belongs: the URL that answered (`nil` when it
+    /// cannot be cached or the answer is not the network's), in the partition of what was sent.
+    func exchange(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+                  state: CacheRequestState) -> (CacheStrategy.Exchange, Location?) {
+        var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
+                                              method: state.method, requestTime: state.requestTime, now: date,
+                                              requestLifetime: lifetime)
+        guard state.mode != .invalidating, response.source == .network else { return (exchange, nil) }
+        var target = sent.url == request.url ? state.location : location(of: sent)
+        if let url = response.url, url != sent.url {
+            exchange.answered.url = url
+            target = location(of: exchange.answered)
+        }
+        // Answered for another URL than the one looked up (a redirect, or an inner hook that
+        // rewrote the URL): what was stored for the lookup is neither merged nor removed.
+        exchange.redirected = target?.key != state.key
+        exchange.partition = target.map { partitioner.partition(for: exchange.answered, userinfo: $0.userinfo, inScope: state.inScope) } ?? ""
+        return (exchange, target)
+    }
+
+    /// The storage keys of `urls`, requested as `request` was but with `GET` (the targets an
+    /// unsafe request invalidates), leaving out those that cannot be cached.
+    func keys(of urls: [URL], like request: URLRequest) -> [String] {
+        urls.compactMap { url in
+            var lookup = CacheStrategy.asGet(request)
+            lookup.url = url
+            return location(of: lookup)?.key
+        }
+    }
 }

@@ -41,7 +41,7 @@ final class CacheRequestState: Sendable {
     /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
     func asRefresh() -> CacheRequestState {
         CacheRequestState(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-              since: since, record: record, mode: mode, lead: .refresh, isRefresh: true)
+              since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
     }
 
     /// This state for the unconditional fetch that follows an unmatched 304: no record, and
@@ -68,7 +68,7 @@ final class CacheRequestState: Sendable {
         /// The origin request of a miss that concurrent misses wait for (this coalescing key),
         /// and the name of the fetch claimed from the ``FetchCoordinator`` for other processes.
         case flight(String, claim: String?)
-        /// The background refresh of its key.
-        case refresh
+        /// The background refresh of this storage key.
+        case refresh(String)
     }
 }

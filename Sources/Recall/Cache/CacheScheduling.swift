@@ -23,21 +23,16 @@ struct CacheScheduling: Sendable {
 
     /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found.
     enum Suspension: Sendable {
-        /// A store made after its answer may be pending for the key: wait for it, then look.
-        case pendingWrite(CacheScheduling)
-        /// A range request's record, to read from a storage that suspends.
-        case range(CacheScheduling, ByteRange)
-        /// A plain lookup's record, to read from a storage that suspends.
-        case lookup(CacheScheduling, writesBefore: UInt64)
+        /// A look that must suspend (``CacheLookup/resume(_:)``).
+        case lookup(CacheLookup.Waiting)
         /// A miss to share with concurrent misses of its key (coalescing), then decide again.
         case coalesce(CacheScheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
 
         /// What scheduling knew of the request when it stopped.
         var scheduling: CacheScheduling {
             switch self {
-            case .pendingWrite(let scheduling), .range(let scheduling, _), .lookup(let scheduling, _),
-                 .coalesce(let scheduling, _, _, _, _):
-                scheduling
+            case .lookup(let waiting): waiting.scheduling
+            case .coalesce(let scheduling, _, _, _, _): scheduling
             }
         }
 

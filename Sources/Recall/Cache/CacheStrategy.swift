@@ -133,6 +133,17 @@ struct CacheStrategy: Sendable {
         case gatewayTimeout(RecallResponse)
     }
 
+    /// What `request`, looked up as `scheduling` says (a plain or a range lookup), does with
+    /// `record` at the request's time, or at `now` when given (after a wait).
+    func before(_ request: URLRequest, _ scheduling: CacheScheduling, record: CacheRecord?, now: Date? = nil) -> Before {
+        let now = now ?? scheduling.requestTime
+        if case .range(let range) = scheduling.route {
+            return before(request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
+                          inScope: scheduling.inScope, now: now)
+        }
+        return before(request, scheduling.facts, record: record, partition: scheduling.partition, inScope: scheduling.inScope, now: now)
+    }
+
     /// What `request` does with `record` (the stored responses of its key; `nil`: none) at
     /// `now`, for the request's `partition`.
     func before(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,

@@ -42,7 +42,7 @@ struct CacheLeadsTests {
         let (before, lead, looked, coalesced) = try await Self.share(leads, looks: [])
         guard case .send = before else { Issue.record("a leader with nothing stored sends"); return }
         #expect(lead == .flight("k", claim: nil) && looked == 0 && coalesced == 0)
-        leads.finish(lead, key: "k")
+        leads.finish(lead)
         #expect(leads.leadWithoutSuspending("k") != nil, "finished: the key can be led again")
     }
 
@@ -59,7 +59,7 @@ struct CacheLeadsTests {
         let lead = try #require(leads.leadWithoutSuspending("k"))
         let follower = Task { try await Self.share(leads, looks: [Self.hit]) }
         while leads.waiting == 0 { await Task.yield() }
-        leads.finish(lead, key: "k")
+        leads.finish(lead)
         let (_, followerLead, looked, coalesced) = try await follower.value
         #expect(followerLead == nil && looked == 1 && coalesced == 1)
     }
@@ -70,7 +70,7 @@ struct CacheLeadsTests {
         let leads = CacheLeads(coordinator: coordinator)
         let (_, lead, looked, _) = try await Self.share(leads, looks: [])
         #expect(lead == .flight("k", claim: "fetch-k") && looked == 1)
-        leads.finish(lead, key: "k")
+        leads.finish(lead)
         while coordinator.calls.withLock({ $0.count }) < 2 { await Task.yield() }
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "release fetch-k"])
     }
@@ -88,7 +88,7 @@ struct CacheLeadsTests {
     func refreshes() {
         let leads = CacheLeads(coordinator: nil)
         #expect(leads.leadRefresh("k") && !leads.leadRefresh("k"))
-        leads.finish(.refresh, key: "k")
+        leads.finish(.refresh("k"))
         #expect(leads.leadRefresh("k"))
     }
 }
