@@ -252,17 +252,14 @@ public final class HTTPCache: ServiceHook {
         guard let state = context.take(states) else { return response }
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
-        if let ticket = writesBehind(response, for: request, sent: sent, state: state) {
-            // Whatever is decided, the answer is the response itself: decide and store after it,
-            // under the key looked up (whose write lock is held), then end the lead.
+        if let ticket = behind?.begin(response, for: request, sent: sent, state: state) {
+            // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             behind?.run { [self] in
                 let (after, exchange, target) = decide(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
                                                        context: context)
-                var entry: CacheEntry?
-                if case .store(let stored) = after, target?.key == state.key { entry = stored }
-                if behind?.land(entry, state: state, context: state.isRefresh ? nil : context, ticket: ticket) == true, let target {
-                    locator.remember(target, for: exchange.answered.url)
+                if behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket) == true {
+                    locator.remember(state.location, for: exchange.answered.url)
                 }
                 leads.finish(state.lead)
             }
@@ -271,17 +268,6 @@ public final class HTTPCache: ServiceHook {
         defer { leads.finish(state.lead) }
         let (after, exchange, target) = decide(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
         return try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
-    }
-
-    /// Whether the answer to a request in `state` is `response` whatever the cache decides, so
-    /// that the decision and the store can wait until the caller has it (``WriteBehind``): a
-    /// `GET` with no usable stored response (mode `.fetching(stored: nil)`), answered by the
-    /// network for the URL looked up. Yes is the write's ticket, begun.
-    private func writesBehind(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: CacheRequestState) -> UInt64? {
-        guard let behind, response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode else { return nil }
-        let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
-        guard sentURL == request.url, response.url == nil || response.url == sentURL else { return nil }
-        return behind.begin(state)
     }
 
     /// What the strategy decides for `response`, answered at `date` for `request` (which went out
@@ -315,10 +301,7 @@ public final class HTTPCache: ServiceHook {
         case .store(let entry):
             await storeAnswer(entry)
             return response
-        case .storeAndAnswer(let entry, let answer):
-            await storeAnswer(entry)
-            return answer
-        case .revalidated(let entry, let answer):
+        case .storeAndAnswer(let entry, let answer), .revalidated(let entry, let answer):
             await storeAnswer(entry)
             return answer
         case .serveStale(let answer, _):
@@ -340,14 +323,12 @@ public final class HTTPCache: ServiceHook {
             if removing { await writer.remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
             context[states] = state.refetching(since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since)
-            let fresh: RecallResponse
             do {
-                fresh = try await again(unconditional)
+                return try await onSuccess(try await again(unconditional), for: unconditional, context: context)
             } catch {
-                context[states] = nil
+                context[states] = nil // (nothing of the request is left to answer)
                 throw error
             }
-            return try await onSuccess(fresh, for: unconditional, context: context)
         case .freshen:
             if let target {
                 await writer.freshen(target, partition: exchange.partition, request: exchange.answered, with: response, state: state,

@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Stores made after their answers (``CacheConfiguration/writesBehind``): over a
 /// ``MemoryStorage``, a miss whose answer is the response whatever the cache decides returns
@@ -39,9 +42,20 @@ final class WriteBehind: Sendable {
         await pending.waitForWritesBegun()
     }
 
-    /// Begins the store of the answer to the request of `state`: takes its key's write lock,
-    /// counts the write as pending and watches the key. `nil` (nothing begun) when another
-    /// write holds the key: then store the usual way.
+    /// Begins the store of `response`, the answer to `request` (sent as `sent`) in `state`, when
+    /// it is the answer whatever the cache decides, so that the decision and the store can wait
+    /// until the caller has it: a `GET` with no usable stored response (mode
+    /// `.fetching(stored: nil)`), answered by the network for the URL looked up. Takes its key's
+    /// write lock, counts the write as pending and watches the key; the write's ticket, or `nil`
+    /// (nothing begun: store the usual way) for another answer or when another write holds the key.
+    func begin(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: CacheRequestState) -> UInt64? {
+        guard response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode else { return nil }
+        let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
+        guard sentURL == request.url, response.url == nil || response.url == sentURL else { return nil }
+        return begin(state)
+    }
+
+    /// Begins the store of the answer to the request of `state` (see above).
     func begin(_ state: CacheRequestState) -> UInt64? {
         guard writer.keys.tryLock(state.key) else { return nil }
         memory.watch(state.key)
@@ -51,6 +65,15 @@ final class WriteBehind: Sendable {
     /// Runs `work` on the queue.
     func run(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
+    }
+
+    /// Lands the write begun with `ticket` for the request of `state`, decided `after` for an
+    /// answer that belongs at `target`: stores the entry of a `.store` there when it is the key
+    /// looked up (the one locked).
+    func land(_ after: CacheStrategy.After, at target: CacheLocator.Location?, state: CacheRequestState, context: RecallContext?,
+              ticket: UInt64) -> Bool {
+        guard case .store(let entry) = after, target?.key == state.key else { return land(nil, state: state, context: context, ticket: ticket) }
+        return land(entry, state: state, context: context, ticket: ticket)
     }
 
     /// Lands the write begun with `ticket` for the request of `state`: stores `entry` (when
