@@ -32,23 +32,21 @@ public final class HTTPCache: ServiceHook {
     let strategy: CacheStrategy
     private let now: @Sendable () -> Date
     /// What it counts: hits, misses, stores… (also told to each request as events).
-    private let counts = CacheCounters()
+    let counts = CacheCounters()
     /// Finds what the cache knows of a request before deciding: where it is stored, its record.
-    private let lookup: CacheLookup
+    let lookup: CacheLookup
     /// Who fetches for whom: coalesced misses, the fleet's claims, background refreshes.
-    private let leads: CacheLeads
+    let leads: CacheLeads
     /// Works out (and remembers) where each request's responses are stored.
-    private let locator: CacheLocator
+    let locator: CacheLocator
     /// Writes records in order per key, and counts removals and writes.
     private let writer: CacheWriter
     /// Stores made after their answers, over a ``MemoryStorage``.
-    private let behind: WriteBehind?
+    let behind: WriteBehind?
     /// Each request's state, in its context.
     private let states = ContextSlot<CacheRequestState>()
     /// Where ``decideWithoutSuspending(_:context:)`` stopped, for ``onSchedule(_:context:)`` to go on from.
     private let suspended = ContextSlot<CacheScheduling.Suspension>()
-    /// Where stores made after their answers run (tests suspend it to hold them back).
-    var writeBehindQueue: DispatchQueue? { behind?.queue }
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     ///
@@ -78,44 +76,6 @@ public final class HTTPCache: ServiceHook {
                                   memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) },
                                   writer: writer, behind: behind, now: now)
     }
-
-    /// What the cache did so far, with the storage's counters.
-    public var statistics: CacheStatistics {
-        var statistics = counts.statistics
-        statistics.waiting = leads.waiting
-        statistics.storage = storage.statistics
-        return statistics
-    }
-
-    /// Waits until every store the cache began after answering before this call (a miss over a
-    /// ``MemoryStorage`` is stored just after its caller has the response) has reached the
-    /// storage, then flushes the storage (``CacheStorage/flush()``). The cache's own lookups never need it: they wait
-    /// for a pending store of their key. Call it before reading the storage or
-    /// ``statistics``' `stores` directly, and before a process exits.
-    public func flush() async {
-        await behind?.waitForWritesBegun()
-        await storage.flush()
-    }
-
-    /// Waits until every background refresh (`stale-while-revalidate`) started so far has finished.
-    public func waitForBackgroundRefreshes() async {
-        await leads.waitForRefreshes()
-    }
-
-    /// The storage key of `request`: the namespace and the canonical URL (see
-    /// ``CacheKeyPolicy``), with the values of secret query parameters replaced by keyed
-    /// hashes; `nil` when the request cannot be cached.
-    ///
-    /// Requests that differ in credentials or in the key's header fields share the key: they
-    /// are told apart by the partition of each stored response, so one removal of the key (an
-    /// invalidation) removes the URL for everyone.
-    public func key(for request: URLRequest) -> String? {
-        locator.location(of: request)?.key
-    }
-
-    /// The per-core copies held, their bytes, the number of tables and of dormant ones (for
-    /// tests); nil without copies.
-    var copyUsage: (copies: Int, bytes: Int, tables: Int, dormant: Int)? { lookup.memory?.usage }
 
     // MARK: Before the network: lookup, decide, act
 
