@@ -49,13 +49,19 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                "MissPathParts",
             ],
             path: "Tools/ConcurrentLoad"
         ),
         .executableTarget(
             name: "MissOverhead",
-            dependencies: [.product(name: "Recall", package: "Recall"), .product(name: "RecallTesting", package: "Recall")],
+            dependencies: [.product(name: "Recall", package: "Recall"), .product(name: "RecallTesting", package: "Recall"), "MissPathParts"],
             path: "Tools/MissOverhead"
+        ),
+        .target(
+            name: "MissPathParts",
+            dependencies: [.product(name: "Recall", package: "Recall")],
+            path: "Tools/MissPathParts"
         ),
     ],
     swiftLanguageModes: [.v6]

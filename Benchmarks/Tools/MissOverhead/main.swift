@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Recall
 import RecallTesting
+import MissPathParts
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -115,38 +116,6 @@ final class StampingTransport: Transport, @unchecked Sendable {
             lock.withLock { began = start; ended = end }
         }
         return try await inner.send(request)
-    }
-}
-
-/// A hook that does nothing, asynchronously: the price of the hook machinery alone.
-struct NoopHook: ServiceHook {}
-
-/// Ways to key a request, from the least work to the cache's own.
-enum Keying {
-    /// The URL's text as it is (not a cache key anyone should use: equivalent URLs differ).
-    static let urlText: @Sendable (URLRequest) -> String? = { $0.url?.absoluteString }
-    /// The canonical URL alone (``CacheKeyPolicy/canonicalURL(_:)``).
-    static let canonical: @Sendable (URLRequest) -> String? = { [policy = CacheKeyPolicy()] in $0.url.flatMap(policy.canonicalURL) }
-    /// The cache's key (``HTTPCache/key(for:)``): canonical URL, secrets redacted, memo.
-    static let cacheKey: @Sendable (URLRequest) -> String? = { [cache = HTTPCache(storage: MemoryStorage())] in cache.key(for: $0) }
-}
-
-/// The least a cache can do: a key (by default the cache's own), one locked table read, and
-/// after the answer one locked table write. No HTTP rules, no coalescing, no ordering of
-/// writes: not a cache anyone should use, but a floor for what any cache costs here.
-final class MinimalCache: ServiceHook, @unchecked Sendable {
-    let key: @Sendable (URLRequest) -> String?
-    let lock = NSLock()
-    var table: [String: RecallResponse] = [:]
-    init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
-    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
-        guard let key = key(request) else { return .proceed(request) }
-        if let found = lock.withLock({ table[key] }) { return .respond(found) }
-        return .proceed(request)
-    }
-    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        if let key = key(request) { lock.withLock { table[key] = response } }
-        return response
     }
 }
 

@@ -1,0 +1,57 @@
+import Foundation
+import Recall
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// Parts of a miss path, for the tools that find where a miss spends (MissOverhead,
+// ConcurrentLoad): hooks that do a little of a cache's work, down to nothing.
+
+/// A hook that does nothing, asynchronously: the price of the hook machinery alone.
+public struct NoopHook: ServiceHook {
+    public init() {}
+}
+
+/// Ways to key a request, from the least work to the cache's own.
+public enum Keying {
+    /// The URL's text as it is (not a cache key anyone should use: equivalent URLs differ).
+    public static let urlText: @Sendable (URLRequest) -> String? = { $0.url?.absoluteString }
+    /// The canonical URL alone (``CacheKeyPolicy/canonicalURL(_:)``).
+    public static let canonical: @Sendable (URLRequest) -> String? = { [policy = CacheKeyPolicy()] in $0.url.flatMap(policy.canonicalURL) }
+    /// The cache's key (``HTTPCache/key(for:)``): canonical URL, secrets redacted, memo.
+    public static let cacheKey: @Sendable (URLRequest) -> String? = { [cache = HTTPCache(storage: MemoryStorage())] in cache.key(for: $0) }
+}
+
+/// The least a cache can do: a key (by default the cache's own), one locked table read, and
+/// after the answer one locked table write (emptied when it holds 10,000). No HTTP rules, no
+/// coalescing, no ordering of writes, no eviction policy: not a cache anyone should use, but a
+/// floor for what any cache costs here.
+public final class MinimalCache: ServiceHook, @unchecked Sendable {
+    private let key: @Sendable (URLRequest) -> String?
+    private let lock = NSLock()
+    private var table: [String: RecallResponse] = [:]
+    /// As many responses as ``MemoryStorage``'s default count limit.
+    static let countLimit = 10_000
+    public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
+    public func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
+        guard let key = key(request) else { return .proceed(request) }
+        if let found = lock.withLock({ table[key] }) { return .respond(found) }
+        return .proceed(request)
+    }
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+        decideWithoutSuspending(request, context: context) ?? .proceed(request)
+    }
+    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
+        if let key = key(request) {
+            // (Bounded as a cache is, by emptying: a table that only grew would measure page faults.)
+            let dropped = lock.withLock { () -> [String: RecallResponse] in
+                var dropped: [String: RecallResponse] = [:]
+                if table.count >= Self.countLimit { swap(&dropped, &table) }
+                table[key] = response
+                return dropped
+            }
+            _ = dropped // released outside the lock
+        }
+        return response
+    }
+}
