@@ -7,7 +7,7 @@ import FoundationNetworking
 /// (``CacheStrategy/Route``), where its responses are stored, its partition — and the stored
 /// record, read without suspending when the storage can (a ``MemoryStorage`` through
 /// ``MemoryReads``, any storage through ``CacheStorage/recordWithoutSuspending(for:)``), else
-/// saying what to wait for (``resume(_:)``).
+/// saying what to wait for (``resume(_:)``). A range request always reads through ``resume(_:)``.
 final class CacheLookup: Sendable {
     /// What a look found.
     enum Outcome: Sendable {
@@ -23,8 +23,9 @@ final class CacheLookup: Sendable {
         case wait(Waiting)
     }
 
-    /// A look that must suspend: to read the record from a storage that suspends, after a store
-    /// made after its answer (``WriteBehind``) has landed when `afterWrite`.
+    /// A look that must suspend: to read the record with an async call (from a storage that has
+    /// nothing at hand, or for a range request), after a store made after its answer
+    /// (``WriteBehind``) has landed when `afterWrite`.
     struct Waiting: Sendable {
         var scheduling: CacheScheduling
         var afterWrite: Bool

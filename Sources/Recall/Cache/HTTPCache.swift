@@ -140,13 +140,14 @@ public final class HTTPCache: ServiceHook {
         // A request that starts after an invalidation of its key never waits for a fetch
         // that began before it: the epoch is part of what requests coalesce on.
         let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
-        guard let inMemory = lookup.currentInMemory(key), let lead = leads.leadWithoutSuspending(flightKey) else {
+        guard lookup.memory != nil, let lead = leads.leadWithoutSuspending(flightKey) else {
             context[suspended] = .coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore)
             return nil
         }
-        // Another leader may have stored the entry between our lookup and our lead.
+        // Another leader may have stored the entry between our lookup and our lead (read after
+        // the lead is taken: a store that lands before it shows in the write count).
         var (record, before) = (record, before)
-        if writer.writes != writesBefore {
+        if writer.writes != writesBefore, let inMemory = lookup.currentInMemory(key) {
             record = inMemory
             before = strategy.before(request, scheduling, record: record)
         }
@@ -218,8 +219,8 @@ public final class HTTPCache: ServiceHook {
             behind?.run { [self] in
                 let (after, exchange, target) = decide(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
                                                        context: context)
-                if behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket) == true {
-                    locator.remember(state.location, for: exchange.answered.url)
+                if let stored = behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket) {
+                    locator.remember(stored, for: exchange.answered.url)
                 }
                 leads.finish(state.lead)
             }

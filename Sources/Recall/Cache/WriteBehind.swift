@@ -69,11 +69,14 @@ final class WriteBehind: Sendable {
 
     /// Lands the write begun with `ticket` for the request of `state`, decided `after` for an
     /// answer that belongs at `target`: stores the entry of a `.store` there when it is the key
-    /// looked up (the one locked).
+    /// looked up (the one locked). Where it stored, or `nil`.
     func land(_ after: CacheStrategy.After, at target: CacheLocator.Location?, state: CacheRequestState, context: RecallContext?,
-              ticket: UInt64) -> Bool {
-        guard case .store(let entry) = after, target?.key == state.key else { return land(nil, state: state, context: context, ticket: ticket) }
-        return land(entry, state: state, context: context, ticket: ticket)
+              ticket: UInt64) -> CacheLocator.Location? {
+        guard case .store(let entry) = after, let target, target.key == state.key else {
+            _ = land(nil, state: state, context: context, ticket: ticket)
+            return nil
+        }
+        return land(entry, state: state, context: context, ticket: ticket) ? target : nil
     }
 
     /// Lands the write begun with `ticket` for the request of `state`: stores `entry` (when

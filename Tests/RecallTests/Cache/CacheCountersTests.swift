@@ -61,4 +61,35 @@ struct CacheCountersTests {
         #expect(context.events == [.cache(.revalidated), .cache(.stale(.staleIfError)), .cache(.changed), .cache(.invalidated),
                                    .cache(.changed), .cache(.invalidated)])
     }
+
+    @Test("what the strategy decided before the network, and after a failure: one count and one event each")
+    func beforeAndFailures() throws {
+        let counters = CacheCounters()
+        let context = Self.context()
+        let request = URLRequest(url: URL(string: "https://example.com/a")!)
+        let answer = RecallResponse(status: 200)
+        let stored = CacheEntry(status: 200, headers: ["ETag": "\"v1\""], body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+        let validating = CacheStrategy.Mode.validating(stored: stored, alternates: [])
+        let range = try #require(ByteRange(rangeField: "bytes=0-3"))
+        counters.count(.serve(answer, stale: nil), context: context)
+        counters.count(.serve(answer, stale: .maxStale), context: context)
+        counters.count(.serveAndRefresh(answer, refresh: request, mode: validating), context: context)
+        counters.count(.send(request, .fetching(stored: nil)), context: context)
+        counters.count(.send(request, .ranging(range, stored: nil)), context: context)
+        counters.count(.send(request, validating), context: context) // a revalidation counts when it is answered
+        counters.count(.bypass, context: context)
+        counters.count(.gatewayTimeout(answer), context: context)
+        #expect(context.events == [.cache(.hit), .cache(.stale(.maxStale)), .cache(.stale(.staleWhileRevalidate)), .cache(.miss),
+                                   .cache(.miss), .cache(.bypassed), .cache(.gatewayTimeout)])
+        let failures = Self.context()
+        counters.count(.serveStale(answer, .staleIfError), mode: validating, isRefresh: false, context: failures)
+        counters.count(.serveStale(answer, .staleIfError), mode: validating, isRefresh: true, context: failures) // serves nobody
+        counters.count(.gatewayTimeout(answer), mode: validating, isRefresh: false, context: failures) // a revalidation that failed: a miss
+        counters.count(.fail, mode: .fetching(stored: nil), isRefresh: false, context: failures) // counted as a miss when sent
+        counters.count(.fail, mode: validating, isRefresh: false, context: failures)
+        #expect(failures.events == [.cache(.stale(.staleIfError)), .cache(.miss), .cache(.miss)])
+        let statistics = counters.statistics
+        #expect(statistics.hits == 1 && statistics.misses == 4 && statistics.bypassed == 1 && statistics.gatewayTimeouts == 1)
+        #expect(statistics.staleServed == [.maxStale: 1, .staleWhileRevalidate: 1, .staleIfError: 1])
+    }
 }

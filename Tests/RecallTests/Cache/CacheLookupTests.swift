@@ -19,7 +19,10 @@ struct CacheLookupTests {
         let behind: WriteBehind?
         let locator: CacheLocator
 
-        init(storage: any CacheStorage, writesBehind: Bool = false) {
+        /// The dates the lookup reads: one second later at each read.
+        let clock = Locked(Date(timeIntervalSince1970: 1_700_000_000))
+
+        init(storage: any CacheStorage, writesBehind: Bool = false, copyBytesPerCore: Int = 0) {
             let configuration = CacheConfiguration()
             let partitioner = CachePartitioner(secret: [1, 2, 3], configuration: configuration)
             let strategy = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner)
@@ -28,9 +31,10 @@ struct CacheLookupTests {
             writer = CacheWriter(storage: storage, memory: memory, strategy: strategy, counts: CacheCounters())
             let writer = writer
             behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
+            let clock = clock
             lookup = CacheLookup(strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
-                                 memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: 0) }, writer: writer, behind: behind,
-                                 now: { Date(timeIntervalSince1970: 1_700_000_000) })
+                                 memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: copyBytesPerCore) }, writer: writer,
+                                 behind: behind, now: { clock.withLock { $0 = $0.addingTimeInterval(1); return $0 } })
         }
 
         var key: String { locator.location(ofText: CacheLookupTests.url)!.key }
@@ -68,14 +72,15 @@ struct CacheLookupTests {
     }
 
     @Test("over a MemoryStorage: found without suspending, a miss as nothing; a URL is remembered once something is found")
-    func memory() throws {
+    func memory() async throws {
         let memory = MemoryStorage()
         let parts = Parts(storage: memory)
+        await parts.writer.remove("https://origin.test/other") // one completed write before the look
         guard case .found(let missing, nil, let writesBefore) = parts.lookup.look(Self.request()) else {
             Issue.record("a miss over memory is not found as nothing, without suspending")
             return
         }
-        #expect(!missing.location.remembered && writesBefore == parts.writer.writes)
+        #expect(!missing.location.remembered && writesBefore == 1, "the look reads the count of writes completed before it")
         let stored = makeRecord(parts.key)
         memory.storeNow(stored)
         guard case .found(_, let record?, _) = parts.lookup.look(Self.request()) else {
@@ -87,17 +92,22 @@ struct CacheLookupTests {
         #expect(again.location.remembered, "a URL with a stored record is remembered, so its hits build no key")
     }
 
-    @Test("over a storage that suspends: a plain and a range lookup wait, and their resume finds the record")
+    @Test("over a storage that suspends: a plain and a range lookup wait, and their resume reads the record through the storage's async call")
     func suspending() async throws {
         let storage = GatedStorage()
         let parts = Parts(storage: storage)
         storage.inner.storeNow(makeRecord(parts.key))
-        for request in [Self.request(), Self.request("GET", ["Range": "bytes=0-3"])] {
+        for (index, request) in [Self.request(), Self.request("GET", ["Range": "bytes=0-3"])].enumerated() {
             guard case .wait(let waiting) = parts.lookup.look(request), !waiting.afterWrite else {
                 Issue.record("a look over a storage that suspends does not wait for its read")
                 continue
             }
-            guard case .found(_, let record?, _) = await parts.lookup.resume(waiting) else {
+            // The resume reads through the storage's async call: held at its closed gate, then let go.
+            storage.closed.withLock { $0 = true }
+            let resumed = Task { await parts.lookup.resume(waiting) }
+            while storage.waiting.withLock({ $0 }) == index { await Task.yield() }
+            storage.open()
+            guard case .found(_, let record?, _) = await resumed.value else {
                 Issue.record("the resumed look does not find the record")
                 continue
             }
@@ -132,13 +142,90 @@ struct CacheLookupTests {
             Issue.record("a look does not wait for the store pending for its key")
             return
         }
-        async let resumed = parts.lookup.resume(waiting)
+        let done = Locked(false)
+        let resumed = Task {
+            defer { done.withLock { $0 = true } }
+            return await parts.lookup.resume(waiting)
+        }
+        for _ in 0..<100 { await Task.yield() }
+        #expect(!done.withLock { $0 }, "the look goes on before the pending store has landed")
         let entry = try #require(makeRecord(parts.key).variants.first)
         #expect(behind.land(entry, state: state, context: nil, ticket: ticket))
-        guard case .found(_, let record?, _) = await resumed else {
+        guard case .found(let after, let record?, _) = await resumed.value else {
             Issue.record("the look that waited does not find what the store landed")
             return
         }
         #expect(record.variants.count == 1 && record.key == parts.key)
+        #expect(after.requestTime > waiting.scheduling.requestTime, "a look that waited decides at the time it goes on")
+    }
+
+    @Test("through per-core copies: the calling core's copy answers the look, and a store after it is seen")
+    func copies() throws {
+        let memory = MemoryStorage()
+        let parts = Parts(storage: memory, copyBytesPerCore: 1 << 20)
+        memory.storeNow(makeRecord(parts.key, bodySize: 10))
+        for _ in 0..<200 { _ = parts.lookup.look(Self.request()) } // each look offers the record for copying
+        #expect((parts.lookup.memory?.usage?.copies ?? 0) > 0, "no copy made")
+        memory.storeNow(makeRecord(parts.key, bodySize: 20))
+        guard case .found(_, let record?, _) = parts.lookup.look(Self.request()) else {
+            Issue.record("no hit through the copies")
+            return
+        }
+        #expect(record.variants.first?.body.count == 20, "a copy outlived a store of its key")
+    }
+}
+
+/// Write-behind's own decisions: which answers it stores after the caller has them, and where.
+@Suite("WriteBehind: eligibility and landing", .timeLimit(.minutes(1)))
+struct WriteBehindUnitTests {
+    @Test("only a GET's own network answer with nothing usable stored is stored behind; one write of a key at a time")
+    func eligibility() throws {
+        let parts = CacheLookupTests.Parts(storage: MemoryStorage(), writesBehind: true)
+        let behind = try #require(parts.behind)
+        let request = CacheLookupTests.request()
+        guard case .found(let scheduling, nil, _) = parts.lookup.look(request) else {
+            Issue.record("no miss")
+            return
+        }
+        let state = scheduling.state(mode: .fetching(stored: nil))
+        let answer = RecallResponse(status: 200)
+        var cached = answer
+        cached.source = .cache
+        var moved = answer
+        moved.url = URL(string: "https://origin.test/b")
+        let stored = try #require(makeRecord(parts.key).variants.first)
+        #expect(behind.begin(cached, for: request, sent: request, state: state) == nil, "an answer not from the network")
+        #expect(behind.begin(moved, for: request, sent: request, state: state) == nil, "an answer for another URL")
+        #expect(behind.begin(answer, for: request, sent: CacheLookupTests.request(url: "https://origin.test/c"), state: state) == nil,
+                "a request rewritten below the cache")
+        #expect(behind.begin(answer, for: request, sent: request, state: scheduling.state(mode: .fetching(stored: stored))) == nil,
+                "a response stored that the answer may replace or not")
+        let ticket = try #require(behind.begin(answer, for: request, sent: request, state: state))
+        #expect(behind.begin(answer, for: request, sent: request, state: state) == nil, "a second write of the key while one is held")
+        #expect(behind.land(.pass, at: state.location, state: state, context: nil, ticket: ticket) == nil)
+        let again = try #require(behind.begin(answer, for: request, sent: request, state: state), "the key is free again once landed")
+        #expect(behind.land(.pass, at: state.location, state: state, context: nil, ticket: again) == nil)
+    }
+
+    @Test("a landed .store is stored at the key looked up and says where; anything else stores nothing")
+    func landing() async throws {
+        let memory = MemoryStorage()
+        let parts = CacheLookupTests.Parts(storage: memory, writesBehind: true)
+        let behind = try #require(parts.behind)
+        let request = CacheLookupTests.request()
+        guard case .found(let scheduling, nil, _) = parts.lookup.look(request) else {
+            Issue.record("no miss")
+            return
+        }
+        let state = scheduling.state(mode: .fetching(stored: nil))
+        let entry = try #require(makeRecord(parts.key).variants.first)
+        let other = try #require(parts.locator.location(ofText: "https://origin.test/other"))
+        let first = try #require(behind.begin(state))
+        #expect(behind.land(.store(entry), at: other, state: state, context: nil, ticket: first) == nil, "another key than the one locked")
+        #expect(memory.recordNow(for: parts.key) == nil && memory.recordNow(for: other.key) == nil)
+        let second = try #require(behind.begin(state))
+        #expect(behind.land(.store(entry), at: state.location, state: state, context: nil, ticket: second)?.key == parts.key)
+        #expect(memory.recordNow(for: parts.key)?.variants.count == 1)
+        await behind.waitForWritesBegun()
     }
 }
