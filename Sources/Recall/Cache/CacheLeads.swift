@@ -68,8 +68,8 @@ final class CacheLeads: Sendable {
         }
     }
 
-    /// Ends `lead`: wakes the requests waiting for
-    /// its miss (and releases its claim on the fleet's fetch), or lets the key be refreshed again.
+    /// Ends `lead`: wakes the requests waiting for its miss (and releases its claim on the
+    /// fleet's fetch), or lets its key be refreshed again.
     func finish(_ lead: CacheRequestState.Lead?) {
         switch lead {
         case .flight(let flightKey, let claim):
