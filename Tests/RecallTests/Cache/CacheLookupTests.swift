@@ -178,15 +178,19 @@ struct CacheLookupTests {
 /// Write-behind's own decisions: which answers it stores after the caller has them, and where.
 @Suite("WriteBehind: eligibility and landing", .timeLimit(.minutes(1)))
 struct WriteBehindUnitTests {
+    /// Write-behind over `memory`, and the scheduling of a GET that found nothing stored.
+    static func miss(over memory: MemoryStorage) throws -> (CacheLookupTests.Parts, WriteBehind, CacheScheduling) {
+        let parts = CacheLookupTests.Parts(storage: memory, writesBehind: true)
+        guard case .found(let scheduling, nil, _) = parts.lookup.look(CacheLookupTests.request()) else { throw NoMiss() }
+        return (parts, try #require(parts.behind), scheduling)
+    }
+
+    struct NoMiss: Error {}
+
     @Test("only a GET's own network answer with nothing usable stored is stored behind; one write of a key at a time")
     func eligibility() throws {
-        let parts = CacheLookupTests.Parts(storage: MemoryStorage(), writesBehind: true)
-        let behind = try #require(parts.behind)
+        let (parts, behind, scheduling) = try Self.miss(over: MemoryStorage())
         let request = CacheLookupTests.request()
-        guard case .found(let scheduling, nil, _) = parts.lookup.look(request) else {
-            Issue.record("no miss")
-            return
-        }
         let state = scheduling.state(mode: .fetching(stored: nil))
         let answer = RecallResponse(status: 200)
         var cached = answer
@@ -210,13 +214,7 @@ struct WriteBehindUnitTests {
     @Test("a landed .store is stored at the key looked up and says where; anything else stores nothing")
     func landing() async throws {
         let memory = MemoryStorage()
-        let parts = CacheLookupTests.Parts(storage: memory, writesBehind: true)
-        let behind = try #require(parts.behind)
-        let request = CacheLookupTests.request()
-        guard case .found(let scheduling, nil, _) = parts.lookup.look(request) else {
-            Issue.record("no miss")
-            return
-        }
+        let (parts, behind, scheduling) = try Self.miss(over: memory)
         let state = scheduling.state(mode: .fetching(stored: nil))
         let entry = try #require(makeRecord(parts.key).variants.first)
         let other = try #require(parts.locator.location(ofText: "https://origin.test/other"))
