@@ -12,15 +12,20 @@ struct DocSnippetTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// Lines trimmed, blank lines, `import` lines and the conditional around
-    /// `import FoundationNetworking` dropped: what must match.
+    /// `import FoundationNetworking` dropped (its `#if` and the `#endif` that closes it, no
+    /// other): what must match.
     static func normalized(_ lines: [Substring]) -> String {
-        lines.map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("import ") && !importConditions.contains($0) }
-            .joined(separator: "\n")
+        var kept: [String] = [], inImportCondition = false
+        for line in lines.map({ $0.trimmingCharacters(in: .whitespaces) }) where !line.isEmpty && !line.hasPrefix("import ") {
+            if line == importCondition.opening { inImportCondition = true; continue }
+            if inImportCondition, line == importCondition.closing { inImportCondition = false; continue }
+            kept.append(line)
+        }
+        return kept.joined(separator: "\n")
     }
 
     /// The lines of the conditional import every page's first example starts with.
-    static let importConditions: Set<String> = ["#if canImport(FoundationNetworking)", "#endif"]
+    static let importCondition = (opening: "#if canImport(FoundationNetworking)", closing: "#endif")
 
     /// The raw first Swift block of a Markdown page, if it has one.
     static func firstBlock(of page: String) throws -> String? {
@@ -117,5 +122,12 @@ struct DocSnippetTests {
                         && lines.contains { $0.hasPrefix("import FoundationNetworking") } && lines.contains("import Recall"),
                     "the first Swift block of \(page) must start with import Foundation, the conditional import FoundationNetworking and import Recall")
         }
+    }
+
+    @Test("comparing drops the import condition's #if and its #endif, and keeps every other conditional")
+    func normalization() {
+        let page: [Substring] = ["import Foundation", "#if canImport(FoundationNetworking)", "import FoundationNetworking", "#endif",
+                                 "  #if os(Linux)", "let x = 1", "  #endif", ""]
+        #expect(Self.normalized(page) == "#if os(Linux)\nlet x = 1\n#endif")
     }
 }
