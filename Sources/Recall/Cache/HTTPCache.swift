@@ -125,7 +125,7 @@ public final class HTTPCache: ServiceHook {
         case .found(let scheduling, let record, let writesBefore):
             let before = strategy.before(request, scheduling, record: record)
             guard case .send = before, configuration.coalescesRequests, scheduling.route == .lookup else {
-                return act(on: before, request: request, lead: nil, context: context) { scheduling.state(record: record, mode: $0) }
+                return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
             }
             return lead(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
         }
@@ -151,7 +151,7 @@ public final class HTTPCache: ServiceHook {
             record = inMemory
             before = strategy.before(request, scheduling, record: record)
         }
-        return act(on: before, request: request, lead: lead, context: context) { scheduling.state(record: record, mode: $0, lead: lead) }
+        return act(on: before, request: request, scheduling, record: record, lead: lead, context: context)
     }
 
     /// A miss with coalescing on: shared with the concurrent misses of its key (``CacheLeads``),
@@ -169,14 +169,14 @@ public final class HTTPCache: ServiceHook {
                 record = await writer.lookup(key)
                 return strategy.before(request, scheduling, record: record, now: later ? now() : nil)
             })
-        return act(on: before, request: request, lead: lead, context: context) { scheduling.state(record: record, mode: $0, lead: lead) }
+        return act(on: before, request: request, scheduling, record: record, lead: lead, context: context)
     }
 
-    /// Carries out what the strategy decided before the network, and counts it. `state` makes
-    /// the request's state, in a mode, for what goes to the origin; `lead` is what the request
-    /// leads, ended here unless it goes to the origin.
-    private func act(on before: consuming CacheStrategy.Before, request: URLRequest, lead: CacheRequestState.Lead?,
-                     context: RecallContext, state: (CacheStrategy.Mode) -> CacheRequestState) -> HookAction {
+    /// Carries out what the strategy decided before the network for the request `scheduling`
+    /// describes, which found `record`, and counts it. `lead` is what the request leads, ended
+    /// here unless the request goes to the origin (then its state holds it).
+    private func act(on before: consuming CacheStrategy.Before, request: URLRequest, _ scheduling: CacheScheduling, record: CacheRecord?,
+                     lead: CacheRequestState.Lead?, context: RecallContext) -> HookAction {
         counts.count(before, context: context)
         switch consume before { // (moved, not copied: a response copy retains each of its parts)
         case .serve(let response, _):
@@ -184,12 +184,12 @@ public final class HTTPCache: ServiceHook {
             return .respond(response)
         case .serveAndRefresh(let response, let refresh, let mode):
             leads.finish(lead)
-            let state = state(mode)
-            guard leads.leadRefresh(state.key) else { return .respond(response) } // one refresh at a time per key
-            context[states] = state.asRefresh()
+            // One refresh at a time per key.
+            guard leads.leadRefresh(scheduling.location.key) else { return .respond(response) }
+            context[states] = scheduling.state(record: record, mode: mode).asRefresh()
             return .respondThenRefresh(response, refresh: refresh)
         case .send(let outgoing, let mode):
-            context[states] = state(mode)
+            context[states] = scheduling.state(record: record, mode: mode, lead: lead)
             return .proceed(outgoing)
         case .bypass:
             leads.finish(lead)
