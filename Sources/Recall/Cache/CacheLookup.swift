@@ -123,12 +123,6 @@ final class CacheLookup: Sendable {
         return found(scheduling, await writer.lookup(scheduling.location.key), writesBefore: writesBefore)
     }
 
-    /// The record of `key` as a ``MemoryStorage`` holds it now, without suspending; `nil` over
-    /// another storage (`.some(nil)`: the memory holds nothing).
-    func currentInMemory(_ key: String) -> CacheRecord?? {
-        memory.map { $0.current(key) }
-    }
-
     /// `record` found for `scheduling`; a URL with something stored is remembered, so its
     /// hits skip the key.
     @inline(__always) private func found(_ scheduling: consuming CacheScheduling, _ record: consuming CacheRecord?, writesBefore: UInt64) -> Outcome {

@@ -140,15 +140,15 @@ public final class HTTPCache: ServiceHook {
         // A request that starts after an invalidation of its key never waits for a fetch
         // that began before it: the epoch is part of what requests coalesce on.
         let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
-        guard lookup.memory != nil, let lead = leads.leadWithoutSuspending(flightKey) else {
+        guard let memory = lookup.memory, let lead = leads.leadWithoutSuspending(flightKey) else {
             context[suspended] = .coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore)
             return nil
         }
         // Another leader may have stored the entry between our lookup and our lead (read after
         // the lead is taken: a store that lands before it shows in the write count).
         var (record, before) = (record, before)
-        if writer.writes != writesBefore, let inMemory = lookup.currentInMemory(key) {
-            record = inMemory
+        if writer.writes != writesBefore {
+            record = memory.current(key)
             before = strategy.before(request, scheduling, record: record)
         }
         return act(on: before, request: request, scheduling, record: record, lead: lead, context: context)
