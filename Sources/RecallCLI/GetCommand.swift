@@ -92,12 +92,14 @@ enum GetCommand {
         let context = RecallContext(originalRequest: request)
         let status: Int32
         do {
-            let response = try await pipeline.send(request, context: context)
+            // (Collected whole: the transport's maxResponseBodyBytes bounds it.)
+            let response = try await pipeline.send(request, context: context).collected()
+            let body = response.body.bytes ?? Data()
             print("HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status))")
             if verbose { print(response.headers.description) }
             print("")
-            status = try writeBody(response.body, to: outputPath) ? 0 : 1
-            print("\n— \(describe(response.source)), \(context.attempts) attempt\(context.attempts == 1 ? "" : "s"), \(response.body.count) bytes")
+            status = try writeBody(body, to: outputPath) ? 0 : 1
+            print("\n— \(describe(response.source)), \(context.attempts) attempt\(context.attempts == 1 ? "" : "s"), \(body.count) bytes")
             if verbose { context.events.forEach { print("  \($0)") } }
         } catch let error as TransportError where error.code == .other && error.message.contains("maxResponseBodyBytes") {
             let limit = maxBodyGiven ? "the --max-body of" : "the default limit of"

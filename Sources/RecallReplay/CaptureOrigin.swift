@@ -20,7 +20,7 @@ final class CaptureOrigin: Transport, Sendable {
 
     /// The body size `response` carries (none for an answer to HEAD).
     static func bodySize(of response: RecallResponse, method: String) -> Int {
-        method == "HEAD" ? 0 : response.headers[sizeField].flatMap { Int($0) } ?? response.body.count
+        method == "HEAD" ? 0 : response.headers[sizeField].flatMap { Int($0) } ?? response.body.expectedLength ?? 0
     }
 
     private struct Representation {

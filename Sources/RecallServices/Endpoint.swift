@@ -171,7 +171,7 @@ extension Endpoint {
             let response: RecallResponse
             do {
                 response = try await HTTPCache.$credentialFieldsInScope.withValue(HTTPCache.credentialFieldsInScope.union(credentialFields)) {
-                    try await service.pipeline.send(request, context: context)
+                    try await service.pipeline.send(request, context: context).collected(upTo: service.maxResponseBodyBytes)
                 }
             } catch let refused as UnacceptableStatusError {
                 // A StatusValidator in the service's hooks refused it: the same error as our own check.
@@ -188,11 +188,12 @@ extension Endpoint {
     /// The error for an answer with a status that is not accepted: its body decoded as the
     /// service's `ErrorResponse` in the endpoint's output format when it can be.
     private func badStatus(_ response: RecallResponse, service: Service) -> ServiceError {
-        guard Service.ErrorResponse.self != NoErrorResponse.self, !response.body.isEmpty,
+        let body = response.body.bytes ?? Data()
+        guard Service.ErrorResponse.self != NoErrorResponse.self, !body.isEmpty,
               let decoded = try? decodeBody(Service.ErrorResponse.self, from: response, service: service) else {
-            return .badStatus(response.status, body: response.body)
+            return .badStatus(response.status, body: body)
         }
-        return .badStatus(response.status, body: response.body, errorResponse: decoded)
+        return .badStatus(response.status, body: body, errorResponse: decoded)
     }
 
     /// Decodes `response` as the endpoint's ``outputFormat`` says; `Data` and `String` are the
@@ -208,7 +209,8 @@ extension Endpoint {
     }
 
     private func decodeBody<Output: Decodable>(_ type: Output.Type, from response: RecallResponse, service: Service) throws -> Output {
-        if let raw = response.body as? Output { return raw }
+        let body = response.body.bytes ?? Data() // (collected by ``perform(on:input:)``)
+        if let raw = body as? Output { return raw }
         if Output.self == String.self {
             guard let text = response.text as? Output else {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "the body is not text in its charset"))
@@ -216,8 +218,8 @@ extension Endpoint {
             return text
         }
         switch Self.outputFormat {
-        case .json: return try service.decoder.decode(type, from: response.body)
-        case .xml: return try XMLDecoder().decode(type, from: response.body)
+        case .json: return try service.decoder.decode(type, from: body)
+        case .xml: return try XMLDecoder().decode(type, from: body)
         }
     }
 }

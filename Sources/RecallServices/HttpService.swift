@@ -47,6 +47,9 @@ public protocol HttpService: Sendable {
     var encoder: JSONEncoder { get }
     /// Decodes JSON bodies.
     var decoder: JSONDecoder { get }
+    /// The longest response body an endpoint collects to decode, in bytes; a longer one fails
+    /// the call with ``ResponseBodyError`` `tooLarge`.
+    var maxResponseBodyBytes: Int { get }
     /// Called with every failure of a request against this service (transport errors,
     /// non-2xx statuses, decoding errors), before the error is thrown to the caller.
     func process(_ error: any Error)
@@ -75,6 +78,8 @@ extension HttpService {
     public var encoder: JSONEncoder { JSONEncoder() }
     /// A JSON decoder.
     public var decoder: JSONDecoder { JSONDecoder() }
+    /// 32 MiB.
+    public var maxResponseBodyBytes: Int { 32 << 20 }
     /// Does nothing.
     public func process(_ error: any Error) {}
 
@@ -113,12 +118,13 @@ extension HttpService {
     }
 
     /// Sends `request` through the service's pipeline and returns its answer whatever the
-    /// status. Failures go to ``process(_:)`` and are rethrown; an answer outside 200–299 goes to
-    /// ``process(_:)`` as ``ServiceError`` `.badStatus` (as endpoints report it) and is returned.
+    /// status, its body collected (at most ``maxResponseBodyBytes``). Failures go to
+    /// ``process(_:)`` and are rethrown; an answer outside 200–299 goes to ``process(_:)`` as
+    /// ``ServiceError`` `.badStatus` (as endpoints report it) and is returned.
     public func send(_ request: URLRequest) async throws -> RecallResponse {
         do {
-            let response = try await pipeline.send(request)
-            if !response.isSuccess { process(ServiceError.badStatus(response.status, body: response.body)) }
+            let response = try await pipeline.send(request).collected(upTo: maxResponseBodyBytes)
+            if !response.isSuccess { process(ServiceError.badStatus(response.status, body: response.body.bytes ?? Data())) }
             return response
         } catch {
             process(error)

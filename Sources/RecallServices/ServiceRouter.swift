@@ -112,7 +112,7 @@ public final class ServiceRouter: Transport {
             return RecallResponse(status: status, headers: headers, url: url)
         }
         var response = RecallResponse.text(text, status: status, headers: headers, url: url)
-        response.headers["Content-Length"] = String(response.body.count)
+        response.headers["Content-Length"] = String(text.utf8.count)
         return response
     }
 }

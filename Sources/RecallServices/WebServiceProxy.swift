@@ -43,6 +43,9 @@ public final class WebServiceProxy: Sendable {
     public let baseURL: URL
     /// The pipeline requests go through.
     public let pipeline: Pipeline
+    /// The longest response body collected, in bytes (32 MiB by default); a longer one fails the
+    /// call with ``ResponseBodyError`` `tooLarge`.
+    public let maxResponseBodyBytes: Int
 
     private let storedHeaders: Locked<[String: String]>
 
@@ -53,9 +56,12 @@ public final class WebServiceProxy: Sendable {
         set { storedHeaders.withLock { $0 = newValue } }
     }
 
-    /// Creates a proxy sending through `pipeline` (by default a plain URLSession pipeline).
-    public init(baseURL: URL, pipeline: Pipeline = Pipeline(transport: URLSessionTransport()), headers: [String: String] = [:]) {
+    /// Creates a proxy sending through `pipeline` (by default a plain URLSession pipeline) that
+    /// collects response bodies of at most `maxResponseBodyBytes`.
+    public init(baseURL: URL, pipeline: Pipeline = Pipeline(transport: URLSessionTransport()), headers: [String: String] = [:],
+                maxResponseBodyBytes: Int = 32 << 20) {
         self.baseURL = baseURL
+        self.maxResponseBodyBytes = maxResponseBodyBytes
         self.pipeline = pipeline
         self.storedHeaders = Locked(headers)
     }
@@ -190,11 +196,12 @@ public final class WebServiceProxy: Sendable {
             request.setValue(contentType ?? "application/octet-stream", forHTTPHeaderField: "Content-Type")
         }
         let response = try await pipeline.send(request)
+        let body = try await response.body.collect(upTo: maxResponseBodyBytes)
         let type = response.headers["Content-Type"].map(Self.mimeType)
         guard response.isSuccess else {
-            throw WebServiceError(statusCode: response.status, body: response.body, contentType: type)
+            throw WebServiceError(statusCode: response.status, body: body, contentType: type)
         }
-        return (response.body, type)
+        return (body, type)
     }
 
     /// `text/plain` for `text/plain; charset=utf-8` (lower-cased, as `HTTPURLResponse.mimeType`).

@@ -65,7 +65,7 @@ package struct CacheRules: Sendable {
         guard response.status == 206, let tag = facts.etag, Self.isStrong(tag),
               response.headers.values(for: "Content-Range").count == 1,
               let range = response.headers["Content-Range"].flatMap(PartialContent.contentRange),
-              response.body.count == range.bounds.count, !response.headers.contains("Content-Encoding"),
+              response.wholeBody.count == range.bounds.count, !response.headers.contains("Content-Encoding"),
               mayStore(response, facts: facts, for: request) else { return nil }
         return range
     }
@@ -383,7 +383,7 @@ package struct CacheRules: Sendable {
     /// a `206` with `Content-Range` and the selected bytes, or a `416` with `Content-Range:
     /// bytes */length` when the range selects nothing.
     package func partialResponse(_ full: RecallResponse, range: ByteRange) -> RecallResponse {
-        partialResponse(full, range: range, length: full.body.count)
+        partialResponse(full, range: range, length: full.wholeBody.count)
     }
 
     /// ``partialResponse(_:range:)`` for a representation of `length` bytes (`full` may hold
@@ -392,8 +392,8 @@ package struct CacheRules: Sendable {
         var headers = full.headers
         // RFC 9110 §14.1.1: a suffix range of an empty representation is satisfiable, yet selects
         // no byte to put in a 206 — the whole (empty) representation answers, as servers do.
-        if case .suffix(let count) = range, count > 0, length == 0, full.body.isEmpty { return full }
-        guard let bounds = range.bounds(length: length), full.body.count == length else {
+        if case .suffix(let count) = range, count > 0, length == 0, full.wholeBody.isEmpty { return full }
+        guard let bounds = range.bounds(length: length), full.wholeBody.count == length else {
             headers["Content-Range"] = "bytes */\(length)"
             if headers.contains("Content-Length") { headers["Content-Length"] = "0" }
             return RecallResponse(status: 416, headers: headers, body: Data(), url: full.url, source: full.source)
@@ -401,8 +401,8 @@ package struct CacheRules: Sendable {
         headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(length)"
         if headers.contains("Content-Length") { headers["Content-Length"] = String(bounds.count) }
         // A copy indexed from 0 (a slice would keep the stored body's indices, and callers index from 0).
-        let start = full.body.startIndex
-        let body = full.body.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1))
+        let start = full.wholeBody.startIndex
+        let body = full.wholeBody.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1))
         return RecallResponse(status: 206, headers: headers, body: body, url: full.url, source: full.source)
     }
 

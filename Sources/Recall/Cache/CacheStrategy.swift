@@ -583,7 +583,7 @@ struct CacheStrategy: Sendable {
         let headers = rules.storedHeaders(response.headers)
         var entry = CacheEntry(status: response.status, headers: headers,
                                facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
-                               body: response.body.exactlySized, url: nil, requestTime: x.requestTime, responseTime: x.now,
+                               body: response.wholeBody.exactlySized, url: nil, requestTime: x.requestTime, responseTime: x.now,
                                varyValues: varyValues(for: facts.varyNames, in: request, inScope: x.inScope), partition: partition)
         entry.assignedLifetime = assignedLifetime(facts, status: response.status, url: request.url, exchange: x)
         return entry

@@ -213,6 +213,9 @@ public final class HTTPCache: ServiceHook {
         guard let state = context.take(states) else { return response }
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
+        if response.body.isStreamed {
+            return try await streamed(response, for: request, sent: sent, lifetime: lifetime, state: state, context: context)
+        }
         if let ticket = behind?.begin(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
@@ -229,6 +232,43 @@ public final class HTTPCache: ServiceHook {
         defer { leads.finish(state.lead) }
         let (after, exchange, target) = decide(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
         return try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+    }
+
+    /// `response` with a streamed body, decided on its head: a store keeps a copy of the body as
+    /// it streams to the caller (``BodyTee``) and lands once the body has arrived whole — before
+    /// the caller sees the body end — then wakes the key's coalesced misses; any other decision is carried out at once, and an answer other
+    /// than the response drops its body (the download stops). A piece of a range, which the rules
+    /// read, is collected first when its declared length fits the storage's entry limit.
+    private func streamed(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?,
+                          state: CacheRequestState, context: RecallContext) async throws -> RecallResponse {
+        let limit = storage.entryLimit
+        if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil,
+           let length = response.body.expectedLength, length <= limit {
+            let whole = try await response.collected(upTo: limit)
+            defer { leads.finish(state.lead) }
+            let (after, exchange, target) = decide(whole, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
+            return try await act(on: after, whole, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+        }
+        let head = RecallResponse(status: response.status, headers: response.headers, url: response.url, source: response.source)
+        let (after, exchange, target) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
+        let entry: CacheEntry
+        switch after {
+        case .store(let stored), .storeAndAnswer(let stored, _): entry = stored // (the answer: the response as it streams)
+        default:
+            defer { leads.finish(state.lead) }
+            let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+            if answer.body != response.body { response.body.discard() }
+            return answer
+        }
+        var answer = response
+        answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, url: response.url ?? request.url) { [self] kept in
+            guard case .complete(let body) = kept else { return leads.abandon(state.lead) }
+            var whole = entry
+            whole.body = body
+            _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+            leads.finish(state.lead)
+        }
+        return answer
     }
 
     /// What the strategy decides for `response`, answered at `date` for `request` (which went out

@@ -24,15 +24,20 @@ public struct RecallResponse: Sendable, Hashable {
     public var status: Int
     /// The header fields, in order, repeated names kept.
     public var headers: HeaderFields
-    /// The body bytes (empty for no body).
-    public var body: Data
+    /// The body: bytes at hand, or a stream read once (``ResponseBody``).
+    public var body: ResponseBody
     /// The URL the response answers, if known.
     public var url: URL?
     /// Where the response came from.
     public var source: Source
 
-    /// Creates a response.
+    /// Creates a response with a whole body.
     public init(status: Int, headers: HeaderFields = [:], body: Data = Data(), url: URL? = nil, source: Source = .network) {
+        self.init(status: status, headers: headers, body: ResponseBody(body), url: url, source: source)
+    }
+
+    /// Creates a response with `body`, whole or streamed.
+    public init(status: Int, headers: HeaderFields = [:], body: ResponseBody, url: URL? = nil, source: Source = .network) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -40,8 +45,13 @@ public struct RecallResponse: Sendable, Hashable {
         self.source = source
     }
 
-    /// Creates a response from a Foundation response and its body.
+    /// Creates a response from a Foundation response and its whole body.
     public init(_ response: HTTPURLResponse, body: Data, source: Source = .network) {
+        self.init(response, body: ResponseBody(body), source: source)
+    }
+
+    /// Creates a response from a Foundation response and its body, whole or streamed.
+    public init(_ response: HTTPURLResponse, body: ResponseBody, source: Source = .network) {
         // Foundation keeps no order; sort by name so equal responses give equal values.
         let fields = response.allHeaderFields.map { (name: ($0.key as? String) ?? "\($0.key)", value: ($0.value as? String) ?? "\($0.value)") }
         let headers = HeaderFields(fields.sorted { $0.name < $1.name }.map { HeaderFields.Field(name: $0.name, value: $0.value) })
@@ -55,13 +65,32 @@ public struct RecallResponse: Sendable, Hashable {
         return RecallResponse(status: status, headers: headers, body: Data(text.utf8), url: url)
     }
 
+    /// This response with its body collected: at most `maxBytes` (else ``ResponseBodyError``
+    /// `tooLarge`), or any length when nil. A whole body is returned as it is.
+    @discardableResult
+    public func collected(upTo maxBytes: Int? = nil) async throws -> RecallResponse {
+        guard body.isStreamed else { return self }
+        var whole = self
+        whole.body = ResponseBody(try await body.collect(upTo: maxBytes ?? Int.max))
+        return whole
+    }
+
+    /// The bytes of a whole body, for the cache's rules: the cache collects a streamed body
+    /// before a rule reads its bytes (a rule never sees a stream).
+    var wholeBody: Data {
+        assert(!body.isStreamed, "a cache rule read the bytes of a streamed body")
+        return body.bytes ?? Data()
+    }
+
     /// Whether the status is in the 2xx range.
     public var isSuccess: Bool { (200..<300).contains(status) }
 
     /// The body as text in the charset its `Content-Type` names (UTF-8 when it names none or
-    /// one Foundation does not know); nil when the bytes are not valid in that charset.
+    /// one Foundation does not know); nil when the bytes are not valid in that charset, or the
+    /// body is streamed (``collected(upTo:)`` first).
     public var text: String? {
-        String(data: body, encoding: Self.encoding(ofCharset: headers["Content-Type"].flatMap(Self.charset(of:))))
+        guard let body = body.bytes else { return nil }
+        return String(data: body, encoding: Self.encoding(ofCharset: headers["Content-Type"].flatMap(Self.charset(of:))))
     }
 
     /// The `charset` parameter of a media type (`text/plain; charset="ISO-8859-1"` → `iso-8859-1`).
@@ -86,8 +115,9 @@ public struct RecallResponse: Sendable, Hashable {
         }
     }
 
-    /// The body decoded as UTF-8 (invalid sequences repaired), for display and tests.
-    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+    /// The body decoded as UTF-8 (invalid sequences repaired), for display and tests; empty for
+    /// a streamed body (``collected(upTo:)`` first).
+    public var bodyText: String { String(decoding: body.bytes ?? Data(), as: UTF8.self) }
 
     /// The response as Foundation's `HTTPURLResponse`, for code written against `URLSession`.
     /// Repeated header names are joined with `", "`. `fallbackURL` is used when ``url`` is nil.

@@ -29,9 +29,16 @@ public struct StatusValidator: ServiceHook {
         self.accepted = accepted
     }
 
-    /// Throws ``UnacceptableStatusError`` for a status outside ``accepted``.
+    /// The largest body of a refused response collected into its error (16 MiB): a refused
+    /// response with a longer body fails with ``ResponseBodyError`` `tooLarge` instead.
+    public static let maxErrorBodyBytes = 16 << 20
+
+    /// Throws ``UnacceptableStatusError`` for a status outside ``accepted``, with the response's
+    /// body collected (an error is read after the exchange ends: it holds no stream).
     public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        guard accepted.contains(response.status) else { throw UnacceptableStatusError(response: response, accepted: accepted) }
+        guard accepted.contains(response.status) else {
+            throw UnacceptableStatusError(response: try await response.collected(upTo: Self.maxErrorBodyBytes), accepted: accepted)
+        }
         return response
     }
 }

@@ -35,9 +35,11 @@ extension Transport {
     public var allowsBackgroundRequests: Bool { true }
 
     /// Sends `request` and returns its body and a Foundation response, the way
-    /// `URLSession.data(for:)` does, so URLSession code switches with one line.
+    /// `URLSession.data(for:)` does, so URLSession code switches with one line. The body is
+    /// collected whole, of any length, as `URLSession.data(for:)` does: read
+    /// ``send(_:)``'s ``RecallResponse/body`` to stream it instead.
     public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let response = try await send(request)
-        return (response.body, response.httpURLResponse(fallbackURL: request.url))
+        return (try await response.body.collect(upTo: Int.max), response.httpURLResponse(fallbackURL: request.url))
     }
 }

@@ -20,8 +20,8 @@ public struct UnacceptableStatusError: Error, Sendable, Hashable, CustomStringCo
         var text = "the server answered \(response.status)"
         if let url = response.url { text += " for \(url.absoluteString)" }
         text += " (accepted: \(accepted))"
-        if !response.body.isEmpty, response.body.count <= 500 || response.headers["Content-Type"]?.lowercased().hasPrefix("text/") == true {
-            text += ": " + String(decoding: response.body.prefix(500), as: UTF8.self)
+        if let body = response.body.bytes, !body.isEmpty, body.count <= 500 || response.headers["Content-Type"]?.lowercased().hasPrefix("text/") == true {
+            text += ": " + String(decoding: body.prefix(500), as: UTF8.self)
         }
         return text
     }

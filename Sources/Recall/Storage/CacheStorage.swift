@@ -38,6 +38,10 @@ public protocol CacheStorage: Sendable {
     func flush() async
     /// Counters and sizes.
     var statistics: StorageStatistics { get }
+    /// The largest record it keeps, in bytes: a streamed body longer than this goes to the
+    /// caller and is not kept (the cache holds at most this much of it while it streams).
+    /// 16 MiB by default.
+    var entryLimit: Int { get }
     /// A random secret that lives as long as the stored records: the cache hashes credentials
     /// and secret query values with it (HMAC-SHA256), so what it stores cannot be matched
     /// against guessed values offline. ``DiskStorage`` keeps its secret in its directory
@@ -54,6 +58,9 @@ public protocol CacheStorage: Sendable {
 extension CacheStorage {
     /// A secret made once per process (see ``CacheStorage/secret``).
     public var secret: [UInt8] { StorageSecret.processWide }
+
+    /// 16 MiB.
+    public var entryLimit: Int { 16 << 20 }
 
     /// Nothing to wait for: every write is done when ``store(_:expires:)`` returns.
     public func flush() async {}

@@ -139,6 +139,9 @@ public final class TieredStorage: CacheStorage {
         return statistics
     }
 
+    /// The larger tier's limit: a record too large for the upper tier is kept by the lower.
+    public var entryLimit: Int { max(upper.entryLimit, lower.entryLimit) }
+
     /// The lower tier's secret: it holds the records that outlive the process.
     public var secret: [UInt8] { lower.secret }
 

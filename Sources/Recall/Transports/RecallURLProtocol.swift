@@ -117,7 +117,7 @@ open class RecallURLProtocol: URLProtocol {
                     throw URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "The session's time limit passed."])
                 }
                 try Task.checkCancellation()
-                await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
+                try await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
             } catch {
                 // After stopLoading the session wants nothing more from this protocol.
                 guard !Task.isCancelled else { return }
@@ -139,6 +139,12 @@ open class RecallURLProtocol: URLProtocol {
             work.started = true
             return true
         }
+    }
+
+    /// Whether the client still hears from the load (not stopped, not ended). Called with the
+    /// delivery lock held.
+    fileprivate static func isOpen(_ work: Locked<Work>) -> Bool {
+        work.withLock { !$0.stopped && !$0.finished }
     }
 
     /// Whether the load may still end at the client (not stopped, not ended already); marks it
@@ -274,34 +280,47 @@ private struct UncheckedClient: @unchecked Sendable {
     }
 
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
-    /// begun, the client hears nothing more from this load). On Apple's platforms all of it on
-    /// the loading thread's run loop, where `stopLoading` comes too. With swift-corelibs-foundation
-    /// on the session's work queue, which its client calls must share with the session's task
-    /// registry — but for the end of a task that completes inline (see below).
-    func deliver(_ response: RecallResponse, fallbackURL: URL?, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async {
+    /// begun, the client hears nothing more from this load): the head, then the body — whole, or
+    /// each chunk of a streamed body as it arrives, the next read only once the client has had the
+    /// last (so a slow client slows the download instead of filling memory) — then the end. On
+    /// Apple's platforms all of it on the loading thread's run loop, where `stopLoading` comes
+    /// too. With swift-corelibs-foundation on the session's work queue, which its client calls must
+    /// share with the session's task registry — but for the end of a task that completes inline
+    /// (see below). A streamed body that fails after its head fails the load with its error.
+    func deliver(_ response: RecallResponse, fallbackURL: URL?, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) async throws {
         let head = UncheckedResponse(response: response.httpURLResponse(fallbackURL: fallbackURL))
-        #if canImport(Darwin)
-        onClientThread {
+        // A client that keeps only the last chunk (see ``SessionTaskFacts/takesChunks``) gets the
+        // body whole, as its session would have held it anyway.
+        let whole = facts.takesChunks ? response.body.bytes : try await response.body.collect(upTo: Int.max)
+        let started = await onClientThreadAndWait {
             delivery.withLock {
-                guard RecallURLProtocol.claimStart(work), RecallURLProtocol.claimFinish(work) else { return }
-                sendHead(head.response, body: response.body)
-                client?.urlProtocolDidFinishLoading(self.protocol)
-            }
-        }
-        #else
-        let started = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            onClientThread {
-                let started = delivery.withLock {
-                    guard RecallURLProtocol.claimStart(work) else { return false }
-                    sendHead(head.response, body: response.body)
-                    return true
-                }
-                continuation.resume(returning: started)
+                guard RecallURLProtocol.claimStart(work) else { return false }
+                client?.urlProtocol(self.protocol, didReceive: head.response, cacheStoragePolicy: .notAllowed)
+                if let whole, !whole.isEmpty { client?.urlProtocol(self.protocol, didLoad: whole) }
+                return true
             }
         }
         guard started else { return }
+        if whole == nil {
+            for try await chunk in response.body {
+                let open = await onClientThreadAndWait {
+                    delivery.withLock {
+                        guard RecallURLProtocol.isOpen(work) else { return false }
+                        client?.urlProtocol(self.protocol, didLoad: chunk)
+                        return true
+                    }
+                }
+                guard open else { return } // (the body is dropped: its download stops)
+            }
+        }
         await end(ending(work, delivery) { client?.urlProtocolDidFinishLoading(self.protocol) })
-        #endif
+    }
+
+    /// Runs `call` where the client is called, and returns what it returned.
+    private func onClientThreadAndWait(_ call: @escaping @Sendable () -> Bool) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            onClientThread { continuation.resume(returning: call()) }
+        }
     }
 
     /// Runs `report`, which ends the load at the client (and so reads the session's task
@@ -352,11 +371,6 @@ private struct UncheckedClient: @unchecked Sendable {
     private func failure(_ error: any Error, _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock) -> @Sendable () -> Void {
         let error = UncheckedError(error: error)
         return ending(work, delivery) { client?.urlProtocol(self.protocol, didFailWithError: error.error) }
-    }
-
-    private func sendHead(_ head: HTTPURLResponse, body: Data) {
-        client?.urlProtocol(self.protocol, didReceive: head, cacheStoragePolicy: .notAllowed)
-        if !body.isEmpty { client?.urlProtocol(self.protocol, didLoad: body) }
     }
 
     private func onClientThread(_ body: @escaping @Sendable () -> Void) {

@@ -21,6 +21,11 @@ struct SessionTaskFacts: Sendable {
     var resourceTimeout: TimeInterval?
     /// Whether the task runs its completion as soon as it ends (the `async` `data(for:)` family).
     var completesInline = false
+    /// Whether the client takes the body in chunks, each passed on as it comes: a task whose
+    /// session's delegate hears of its data. swift-corelibs-foundation keeps only the last chunk
+    /// for a task with a completion handler (or an `async` call), so there the body goes in one
+    /// piece at its end; on Apple's platforms the client takes chunks for every task.
+    var takesChunks = true
 
     /// The facts of `task` (none known for `nil`, or on Apple's platforms).
     init(task: URLSessionTask?) {
@@ -41,6 +46,7 @@ struct SessionTaskFacts: Sendable {
             mirror = current.superclassMirror
         }
         completesInline = inline ?? false
+        takesChunks = session.map { Self.callsDelegate(session: $0, for: task) } ?? false
         guard let configuration = session?.configuration else { return }
         for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
             guard let name = name as? String else { continue }
@@ -49,6 +55,20 @@ struct SessionTaskFacts: Sendable {
         requestTimeout = configuration.timeoutIntervalForRequest
         resourceTimeout = configuration.timeoutIntervalForResource
         #endif
+    }
+
+    /// Whether corelibs' session registered `task` to call its delegate (`callDelegate`, no
+    /// completion handler) and that delegate hears of data; false when it cannot be told.
+    private static func callsDelegate(session: URLSession, for task: URLSessionTask) -> Bool {
+        guard session.delegate is any URLSessionDataDelegate,
+              let registry = Mirror(reflecting: session).children.first(where: { $0.label == "taskRegistry" })?.value,
+              let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?.value else { return false }
+        for entry in Mirror(reflecting: behaviours).children {
+            let pair = Array(Mirror(reflecting: entry.value).children)
+            guard pair.count == 2, pair[0].value as? Int == task.taskIdentifier else { continue }
+            return String(describing: pair[1].value) == "callDelegate"
+        }
+        return false
     }
 
     /// The value inside an `Optional` seen through `Any` (the task keeps its session weakly).

@@ -88,18 +88,20 @@ public final class URLSessionTransport: Transport {
     /// cancelled on the side).
     public var respondsToCancellation: Bool { true }
 
-    /// Sends `request` through the session.
+    /// Sends `request` through the session. Returns as soon as the head is in: the body
+    /// streams as it arrives (``ResponseBody``) for a session the transport made; a session given
+    /// to ``init(session:)`` delivers it whole.
     public func send(_ request: URLRequest) async throws -> RecallResponse {
         var request = request
         // Recall's cache decides; never let Foundation answer from or write to its own.
         request.cachePolicy = .reloadIgnoringLocalCacheData
         let handle = TaskHandle()
-        let (data, response) = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+        let (head, body) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>) in
                 let task: URLSessionTask
                 if let delegate {
                     task = session.dataTask(with: request)
-                    delegate.register(task, continuation)
+                    delegate.register(task, continuation, method: request.httpMethod)
                 } else {
                     // A session of the caller's: its own delegate stays in charge; the answer comes
                     // to a completion handler, once, through the handle (a cancelled call has answered).
@@ -119,10 +121,11 @@ public final class URLSessionTransport: Transport {
             // completion finds nobody waiting.
             if let task = handle.cancel() { fail(task, handle: handle, with: CancellationError()) }
         }
-        guard let http = response as? HTTPURLResponse else {
-            throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: response)))")
+        guard let http = head as? HTTPURLResponse else {
+            body.discard()
+            throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: head)))")
         }
-        return RecallResponse(http, body: data)
+        return RecallResponse(http, body: body)
     }
 
     /// Answers the call of `task` with `error` (the task's own completion, if any, is dropped).
@@ -135,10 +138,10 @@ public final class URLSessionTransport: Transport {
 /// session of the caller's) the continuation its completion handler resumes, once.
 private final class TaskHandle: Sendable {
     private let state = Locked<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
-    private let waiting = Locked<CheckedContinuation<(Data, URLResponse), any Error>?>(nil)
+    private let waiting = Locked<CheckedContinuation<(URLResponse, ResponseBody), any Error>?>(nil)
 
     /// Keeps the continuation a completion handler resumes.
-    func await(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
+    func await(_ continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>) {
         waiting.withLock { $0 = continuation }
     }
 
@@ -149,7 +152,7 @@ private final class TaskHandle: Sendable {
         if let error {
             continuation.resume(throwing: error is CancellationError ? error : SessionDelegate.transportError(error, url: url))
         } else if let response {
-            continuation.resume(returning: (data ?? Data(), response))
+            continuation.resume(returning: (response, ResponseBody(data ?? Data())))
         } else {
             continuation.resume(throwing: TransportError(.other, url: url, message: "the task finished without a response"))
         }
@@ -179,11 +182,14 @@ private final class TaskHandle: Sendable {
     }
 }
 
-/// Collects each task's body and resumes its caller when the task completes.
+/// Hands each task's head to its caller as soon as it arrives, then streams its body into the
+/// ``ResponseBody`` the caller got, and ends it when the task completes.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    private struct Running {
-        var continuation: CheckedContinuation<(Data, URLResponse), any Error>
-        var body = Data()
+    private enum Running {
+        /// The caller waits for the head.
+        case waiting(CheckedContinuation<(URLResponse, ResponseBody), any Error>, method: String?)
+        /// The caller has the head; the body streams.
+        case streaming(ResponseBody.Writer, received: Int)
     }
 
     private let followsRedirects: Bool
@@ -195,35 +201,69 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         self.maxBodyBytes = maxBodyBytes
     }
 
-    func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
-        running.withLock { $0[task.taskIdentifier] = Running(continuation: continuation) }
+    func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>, method: String?) {
+        running.withLock { $0[task.taskIdentifier] = .waiting(continuation, method: method) }
     }
 
     /// Ends a task that was never started.
     func fail(_ task: URLSessionTask, with error: any Error) {
-        running.withLock { $0.removeValue(forKey: task.taskIdentifier) }?.continuation.resume(throwing: error)
+        guard case .waiting(let continuation, _)? = running.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        continuation.resume(throwing: error)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        let url = dataTask.originalRequest?.url
+        var expected: Int?
+        if let http = response as? HTTPURLResponse {
+            expected = ResponseBody.declaredLength(status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
+                                                   requestMethod: dataTask.originalRequest?.httpMethod)
+        }
+        if let limit = maxBodyBytes, response.expectedContentLength > Int64(limit) {
+            guard case .waiting(let continuation, _)? = running.withLock({ $0.removeValue(forKey: dataTask.taskIdentifier) }) else {
+                return completionHandler(.cancel)
+            }
+            completionHandler(.cancel)
+            continuation.resume(throwing: Self.overLimit("of \(response.expectedContentLength) bytes", limit: limit, url: url))
+            return
+        }
+        let (body, writer) = ResponseBody.makeStream(expectedLength: expected, url: url)
+        let caller = running.withLock { running -> CheckedContinuation<(URLResponse, ResponseBody), any Error>? in
+            guard case .waiting(let continuation, _)? = running[dataTask.taskIdentifier] else { return nil }
+            running[dataTask.taskIdentifier] = .streaming(writer, received: 0)
+            return continuation
+        }
+        guard let caller else { return completionHandler(.cancel) }
+        // The reader left (cancelled, or dropped the body): stop the download, off this callback.
+        let task = UncheckedTask(task: dataTask)
+        writer.onTermination { DispatchQueue.global().async { task.task.cancel() } }
+        completionHandler(.allow)
+        caller.resume(returning: (response, body))
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        guard let limit = maxBodyBytes else {
-            running.withLock { $0[dataTask.taskIdentifier]?.body.append(data) }
+        let limit = maxBodyBytes
+        let (writer, refused) = running.withLock { running -> (ResponseBody.Writer?, Bool) in
+            guard case .streaming(let writer, let received)? = running[dataTask.taskIdentifier] else { return (nil, false) }
+            if let limit, received + data.count > limit {
+                running.removeValue(forKey: dataTask.taskIdentifier)
+                return (writer, true)
+            }
+            running[dataTask.taskIdentifier] = .streaming(writer, received: received + data.count)
+            return (writer, false)
+        }
+        guard let writer else { return }
+        guard refused, let limit else {
+            writer.yield(data)
             return
         }
-        let promised = dataTask.response?.expectedContentLength ?? -1
-        let refused = running.withLock { running -> Running? in
-            guard let received = running[dataTask.taskIdentifier]?.body.count else { return nil }
-            guard promised > Int64(limit) || received + data.count > limit else {
-                running[dataTask.taskIdentifier]?.body.append(data)
-                return nil
-            }
-            return running.removeValue(forKey: dataTask.taskIdentifier)
-        }
-        guard let refused else { return }
-        let size = promised > Int64(limit) ? "of \(promised) bytes" : "of more than \(limit) bytes"
-        refused.continuation.resume(throwing: TransportError(.other, url: dataTask.originalRequest?.url,
-                                                             message: "a response body \(size), over the transport's maxResponseBodyBytes of \(limit)"))
-        // Off this delegate callback, as for a cancelled call: its late completion finds nobody waiting.
+        writer.finish(throwing: Self.overLimit("of more than \(limit) bytes", limit: limit, url: dataTask.originalRequest?.url))
+        // Off this delegate callback, as for a cancelled call.
         DispatchQueue.global().async { dataTask.cancel() }
+    }
+
+    private static func overLimit(_ size: String, limit: Int, url: URL?) -> TransportError {
+        TransportError(.other, url: url, message: "a response body \(size), over the transport's maxResponseBodyBytes of \(limit)")
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
@@ -232,23 +272,28 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let finished = running.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if let error {
-            let url = task.originalRequest?.url
-            if let response = task.response, response.expectedContentLength > Int64(finished.body.count), !(error.isCancellation) {
+        let url = task.originalRequest?.url
+        switch running.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) {
+        case .waiting(let continuation, _)?:
+            if let error {
+                continuation.resume(throwing: Self.transportError(error, url: url))
+            } else if let response = task.response {
+                continuation.resume(returning: (response, ResponseBody()))
+            } else {
+                continuation.resume(throwing: TransportError(.other, url: url, message: "the task finished without a response"))
+            }
+        case .streaming(let writer, let received)?:
+            guard let error else { return writer.finish() } // (checked against its Content-Length there)
+            if let response = task.response, response.expectedContentLength > Int64(received), !error.isCancellation {
                 // The body stopped short of its Content-Length: corelibs reports an unknown error
                 // ("transfer closed with n bytes remaining"), but the connection was lost.
-                let message = "the connection closed after \(finished.body.count) of \(response.expectedContentLength) body bytes"
-                finished.continuation.resume(throwing: TransportError(.connectionLost, url: url,
-                                                                      urlErrorCode: (error as? URLError)?.errorCode, message: message))
-                return
+                let message = "the connection closed after \(received) of \(response.expectedContentLength) body bytes"
+                writer.finish(throwing: TransportError(.connectionLost, url: url, urlErrorCode: (error as? URLError)?.errorCode, message: message))
+            } else {
+                writer.finish(throwing: Self.transportError(error, url: url))
             }
-            finished.continuation.resume(throwing: Self.transportError(error, url: url))
-        } else if let response = task.response {
-            finished.continuation.resume(returning: (finished.body, response))
-        } else {
-            finished.continuation.resume(throwing: TransportError(.other, url: task.originalRequest?.url,
-                                                                  message: "the task finished without a response"))
+        case nil:
+            break
         }
     }
 
@@ -257,4 +302,9 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         if error.code == .cancelled { return CancellationError() }
         return TransportError(error, url: url)
     }
+}
+
+/// A data task handed to the code that cancels it when its body's reader leaves.
+private struct UncheckedTask: @unchecked Sendable {
+    let task: URLSessionTask
 }

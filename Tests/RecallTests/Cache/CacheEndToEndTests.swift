@@ -14,11 +14,11 @@ struct CacheEndToEndTests {
         let cache = HTTPCache()
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let url = server.url(path, ["cc": "max-age=60", "size": "2048"])
-        let first = try await pipeline.send(URLRequest(url: url))
+        let first = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(first.source == .network)
-        #expect(first.body.count == 2048)
+        #expect(first.data.count == 2048)
         for _ in 0..<5 {
-            let again = try await pipeline.send(URLRequest(url: url))
+            let again = try await pipeline.send(URLRequest(url: url)).collected()
             #expect(again.source == .cache)
             #expect(again.body == first.body)
         }
@@ -32,8 +32,8 @@ struct CacheEndToEndTests {
         let cache = HTTPCache()
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let url = server.url(path, ["cc": "no-cache", "etag": "v7"])
-        let first = try await pipeline.send(URLRequest(url: url))
-        let second = try await pipeline.send(URLRequest(url: url))
+        let first = try await pipeline.send(URLRequest(url: url)).collected()
+        let second = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(second.source == .revalidated)
         #expect(second.status == 200)
         #expect(second.body == first.body)
@@ -52,14 +52,14 @@ struct CacheEndToEndTests {
         do {
             let disk = try DiskStorage(directory: directory)
             let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: disk)])
-            body = try await pipeline.send(URLRequest(url: url)).body
+            body = try await pipeline.send(URLRequest(url: url)).collected().data
             await disk.flush()
         }
         let reopened = try DiskStorage(directory: directory)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: TieredStorage(memory: MemoryStorage(), lower: reopened))])
-        let again = try await pipeline.send(URLRequest(url: url))
+        let again = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(again.source == .cache)
-        #expect(again.body == body)
+        #expect(again.data == body)
         #expect(try await server.hits(path) == 1)
     }
 
@@ -72,10 +72,10 @@ struct CacheEndToEndTests {
                                 retrierFactory: .exponentialBackoff(base: .milliseconds(1), cap: .milliseconds(5), maxAttempts: 3))
         // Fresh for 0 s, usable for 60 s if the origin fails; the origin fails after its first answer.
         let url = server.url(path, ["cc": "max-age=0, stale-if-error=60", "fail_after": "1", "size": "100"])
-        let good = try await pipeline.send(URLRequest(url: url))
+        let good = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(good.source == .network)
         let context = RecallContext(originalRequest: URLRequest(url: url))
-        let stale = try await pipeline.send(URLRequest(url: url), context: context)
+        let stale = try await pipeline.send(URLRequest(url: url), context: context).collected()
         #expect(stale.source == .stale)
         #expect(stale.body == good.body)
         #expect(context.attempts == 3)
@@ -84,7 +84,7 @@ struct CacheEndToEndTests {
 
         // A 503 on first contact is retried until it succeeds.
         let flaky = server.url(path + "-b", ["fail_first": "2"])
-        #expect(try await pipeline.send(URLRequest(url: flaky)).status == 200)
+        #expect(try await pipeline.send(URLRequest(url: flaky)).collected().status == 200)
         #expect(try await server.hits(path + "-b") == 3)
     }
 }

@@ -24,7 +24,7 @@ struct CacheRFCRulesTests {
                  headers: ["Location": "/moved", "Content-Location": "https://origin.test/located"])
         for path in ["/x", "/moved", "/located"] { try await h.get(path) }
         for path in ["/x", "/moved", "/located"] { #expect(try await h.get(path).source == .cache, "\(path) was not stored") }
-        try await h.pipeline.send(h.request("/x", method: method))
+        try await h.pipeline.send(h.request("/x", method: method)).collected()
         for path in ["/x", "/moved", "/located"] {
             #expect(try await h.get(path).source == .network, "\(path) survived \(method)")
         }
@@ -165,7 +165,7 @@ struct CacheRFCRulesTests {
         let h = CacheHarness(over: storage)
         h.origin("/doc", method: "POST", headers: ["Cache-Control": "max-age=600", "Content-Location": "/doc"], body: "created")
         h.origin("/doc", body: "from GET")
-        try await h.pipeline.send(h.request("/doc", method: "POST"))
+        try await h.pipeline.send(h.request("/doc", method: "POST")).collected()
         let get = try await h.get("/doc")
         #expect(get.source == .cache)
         #expect(get.bodyText == "created")
@@ -179,7 +179,7 @@ struct CacheRFCRulesTests {
         let h = CacheHarness(over: storage)
         h.origin("/doc2", method: "POST", headers: HeaderFields(headers), body: "created")
         h.origin("/doc2", body: "from GET")
-        try await h.pipeline.send(h.request("/doc2", method: "POST"))
+        try await h.pipeline.send(h.request("/doc2", method: "POST")).collected()
         #expect(try await h.get("/doc2").bodyText == "from GET")
     }
 
@@ -192,7 +192,7 @@ struct CacheRFCRulesTests {
         h.origin("/h", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"a\"", "X-Version": "2"], body: "")
         try await h.get("/h")
         h.now.advance(20) // stale
-        let head = try await h.pipeline.send(h.request("/h", method: "HEAD"))
+        let head = try await h.pipeline.send(h.request("/h", method: "HEAD")).collected()
         #expect(head.status == 200)
         let get = try await h.get("/h")
         #expect(get.source == .cache) // fresh again, for max-age=1000
@@ -208,7 +208,7 @@ struct CacheRFCRulesTests {
         h.origin("/h2", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"b\""], body: "")
         try await h.get("/h2")
         h.now.advance(20)
-        try await h.pipeline.send(h.request("/h2", method: "HEAD"))
+        try await h.pipeline.send(h.request("/h2", method: "HEAD")).collected()
         h.origin("/h2", headers: ["Cache-Control": "max-age=10", "ETag": "\"b\""], body: "new body")
         let get = try await h.get("/h2")
         #expect(get.source == .network)
@@ -246,7 +246,7 @@ struct CacheRFCRulesTests {
         #expect(partial.headers["Content-Range"] == contentRange)
         #expect(partial.headers["Content-Length"] == String(body.count))
         #expect(partial.headers["ETag"] == "\"r\"")
-        #expect(partial.body.startIndex == 0)
+        #expect(partial.data.startIndex == 0)
         #expect(h.hits("/bytes") == 1)
     }
 
@@ -258,7 +258,7 @@ struct CacheRFCRulesTests {
         let unsatisfiable = try await h.get("/b", headers: ["Range": "bytes=10-20"])
         #expect(unsatisfiable.status == 416)
         #expect(unsatisfiable.headers["Content-Range"] == "bytes */10")
-        #expect(unsatisfiable.body.isEmpty)
+        #expect(unsatisfiable.data.isEmpty)
         #expect(h.hits("/b") == 1)
         try await h.get("/b", headers: ["Range": "bytes=0-1,4-5"])
         try await h.get("/b", headers: ["Range": "bytes=0-1", "If-Range": "\"x\""])
@@ -288,12 +288,12 @@ struct CacheRFCRulesTests {
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()])
         let path = OriginServer.uniquePath("range")
         let url = server.url(path, ["cc": "max-age=600", "size": "1000"])
-        #expect(try await pipeline.send(URLRequest(url: url)).body.count == 1000)
+        #expect(try await pipeline.send(URLRequest(url: url)).collected().data.count == 1000)
         var request = URLRequest(url: url)
         request.setValue("bytes=100-199", forHTTPHeaderField: "Range")
-        let partial = try await pipeline.send(request)
+        let partial = try await pipeline.send(request).collected()
         #expect(partial.status == 206)
-        #expect(partial.body.count == 100)
+        #expect(partial.data.count == 100)
         #expect(partial.headers["Content-Range"] == "bytes 100-199/1000")
         #expect(try await server.hits(path) == 1)
     }
@@ -368,13 +368,13 @@ struct CacheRFCRulesTests {
                 components.port = refusedPort
                 request.url = components.url
             }
-            return try await URLSessionTransport().send(request)
+            return try await URLSessionTransport().send(request).collected()
         }
         let pipeline = Pipeline(transport: transport, hooks: [cache], retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 2))
         let url = server.url(OriginServer.uniquePath("offline"), ["cc": "max-age=0"])
-        #expect(try await pipeline.send(URLRequest(url: url)).source == .network)
+        #expect(try await pipeline.send(URLRequest(url: url)).collected().source == .network)
         down.withLock { $0 = true }
-        let offline = try await pipeline.send(URLRequest(url: url))
+        let offline = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(offline.source == .stale)
         #expect(offline.status == 200)
         #expect(cache.statistics.staleServed[.disconnected] == 1)
@@ -387,11 +387,11 @@ struct CacheRFCRulesTests {
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let path = OriginServer.uniquePath("bad304")
         let url = server.url(path, ["cc": "max-age=0", "etag": "v1", "bad304": "1"])
-        #expect(try await pipeline.send(URLRequest(url: url)).status == 200)
-        let second = try await pipeline.send(URLRequest(url: url))
+        #expect(try await pipeline.send(URLRequest(url: url)).collected().status == 200)
+        let second = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(second.status == 200)
         #expect(second.source == .network)
-        #expect(!second.body.isEmpty)
+        #expect(!second.data.isEmpty)
         #expect(try await server.hits(path) == 3)
         #expect(cache.statistics.refetched == 1)
     }

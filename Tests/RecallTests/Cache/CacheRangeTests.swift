@@ -317,7 +317,7 @@ struct CacheRangeTests {
         let other = HTTPCache(storage: h.cache.storage, now: { h.now.value })
         let pipeline = Pipeline(transport: h.mock, hooks: [other])
         let request = h.request("/p", headers: ["Range": "bytes=0-4", "Authorization": "Bearer someone-else"])
-        #expect(try await pipeline.send(request).source == .network)
+        #expect(try await pipeline.send(request).collected().source == .network)
     }
 
     @Test("a 416 drops only the pieces it outdates: another partition's stored pieces of the URL stay", arguments: StorageKind.allCases)
@@ -326,8 +326,8 @@ struct CacheRangeTests {
         rangeOrigin(h, "/g", body: "0123456789")
         let other = Pipeline(transport: h.mock, hooks: [h.cache])
         var theirs = h.request("/g", headers: ["Range": "bytes=0-4", "Authorization": "Bearer someone-else"])
-        #expect(try await other.send(theirs).source == .network)
-        #expect(try await other.send(theirs).source == .cache, "their pieces are stored")
+        #expect(try await other.send(theirs).collected().source == .network)
+        #expect(try await other.send(theirs).collected().source == .cache, "their pieces are stored")
         try await h.get("/g", headers: ["Range": "bytes=0-4"])
         h.mock.route("GET", "/g") { request in
             RecallResponse(status: 416, headers: ["Content-Range": "bytes */5", "ETag": "\"t\""], url: request.url)
@@ -336,7 +336,7 @@ struct CacheRangeTests {
         #expect(refused.status == 416)
         #expect(try await h.get("/g", headers: ["Range": "bytes=0-4"]).status == 416, "our pieces are gone")
         theirs.setValue("bytes=1-3", forHTTPHeaderField: "Range")
-        let kept = try await other.send(theirs)
+        let kept = try await other.send(theirs).collected()
         #expect(kept.source == .cache && kept.bodyText == "123", "another partition's pieces are not removed with ours")
     }
 
@@ -365,7 +365,7 @@ struct CacheRangeTests {
         }
         try await h.get("/empty")
         let answer = try await h.get("/empty", headers: ["Range": "bytes=-5"])
-        #expect(answer.status == 200 && answer.body.isEmpty && answer.source == .cache)
+        #expect(answer.status == 200 && answer.data.isEmpty && answer.source == .cache)
         #expect(try await h.get("/empty", headers: ["Range": "bytes=0-4"]).status == 416, "a range from a first byte is not satisfiable")
     }
 
@@ -447,7 +447,7 @@ struct CacheRangeTests {
         let reopened = HTTPCache(storage: try DiskStorage(directory: directory), now: { now.value })
         var request = URLRequest(url: URL(string: "https://origin.test/d")!)
         request.setValue("bytes=1-3", forHTTPHeaderField: "Range")
-        let answer = try await Pipeline(transport: mock, hooks: [reopened]).send(request)
+        let answer = try await Pipeline(transport: mock, hooks: [reopened]).send(request).collected()
         #expect(answer.source == .cache && answer.bodyText == "123" && mock.requests.isEmpty)
     }
 
@@ -462,16 +462,16 @@ struct CacheRangeTests {
         let expected = Data((0..<1000).map { pattern[$0 % pattern.count] })
         var first = URLRequest(url: url)
         first.setValue("bytes=0-399", forHTTPHeaderField: "Range")
-        let head = try await pipeline.send(first)
-        #expect(head.status == 206 && head.body == expected.prefix(400) && head.source == .network)
+        let head = try await pipeline.send(first).collected()
+        #expect(head.status == 206 && head.data == expected.prefix(400) && head.source == .network)
         var rest = URLRequest(url: url)
         rest.setValue("bytes=0-", forHTTPHeaderField: "Range")
-        let all = try await pipeline.send(rest)
-        #expect(all.status == 206 && all.body == expected && all.headers["Content-Range"] == "bytes 0-999/1000")
+        let all = try await pipeline.send(rest).collected()
+        #expect(all.status == 206 && all.data == expected && all.headers["Content-Range"] == "bytes 0-999/1000")
         let asked = try await server.lastRange(path)
         #expect(asked.range == "bytes=400-999" && asked.ifRange == "\"v1\"", "only the missing bytes, under If-Range")
-        let whole = try await pipeline.send(URLRequest(url: url))
-        #expect(whole.status == 200 && whole.source == .cache && whole.body == expected)
+        let whole = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(whole.status == 200 && whole.source == .cache && whole.data == expected)
         #expect(try await server.hits(path) == 2)
     }
 }

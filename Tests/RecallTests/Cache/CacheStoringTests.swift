@@ -115,7 +115,7 @@ struct CacheStoringTests {
         try await h.get("/h")
         let head = try await h.pipeline.send(h.request("/h", method: "HEAD"))
         #expect(head.source == .cache)
-        #expect(head.body.isEmpty)
+        #expect(head.data.isEmpty)
     }
 
     @Test("POST responses are not stored", arguments: StorageKind.allCases)

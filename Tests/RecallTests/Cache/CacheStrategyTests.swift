@@ -80,7 +80,7 @@ struct CacheStrategyTests {
             switch before {
             case .serve(let response, nil) where response.status == 206 || response.status == 416:
                 self = .partial(status: response.status, contentRange: response.headers["Content-Range"] ?? "",
-                                body: String(decoding: response.body, as: UTF8.self))
+                                body: String(decoding: response.data, as: UTF8.self))
             case .serve(_, nil): self = .fresh
             case .serve(_, let reason?): self = .stale(reason)
             case .serveAndRefresh(_, _, let mode): self = .refresh(conditional: mode.isValidating)

@@ -171,7 +171,7 @@ struct PerCoreCopiesTests {
         #expect(sizes.allSatisfy { $0 > 0 && $0 <= 4096 } && sizes.reduce(0, +) > 64 << 10, "each fits; together they do not")
 
         let before = h.cache.copyUsage?.copies
-        for _ in 0..<100 { #expect(try await h.get("/large").body.count == 8192) }
+        for _ in 0..<100 { #expect(try await h.get("/large").data.count == 8192) }
         let key = try #require(h.cache.key(for: h.request("/large")))
         #expect(try #require(storage.recordNow(for: key)).byteCount > 4096)
         #expect(h.cache.copyUsage?.copies == before, "no copy of a record over the size limit")

@@ -36,7 +36,7 @@ struct HookCompositionTests {
                 for _ in 0..<count {
                     group.addTask {
                         let response = try await pipeline.send(URLRequest(url: URL(string: "https://origin.test" + path)!))
-                        return String(decoding: response.body, as: UTF8.self)
+                        return String(decoding: response.data, as: UTF8.self)
                     }
                 }
             }
@@ -147,14 +147,14 @@ struct HookCompositionTests {
 
         let first = AnsweringHook()
         let alone = try await Pipeline(transport: origin, hooks: [first]).send(request)
-        #expect(String(decoding: alone.body, as: UTF8.self) == "answered")
+        #expect(String(decoding: alone.data, as: UTF8.self) == "answered")
         #expect(first.decided.withLock { $0 } == 1)
         #expect(first.scheduled.withLock { $0 } == 0)
 
         let log = HookLog()
         let second = AnsweringHook()
         let behind = try await Pipeline(transport: origin, hooks: [RecordingHook("log", log: log), second]).send(request)
-        #expect(String(decoding: behind.body, as: UTF8.self) == "answered")
+        #expect(String(decoding: behind.data, as: UTF8.self) == "answered")
         #expect(second.decided.withLock { $0 } == 1)
         #expect(second.scheduled.withLock { $0 } == 0)
         #expect(log.events == ["log.schedule", "log.success(200 network)"])

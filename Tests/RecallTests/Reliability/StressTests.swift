@@ -43,7 +43,7 @@ struct StressTests {
                         if request.httpMethod == "GET" || request.httpMethod == nil {
                             // Never another item's body, never a torn one.
                             if response.headers["X-Index"] != "\(index)" || !response.bodyText.hasPrefix("item \(index) v")
-                                || response.body.count < 2000 {
+                                || response.data.count < 2000 {
                                 wrong.append("item \(index): \(response.bodyText.prefix(20))")
                             }
                         }

@@ -41,12 +41,12 @@ struct ConfidentialityTests {
         #expect(h.cache.statistics.stores == 1)
         // Another pipeline on the same cache, without the refreshing retrier: anonymous.
         let anonymous = Pipeline(transport: h.mock, hooks: [h.cache])
-        let response = try await anonymous.send(h.request("/me"))
+        let response = try await anonymous.send(h.request("/me")).collected()
         #expect(response.status == 401)
         #expect(response.bodyText == "who are you?")
         #expect(response.source == .network)
         // The token holder is served from the cache.
-        let again = try await anonymous.send(h.request("/me", headers: ["Authorization": "Bearer alice-token"]))
+        let again = try await anonymous.send(h.request("/me", headers: ["Authorization": "Bearer alice-token"])).collected()
         #expect(again.source == .cache)
         #expect(again.bodyText == "alice's private data")
     }
@@ -79,7 +79,7 @@ struct ConfidentialityTests {
         try await h.get("/doc")
         try await h.get("/doc", headers: ["Authorization": "Bearer editor"])
         #expect(try await h.get("/doc").source == .cache)
-        let put = try await h.pipeline.send(h.request("/doc", method: "PUT", headers: ["Authorization": "Bearer editor"]))
+        let put = try await h.pipeline.send(h.request("/doc", method: "PUT", headers: ["Authorization": "Bearer editor"])).collected()
         #expect(put.status == 200)
         let anonymous = try await h.get("/doc")
         #expect(anonymous.source == .network)
@@ -106,8 +106,8 @@ struct ConfidentialityTests {
         #expect(hit.headers["Authentication-Info"] == nil)
         var withSecrets = URLRequest(url: URL(string: "https://carol:PASSWORD-SECRET@origin.test/download?access_token=QUERY-SECRET&x=1")!)
         withSecrets.setValue("k", forHTTPHeaderField: "Accept")
-        try await h.pipeline.send(withSecrets)
-        #expect(try await h.pipeline.send(withSecrets).source == .cache)
+        try await h.pipeline.send(withSecrets).collected()
+        #expect(try await h.pipeline.send(withSecrets).collected().source == .cache)
         await disk.flush()
         #expect(disk.statistics.count == 2, "both responses were written (else there was nothing to scan)")
         let text = String(decoding: try Self.bytesOnDisk(directory), as: UTF8.self)
@@ -186,11 +186,11 @@ struct ConfidentialityTests {
         let source = OriginServer.uniquePath("moving")
         let sourceURL = server.url(source, ["status": "302", "cc": "max-age=600"],
                                    extra: [.init(name: "header", value: "Location: \(target)?cc=max-age%3D600")])
-        let first = try await pipeline.send(URLRequest(url: sourceURL))
+        let first = try await pipeline.send(URLRequest(url: sourceURL)).collected()
         #expect(first.status == 200)
-        #expect(try await pipeline.send(URLRequest(url: sourceURL)).source == .network)
+        #expect(try await pipeline.send(URLRequest(url: sourceURL)).collected().source == .network)
         #expect(try await server.hits(source) == 2)
-        #expect(try await pipeline.send(URLRequest(url: targetURL)).source == .cache)
+        #expect(try await pipeline.send(URLRequest(url: targetURL)).collected().source == .cache)
     }
 
     @Test("a response stored for a URL the retrier moved to keeps that URL's other partitions")
@@ -201,12 +201,12 @@ struct ConfidentialityTests {
             .text("mirror for \(request.value(forHTTPHeaderField: "Authorization") ?? "anyone")", headers: ["Cache-Control": "max-age=600"])
         }
         let direct = Pipeline(transport: h.mock, hooks: [h.cache])
-        try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])) // bob's partition of /mirror
+        try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])).collected() // bob's partition of /mirror
         #expect(try await h.get("/primary").bodyText == "mirror for anyone") // failed over, stored for /mirror
-        let bob = try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"]))
+        let bob = try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])).collected()
         #expect(bob.source == .cache)
         #expect(bob.bodyText == "mirror for Bearer bob")
-        #expect(try await direct.send(h.request("/mirror")).source == .cache)
+        #expect(try await direct.send(h.request("/mirror")).collected().source == .cache)
     }
 
     // MARK: 5. Key confusion
@@ -235,9 +235,9 @@ struct ConfidentialityTests {
         let alice = URLRequest(url: URL(string: "https://alice:pw1@origin.test/inbox")!)
         let bob = URLRequest(url: URL(string: "https://bob:pw2@origin.test/inbox")!)
         #expect(h.cache.key(for: alice) == "https://origin.test/inbox")
-        #expect(try await h.pipeline.send(alice).bodyText == "inbox of alice")
-        #expect(try await h.pipeline.send(bob).bodyText == "inbox of bob")
-        #expect(try await h.pipeline.send(alice).source == .cache)
+        #expect(try await h.pipeline.send(alice).collected().bodyText == "inbox of alice")
+        #expect(try await h.pipeline.send(bob).collected().bodyText == "inbox of bob")
+        #expect(try await h.pipeline.send(alice).collected().source == .cache)
         #expect(try await h.get("/inbox").bodyText == "inbox of nobody")
     }
 
@@ -298,7 +298,7 @@ struct ConfidentialityTests {
                 for index in 0..<60 {
                     group.addTask {
                         if index == 30 {
-                            _ = try await h.pipeline.send(h.request("/shared", method: "PUT"))
+                            _ = try await h.pipeline.send(h.request("/shared", method: "PUT")).collected()
                             putDone.withLock { $0 = true }
                             return
                         }

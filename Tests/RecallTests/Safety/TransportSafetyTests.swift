@@ -19,10 +19,10 @@ struct TransportSafetyTests {
         let target = OriginServer.uniquePath("redirect-target")
         let source = server.url(OriginServer.uniquePath("redirect-source"), ["status": "302"],
                                 extra: [.init(name: "header", value: "Location: \(target)")])
-        let followed = try await URLSessionTransport().send(URLRequest(url: source))
+        let followed = try await URLSessionTransport().send(URLRequest(url: source)).collected()
         #expect(followed.status == 200)
         #expect(followed.url?.path == target)
-        let returned = try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: source))
+        let returned = try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: source)).collected()
         #expect(returned.status == 302)
         #expect(returned.headers["Location"] == target)
         #expect(try await server.hits(target) == 1) // only the following transport went there
@@ -33,7 +33,7 @@ struct TransportSafetyTests {
         let server = try await OriginServer.shared.value
         let url = server.url(OriginServer.uniquePath("truncated"), ["truncate": "1", "size": "100"])
         await #expect {
-            try await URLSessionTransport().send(URLRequest(url: url))
+            try await URLSessionTransport().send(URLRequest(url: url)).collected()
         } throws: { error in
             (error as? TransportError)?.code == .connectionLost
         }

@@ -264,14 +264,14 @@ struct SeedMigrationTests {
         mock.route("GET", "/flaky", .text("v1", headers: ["Cache-Control": "max-age=1, stale-if-error=600"]), .status(503))
         let pipeline = Pipeline(transport: mock, hooks: [RecordingHook("outer", log: log), StatusValidator(), cache])
         let refused = await #expect(throws: UnacceptableStatusError.self) {
-            try await pipeline.send(URLRequest(url: URL(string: "https://api.test/missing")!))
+            try await pipeline.send(URLRequest(url: URL(string: "https://api.test/missing")!)).collected()
         }
         #expect(refused?.status == 404)
         #expect(log.events.last?.hasPrefix("outer.failure") == true)
 
-        _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/flaky")!))
+        _ = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/flaky")!)).collected()
         now.advance(5)
-        let stale = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/flaky")!))
+        let stale = try await pipeline.send(URLRequest(url: URL(string: "https://api.test/flaky")!)).collected()
         #expect(stale.bodyText == "v1")
         #expect(stale.source == RecallResponse.Source.stale)
         #expect(mock.count(for: "/flaky") == 2)
@@ -281,11 +281,11 @@ struct SeedMigrationTests {
         // stored response, and lets a refusal without one through.
         let reversed = Pipeline(transport: mock, hooks: [cache, StatusValidator()])
         mock.route("GET", "/flaky2", .text("v1", headers: ["Cache-Control": "max-age=1, stale-if-error=600"]), .status(503))
-        _ = try await reversed.send(URLRequest(url: URL(string: "https://api.test/flaky2")!))
+        _ = try await reversed.send(URLRequest(url: URL(string: "https://api.test/flaky2")!)).collected()
         now.advance(5)
-        #expect(try await reversed.send(URLRequest(url: URL(string: "https://api.test/flaky2")!)).source == .stale)
+        #expect(try await reversed.send(URLRequest(url: URL(string: "https://api.test/flaky2")!)).collected().source == .stale)
         await #expect(throws: UnacceptableStatusError.self) {
-            try await reversed.send(URLRequest(url: URL(string: "https://api.test/missing")!))
+            try await reversed.send(URLRequest(url: URL(string: "https://api.test/missing")!)).collected()
         }
     }
 
@@ -355,7 +355,7 @@ struct SeedMigrationTests {
         let mock = MockTransport()
         let cache = HTTPCache(storage: MemoryStorage(), configuration: configuration, now: { now.value })
         let pipeline = Pipeline(transport: mock, hooks: [cache])
-        func get(_ url: String) async throws -> RecallResponse { try await pipeline.send(URLRequest(url: URL(string: url)!)) }
+        func get(_ url: String) async throws -> RecallResponse { try await pipeline.send(URLRequest(url: URL(string: url)!)).collected() }
         mock.route("GET", "/v1/catalog/items", .text("items"))
         mock.route("GET", "/v1/other", .text("other"))
         mock.route("GET", "/img.png", .text("png"))
@@ -502,14 +502,14 @@ struct SeedProxyAndRouterTests {
         let router = ServiceRouter(fallback: URLSessionTransport())
         try await router.register(as: "Weather") { request in .text("\(request.identifier) \(request.path)") }
         let pipeline = Pipeline(transport: router, hooks: [HTTPCache()])
-        let local = try await pipeline.send(URLRequest(url: URL(string: "http://PMAPI/weather/today")!))
+        let local = try await pipeline.send(URLRequest(url: URL(string: "http://PMAPI/weather/today")!)).collected()
         #expect(local.bodyText == "Weather /today")
-        #expect(try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/WEATHER/x")!)).status == 200)
+        #expect(try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/WEATHER/x")!)).collected().status == 200)
         await #expect(throws: ServiceRouterError.alreadyRegistered("weather")) {
             try await router.register(as: "weather") { _ in .text("") }
         }
         let path = OriginServer.uniquePath("router-fallback")
-        let remote = try await pipeline.send(URLRequest(url: server.url(path)))
+        let remote = try await pipeline.send(URLRequest(url: server.url(path))).collected()
         #expect(remote.status == 200)
         #expect(try await server.hits(path) == 1)
         #expect(await router.unregister("WEATHER"))

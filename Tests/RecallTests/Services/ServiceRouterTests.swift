@@ -80,10 +80,10 @@ struct ServiceRouterTests {
         #expect(missing.headers["X-Reason"] == "test")
         let empty = try await router.send(URLRequest(url: URL(string: "http://pmapi/echo/empty-error")!))
         #expect(empty.status == 409)
-        #expect(empty.body.isEmpty)
+        #expect(empty.data.isEmpty)
         let json = try await router.send(URLRequest(url: URL(string: "http://pmapi/echo/json?q=swift")!))
         #expect(json.headers["Content-Type"] == "application/json")
-        #expect(try JSONDecoder().decode([String: String].self, from: json.body) == ["path": "/json", "q": "swift"])
+        #expect(try JSONDecoder().decode([String: String].self, from: json.data) == ["path": "/json", "q": "swift"])
     }
 
     @Test("registered and unregistered callbacks; identifiers are unique and valid")

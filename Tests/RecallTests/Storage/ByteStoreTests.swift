@@ -78,7 +78,7 @@ struct ByteStoreTests {
         let url = URL(string: "https://origin.test/r")!
         #expect(try await pipeline.send(URLRequest(url: url)).source == .network)
         let hit = try await pipeline.send(URLRequest(url: url))
-        #expect(hit.source == .cache && hit.body == Data("stored".utf8))
+        #expect(hit.source == .cache && hit.data == Data("stored".utf8))
         #expect(store.keys.count == 1)
         var post = URLRequest(url: url)
         post.httpMethod = "POST"

@@ -23,7 +23,7 @@ struct ExampleBackendTests {
         let key = try #require(cache.key(for: URLRequest(url: url)))
         #expect(store.recordWithoutSuspending(for: key)?.key == key, "the record is at hand without suspending")
         let hit = try await pipeline.send(URLRequest(url: url))
-        #expect(hit.source == .cache && hit.body == Data("stored".utf8))
+        #expect(hit.source == .cache && hit.data == Data("stored".utf8))
         var post = URLRequest(url: url)
         post.httpMethod = "POST"
         _ = try await pipeline.send(post)

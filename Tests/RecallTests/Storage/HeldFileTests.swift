@@ -209,7 +209,7 @@ struct HeldFileTests {
             return
         }
         #expect(held.source == .cache)
-        #expect(held.body == Data(repeating: 0x41, count: 4000))
+        #expect(held.data == Data(repeating: 0x41, count: 4000))
         #expect(try await pipeline.send(request).body == held.body)
         // A byte of the body changed in place: the hit is not served from the held file; the
         // file fails its checks and the origin is asked again.
@@ -223,7 +223,7 @@ struct HeldFileTests {
         close(descriptor)
         let after = try await pipeline.send(request)
         #expect(after.source == .network)
-        #expect(after.body == Data(repeating: 0x41, count: 4000))
+        #expect(after.data == Data(repeating: 0x41, count: 4000))
         #expect(mock.requests.count == 2)
         #expect(disk.statistics.corruptRemoved == 1)
     }
@@ -239,7 +239,7 @@ struct HeldFileTests {
             Issue.record("a hit in the memory tier was not answered without suspending")
             return
         }
-        #expect(hit.body == Data("a".utf8))
+        #expect(hit.data == Data("a".utf8))
         // Gone from the memory tier only (as after an eviction): the lookup suspends, reads the
         // disk and promotes; the next one is answered from memory again.
         let key = try #require(cache.key(for: request))

@@ -28,16 +28,21 @@ final class OriginServer: Sendable {
 
     /// How many requests reached `path` so far.
     func hits(_ path: String) async throws -> Int {
-        let response = try await URLSessionTransport().send(URLRequest(url: url("/__hits", ["path": path])))
-        let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+        let response = try await URLSessionTransport().send(URLRequest(url: url("/__hits", ["path": path]))).collected()
+        let json = try JSONSerialization.jsonObject(with: response.data) as? [String: Any]
         return json?["hits"] as? Int ?? -1
     }
 
     /// The `Range` and `If-Range` fields of the last request that reached `path` (`nil` when absent).
     func lastRange(_ path: String) async throws -> (range: String?, ifRange: String?) {
-        let response = try await URLSessionTransport().send(URLRequest(url: url("/__hits", ["path": path])))
-        let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+        let response = try await URLSessionTransport().send(URLRequest(url: url("/__hits", ["path": path]))).collected()
+        let json = try JSONSerialization.jsonObject(with: response.data) as? [String: Any]
         return (json?["range"] as? String, json?["ifRange"] as? String)
+    }
+
+    /// Lets a stream held at `gate` (`gate=NAME`) send the rest of its body.
+    func open(gate: String) async throws {
+        _ = try await URLSessionTransport().send(URLRequest(url: url("/__open", ["gate": gate]))).collected()
     }
 
     /// A path no other test uses.

@@ -13,7 +13,10 @@ Every path answers; the query string says how:
   size=N              body of N bytes (default: a small JSON description of the request)
   stream=N            body of N binary bytes (0, 1, … 255, 0, …: not UTF-8), written 64 KiB at a
                       time and never held whole, so N may be gigabytes; with length=omit, sent
-                      without Content-Length (the body ends when the connection closes)
+                      without Content-Length (the body ends when the connection closes);
+                      with gate=NAME, the first 64 KiB is sent and the rest waits until
+                      GET /__open?gate=NAME (or 60 s); with truncate=1, the body stops 1,000
+                      bytes short of its Content-Length and the connection closes
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   drop_first=N        the same for the first N requests to the path
@@ -48,6 +51,15 @@ from urllib.parse import parse_qs, urlsplit
 HITS = {}
 LAST = {}
 LOCK = threading.Lock()
+GATES = {}
+
+
+def gate(name):
+    """The event a gated stream waits on (made on first use)."""
+    with LOCK:
+        return GATES.setdefault(name, threading.Event())
+
+
 PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -81,6 +93,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"Content-Type": "application/json"},
                              json.dumps({"path": one("path", "/"), "hits": hits,
                                          "range": last[0], "ifRange": last[1]}).encode())
+        if parts.path == "/__open":
+            gate(one("gate", "")).set()
+            return self.send(204, {}, b"")
         if parts.path == "/__reset":
             with LOCK:
                 HITS.clear()
@@ -152,10 +167,18 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             chunk = bytes(range(256)) * 256
             sent = 0
-            while sent < total and self.command != "HEAD":
-                piece = chunk[:min(len(chunk), total - sent)]
+            end = total - 1000 if one("truncate") == "1" else total
+            while sent < end and self.command != "HEAD":
+                piece = chunk[:min(len(chunk), end - sent)]
                 self.wfile.write(piece)  # a client that stops reading ends this with BrokenPipeError
                 sent += len(piece)
+                if sent == len(piece) and one("gate") is not None:
+                    self.wfile.flush()
+                    gate(one("gate")).wait(60)
+            if end < total:
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
             return
         if one("echo") == "1":
             body = request_body

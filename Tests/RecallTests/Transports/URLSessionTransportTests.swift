@@ -14,13 +14,13 @@ struct URLSessionTransportTests {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("get")
         let url = server.url(path, ["cc": "max-age=60", "etag": "v1"], extra: [.init(name: "header", value: "X-Multi: a")])
-        let response = try await transport.send(URLRequest(url: url))
+        let response = try await transport.send(URLRequest(url: url)).collected()
         #expect(response.status == 200)
         #expect(response.source == .network)
         #expect(response.headers["cache-control"] == "max-age=60")
         #expect(response.headers["ETag"] == "\"v1\"")
         #expect(response.headers["X-Multi"] == "a")
-        let json = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        let json = try #require(try JSONSerialization.jsonObject(with: response.data) as? [String: Any])
         #expect(json["method"] as? String == "GET")
         #expect(json["path"] as? String == path)
         #expect(try await server.hits(path) == 1)
@@ -34,12 +34,12 @@ struct URLSessionTransportTests {
         #expect(limited.maxResponseBodyBytes == 1_000)
         var query = ["stream": "1000"]
         if length == "omit" { query["length"] = "omit" }
-        let fits = try await limited.send(URLRequest(url: server.url(OriginServer.uniquePath("fits"), query)))
-        #expect(fits.body.count == 1_000)
+        let fits = try await limited.send(URLRequest(url: server.url(OriginServer.uniquePath("fits"), query))).collected()
+        #expect(fits.data.count == 1_000)
         query["stream"] = "1001"
         let path = OriginServer.uniquePath("over")
         let pipeline = Pipeline(transport: limited, retrierFactory: .policy(RetryPolicy(maxAttempts: 3)))
-        let error = try await #require(throws: TransportError.self) { try await pipeline.send(URLRequest(url: server.url(path, query))) }
+        let error = try await #require(throws: TransportError.self) { try await pipeline.send(URLRequest(url: server.url(path, query))).collected() }
         #expect(error.code == .other)
         #expect(error.message.contains("maxResponseBodyBytes of 1000"), "\(error)")
         #expect(try await server.hits(path) == 1)
@@ -53,7 +53,7 @@ struct URLSessionTransportTests {
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(#"{"name":"recall"}"#.utf8)
-        let response = try await transport.send(request)
+        let response = try await transport.send(request).collected()
         #expect(response.status == 200)
         #expect(response.bodyText == #"{"name":"recall"}"#)
         #expect(response.headers["Content-Type"] == "application/json")
@@ -64,8 +64,8 @@ struct URLSessionTransportTests {
         let server = try await OriginServer.shared.value
         var request = URLRequest(url: server.url(OriginServer.uniquePath("headers")))
         request.setValue("yes", forHTTPHeaderField: "X-Recall-Test")
-        let response = try await transport.send(request)
-        let json = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        let response = try await transport.send(request).collected()
+        let json = try #require(try JSONSerialization.jsonObject(with: response.data) as? [String: Any])
         let headers = try #require(json["headers"] as? [String: String])
         #expect(headers.first { $0.key.lowercased() == "x-recall-test" }?.value == "yes")
     }
@@ -82,7 +82,7 @@ struct URLSessionTransportTests {
     func connectionRefused() async throws {
         // Port 9 (discard) on loopback has no listener here; bind-and-close would race.
         let request = URLRequest(url: URL(string: "http://127.0.0.1:9/nothing")!)
-        let error = await #expect(throws: TransportError.self) { try await transport.send(request) }
+        let error = await #expect(throws: TransportError.self) { try await transport.send(request).collected() }
         #expect(error?.code == .cannotConnect)
         #expect(error?.requestNeverSent == true)
     }
@@ -91,7 +91,7 @@ struct URLSessionTransportTests {
     func droppedConnection() async throws {
         let server = try await OriginServer.shared.value
         let request = URLRequest(url: server.url(OriginServer.uniquePath("drop"), ["drop": "1"]))
-        let error = await #expect(throws: TransportError.self) { try await transport.send(request) }
+        let error = await #expect(throws: TransportError.self) { try await transport.send(request).collected() }
         #expect(error.map { [.connectionLost, .other].contains($0.code) } == true)
     }
 
@@ -102,7 +102,7 @@ struct URLSessionTransportTests {
         // The origin holds its answer for 30 s: however slowly a loaded machine gets to the
         // cancellation, it comes first (with 3 s, a slow run could see the answer instead).
         let request = URLRequest(url: server.url(path, ["delay_ms": "30000"]))
-        let task = Task { try await transport.send(request) }
+        let task = Task { try await transport.send(request).collected() }
         // Wait until the request reached the origin, then cancel it mid-flight.
         while try await server.hits(path) == 0 { try await Task.sleep(for: .milliseconds(5)) }
         let start = ContinuousClock.now
@@ -151,9 +151,9 @@ struct TransportErrorTests {
         let server = try await OriginServer.shared.value
         let transport = URLSessionTransport()
         let login = server.url(OriginServer.uniquePath("login"), ["header": "Set-Cookie: session=alice; Path=/"])
-        _ = try await transport.send(URLRequest(url: login))
-        let other = try await transport.send(URLRequest(url: server.url(OriginServer.uniquePath("inbox"))))
-        let echoed = try JSONSerialization.jsonObject(with: other.body) as? [String: Any]
+        _ = try await transport.send(URLRequest(url: login)).collected()
+        let other = try await transport.send(URLRequest(url: server.url(OriginServer.uniquePath("inbox")))).collected()
+        let echoed = try JSONSerialization.jsonObject(with: other.data) as? [String: Any]
         let headers = (echoed?["headers"] as? [String: String]) ?? [:]
         #expect(!headers.keys.contains { $0.lowercased() == "cookie" }, "sent: \(headers)")
     }

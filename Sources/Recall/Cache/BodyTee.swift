@@ -1,0 +1,48 @@
+import Foundation
+
+/// A streamed body passed on to the caller while a copy is kept for the cache: each chunk goes
+/// to the caller as it arrives (at the caller's pace) and into the copy, up to a limit.
+///
+/// The copy is handed over only for a body that arrived whole — every byte, its length
+/// checked (``BodyStream``) — and fits the limit; a body that fails, that the caller stops
+/// reading or cancels, or that outgrows the limit, keeps nothing (``Kept``), so no entry ever
+/// claims to hold a body that did not arrive complete. The caller sees its body end only after
+/// `ended` has run: a store made there is in place when the caller's read returns.
+enum BodyTee {
+    /// What the tee kept once the body has ended.
+    enum Kept: Sendable {
+        /// The whole body.
+        case complete(Data)
+        /// The body was longer than the limit: passed on, not kept.
+        case tooLarge
+        /// The body did not arrive whole (failed, or the caller stopped reading).
+        case incomplete
+    }
+
+    /// The body the caller reads: `upstream` passed on, a copy of at most `limit` bytes kept and
+    /// given to `ended` when the body has ended.
+    static func body(passing upstream: ResponseBody, keepingUpTo limit: Int, url: URL?,
+                     ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
+        let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
+        let pump = Task {
+            var copy: Data? = Data()
+            do {
+                for try await chunk in upstream {
+                    if let count = copy?.count {
+                        if count + chunk.count <= limit { copy?.append(chunk) } else { copy = nil }
+                    }
+                    try await writer.write(chunk)
+                }
+            } catch {
+                writer.finish(throwing: error)
+                await ended(.incomplete)
+                return
+            }
+            await ended(copy.map { .complete($0) } ?? .tooLarge)
+            writer.finish()
+        }
+        // The caller stopped reading: stop the upstream (its producer cancels the download).
+        writer.onTermination { pump.cancel() }
+        return body
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+
+/// The body of a ``RecallResponse``: bytes at hand, or a stream of chunks as they arrive.
+///
+/// A transport that streams (``URLSessionTransport``, AsyncHTTPClient's) hands its response over
+/// as soon as the head is in, with a streamed body; the cache tees it into storage as it passes,
+/// and `RecallURLProtocol` gives each chunk to the session as it comes. Bodies built from bytes
+/// (a memory hit, a test double, ``RecallResponse/text(_:status:headers:url:)``) are whole.
+///
+/// Read a body once, by iterating it (`for try await chunk in response.body`), or collect it:
+///
+/// ```swift
+/// let response = try await pipeline.send(request)
+/// let data = try await response.body.collect(upTo: 8 << 20)   // at most 8 MiB
+/// ```
+///
+/// A streamed body can be read **once**, by one reader; a second iteration throws
+/// ``ResponseBodyError`` `consumed`. Whole bodies can be read any number of times. A streamed
+/// body that ends before its `Content-Length` ends with ``TransportError`` `connectionLost`
+/// (one that goes past it, with `other`): a short body never reads as a complete one. Dropping a
+/// streamed body unread, or cancelling the task that reads it, stops its producer (the download
+/// is cancelled, nothing of it is stored as complete).
+public struct ResponseBody: AsyncSequence, Sendable, Hashable {
+    /// A chunk of the body.
+    public typealias Element = Data
+
+    private enum Content: Sendable {
+        case bytes(Data)
+        case stream(Reader)
+    }
+
+    private let content: Content
+
+    /// A whole body of `data`.
+    public init(_ data: Data = Data()) {
+        content = .bytes(data)
+    }
+
+    private init(reader: Reader) {
+        content = .stream(reader)
+    }
+
+    /// No bytes.
+    public static var empty: ResponseBody { ResponseBody() }
+
+    /// A streamed body and the ``Writer`` that feeds it. `expectedLength`: the length the body
+    /// must reach (a `Content-Length` of an identity-coded body), checked at its end; nil when
+    /// unknown. `highWater`: how many bytes may wait for the reader before
+    /// ``Writer/write(_:)`` waits (``Writer/yield(_:)`` never waits).
+    public static func makeStream(expectedLength: Int? = nil, url: URL? = nil, highWater: Int = 1 << 20) -> (ResponseBody, Writer) {
+        let stream = BodyStream(expectedLength: expectedLength, url: url, highWater: highWater)
+        return (ResponseBody(reader: Reader(stream)), Writer(stream: stream))
+    }
+
+    /// The length a response's body must reach by its `Content-Length`, to check a streamed body
+    /// against: nil when the body lawfully differs from it or has none — an answer to `HEAD`, a
+    /// `1xx`, `204` or `304` — when a client may decode the bytes (a `Content-Encoding` other than
+    /// `identity`) or `Transfer-Encoding` is present, or when the field is not one number.
+    public static func declaredLength(status: Int, headers: HeaderFields, requestMethod: String?) -> Int? {
+        guard requestMethod?.uppercased() != "HEAD", status >= 200, status != 204, status != 304,
+              !headers.contains("Transfer-Encoding"),
+              headers.values(for: "Content-Encoding").allSatisfy({ $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }),
+              let values = Optional(headers.values(for: "Content-Length")), values.count == 1,
+              let length = Int(values[0].trimmingCharacters(in: .whitespaces)), length >= 0 else { return nil }
+        return length
+    }
+
+    /// The whole body, when its bytes are at hand (not streamed); nil for a streamed body (read
+    /// it, or ``collect(upTo:)``).
+    public var bytes: Data? {
+        if case .bytes(let data) = content { return data }
+        return nil
+    }
+
+    /// Whether the body arrives as a stream (else its ``bytes`` are at hand).
+    public var isStreamed: Bool {
+        if case .stream = content { return true }
+        return false
+    }
+
+    /// The body's length when known: the count of whole bytes, or the length a stream must reach.
+    public var expectedLength: Int? {
+        switch content {
+        case .bytes(let data): data.count
+        case .stream(let reader): reader.stream.expectedLength
+        }
+    }
+
+    /// Every byte of the body, at most `maxBytes`; a longer body throws ``ResponseBodyError``
+    /// `tooLarge` (as soon as its expected length or the bytes read pass the limit, and the
+    /// stream is then abandoned).
+    public func collect(upTo maxBytes: Int) async throws -> Data {
+        switch content {
+        case .bytes(let data):
+            guard data.count <= maxBytes else { throw ResponseBodyError.tooLarge(limit: maxBytes) }
+            return data
+        case .stream(let reader):
+            if let expected = reader.stream.expectedLength, expected > maxBytes {
+                reader.stream.leave()
+                throw ResponseBodyError.tooLarge(limit: maxBytes)
+            }
+            var data = Data()
+            if let expected = reader.stream.expectedLength { data.reserveCapacity(expected) }
+            for try await chunk in self {
+                guard data.count + chunk.count <= maxBytes else {
+                    reader.stream.leave()
+                    throw ResponseBodyError.tooLarge(limit: maxBytes)
+                }
+                data.append(chunk)
+            }
+            return data
+        }
+    }
+
+    /// Stops a streamed body's producer without reading it (nothing for whole bytes): the
+    /// download is cancelled, and what waits for the body's end sees it end early.
+    public func discard() {
+        if case .stream(let reader) = content { reader.stream.leave() }
+    }
+
+    /// Reads the chunks: once for a streamed body.
+    public func makeAsyncIterator() -> Iterator {
+        switch content {
+        case .bytes(let data): Iterator(whole: data)
+        case .stream(let reader): Iterator(reader: reader)
+        }
+    }
+
+    /// Reads a body's chunks.
+    public struct Iterator: AsyncIteratorProtocol {
+        private var whole: Data?
+        private let reader: Reader?
+        private var began = false
+
+        fileprivate init(whole: Data) {
+            self.whole = whole.isEmpty ? nil : whole
+            self.reader = nil
+        }
+
+        fileprivate init(reader: Reader) {
+            self.whole = nil
+            self.reader = reader
+        }
+
+        /// The next chunk, or nil at the end.
+        public mutating func next() async throws -> Data? {
+            guard let reader else {
+                defer { whole = nil }
+                return whole
+            }
+            if !began {
+                guard reader.stream.beginIteration() else { throw ResponseBodyError.consumed }
+                began = true
+            }
+            return try await reader.stream.next()
+        }
+    }
+
+    /// Feeds a streamed body (made by ``ResponseBody/makeStream(expectedLength:url:highWater:)``).
+    public struct Writer: Sendable {
+        fileprivate let stream: BodyStream
+
+        /// Adds `chunk` without waiting; `false` when the reader has left or the body has ended:
+        /// stop producing.
+        @discardableResult
+        public func yield(_ chunk: Data) -> Bool {
+            stream.yield(chunk)
+        }
+
+        /// Adds `chunk`, first waiting while more than the high-water mark waits to be read;
+        /// throws `CancellationError` when the reader has left (stop producing).
+        public func write(_ chunk: Data) async throws {
+            try await stream.write(chunk)
+        }
+
+        /// Ends the body: complete (checked against its expected length) when `error` is nil,
+        /// else failed with `error`, which the reader gets after the chunks before it.
+        public func finish(throwing error: (any Error)? = nil) {
+            stream.finish(throwing: error)
+        }
+
+        /// Runs `action` once if the reader leaves before the end (cancelled, or the body
+        /// dropped): cancel the producer there.
+        public func onTermination(_ action: @escaping @Sendable () -> Void) {
+            stream.onTermination(action)
+        }
+    }
+
+    /// The reading side of a stream, shared by the copies of one body: when the last copy goes
+    /// (and no iteration holds it), the reader has left.
+    fileprivate final class Reader: Sendable {
+        let stream: BodyStream
+
+        init(_ stream: BodyStream) {
+            self.stream = stream
+        }
+
+        deinit {
+            stream.leave()
+        }
+    }
+
+    /// Whole bodies compare by their bytes; streamed ones by identity.
+    public static func == (lhs: ResponseBody, rhs: ResponseBody) -> Bool {
+        switch (lhs.content, rhs.content) {
+        case (.bytes(let a), .bytes(let b)): a == b
+        case (.stream(let a), .stream(let b)): a === b
+        default: false
+        }
+    }
+
+    /// Hashes the bytes of a whole body, the identity of a stream.
+    public func hash(into hasher: inout Hasher) {
+        switch content {
+        case .bytes(let data): hasher.combine(data)
+        case .stream(let reader): hasher.combine(ObjectIdentifier(reader))
+        }
+    }
+}

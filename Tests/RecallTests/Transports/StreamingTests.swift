@@ -1,0 +1,161 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Recall
+import Synchronization
+import Testing
+
+/// Bodies that stream from the loopback origin through the pipeline, the cache and
+/// `RecallURLProtocol`. The origin holds a gated stream after its first 64 KiB until the test
+/// opens the gate, so "the caller had bytes before the body ended" is a fact, not a timing.
+@Suite("Streaming bodies end to end over the loopback origin", .timeLimit(.minutes(1)))
+struct StreamingTests {
+    static let size = 1 << 20
+
+    /// The bytes the origin streams: 0, 1, … 255, 0, …
+    static func expected(_ count: Int) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0) })
+    }
+
+    func gated(_ server: OriginServer, _ path: String, gate: String, size: Int = size, _ extra: [String: String] = [:]) -> URL {
+        server.url(path, ["stream": "\(size)", "gate": gate, "cc": "max-age=600"].merging(extra) { $1 })
+    }
+
+    @Test("the caller has the head and the first bytes before the origin sends the rest; the cache keeps the whole body")
+    func headFirstThroughTheCache() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-head")
+        let gate = UUID().uuidString
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = gated(server, path, gate: gate)
+        let response = try await pipeline.send(URLRequest(url: url))
+        #expect(response.status == 200 && response.body.isStreamed && response.body.expectedLength == Self.size)
+        var iterator = response.body.makeAsyncIterator()
+        var received = Data()
+        while received.count < 64 << 10, let chunk = try await iterator.next() { received.append(chunk) }
+        #expect(received.count < Self.size, "the origin holds the rest until the gate opens")
+        try await server.open(gate: gate)
+        while let chunk = try await iterator.next() { received.append(chunk) }
+        #expect(received == Self.expected(Self.size))
+
+        let hit = try await pipeline.send(URLRequest(url: url))
+        #expect(hit.source == .cache && hit.body.bytes == Self.expected(Self.size))
+        #expect(try await server.hits(path) == 1)
+    }
+
+    @Test("a caller that stops reading halfway leaves nothing stored; the next request goes to the origin")
+    func stopHalfway() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-stop")
+        let gate = UUID().uuidString
+        let storage = MemoryStorage(byteLimit: 64 << 20)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)])
+        let url = gated(server, path, gate: gate)
+        do {
+            let response = try await pipeline.send(URLRequest(url: url))
+            var iterator = response.body.makeAsyncIterator()
+            _ = try await iterator.next()
+            response.body.discard()
+        }
+        try await server.open(gate: gate)
+        let again = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(again.source == .network && again.body.bytes == Self.expected(Self.size))
+        #expect(try await server.hits(path) == 2)
+    }
+
+    @Test("a body cut short of its Content-Length fails the read with connectionLost and is not stored")
+    func truncated() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-cut")
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()])
+        let url = server.url(path, ["stream": "200000", "truncate": "1", "cc": "max-age=600"])
+        for round in 1...2 {
+            let response = try await pipeline.send(URLRequest(url: url))
+            #expect(response.source == .network)
+            let error = await #expect(throws: TransportError.self) { try await response.body.collect(upTo: 1 << 20) }
+            #expect(error?.code == .connectionLost)
+            #expect(try await server.hits(path) == round)
+        }
+    }
+
+    @Test("a body longer than the storage's entry limit streams to the caller and is not stored")
+    func overEntryLimit() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-large")
+        let storage = MemoryStorage(byteLimit: 64 << 20, entryLimit: 256 << 10)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)])
+        let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
+        for _ in 0..<2 {
+            let response = try await pipeline.send(URLRequest(url: url)).collected()
+            #expect(response.source == .network && response.body.bytes == Self.expected(Self.size))
+        }
+        #expect(try await server.hits(path) == 2 && storage.statistics.count == 0)
+    }
+
+    @Test("concurrent misses of a streamed response share one origin request: the others get the stored body")
+    func coalescedFollowers() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-shared")
+        let gate = UUID().uuidString
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = gated(server, path, gate: gate)
+        let leader = try await pipeline.send(URLRequest(url: url))
+        let followers = (0..<4).map { _ in Task { try await pipeline.send(URLRequest(url: url)).collected() } }
+        try await waitUntil("the followers wait for the leader") { cache.statistics.waiting == 4 }
+        try await server.open(gate: gate)
+        #expect(try await leader.body.collect(upTo: 2 << 20) == Self.expected(Self.size))
+        for follower in followers {
+            let answer = try await follower.value
+            #expect(answer.source == .cache && answer.body.bytes == Self.expected(Self.size))
+        }
+        #expect(try await server.hits(path) == 1)
+    }
+
+    @Test("RecallURLProtocol gives a delegate each chunk as it arrives (progress), and the whole body in the end")
+    func protocolStreamsToDelegate() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-protocol")
+        let gate = UUID().uuidString
+        let configuration = URLSessionConfiguration.ephemeral
+        try configuration.sendThroughRecall(Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()]), protocolClass: Routes.self)
+        let delegate = CountingDelegate()
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        defer { session.invalidateAndCancel() }
+        session.dataTask(with: gated(server, path, gate: gate)).resume()
+        try await waitUntil("the first bytes reach the delegate") { delegate.received > 0 }
+        #expect(delegate.received < Self.size && !delegate.completed, "the origin holds the rest until the gate opens")
+        try await server.open(gate: gate)
+        try await waitUntil("the task completes") { delegate.completed }
+        #expect(delegate.received == Self.size && delegate.failure == nil && delegate.chunks > 1)
+    }
+}
+
+/// Counts what a data task's delegate hears.
+private final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let state = Mutex((received: 0, chunks: 0, completed: false, failure: String?.none))
+    var received: Int { state.withLock { $0.received } }
+    var chunks: Int { state.withLock { $0.chunks } }
+    var completed: Bool { state.withLock { $0.completed } }
+    var failure: String? { state.withLock { $0.failure } }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        state.withLock {
+            $0.received += data.count
+            $0.chunks += 1
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        state.withLock {
+            $0.completed = true
+            $0.failure = error.map { "\($0)" }
+        }
+    }
+}
