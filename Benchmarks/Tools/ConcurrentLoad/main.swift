@@ -134,7 +134,8 @@ func round(_ target: any Transport, mode: String, round: Int) async throws -> (p
                     let path = mode == "hit" ? "/hot/\((caller * 7 + number) % 100)" : "/r\(round)/c\(caller)/n\(number)"
                     let start = clock.now
                     let response = try await target.send(URLRequest(url: URL(string: base + path)!))
-                    precondition(response.status == 200 && response.body.count == 1024, "unexpected answer \(response.status)")
+                    let body = try await response.body.collect(upTo: 1 << 20)
+                    precondition(response.status == 200 && body.count == 1024, "unexpected answer \(response.status)")
                     latencies.append((clock.now - start).seconds)
                 }
                 return latencies

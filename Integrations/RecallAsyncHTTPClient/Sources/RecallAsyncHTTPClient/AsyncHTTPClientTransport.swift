@@ -17,8 +17,11 @@ import Recall
 ///
 /// - **The `HTTPClient` stays yours**: the transport never shuts it down (use `.shared`, or shut
 ///   down your own after the last request).
-/// - The response body is collected up to ``maxResponseBodyBytes``; a larger one fails the
-///   attempt with a ``Recall/TransportError`` of kind `.other` saying so.
+/// - The response is handed over as soon as its head is in; its body streams from AHC's body
+///   stream as the caller reads it (``Recall/ResponseBody``), at the caller's pace, with no
+///   size limit unless ``maxResponseBodyBytes`` sets one (then a longer body fails with a
+///   ``Recall/TransportError`` of kind `.other` saying so). A body cut short of its
+///   `Content-Length` fails the read with `.connectionLost`.
 /// - The request's `timeoutInterval` becomes AHC's deadline for the whole exchange (Recall's
 ///   per-attempt timeouts and deadline come on top, from the retrier).
 /// - Cancelling the calling task cancels the request (AHC stops at once).
@@ -34,13 +37,15 @@ import Recall
 public struct AsyncHTTPClientTransport: Transport {
     /// The client requests go through.
     public let client: HTTPClient
-    /// The largest response body collected (32 MiB).
-    public let maxResponseBodyBytes: Int
+    /// The largest response body passed on, in bytes; nil (the default) for no limit: bodies
+    /// stream, so their size costs no memory here.
+    public let maxResponseBodyBytes: Int?
 
-    /// A transport over `client`, which stays the caller's.
-    public init(client: HTTPClient = .shared, maxResponseBodyBytes: Int = 32 << 20) {
+    /// A transport over `client`, which stays the caller's, passing on bodies of at most
+    /// `maxResponseBodyBytes` (nil: any size).
+    public init(client: HTTPClient = .shared, maxResponseBodyBytes: Int? = nil) {
         self.client = client
-        self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
+        self.maxResponseBodyBytes = maxResponseBodyBytes.map { max(0, $0) }
     }
 
     /// AHC stops a request as soon as its task is cancelled.
@@ -61,14 +66,46 @@ public struct AsyncHTTPClientTransport: Transport {
         let deadline = NIODeadline.now() + .nanoseconds(Int64(min(timeout, 1e9) * 1e9))
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
-            let bytes = try await response.body.collect(upTo: maxResponseBodyBytes)
             var headers = HeaderFields()
             for field in response.headers { headers.add(field.name, field.value) }
-            return RecallResponse(status: Int(response.status.code), headers: headers, body: Data(bytes.readableBytesView),
-                            url: response.url ?? url)
+            let status = Int(response.status.code)
+            let length = ResponseBody.declaredLength(status: status, headers: headers, requestMethod: request.httpMethod)
+            if let limit = maxResponseBodyBytes, let length, length > limit { throw Self.overLimit(limit, url: url) }
+            return RecallResponse(status: status, headers: headers, body: body(of: response, expectedLength: length, url: url),
+                                  url: response.url ?? url)
+        } catch let error as TransportError {
+            throw error
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw Self.mapError(error, url: url)
         }
+    }
+
+    /// The body of `response` as a Recall stream, read from AHC's body stream by a task of its
+    /// own as the caller takes it; the caller leaving cancels the task, and with it the request.
+    private func body(of response: HTTPClientResponse, expectedLength: Int?, url: URL) -> ResponseBody {
+        let (body, writer) = ResponseBody.makeStream(expectedLength: expectedLength, url: url)
+        let limit = maxResponseBodyBytes
+        let reading = Task {
+            var received = 0
+            do {
+                for try await buffer in response.body {
+                    received += buffer.readableBytes
+                    if let limit, received > limit { throw Self.overLimit(limit, url: url) }
+                    try await writer.write(Data(buffer.readableBytesView))
+                }
+                writer.finish()
+            } catch let error as TransportError {
+                writer.finish(throwing: error)
+            } catch {
+                writer.finish(throwing: Task.isCancelled ? CancellationError() : Self.mapError(error, url: url))
+            }
+        }
+        writer.onTermination { reading.cancel() }
+        return body
+    }
+
+    private static func overLimit(_ limit: Int, url: URL) -> TransportError {
+        TransportError(.other, url: url, message: "a response body of more than \(limit) bytes, over the transport's maxResponseBodyBytes")
     }
 }

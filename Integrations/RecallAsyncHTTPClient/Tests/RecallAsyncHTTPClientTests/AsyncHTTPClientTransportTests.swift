@@ -22,7 +22,9 @@ struct AsyncHTTPClientTransportTests {
     /// The origin's JSON echo of a request.
     struct Echo: Decodable { let method: String; let path: String; let hit: Int; let bodyLength: Int }
 
-    func echo(_ response: RecallResponse) throws -> Echo { try JSONDecoder().decode(Echo.self, from: response.body) }
+    func echo(_ response: RecallResponse) async throws -> Echo {
+        try JSONDecoder().decode(Echo.self, from: try await response.body.collect(upTo: 1 << 20))
+    }
 
     let transport = AsyncHTTPClientTransport(client: .shared)
 
@@ -30,7 +32,7 @@ struct AsyncHTTPClientTransportTests {
     func hits(_ origin: LoopbackOrigin, _ path: String) async throws -> Int {
         struct Hits: Decodable { let hits: Int }
         let response = try await transport.send(URLRequest(url: origin.url("/__hits", [("path", path)])))
-        return try JSONDecoder().decode(Hits.self, from: response.body).hits
+        return try JSONDecoder().decode(Hits.self, from: try await response.body.collect(upTo: 1 << 20)).hits
     }
 
     @Test("status, header fields and body come back; a request body and fields go out")
@@ -38,12 +40,12 @@ struct AsyncHTTPClientTransportTests {
         let origin = try Self.origin()
         let get = try await transport.send(URLRequest(url: origin.url("/get", [("cc", "max-age=60"), ("header", "X-Multi: a")])))
         #expect(get.status == 200 && get.headers["Cache-Control"] == "max-age=60" && get.headers["X-Multi"] == "a")
-        #expect(try echo(get).method == "GET")
+        #expect(try await echo(get).method == "GET")
         var post = URLRequest(url: origin.url("/post", [("echo", "1")]))
         post.httpMethod = "POST"
         post.setValue("text/plain", forHTTPHeaderField: "Content-Type")
         post.httpBody = Data("hello ahc".utf8)
-        let echoed = try await transport.send(post)
+        let echoed = try await transport.send(post).collected()
         #expect(echoed.bodyText == "hello ahc" && echoed.headers["Content-Type"] == "text/plain")
         let missing = try await transport.send(URLRequest(url: origin.url("/missing", [("status", "404")])))
         #expect(missing.status == 404, "every status is a response")
@@ -56,15 +58,15 @@ struct AsyncHTTPClientTransportTests {
         let pipeline = Pipeline(transport: transport, hooks: [cache],
                                 retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         let fresh = origin.url("/fresh", [("cc", "max-age=600")])
-        _ = try await pipeline.send(URLRequest(url: fresh))
-        #expect(try echo(await pipeline.send(URLRequest(url: fresh))).hit == 1)
+        try await pipeline.send(URLRequest(url: fresh)).collected() // (read: a body dropped unread is not stored)
+        #expect(try await echo(await pipeline.send(URLRequest(url: fresh))).hit == 1)
         let tagged = origin.url("/tagged", [("cc", "max-age=0"), ("etag", "v1")])
-        _ = try await pipeline.send(URLRequest(url: tagged))
+        try await pipeline.send(URLRequest(url: tagged)).collected()
         let revalidated = try await pipeline.send(URLRequest(url: tagged))
-        let revalidatedEcho = try echo(revalidated)
+        let revalidatedEcho = try await echo(revalidated)
         #expect(revalidated.source == .revalidated && revalidatedEcho.hit == 1)
         let flaky = try await pipeline.send(URLRequest(url: origin.url("/flaky", [("fail_first", "2")])))
-        #expect(try echo(flaky).hit == 3)
+        #expect(try await echo(flaky).hit == 3)
         #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
     }
 
@@ -86,7 +88,7 @@ struct AsyncHTTPClientTransportTests {
         }
         let pipeline = Pipeline(transport: transport, retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         let recovered = try await pipeline.send(URLRequest(url: origin.url("/drop-once", [("drop_first", "1")])))
-        let recoveredEcho = try echo(recovered)
+        let recoveredEcho = try await echo(recovered)
         #expect(recovered.status == 200 && recoveredEcho.hit == 2)
     }
 
@@ -102,7 +104,7 @@ struct AsyncHTTPClientTransportTests {
         let cache = HTTPCache()
         let pipeline = Pipeline(transport: transport, hooks: [cache],
                                 retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
-        _ = try await pipeline.send(URLRequest(url: stored))
+        try await pipeline.send(URLRequest(url: stored)).collected()
         origin = nil // the server exits: its port refuses connections
         try await Task.sleep(for: .milliseconds(200))
         do {
@@ -151,17 +153,40 @@ struct AsyncHTTPClientTransportTests {
         #expect(ContinuousClock.now - start < .seconds(15), "the request ran on instead of stopping at the cancellation")
     }
 
-    @Test("a body over the limit fails clearly instead of filling memory")
+    @Test("a body over a limit that was set fails clearly: at the head by its Content-Length, or as its bytes pass the limit")
     func bodyLimit() async throws {
         let origin = try Self.origin()
         let small = AsyncHTTPClientTransport(client: .shared, maxResponseBodyBytes: 1_000)
-        do {
-            _ = try await small.send(URLRequest(url: origin.url("/big", [("size", "5000")])))
-            Issue.record("answered")
-        } catch let error as TransportError {
-            #expect(error.code == .other && error.message.contains("maxResponseBodyBytes"))
+        let declared = await #expect(throws: TransportError.self) { try await small.send(URLRequest(url: origin.url("/big", [("size", "5000")]))) }
+        #expect(declared?.code == .other && declared?.message.contains("maxResponseBodyBytes") == true)
+        let streamed = try await small.send(URLRequest(url: origin.url("/endless", [("stream", "5000"), ("length", "omit")])))
+        let passed = await #expect(throws: TransportError.self) { try await streamed.body.collect(upTo: 1 << 20) }
+        #expect(passed?.code == .other && passed?.message.contains("maxResponseBodyBytes") == true)
+        #expect(try await small.send(URLRequest(url: origin.url("/small", [("size", "900")]))).body.collect(upTo: 1_000).count == 900)
+    }
+
+    @Test("64 MiB streams through a cached pipeline with no cap: every byte arrives, in chunks; a body the cache can keep is kept")
+    func largeBodyStreams() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20)) // (an entry limit of 16 MiB)
+        let pipeline = Pipeline(transport: transport, hooks: [cache])
+        let large = origin.url("/large", [("stream", "\(64 << 20)"), ("cc", "max-age=600")])
+        let response = try await pipeline.send(URLRequest(url: large))
+        #expect(response.body.isStreamed && response.body.expectedLength == 64 << 20)
+        var received = 0, chunks = 0, matches = true
+        for try await chunk in response.body {
+            matches = matches && chunk.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: received + $0.offset) }
+            received += chunk.count
+            chunks += 1
         }
-        #expect(try await small.send(URLRequest(url: origin.url("/small", [("size", "900")]))).body.count == 900)
+        #expect(received == 64 << 20 && chunks > 1 && matches)
+        #expect(cache.storage.statistics.count == 0, "larger than the storage's entry limit: not kept")
+
+        let small = origin.url("/kept", [("stream", "\(1 << 20)"), ("cc", "max-age=600")])
+        let first = try await pipeline.send(URLRequest(url: small)).collected()
+        let again = try await pipeline.send(URLRequest(url: small))
+        #expect(first.source == .network && again.source == .cache && again.body.bytes == first.body.bytes)
+        #expect(try await hits(origin, "/kept") == 1)
     }
 
     @Test("errors map to the kinds the retrier reads")

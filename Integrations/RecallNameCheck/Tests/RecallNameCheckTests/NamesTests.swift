@@ -23,7 +23,7 @@ struct Upstream: Sendable {
         let answer: RecallResponse = try await pipeline.send(URLRequest(url: URL(string: "https://upstream.test/item")!))
         var headers = HTTPFields()
         if let value = answer.headers["Cache-Control"] { headers[.cacheControl] = value }
-        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try await answer.body.collect(upTo: 1 << 20))))
     }
 }
 

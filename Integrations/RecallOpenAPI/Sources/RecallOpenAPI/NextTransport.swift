@@ -14,7 +14,8 @@ struct NextTransport: Transport {
     let baseURL: URL
     /// A body that may be read only once, passed on as it is (the request is then not retried).
     let passedOnBody: HTTPBody?
-    let maxResponseBodyBytes: Int
+    /// The longest response body passed on; nil for any length.
+    let maxResponseBodyBytes: Int?
 
     /// `next` may not outlive the middleware's call: no background refreshes.
     var allowsBackgroundRequests: Bool { false }
@@ -34,8 +35,33 @@ struct NextTransport: Transport {
             // failure itself (a refused connection is retryable and "never sent").
             throw error.underlyingError
         }
-        var bytes = Data()
-        if let responseBody { bytes = try await Data(collecting: responseBody, upTo: maxResponseBodyBytes) }
-        return RecallResponse(status: response.status.code, headers: HeaderFields(response.headerFields), body: bytes, url: request.url)
+        let headers = HeaderFields(response.headerFields)
+        let length = ResponseBody.declaredLength(status: response.status.code, headers: headers, requestMethod: request.httpMethod)
+        let body = responseBody.map { stream($0, expectedLength: length, url: request.url) } ?? ResponseBody()
+        return RecallResponse(status: response.status.code, headers: headers, body: body, url: request.url)
+    }
+
+    /// `body` as a Recall stream, read by a task of its own as the caller takes it; the caller
+    /// leaving cancels the task (and with it the transport's download).
+    private func stream(_ body: HTTPBody, expectedLength: Int?, url: URL?) -> ResponseBody {
+        let (stream, writer) = ResponseBody.makeStream(expectedLength: expectedLength, url: url)
+        let limit = maxResponseBodyBytes
+        let reading = Task {
+            var received = 0
+            do {
+                for try await chunk in body {
+                    received += chunk.count
+                    if let limit, received > limit {
+                        throw TransportError(.other, url: url, message: "a response body of more than \(limit) bytes, over the middleware's maxResponseBodyBytes")
+                    }
+                    try await writer.write(Data(chunk))
+                }
+                writer.finish()
+            } catch {
+                writer.finish(throwing: Task.isCancelled ? CancellationError() : error)
+            }
+        }
+        writer.onTermination { reading.cancel() }
+        return stream
     }
 }

@@ -27,8 +27,10 @@ import Recall
 ///   `Vary` on a credential field): a `private` answer is never served to another caller,
 ///   whatever the order.
 /// - Requests and responses are converted between swift-http-types' `HTTPRequest`/`HTTPResponse`
-///   and Recall's `URLRequest`/``Recall/RecallResponse``; bodies are collected, up to
-///   ``maxRequestBodyBytes`` and ``maxResponseBodyBytes``.
+///   and Recall's `URLRequest`/``Recall/RecallResponse``. A request body is collected up to
+///   ``maxRequestBodyBytes`` (see below); a response body **streams** from the transport's
+///   `HTTPBody` through the hooks (the cache keeps a copy as it passes) to the client's, read
+///   once, with no size limit unless ``maxResponseBodyBytes`` sets one.
 /// - A request is **retried only when its body can be sent again**: no body, or one whose
 ///   `iterationBehavior` is `.multiple` and that fits ``maxRequestBodyBytes``. A `.single` body
 ///   (a stream) is passed on as it is, never buffered, and the request is sent once; the hooks
@@ -45,9 +47,10 @@ public struct RecallMiddleware: ClientMiddleware {
     /// The largest request body collected so that the request can be retried (4 MiB); a larger
     /// one is passed on as it is, and that request is not retried.
     public var maxRequestBodyBytes: Int
-    /// The largest response body collected (32 MiB): a larger one fails the call with the
-    /// runtime's "too many bytes" error rather than filling memory.
-    public var maxResponseBodyBytes: Int
+    /// The largest response body passed on, in bytes; nil (the default) for no limit: bodies
+    /// stream, so their size costs no memory here. A longer body fails its read with a
+    /// ``Recall/TransportError`` of kind `other`.
+    public var maxResponseBodyBytes: Int?
     /// The clock retry delays and attempt timeouts run on.
     public var clock: any Clock<Duration>
     /// Called with every event of every request (cache results, attempts, retries).
@@ -60,13 +63,13 @@ public struct RecallMiddleware: ClientMiddleware {
 
     /// Creates the middleware.
     public init(hooks: [any ServiceHook] = [], retrierFactory: any RetrierFactory = NilRetrierFactory(),
-                maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int = 32 << 20,
+                maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int? = nil,
                 clock: any Clock<Duration> = ContinuousClock(),
                 observer: (@Sendable (RecallEvent, RecallContext) -> Void)? = nil, credentialsMayBeAddedBelow: Bool = true) {
         self.hooks = hooks
         self.retrierFactory = retrierFactory
         self.maxRequestBodyBytes = max(0, maxRequestBodyBytes)
-        self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
+        self.maxResponseBodyBytes = maxResponseBodyBytes.map { max(0, $0) }
         self.clock = clock
         self.observer = observer
         self.credentialsMayBeAddedBelow = credentialsMayBeAddedBelow
@@ -87,7 +90,13 @@ public struct RecallMiddleware: ClientMiddleware {
             let pipeline = Pipeline(transport: transport, hooks: hooks, retrierFactory: retries, clock: clock, observer: observer)
             return try await HTTPCache.$credentialsMayBeAddedBelow.withValue(unseen) { try await pipeline.send(outgoing) }
         }
-        return (HTTPResponse(response), HTTPBody(response.body))
+        return (HTTPResponse(response), Self.httpBody(response.body))
+    }
+
+    /// A Recall body as the runtime's: whole bytes as they are; a stream read once, as it comes.
+    private static func httpBody(_ body: ResponseBody) -> HTTPBody {
+        if let bytes = body.bytes { return HTTPBody(bytes) }
+        return HTTPBody(body, length: body.expectedLength.map { .known(Int64($0)) } ?? .unknown, iterationBehavior: .single)
     }
 
     /// The body as bytes that can be sent again, or — for a body that may be read only once or

@@ -34,9 +34,10 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-func answer(_ response: RecallResponse) -> String {
+func answer(_ response: RecallResponse) async -> String {
     struct Echo: Decodable { let hit: Int }
-    let hit = (try? JSONDecoder().decode(Echo.self, from: response.body))?.hit ?? -1
+    let body = (try? await response.body.collect(upTo: 1 << 20)) ?? Data()
+    let hit = (try? JSONDecoder().decode(Echo.self, from: body))?.hit ?? -1
     return "\(response.status) \(response.source) \(hit)"
 }
 
@@ -56,7 +57,7 @@ do {
             var request = URLRequest(url: URL(string: words[1], relativeTo: origin)!.absoluteURL)
             request.httpMethod = words[0] == "get" ? "GET" : "POST"
             do {
-                say(answer(try await pipeline.send(request)))
+                say(await answer(try await pipeline.send(request)))
             } catch {
                 say("error \(error)")
             }
