@@ -39,6 +39,16 @@ extension ServiceProtocol {
         return RecallResponse(status: status, headers: headers, body: body)
     }
 
+    /// A response whose body streams: `produce` writes its chunks, in a task of its own, as the
+    /// caller reads them (the caller leaving cancels it); `Content-Length` is set when `length`
+    /// is given, and the body must reach it.
+    public func createResponse(status: Int = 200, headers: HeaderFields = [:], length: Int? = nil,
+                               streaming produce: @escaping @Sendable (ResponseBody.Writer) async throws -> Void) -> RecallResponse {
+        var headers = headers
+        if let length { headers["Content-Length"] = String(length) }
+        return RecallResponse(status: status, headers: headers, body: ResponseBody.producing(expectedLength: length, produce))
+    }
+
     /// A `200` (or `status`) response whose body is `value` encoded as JSON.
     public func createResponse<Body: Encodable>(status: Int = 200, headers: HeaderFields = [:], json value: Body,
                                                 encoder: JSONEncoder = JSONEncoder()) throws -> RecallResponse {

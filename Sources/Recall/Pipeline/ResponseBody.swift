@@ -52,6 +52,31 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         return (ResponseBody(reader: Reader(stream)), Writer(stream: stream))
     }
 
+    /// A streamed body whose chunks `produce` writes, in a task of its own: the body ends when
+    /// `produce` returns (complete, checked against `expectedLength`) or throws (failed, with its
+    /// error); the reader leaving cancels the task. For a transport (or an in-process service)
+    /// that reads a body of its own as an async sequence:
+    ///
+    /// ```swift
+    /// ResponseBody.producing(expectedLength: length) { writer in
+    ///     for try await chunk in download { try await writer.write(Data(chunk)) }
+    /// }
+    /// ```
+    public static func producing(expectedLength: Int? = nil, url: URL? = nil,
+                                 _ produce: @escaping @Sendable (Writer) async throws -> Void) -> ResponseBody {
+        let (body, writer) = makeStream(expectedLength: expectedLength, url: url)
+        let task = Task {
+            do {
+                try await produce(writer)
+                writer.finish()
+            } catch {
+                writer.finish(throwing: Task.isCancelled ? CancellationError() : error)
+            }
+        }
+        writer.onTermination { task.cancel() }
+        return body
+    }
+
     /// The length a response's body must reach by its `Content-Length`, to check a streamed body
     /// against: nil when the body lawfully differs from it or has none — an answer to `HEAD`, a
     /// `1xx`, `204` or `304` — when a client may decode the bytes (a `Content-Encoding` other than

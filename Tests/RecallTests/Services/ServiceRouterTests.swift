@@ -17,6 +17,12 @@ private final class EchoService: ServiceProtocol {
         case "/missing": return respondWithErrorStatus(404, text: "no such thing", headers: ["X-Reason": "test"])
         case "/empty-error": return respondWithErrorStatus(409)
         case "/json": return try createResponse(json: ["path": request.path, "q": request.query("q") ?? ""])
+        case "/stream":
+            return createResponse(headers: ["Cache-Control": "max-age=60"], length: 3 * 1000) { writer in
+                for byte in [UInt8(ascii: "a"), UInt8(ascii: "b"), UInt8(ascii: "c")] { try await writer.write(Data(repeating: byte, count: 1000)) }
+            }
+        case "/short":
+            return createResponse(length: 10) { writer in try await writer.write(Data(count: 4)) }
         default: return createResponse(headers: ["Content-Type": "text/plain"], body: Data("\(request.method) \(request.path)".utf8))
         }
     }
@@ -141,5 +147,24 @@ struct ServiceRouterTests {
         #expect(String(decoding: data, as: UTF8.self) == "GET /x")
         #expect(response.statusCode == 200)
         #expect(log.events == ["hook.schedule", "hook.success(200 network)"])
+    }
+
+    @Test("a service streams its body through its writer: chunks in order, through a cache that keeps it; one cut short is an error")
+    func streaming() async throws {
+        let router = ServiceRouter()
+        try await router.register(EchoService(), as: "echo")
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: router, hooks: [cache])
+        let response = try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/echo/stream")!))
+        #expect(response.body.isStreamed && response.headers["Content-Length"] == "3000")
+        var chunks: [Data] = []
+        for try await chunk in response.body { chunks.append(chunk) }
+        #expect(chunks == [UInt8(ascii: "a"), UInt8(ascii: "b"), UInt8(ascii: "c")].map { Data(repeating: $0, count: 1000) })
+        let hit = try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/echo/stream")!))
+        #expect(hit.source == .cache && hit.body.bytes == chunks.reduce(Data(), +))
+
+        let short = try await router.send(URLRequest(url: URL(string: "http://pmapi/echo/short")!))
+        let error = await #expect(throws: TransportError.self) { try await short.body.collect(upTo: 100) }
+        #expect(error?.code == .connectionLost)
     }
 }

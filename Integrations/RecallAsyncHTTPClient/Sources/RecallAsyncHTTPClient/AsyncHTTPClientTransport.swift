@@ -81,12 +81,11 @@ public struct AsyncHTTPClientTransport: Transport {
         }
     }
 
-    /// The body of `response` as a Recall stream, read from AHC's body stream by a task of its
-    /// own as the caller takes it; the caller leaving cancels the task, and with it the request.
+    /// The body of `response` as a Recall stream, read from AHC's body stream as the caller takes
+    /// it; the caller leaving cancels the reading, and with it the request.
     private func body(of response: HTTPClientResponse, expectedLength: Int?, url: URL) -> ResponseBody {
-        let (body, writer) = ResponseBody.makeStream(expectedLength: expectedLength, url: url)
         let limit = maxResponseBodyBytes
-        let reading = Task {
+        return ResponseBody.producing(expectedLength: expectedLength, url: url) { writer in
             var received = 0
             do {
                 for try await buffer in response.body {
@@ -94,15 +93,12 @@ public struct AsyncHTTPClientTransport: Transport {
                     if let limit, received > limit { throw Self.overLimit(limit, url: url) }
                     try await writer.write(Data(buffer.readableBytesView))
                 }
-                writer.finish()
             } catch let error as TransportError {
-                writer.finish(throwing: error)
-            } catch {
-                writer.finish(throwing: Task.isCancelled ? CancellationError() : Self.mapError(error, url: url))
+                throw error
+            } catch where !(error is CancellationError) {
+                throw Self.mapError(error, url: url)
             }
         }
-        writer.onTermination { reading.cancel() }
-        return body
     }
 
     private static func overLimit(_ limit: Int, url: URL) -> TransportError {

@@ -41,27 +41,19 @@ struct NextTransport: Transport {
         return RecallResponse(status: response.status.code, headers: headers, body: body, url: request.url)
     }
 
-    /// `body` as a Recall stream, read by a task of its own as the caller takes it; the caller
-    /// leaving cancels the task (and with it the transport's download).
+    /// `body` as a Recall stream, read as the caller takes it; the caller leaving cancels the
+    /// reading (and with it the transport's download).
     private func stream(_ body: HTTPBody, expectedLength: Int?, url: URL?) -> ResponseBody {
-        let (stream, writer) = ResponseBody.makeStream(expectedLength: expectedLength, url: url)
         let limit = maxResponseBodyBytes
-        let reading = Task {
+        return ResponseBody.producing(expectedLength: expectedLength, url: url) { writer in
             var received = 0
-            do {
-                for try await chunk in body {
-                    received += chunk.count
-                    if let limit, received > limit {
-                        throw TransportError(.other, url: url, message: "a response body of more than \(limit) bytes, over the middleware's maxResponseBodyBytes")
-                    }
-                    try await writer.write(Data(chunk))
+            for try await chunk in body {
+                received += chunk.count
+                if let limit, received > limit {
+                    throw TransportError(.other, url: url, message: "a response body of more than \(limit) bytes, over the middleware's maxResponseBodyBytes")
                 }
-                writer.finish()
-            } catch {
-                writer.finish(throwing: Task.isCancelled ? CancellationError() : error)
+                try await writer.write(Data(chunk))
             }
         }
-        writer.onTermination { reading.cancel() }
-        return stream
     }
 }

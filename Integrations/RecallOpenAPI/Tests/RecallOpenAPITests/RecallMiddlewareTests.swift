@@ -226,4 +226,25 @@ struct RecallMiddlewareTests {
         #expect(other.hit == first.hit + 1, "bob's is not")
         #expect(cache.statistics.hits == 1)
     }
+
+    @Test("64 MiB through the generated client: no cap, every byte in order, in chunks; the cache keeps a body that fits")
+    func largeDownload() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20)) // (an entry limit of 16 MiB)
+        let client = client(origin, RecallMiddleware(hooks: [cache]))
+        let large = try await client.download(query: .init(stream: "\(64 << 20)", cc: "max-age=600")).ok.body.binary
+        var received = 0, matches = true
+        for try await chunk in large {
+            matches = matches && chunk.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: received + $0.offset) }
+            received += chunk.count
+        }
+        #expect(received == 64 << 20 && matches)
+        #expect(cache.storage.statistics.count == 0, "longer than the storage's entry limit: streamed, not kept")
+
+        let small = try await client.download(query: .init(stream: "\(1 << 20)", cc: "max-age=600")).ok.body.binary
+        let first = try await Data(collecting: small, upTo: 2 << 20)
+        let again = try await Data(collecting: try await client.download(query: .init(stream: "\(1 << 20)", cc: "max-age=600")).ok.body.binary,
+                                   upTo: 2 << 20)
+        #expect(first.count == 1 << 20 && again == first && cache.statistics.hits == 1)
+    }
 }

@@ -14,6 +14,9 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /items/{id}`.
     /// - Remark: Generated from `#/paths//items/{id}/get(getItem)`.
     func getItem(_ input: Operations.getItem.Input) async throws -> Operations.getItem.Output
+    /// - Remark: HTTP `GET /download`.
+    /// - Remark: Generated from `#/paths//download/get(download)`.
+    func download(_ input: Operations.download.Input) async throws -> Operations.download.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -51,6 +54,17 @@ extension APIProtocol {
     ) async throws -> Operations.getItem.Output {
         try await getItem(Operations.getItem.Input(
             path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// - Remark: HTTP `GET /download`.
+    /// - Remark: Generated from `#/paths//download/get(download)`.
+    internal func download(
+        query: Operations.download.Input.Query,
+        headers: Operations.download.Input.Headers = .init()
+    ) async throws -> Operations.download.Output {
+        try await download(Operations.download.Input(
             query: query,
             headers: headers
         ))
