@@ -37,8 +37,8 @@ struct NextTransport: Transport {
         }
         let headers = HeaderFields(response.headerFields)
         let length = ResponseBody.declaredLength(status: response.status.code, headers: headers, requestMethod: request.httpMethod)
-        let body = responseBody.map { stream($0, expectedLength: length, url: request.url) } ?? ResponseBody()
-        return RecallResponse(status: response.status.code, headers: headers, body: body, url: request.url)
+        let streamed = responseBody.map { stream($0, expectedLength: length, url: request.url) } ?? ResponseBody()
+        return RecallResponse(status: response.status.code, headers: headers, body: streamed, url: request.url)
     }
 
     /// `body` as a Recall stream, read as the caller takes it; the caller leaving cancels the

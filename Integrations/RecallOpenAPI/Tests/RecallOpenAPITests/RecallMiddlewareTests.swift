@@ -232,7 +232,7 @@ struct RecallMiddlewareTests {
         let origin = try Self.origin()
         let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20)) // (an entry limit of 16 MiB)
         let client = client(origin, RecallMiddleware(hooks: [cache]))
-        let large = try await client.download(query: .init(stream: "\(64 << 20)", cc: "max-age=600")).ok.body.binary
+        let large = try await client.download(query: .init(stream: "\(64 << 20)", cc: "public, max-age=600")).ok.body.binary
         var received = 0, matches = true
         for try await chunk in large {
             matches = matches && chunk.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: received + $0.offset) }
@@ -241,9 +241,9 @@ struct RecallMiddlewareTests {
         #expect(received == 64 << 20 && matches)
         #expect(cache.storage.statistics.count == 0, "longer than the storage's entry limit: streamed, not kept")
 
-        let small = try await client.download(query: .init(stream: "\(1 << 20)", cc: "max-age=600")).ok.body.binary
+        let small = try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary
         let first = try await Data(collecting: small, upTo: 2 << 20)
-        let again = try await Data(collecting: try await client.download(query: .init(stream: "\(1 << 20)", cc: "max-age=600")).ok.body.binary,
+        let again = try await Data(collecting: try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary,
                                    upTo: 2 << 20)
         #expect(first.count == 1 << 20 && again == first && cache.statistics.hits == 1)
     }
