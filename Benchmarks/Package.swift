@@ -54,6 +54,16 @@ let package = Package(
             path: "Tools/ConcurrentLoad"
         ),
         .executableTarget(
+            name: "StreamingDownload",
+            dependencies: [
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "RecallTesting", package: "Recall"),
+                .product(name: "RecallAsyncHTTPClient", package: "RecallAsyncHTTPClient"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Tools/StreamingDownload"
+        ),
+        .executableTarget(
             name: "MissOverhead",
             dependencies: [.product(name: "Recall", package: "Recall"), .product(name: "RecallTesting", package: "Recall"), "MissPathParts"],
             path: "Tools/MissOverhead"

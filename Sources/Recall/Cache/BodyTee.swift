@@ -6,8 +6,8 @@ import Foundation
 /// The copy is handed over only for a body that arrived whole — every byte, its length
 /// checked (``BodyStream``) — and fits the limit; a body that fails, that the caller stops
 /// reading or cancels, or that outgrows the limit, keeps nothing (``Kept``), so no entry ever
-/// claims to hold a body that did not arrive complete. The caller sees its body end only after
-/// `ended` has run: a store made there is in place when the caller's read returns.
+/// claims to hold a body that did not arrive complete. The caller sees its body end (or fail)
+/// only after `ended` has run: a store made there is in place when the caller's read returns.
 enum BodyTee {
     /// What the tee kept once the body has ended.
     enum Kept: Sendable {
@@ -17,6 +17,11 @@ enum BodyTee {
         case tooLarge
         /// The body did not arrive whole (failed, or the caller stopped reading).
         case incomplete
+
+        var isTooLarge: Bool {
+            if case .tooLarge = self { return true }
+            return false
+        }
     }
 
     /// The body the caller reads: `upstream` passed on, a copy of at most `limit` bytes kept and
@@ -34,8 +39,8 @@ enum BodyTee {
                     try await writer.write(chunk)
                 }
             } catch {
-                writer.finish(throwing: error)
                 await ended(.incomplete)
+                writer.finish(throwing: error)
                 return
             }
             await ended(copy.map { .complete($0) } ?? .tooLarge)

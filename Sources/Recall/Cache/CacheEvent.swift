@@ -21,6 +21,9 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     case gatewayTimeout
     /// A response was stored (or a stored one updated).
     case stored
+    /// A response that was to be stored was not: its streamed body was too large or did not
+    /// arrive whole.
+    case notStored(NotStoredReason)
     /// Stored responses were removed: invalidated by an unsafe method, or outdated.
     case invalidated
     /// The storage evicted `count` records to stay within its limits. A ``MemoryStorage`` tells
@@ -32,7 +35,7 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     case evicted(count: Int)
 
     /// The metric label of the event: `hit`, `miss`, `revalidated`, `changed`, `stale`,
-    /// `coalesced`, `bypassed`, `gatewayTimeout`, `stored`, `invalidated`, `evicted`.
+    /// `coalesced`, `bypassed`, `gatewayTimeout`, `stored`, `notStored`, `invalidated`, `evicted`.
     public var name: String {
         switch self {
         case .hit: "hit"
@@ -44,6 +47,7 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
         case .bypassed: "bypassed"
         case .gatewayTimeout: "gatewayTimeout"
         case .stored: "stored"
+        case .notStored: "notStored"
         case .invalidated: "invalidated"
         case .evicted: "evicted"
         }
@@ -53,6 +57,7 @@ public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         if case .stale(let reason) = self { return "cache stale (\(reason))" }
         if case .evicted(let count) = self { return "cache evicted \(count)" }
+        if case .notStored(let reason) = self { return "cache notStored (\(reason))" }
         return "cache \(name)"
     }
 }

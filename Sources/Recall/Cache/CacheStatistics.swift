@@ -20,6 +20,9 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var refetched = 0
     /// Responses stored.
     public var stores = 0
+    /// Responses that were to be stored and were not, by reason (a streamed body too large for
+    /// the storage, or one that did not arrive whole).
+    public var notStored: [NotStoredReason: Int] = [:]
     /// Stored responses removed by an unsafe request (POST, PUT, DELETE, PATCH).
     public var invalidations = 0
     /// Requests that waited for an identical request in flight instead of contacting the origin.

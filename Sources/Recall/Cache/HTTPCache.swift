@@ -262,7 +262,14 @@ public final class HTTPCache: ServiceHook {
         }
         var answer = response
         answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, url: response.url ?? request.url) { [self] kept in
-            guard case .complete(let body) = kept else { return leads.abandon(state.lead) }
+            guard case .complete(let body) = kept else {
+                if !state.isRefresh {
+                    let reason: NotStoredReason = kept.isTooLarge ? .tooLarge : .incomplete
+                    counts.count(.notStored(reason), context) { $0.notStored[reason, default: 0] += 1 }
+                }
+                // (Too large: the waiting misses fetch at once, as it will not be stored for them either.)
+                return kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
+            }
             var whole = entry
             whole.body = body
             _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)

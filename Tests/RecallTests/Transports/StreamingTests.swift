@@ -51,7 +51,8 @@ struct StreamingTests {
         let path = OriginServer.uniquePath("stream-stop")
         let gate = UUID().uuidString
         let storage = MemoryStorage(byteLimit: 64 << 20)
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)])
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let url = gated(server, path, gate: gate)
         do {
             let response = try await pipeline.send(URLRequest(url: url))
@@ -63,13 +64,15 @@ struct StreamingTests {
         let again = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(again.source == .network && again.body.bytes == Self.expected(Self.size))
         #expect(try await server.hits(path) == 2)
+        #expect(cache.statistics.notStored == [.incomplete: 1] && cache.statistics.stores == 1)
     }
 
     @Test("a body cut short of its Content-Length fails the read with connectionLost and is not stored")
     func truncated() async throws {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("stream-cut")
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()])
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let url = server.url(path, ["stream": "200000", "truncate": "1", "cc": "max-age=600"])
         for round in 1...2 {
             let response = try await pipeline.send(URLRequest(url: url))
@@ -78,6 +81,7 @@ struct StreamingTests {
             #expect(error?.code == .connectionLost)
             #expect(try await server.hits(path) == round)
         }
+        #expect(cache.statistics.notStored == [.incomplete: 2] && cache.statistics.stores == 0)
     }
 
     @Test("a body longer than the storage's entry limit streams to the caller and is not stored")
@@ -85,13 +89,15 @@ struct StreamingTests {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("stream-large")
         let storage = MemoryStorage(byteLimit: 64 << 20, entryLimit: 256 << 10)
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)])
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
         for _ in 0..<2 {
             let response = try await pipeline.send(URLRequest(url: url)).collected()
             #expect(response.source == .network && response.body.bytes == Self.expected(Self.size))
         }
         #expect(try await server.hits(path) == 2 && storage.statistics.count == 0)
+        #expect(cache.statistics.notStored == [.tooLarge: 2] && cache.statistics.stores == 0)
     }
 
     @Test("concurrent misses of a streamed response share one origin request: the others get the stored body")

@@ -176,7 +176,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
         switch event {
         case .cache(let cacheEvent):
             switch cacheEvent {
-            case .stored, .invalidated:
+            case .stored, .invalidated, .notStored:
                 counter("cache.writes", [("kind", cacheEvent.name)])
             case .evicted(let count):
                 Counter(label: label("cache.evictions"), factory: metrics).increment(by: count)

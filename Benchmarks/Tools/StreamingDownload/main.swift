@@ -1,0 +1,240 @@
+import AsyncHTTPClient
+import Foundation
+import Recall
+import RecallAsyncHTTPClient
+import RecallTesting
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// Large downloads, side by side in one run, from the loopback origin (origin_server.py's
+// `stream=N`: N bytes written 64 KiB at a time, never held whole):
+//
+//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64]
+//
+// - plain: an unmodified URLSession task with a data delegate;
+// - recall miss: the same session set up with `sendThroughRecall` over a pipeline with an
+//   HTTPCache on a DiskStorage (default limits), a new URL each round;
+// - recall again: the same URL once more (a disk hit when the body was stored, else a miss);
+// - cat: the cache's file read sequentially in 64 KiB reads (when one was stored);
+// - ahc: `--ahc-mib` MiB through a pipeline over AsyncHTTPClientTransport with an HTTPCache.
+//
+// For each: time to the first byte at the delegate (or reader), throughput, and the peak resident
+// memory added over the phase (the kernel's high-water mark, reset before each phase through
+// /proc/self/clear_refs). The last lines read `streaming-ratio NAME R`.
+
+struct Settings {
+    var mib = 1024
+    var rounds = 3
+    var ahcMiB = 64
+
+    init(_ arguments: [String]) {
+        var arguments = arguments.makeIterator()
+        while let argument = arguments.next() {
+            switch argument {
+            case "--mib": mib = arguments.next().flatMap(Int.init) ?? mib
+            case "--rounds": rounds = arguments.next().flatMap(Int.init) ?? rounds
+            case "--ahc-mib": ahcMiB = arguments.next().flatMap(Int.init) ?? ahcMiB
+            default:
+                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N]")
+                exit(2)
+            }
+        }
+    }
+}
+
+/// One phase's figures.
+struct Measure {
+    var firstByte: Double
+    var seconds: Double
+    var bytes: Int
+    var peakAddedMiB: Double
+    var note = ""
+
+    var throughput: Double { Double(bytes) / seconds / 1_048_576 }
+
+    func line(_ name: String) -> String {
+        String(format: "%-14@ first byte %8.2f ms  %8.1f MiB/s  %6.2f s  peak +%6.1f MiB  %@",
+               name as NSString, firstByte * 1000, throughput, seconds, peakAddedMiB, note as NSString)
+    }
+}
+
+/// The process's resident memory now and its high-water mark since the last reset, in KiB.
+enum Resident {
+    static func read(_ field: String) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+
+    /// Resets the high-water mark to the current resident size (Linux 4.0+).
+    static func resetPeak() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    /// Runs `body`, giving the peak resident memory it added, in MiB.
+    static func peakAdded(_ body: () async throws -> Void) async rethrows -> Double {
+        resetPeak()
+        let baseline = read("VmRSS")
+        try await body()
+        return max(0, read("VmHWM") - baseline) / 1024
+    }
+}
+
+/// A data delegate that counts bytes and notes when the first and last arrive.
+final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var start = ContinuousClock.now
+    private var first: ContinuousClock.Instant?
+    private var received = 0
+    private var done: CheckedContinuation<(Double, Double, Int, String), Never>?
+
+    func run(_ session: URLSession, _ url: URL) async -> (firstByte: Double, seconds: Double, bytes: Int, failure: String) {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            start = .now
+            first = nil
+            received = 0
+            done = continuation
+            lock.unlock()
+            session.dataTask(with: url).resume()
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        lock.lock()
+        if first == nil { first = .now }
+        received += data.count
+        lock.unlock()
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        lock.lock()
+        let now = ContinuousClock.now
+        let answer = ((first ?? now) - start, now - start, received, error.map { "\($0)" } ?? "")
+        let continuation = done
+        done = nil
+        lock.unlock()
+        continuation?.resume(returning: (answer.0.seconds, answer.1.seconds, answer.2, answer.3))
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
+
+final class CacheRoutes: RecallURLProtocol {
+    static let mine = URLProtocolRoutes()
+    override class var routes: URLProtocolRoutes { mine }
+}
+
+let settings = Settings(Array(CommandLine.arguments.dropFirst()))
+let size = settings.mib << 20
+let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("Tests/RecallTests/Support/origin_server.py")
+let origin = try LoopbackOrigin(script: script)
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-streaming-\(UUID().uuidString.prefix(8))")
+defer { try? FileManager.default.removeItem(at: directory) }
+let disk = try DiskStorage(directory: directory)
+let cache = HTTPCache(storage: disk)
+let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+
+let plainDelegate = Download()
+let plain = URLSession(configuration: .ephemeral, delegate: plainDelegate, delegateQueue: nil)
+let recallDelegate = Download()
+let configuration = URLSessionConfiguration.ephemeral
+try configuration.sendThroughRecall(pipeline, protocolClass: CacheRoutes.self)
+let recall = URLSession(configuration: configuration, delegate: recallDelegate, delegateQueue: nil)
+
+func phase(_ session: URLSession, _ delegate: Download, _ url: URL) async -> Measure {
+    var result: (firstByte: Double, seconds: Double, bytes: Int, failure: String) = (0, 0, 0, "")
+    let peak = await Resident.peakAdded { result = await delegate.run(session, url) }
+    return Measure(firstByte: result.firstByte, seconds: result.seconds, bytes: result.bytes, peakAddedMiB: peak,
+                   note: result.failure.isEmpty ? "" : "failed: \(result.failure)")
+}
+
+/// Reads `path` sequentially in 64 KiB reads, as `cat` does.
+func catFile(_ path: String) -> Measure {
+    let start = ContinuousClock.now
+    let descriptor = open(path, O_RDONLY)
+    defer { close(descriptor) }
+    var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    var total = 0
+    var first: ContinuousClock.Instant?
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count <= 0 { break }
+        if first == nil { first = .now }
+        total += count
+    }
+    let now = ContinuousClock.now
+    return Measure(firstByte: ((first ?? now) - start).seconds, seconds: (now - start).seconds, bytes: total, peakAddedMiB: 0)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}
+
+print("StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds; AHC \(settings.ahcMiB) MiB")
+var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
+for round in 1...settings.rounds {
+    let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])
+    let bare = await phase(plain, plainDelegate, url)
+    print(bare.line("plain"))
+    plains.append(bare)
+    var miss = await phase(recall, recallDelegate, url)
+    await disk.flush()
+    miss.note += cache.statistics.stores > round - 1 ? "stored" : "not stored (over the storage's entry limit)"
+    print(miss.line("recall miss"))
+    misses.append(miss)
+    let hitsBefore = cache.statistics.hits
+    var again = await phase(recall, recallDelegate, url)
+    let hit = cache.statistics.hits > hitsBefore
+    again.note += hit ? "a hit" : "a miss again"
+    print(again.line("recall again"))
+    agains.append(again)
+    let sizes = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).map { name -> (String, Int) in
+        let path = directory.appendingPathComponent(name).path
+        return (path, ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0)
+    }
+    if hit, let file = sizes.max(by: { $0.1 < $1.1 })?.0 {
+        let cat = catFile(file)
+        print(cat.line("cat"))
+        cats.append(cat)
+    }
+}
+
+// AsyncHTTPClient: a body larger than any cap of the past, streamed through a cached pipeline.
+let ahcSize = settings.ahcMiB << 20
+let ahcPipeline = Pipeline(transport: AsyncHTTPClientTransport(client: .shared), hooks: [HTTPCache()])
+var ahcFirst = 0.0, ahcBytes = 0, ahcFailure = ""
+let ahcStart = ContinuousClock.now
+let ahcPeak = await Resident.peakAdded {
+    do {
+        let response = try await ahcPipeline.send(URLRequest(url: origin.url("/ahc", [("stream", "\(ahcSize)"), ("cc", "max-age=600")])))
+        for try await chunk in response.body {
+            if ahcBytes == 0 { ahcFirst = (ContinuousClock.now - ahcStart).seconds }
+            ahcBytes += chunk.count
+        }
+    } catch {
+        ahcFailure = "failed: \(error)"
+    }
+}
+let ahc = Measure(firstByte: ahcFirst, seconds: (ContinuousClock.now - ahcStart).seconds, bytes: ahcBytes, peakAddedMiB: ahcPeak, note: ahcFailure)
+print(ahc.line("ahc"))
+
+let plainFirst = median(plains.map(\.firstByte)), missFirst = median(misses.map(\.firstByte))
+print(String(format: "streaming-ratio miss-first-byte-added-ms %.2f", (missFirst - plainFirst) * 1000))
+print(String(format: "streaming-ratio miss-throughput %.3f", median(misses.map(\.throughput)) / median(plains.map(\.throughput))))
+print(String(format: "streaming-ratio miss-peak-added-mib %.1f", median(misses.map(\.peakAddedMiB))))
+if !cats.isEmpty {
+    print(String(format: "streaming-ratio hit-first-byte-ms %.2f", median(agains.map(\.firstByte)) * 1000))
+    print(String(format: "streaming-ratio hit-throughput %.3f", median(agains.map(\.throughput)) / median(cats.map(\.throughput))))
+    print(String(format: "streaming-ratio hit-peak-added-mib %.1f", median(agains.map(\.peakAddedMiB))))
+} else {
+    print("streaming-ratio hit-throughput n/a (not stored)")
+}
+print(String(format: "streaming-ratio ahc-peak-added-mib %.1f", ahc.peakAddedMiB))
