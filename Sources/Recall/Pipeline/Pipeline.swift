@@ -239,7 +239,15 @@ public struct Pipeline: Transport {
             record.time = time
             switch try await retrier.decide(after: record) {
             case .stop:
-                return try outcome.get()
+                // The body that follows the head stays within the attempt's timeout per silence
+                // and the deadline in all (``TimedBody``).
+                var response = try outcome.get()
+                if response.body.isStreamed {
+                    let elapsed = time.now() - start
+                    response.body = TimedBody.body(response.body, silence: retrier.attemptTimeout(elapsed: elapsed),
+                                                   remaining: retrier.remainingTime(elapsed: elapsed), time: time, url: current.url)
+                }
+                return response
             case .fail(let error):
                 throw error
             case .retry(let delay, let next):
