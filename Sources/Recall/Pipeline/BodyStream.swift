@@ -44,6 +44,9 @@ final class BodyStream: Sendable {
                 if head == chunks.count {
                     chunks.removeAll(keepingCapacity: true)
                     head = 0
+                } else if head >= 1024, head * 2 >= chunks.count {
+                    chunks.removeFirst(head) // (a reader that never drains the buffer: keep it compact)
+                    head = 0
                 }
                 return .success(chunk)
             }

@@ -24,8 +24,10 @@ import FoundationNetworking
 /// - A request's body is read from `httpBody` or, where Foundation hands it over as a stream
 ///   (Apple's platforms), from `httpBodyStream`, up to ``maxRequestBodyBytes``.
 /// - The session's `httpAdditionalHeaders` are added to requests that do not set those fields,
-///   and its `timeoutIntervalForRequest`/`timeoutIntervalForResource` bound the load (the
-///   shorter, from the start), which then fails with `URLError(.timedOut)`.
+///   and its `timeoutIntervalForRequest`/`timeoutIntervalForResource` bound the load as its own
+///   protocol would: the head by the shorter, from the start; then each silence of the body by
+///   the request limit and the whole load by the resource limit. It then fails with
+///   `URLError(.timedOut)`.
 /// - Stopping the load (a cancelled task, a cancelled `async` call) cancels the pipeline's work:
 ///   the session reports `URLError(.cancelled)` as usual.
 /// - Every status arrives as a response, as from the network. Errors that outlast the retrier
@@ -107,15 +109,21 @@ open class RecallURLProtocol: URLProtocol {
             do {
                 // A streamed body is read off the loading thread (its writer may need that thread).
                 let prepared = facts.applied(to: try await RecallURLProtocol.withBodyOffThread(request, limit: limit))
-                // The session's time limits, as its own protocol would apply them.
-                let response: RecallResponse
+                // The session's time limits, as its own protocol would apply them: to the head, then
+                // the request limit to each silence of the body and the resource limit to it all.
+                let time = TimeSource(ContinuousClock())
+                let started = time.now()
+                var response: RecallResponse
                 do {
-                    response = try await AttemptRace.run(timeout: facts.limit(for: prepared), time: TimeSource(ContinuousClock())) {
+                    response = try await AttemptRace.run(timeout: facts.limit(for: prepared), time: time) {
                         try await pipeline.send(prepared)
                     }
                 } catch is AttemptRace.TimedOut {
                     throw URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "The session's time limit passed."])
                 }
+                let limits = facts.bodyLimits(for: prepared)
+                response.body = TimedBody.body(response.body, silence: limits.silence, remaining: limits.total.map { $0 - (time.now() - started) },
+                                               time: time, url: fallbackURL)
                 try Task.checkCancellation()
                 try await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
             } catch {

@@ -89,15 +89,23 @@ struct SessionTaskFacts: Sendable {
         return request
     }
 
-    /// How long the load of `request` may take in all: the session's request limit (the protocol
-    /// answers in one piece, so a wait for more data is a wait for the whole answer) or its
+    /// How long the load of `request` may wait for its head: the session's request limit or its
     /// resource limit, whichever is shorter; `nil` when neither is known or positive.
-    /// A request's own `timeoutInterval`, set to anything but the default 60 s, replaces the
-    /// session's request limit (as corelibs' network protocol does). Limits over a year count
-    /// as none.
     func limit(for request: URLRequest) -> Duration? {
-        let requestLimit = request.timeoutInterval != 60 ? request.timeoutInterval : requestTimeout
-        let limits = [requestLimit, resourceTimeout].compactMap { $0 }.filter { $0 > 0 && $0 < 366 * 86_400 }
-        return limits.min().map { .milliseconds(Int64(($0 * 1000).rounded(.up))) }
+        let limits = bodyLimits(for: request)
+        return [limits.silence, limits.total].compactMap { $0 }.min()
+    }
+
+    /// The limits of the load of `request`, as its session applies them: the request limit to
+    /// each silence (a wait for more data), the resource limit to the whole load; `nil` for a
+    /// limit not known or not positive. A request's own `timeoutInterval`, set to anything but
+    /// the default 60 s, replaces the session's request limit (as corelibs' network protocol
+    /// does). Limits over a year count as none.
+    func bodyLimits(for request: URLRequest) -> (silence: Duration?, total: Duration?) {
+        func duration(_ seconds: TimeInterval?) -> Duration? {
+            guard let seconds, seconds > 0, seconds < 366 * 86_400 else { return nil }
+            return .milliseconds(Int64((seconds * 1000).rounded(.up)))
+        }
+        return (duration(request.timeoutInterval != 60 ? request.timeoutInterval : requestTimeout), duration(resourceTimeout))
     }
 }

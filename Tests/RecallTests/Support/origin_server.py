@@ -16,7 +16,8 @@ Every path answers; the query string says how:
                       without Content-Length (the body ends when the connection closes);
                       with gate=NAME, the first 64 KiB is sent and the rest waits until
                       GET /__open?gate=NAME (or 60 s); with truncate=1, the body stops 1,000
-                      bytes short of its Content-Length and the connection closes
+                      bytes short of its Content-Length and the connection closes; with
+                      reset_mid=1, the connection is reset (TCP RST) half way
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   drop_first=N        the same for the first N requests to the path
@@ -175,6 +176,13 @@ class Handler(BaseHTTPRequestHandler):
                 if sent == len(piece) and one("gate") is not None:
                     self.wfile.flush()
                     gate(one("gate")).wait(60)
+                if one("reset_mid") == "1" and sent >= total // 2:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.wfile = io.BytesIO()
+                    return
             if end < total:
                 self.wfile.flush()
                 self.close_connection = True

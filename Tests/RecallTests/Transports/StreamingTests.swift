@@ -84,6 +84,20 @@ struct StreamingTests {
         #expect(cache.statistics.notStored == [.incomplete: 2] && cache.statistics.stores == 0)
     }
 
+    @Test("a connection reset half way through the body fails the read with connectionLost and is not stored")
+    func resetMidBody() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-reset")
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = server.url(path, ["stream": "\(Self.size)", "reset_mid": "1", "cc": "max-age=600"])
+        let response = try await pipeline.send(URLRequest(url: url))
+        var received = 0
+        let error = await #expect(throws: TransportError.self) { for try await chunk in response.body { received += chunk.count } }
+        #expect(error?.code == .connectionLost && received < Self.size)
+        #expect(cache.statistics.notStored == [.incomplete: 1] && cache.statistics.stores == 0)
+    }
+
     @Test("a body longer than the storage's entry limit streams to the caller and is not stored")
     func overEntryLimit() async throws {
         let server = try await OriginServer.shared.value

@@ -323,6 +323,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
     }
 
+    /// ``Configuration/maxRecordBytes``: a streamed body longer than it is passed to the caller
+    /// and not stored (bodies live in the row).
+    public var entryLimit: Int { configuration.maxRecordBytes }
+
     /// The counters, as ``Recall/StorageStatistics`` (see ``fleetStatistics`` for all of them).
     public var statistics: StorageStatistics {
         let mine = fleetStatistics
