@@ -40,11 +40,23 @@ public protocol CacheByteStore: CacheStorage {
     /// bytes that failed: a valid record stored since the read must survive — and counts them
     /// in ``StorageStatistics/corruptRemoved``.
     func removeCorrupt(_ key: String, ifStill data: Data) async
+    /// Begins writing the bytes of `key` in pieces (``ByteWriting``), for a record too large to
+    /// hold whole; `nil` (the default) when the store writes whole bytes only.
+    func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)?
+    /// The bytes under `key` to read in pieces (``ByteReading``); `nil` (the default) when the
+    /// store reads whole bytes only, or has none under `key`.
+    func reading(_ key: String) async -> (any ByteReading)?
 }
 
 extension CacheByteStore {
     /// Nothing at hand without suspending.
     public func bytesWithoutSuspending(for key: String) -> StoredBytes? { nil }
+
+    /// Whole bytes only.
+    public func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)? { nil }
+
+    /// Whole bytes only.
+    public func reading(_ key: String) async -> (any ByteReading)? { nil }
 
     /// The record under `key`: the stored bytes decoded and checked, or `nil` when there are none
     /// or they are not a valid record of `key` (garbage, torn, or another key's record, as a

@@ -44,7 +44,7 @@ public final class DiskStorage: CacheByteStore {
     /// relative to it (`openat`, `renameat`, `unlinkat`). A hit walks one path component, not
     /// the whole path; and if the path is renamed, replaced or made a link while the storage is
     /// open, reads and writes still go to the one directory that was checked when it opened.
-    private let directoryDescriptor: Int32
+    let directoryDescriptor: Int32
     /// The most bytes of files kept.
     public let byteLimit: Int
     /// The largest single record written (and read: a larger file is not a record of this cache).
@@ -565,31 +565,93 @@ public final class DiskStorage: CacheByteStore {
             }
             return
         }
-        let temporary = name + ".tmp-\(generation)-\(getpid())"
+        let temporary = Self.temporaryName(name, generation: generation)
         let failure = Self.writeFile(data, to: temporary, in: directoryDescriptor)
         state.withLock { state in
             defer { finishLocked(name, generation: generation, in: &state) }
-            guard failure == nil, renameat(directoryDescriptor, temporary, directoryDescriptor, name) == 0 else {
-                unlinkat(directoryDescriptor, temporary, 0)
-                state.statistics.writeFailures += 1
-                deleteLocked(name, from: &state)
-                return
-            }
-            if let old = state.sizes[name] {
-                state.statistics.bytes -= old
-            } else {
-                state.statistics.count += 1
-            }
-            state.held[name] = nil // the file held open, if any, is the one just replaced
-            state.sizes[name] = data.count
-            state.statistics.bytes += data.count
-            state.policy.recordInsert(name, size: data.count)
-            while state.statistics.bytes > byteLimit, let victim = state.policy.victim() {
-                if state.sizes[victim] == nil { state.policy.recordRemoval(victim); continue }
-                deleteLocked(victim, from: &state)
-                state.statistics.evictions += 1
-            }
+            _ = landLocked(failure == nil ? temporary : nil, as: name, size: data.count, in: &state)
         }
+    }
+
+    /// The name a write of `name` is made under until it is renamed into place (removed at open
+    /// if a crash left it).
+    static func temporaryName(_ name: String, generation: UInt64) -> String {
+        name + ".tmp-\(generation)-\(getpid())"
+    }
+
+    /// A number no write has used.
+    func nextGeneration() -> UInt64 {
+        state.withLock { state in
+            state.generation += 1
+            return state.generation
+        }
+    }
+
+    /// Renames the written file `temporary` (nil: the write failed) to `name`, of `size` bytes,
+    /// and keeps the books: the index, the statistics, the eviction policy, evictions to stay
+    /// within ``byteLimit``. A failure is counted and leaves no file under `name` (never an
+    /// older copy). Whether it landed.
+    private func landLocked(_ temporary: String?, as name: String, size: Int, in state: inout State) -> Bool {
+        guard let temporary, renameat(directoryDescriptor, temporary, directoryDescriptor, name) == 0 else {
+            if let temporary { unlinkat(directoryDescriptor, temporary, 0) }
+            state.statistics.writeFailures += 1
+            deleteLocked(name, from: &state)
+            return false
+        }
+        if let old = state.sizes[name] {
+            state.statistics.bytes -= old
+        } else {
+            state.statistics.count += 1
+        }
+        state.held[name] = nil // the file held open, if any, is the one just replaced
+        state.sizes[name] = size
+        state.statistics.bytes += size
+        state.policy.recordInsert(name, size: size)
+        while state.statistics.bytes > byteLimit, let victim = state.policy.victim() {
+            if state.sizes[victim] == nil { state.policy.recordRemoval(victim); continue }
+            deleteLocked(victim, from: &state)
+            state.statistics.evictions += 1
+        }
+        return true
+    }
+
+    /// Lands a write made in pieces (``DiskWrite``): its file `temporary`, of `size` bytes, becomes
+    /// the file of `key` after every write queued before it has landed. Whether it landed.
+    func land(_ temporary: String, for key: String, size: Int) async -> Bool {
+        await flush()
+        let name = name(for: key)
+        return state.withLock { state in
+            state.generation += 1
+            state.pending[name] = nil // (a write queued since the flush lands after this one, as it should)
+            return landLocked(temporary, as: name, size: size, in: &state)
+        }
+    }
+
+    /// Counts a write refused (over a limit) or failed (the disk).
+    func countFailedWrite(refused: Bool) {
+        state.withLock { state in
+            if refused { state.statistics.rejected += 1 } else { state.statistics.writeFailures += 1 }
+        }
+    }
+
+    /// Begins writing `key` in pieces, to a file of its own renamed into place when committed
+    /// (``ByteWriting``); the record may be up to ``entryLimit`` (and ``byteLimit``) bytes.
+    public func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)? {
+        DiskWrite(storage: self, key: key, temporary: Self.temporaryName(name(for: key), generation: nextGeneration()),
+                  limit: min(entryLimit, byteLimit))
+    }
+
+    /// The file of `key`, held open to be read in pieces (``ByteReading``); `nil` when there is
+    /// none, or a write of it is queued (read it whole then, with ``bytes(for:)``).
+    public func reading(_ key: String) async -> (any ByteReading)? {
+        let name = name(for: key)
+        let known = state.withLock { state -> Bool in
+            guard state.pending.isEmpty || state.pending[name] == nil, state.sizes[name] != nil else { return false }
+            state.policy.recordAccess(name)
+            return true
+        }
+        guard known else { return nil }
+        return FileReading(name, in: directoryDescriptor)
     }
 
     /// The whole file `name` in the directory `directory`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs

@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A record of a ``DiskStorage`` written in pieces: appended to a file of its own (mode 0600,
+/// named as the storage's other writes in progress, so a crash leaves nothing a later process
+/// reads: the storage removes such files when it opens), renamed into place when committed.
+/// A write dropped without a commit removes its file.
+final class DiskWrite: ByteWriting {
+    private struct State {
+        var descriptor: Int32
+        var written = 0
+        /// Committed or abandoned: the file is gone or in place.
+        var ended = false
+    }
+
+    private let storage: DiskStorage
+    private let key: String
+    private let temporary: String
+    private let limit: Int
+    private let state: Locked<State>
+
+    init?(storage: DiskStorage, key: String, temporary: String, limit: Int) {
+        let descriptor = openat(storage.directoryDescriptor, temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            storage.countFailedWrite(refused: false)
+            return nil
+        }
+        self.storage = storage
+        self.key = key
+        self.temporary = temporary
+        self.limit = limit
+        self.state = Locked(State(descriptor: descriptor))
+    }
+
+    deinit {
+        let state = state.withLock { $0 }
+        guard !state.ended else { return }
+        close(state.descriptor)
+        unlinkat(storage.directoryDescriptor, temporary, 0)
+    }
+
+    func append(_ bytes: Data) async throws {
+        try state.withLock { state in
+            guard !state.ended else { throw CacheStorageError.writeFailed("the write has ended") }
+            guard state.written + bytes.count <= limit else {
+                storage.countFailedWrite(refused: true)
+                throw CacheStorageError.writeFailed("the record passes the storage's \(limit)-byte limit")
+            }
+            let descriptor = state.descriptor
+            let failure = bytes.withUnsafeBytes { raw -> Int32? in
+                var offset = 0
+                while offset < raw.count {
+                    let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        return errno
+                    }
+                    offset += written
+                }
+                return nil
+            }
+            if let failure {
+                storage.countFailedWrite(refused: false)
+                throw CacheStorageError.writeFailed("cannot write: \(String(cString: strerror(failure)))")
+            }
+            state.written += bytes.count
+        }
+    }
+
+    func commit() async throws {
+        let size = try state.withLock { state -> Int in
+            guard !state.ended else { throw CacheStorageError.writeFailed("the write has ended") }
+            state.ended = true
+            close(state.descriptor)
+            return state.written
+        }
+        guard await storage.land(temporary, for: key, size: size) else {
+            throw CacheStorageError.writeFailed("the file could not be put in place")
+        }
+    }
+
+    func abandon() async {
+        let descriptor = state.withLock { state -> Int32? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            return state.descriptor
+        }
+        guard let descriptor else { return }
+        close(descriptor)
+        unlinkat(storage.directoryDescriptor, temporary, 0)
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A regular file held open to be read in pieces (``ByteReading``), by `pread`: what a later
+/// write renames over it or a removal unlinks does not change what it reads. Closed when the
+/// last reference goes.
+final class FileReading: ByteReading {
+    private let descriptor: Int32
+    let count: Int
+
+    /// Opens `name` in the directory `directory`; `nil` when it is not a regular file or cannot be opened.
+    init?(_ name: String, in directory: Int32) {
+        let descriptor = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            return nil
+        }
+        self.descriptor = descriptor
+        self.count = Int(info.st_size)
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    func read(at offset: Int, count wanted: Int) throws -> Data {
+        let count = max(0, min(wanted, self.count - offset))
+        guard count > 0 else { return Data() }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+        var done = 0
+        while done < count {
+            let read = pread(descriptor, buffer + done, count - done, off_t(offset + done))
+            if read < 0, errno == EINTR { continue }
+            guard read > 0 else {
+                buffer.deallocate()
+                throw CacheStorageError.corrupt("short read: \(done) of \(count) bytes at \(offset)")
+            }
+            done += read
+        }
+        return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+@testable import Recall
+import Testing
+
+/// Issue #38: a ``DiskStorage`` record written in pieces and read in pieces, by bytes alone.
+@Suite("DiskStorage: writes in pieces, reads in pieces")
+struct ByteWritingTests {
+    func storage(_ directory: URL, entryLimit: Int = 1 << 20) throws -> DiskStorage {
+        try DiskStorage(directory: directory, byteLimit: 8 << 20, entryLimit: entryLimit)
+    }
+
+    /// The files of the directory that are not the storage's own bookkeeping.
+    func files(_ directory: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0 != DiskStorage.markerName && $0 != DiskStorage.lockName }.sorted()
+    }
+
+    @Test("appended pieces become the key's bytes only at the commit, at once; they read back whole and in pieces")
+    func commit() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        await disk.write(Data("before".utf8), for: "k", expires: nil)
+        let write = try #require(await disk.beginWriting(for: "k", expires: nil))
+        try await write.append(Data("hello ".utf8))
+        try await write.append(Data("world".utf8))
+        #expect(await disk.bytes(for: "k")?.data == Data("before".utf8), "not visible before the commit")
+        try await write.commit()
+        #expect(await disk.bytes(for: "k")?.data == Data("hello world".utf8))
+        let reading = try #require(await disk.reading("k"))
+        #expect(reading.count == 11)
+        #expect(try reading.read(at: 6, count: 5) == Data("world".utf8))
+        #expect(try reading.read(at: 9, count: 100) == Data("ld".utf8))
+        #expect(disk.statistics.count == 1 && disk.statistics.bytes == 11)
+        #expect(files(directory) == [DiskStorage.fileName(for: "k")], "no file left behind")
+    }
+
+    @Test("an abandoned write, a write over the limit and a write dropped unfinished leave no file and the old bytes")
+    func abandon() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory, entryLimit: 10)
+        await disk.write(Data("old".utf8), for: "k", expires: nil)
+        await disk.flush()
+        let abandoned = try #require(await disk.beginWriting(for: "k", expires: nil))
+        try await abandoned.append(Data("new".utf8))
+        await abandoned.abandon()
+        await abandoned.abandon()
+
+        let over = try #require(await disk.beginWriting(for: "k", expires: nil))
+        try await over.append(Data(count: 8))
+        await #expect(throws: CacheStorageError.self) { try await over.append(Data(count: 8)) }
+        await over.abandon()
+        #expect(disk.statistics.rejected == 1)
+
+        do {
+            let dropped = try #require(await disk.beginWriting(for: "k", expires: nil))
+            try await dropped.append(Data("x".utf8))
+        }
+        #expect(await disk.bytes(for: "k")?.data == Data("old".utf8))
+        #expect(files(directory) == [DiskStorage.fileName(for: "k")])
+    }
+
+    @Test("a reader keeps the bytes it opened when a commit replaces them")
+    func readerKeepsItsBytes() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        let first = try #require(await disk.beginWriting(for: "k", expires: nil))
+        try await first.append(Data(repeating: 1, count: 1000))
+        try await first.commit()
+        let reading = try #require(await disk.reading("k"))
+        let second = try #require(await disk.beginWriting(for: "k", expires: nil))
+        try await second.append(Data(repeating: 2, count: 10))
+        try await second.commit()
+        #expect(try reading.read(at: 0, count: 1000) == Data(repeating: 1, count: 1000))
+        #expect(try #require(await disk.reading("k")).count == 10)
+        await disk.remove("k")
+        await disk.flush()
+        #expect(await disk.reading("k") == nil)
+        #expect(try reading.read(at: 990, count: 10) == Data(repeating: 1, count: 10), "an unlinked file still reads")
+    }
+
+    @Test("a commit lands after the whole writes queued before it, and evicts to stay within the byte limit")
+    func orderAndEviction() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try DiskStorage(directory: directory, byteLimit: 1000, entryLimit: 1000)
+        await disk.write(Data(repeating: 0, count: 600), for: "a", expires: nil)
+        let write = try #require(await disk.beginWriting(for: "b", expires: nil))
+        await disk.write(Data("queued".utf8), for: "b", expires: nil)
+        try await write.append(Data(repeating: 3, count: 600))
+        try await write.commit()
+        #expect(await disk.bytes(for: "b")?.data == Data(repeating: 3, count: 600), "the commit is the latest write")
+        #expect(disk.statistics.bytes <= 1000 && disk.statistics.evictions == 1)
+    }
+}
