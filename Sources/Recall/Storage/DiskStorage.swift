@@ -569,7 +569,7 @@ public final class DiskStorage: CacheByteStore {
         let failure = Self.writeFile(data, to: temporary, in: directoryDescriptor)
         state.withLock { state in
             defer { finishLocked(name, generation: generation, in: &state) }
-            _ = landLocked(failure == nil ? temporary : nil, as: name, size: data.count, in: &state)
+            _ = landLocked(temporary, written: failure == nil, as: name, size: data.count, in: &state)
         }
     }
 
@@ -587,13 +587,13 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
-    /// Renames the written file `temporary` (nil: the write failed) to `name`, of `size` bytes,
-    /// and keeps the books: the index, the statistics, the eviction policy, evictions to stay
-    /// within ``byteLimit``. A failure is counted and leaves no file under `name` (never an
-    /// older copy). Whether it landed.
-    private func landLocked(_ temporary: String?, as name: String, size: Int, in state: inout State) -> Bool {
-        guard let temporary, renameat(directoryDescriptor, temporary, directoryDescriptor, name) == 0 else {
-            if let temporary { unlinkat(directoryDescriptor, temporary, 0) }
+    /// Renames the file `temporary`, `written` whole, to `name`, of `size` bytes, and keeps the
+    /// books: the index, the statistics, the eviction policy, evictions to stay within
+    /// ``byteLimit``. A failure (of the write, or of the rename) is counted and leaves neither
+    /// `temporary` nor a file under `name` (never an older copy). Whether it landed.
+    private func landLocked(_ temporary: String, written: Bool, as name: String, size: Int, in state: inout State) -> Bool {
+        guard written, renameat(directoryDescriptor, temporary, directoryDescriptor, name) == 0 else {
+            unlinkat(directoryDescriptor, temporary, 0)
             state.statistics.writeFailures += 1
             deleteLocked(name, from: &state)
             return false
@@ -623,7 +623,7 @@ public final class DiskStorage: CacheByteStore {
         return state.withLock { state in
             state.generation += 1
             state.pending[name] = nil // (a write queued since the flush lands after this one, as it should)
-            return landLocked(temporary, as: name, size: size, in: &state)
+            return landLocked(temporary, written: true, as: name, size: size, in: &state)
         }
     }
 
