@@ -186,36 +186,87 @@ enum CacheRecordCodec {
     }
 
     static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt64 {
+        var sums = Sums()
+        let offset = sums.add(raw)
+        return finish(sums.mixed(count: raw.count), raw, from: offset)
+    }
+
+    /// The running sums of ``checksum(_:)``: the four lanes of 32-bit words and their sums, over
+    /// the 32-byte blocks added so far.
+    struct Sums {
         // Four lanes a vector (eight would not fit the SSE2 registers: measured 2× slower).
-        var low = SIMD4<UInt64>(1, 2, 3, 4), high = SIMD4<UInt64>(5, 6, 7, 8)
-        var lowSums = SIMD4<UInt64>(repeating: 0), highSums = SIMD4<UInt64>(repeating: 0)
-        let mask = SIMD4<UInt64>(repeating: 0xFFFF_FFFF)
-        var offset = 0
-        // Loads through the base pointer: the buffer's own bounds check costs a tenth of the loop.
-        while offset + 32 <= raw.count, let base = raw.baseAddress {
-            var words = (base + offset).loadUnaligned(as: SIMD4<UInt64>.self)
-            #if _endian(big)
-            words = SIMD4(words[0].byteSwapped, words[1].byteSwapped, words[2].byteSwapped, words[3].byteSwapped)
-            #endif
-            low &+= words & mask
-            high &+= words &>> 32
-            lowSums &+= low
-            highSums &+= high
-            offset += 32
+        private var low = SIMD4<UInt64>(1, 2, 3, 4), high = SIMD4<UInt64>(5, 6, 7, 8)
+        private var lowSums = SIMD4<UInt64>(repeating: 0), highSums = SIMD4<UInt64>(repeating: 0)
+
+        /// Adds the whole 32-byte blocks of `raw`; returns where the rest (under 32 bytes) begins.
+        @inline(__always)
+        mutating func add(_ raw: UnsafeRawBufferPointer) -> Int {
+            let mask = SIMD4<UInt64>(repeating: 0xFFFF_FFFF)
+            var offset = 0
+            // Loads through the base pointer: the buffer's own bounds check costs a tenth of the loop.
+            while offset + 32 <= raw.count, let base = raw.baseAddress {
+                var words = (base + offset).loadUnaligned(as: SIMD4<UInt64>.self)
+                #if _endian(big)
+                words = SIMD4(words[0].byteSwapped, words[1].byteSwapped, words[2].byteSwapped, words[3].byteSwapped)
+                #endif
+                low &+= words & mask
+                high &+= words &>> 32
+                lowSums &+= low
+                highSums &+= high
+                offset += 32
+            }
+            return offset
         }
-        let multiplier: UInt64 = 0xBF58_476D_1CE4_E5B9
-        var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count)
-        func mix(_ value: UInt64) {
-            hash = (hash ^ value) &* multiplier
-            hash ^= hash >> 31
+
+        /// The sixteen sums and the length of all the bytes, `count`, mixed into one value.
+        @inline(__always)
+        func mixed(count: Int) -> UInt64 {
+            let multiplier: UInt64 = 0xBF58_476D_1CE4_E5B9
+            var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(count)
+            func mix(_ value: UInt64) {
+                hash = (hash ^ value) &* multiplier
+                hash ^= hash >> 31
+            }
+            for lane in 0..<4 {
+                mix(low[lane])
+                mix(high[lane])
+                mix(lowSums[lane])
+                mix(highSums[lane])
+            }
+            return hash
         }
-        for lane in 0..<4 {
-            mix(low[lane])
-            mix(high[lane])
-            mix(lowSums[lane])
-            mix(highSums[lane])
+    }
+
+    /// ``checksum(_:)`` of bytes that come in pieces: the same value as for the pieces joined.
+    struct StreamingChecksum {
+        private var sums = Sums()
+        private var count = 0
+        /// The bytes after the last whole 32-byte block (fewer than 32).
+        private var rest: [UInt8] = []
+
+        mutating func add(_ data: Data) {
+            data.withUnsafeBytes { add($0) }
         }
-        return finish(hash, raw, from: offset)
+
+        mutating func add(_ raw: UnsafeRawBufferPointer) {
+            count += raw.count
+            var raw = raw
+            if !rest.isEmpty {
+                let taken = min(32 - rest.count, raw.count)
+                rest.append(contentsOf: raw.prefix(taken))
+                raw = UnsafeRawBufferPointer(rebasing: raw[taken...])
+                guard rest.count == 32 else { return }
+                _ = rest.withUnsafeBytes { sums.add($0) }
+                rest.removeAll(keepingCapacity: true)
+            }
+            let offset = sums.add(raw)
+            rest.append(contentsOf: raw[offset...])
+        }
+
+        /// The checksum of every byte added.
+        var value: UInt64 {
+            rest.withUnsafeBytes { CacheRecordCodec.finish(sums.mixed(count: count), $0, from: 0) }
+        }
     }
 
     /// The checksum of format versions 5 and 6: 8-byte words in four interleaved multiplying
@@ -251,7 +302,7 @@ enum CacheRecordCodec {
 
     /// Mixes the whole words from `offset` on into `hash` one at a time, then the tail bytes,
     /// and finalizes.
-    private static func finish(_ hash: UInt64, _ raw: UnsafeRawBufferPointer, from offset: Int) -> UInt64 {
+    static func finish(_ hash: UInt64, _ raw: UnsafeRawBufferPointer, from offset: Int) -> UInt64 {
         var hash = hash
         var offset = offset
         while offset + 8 <= raw.count {

@@ -203,4 +203,22 @@ struct CacheRecordCodecTests {
         #expect(await storage.record(for: record.key) == record)
         #expect(storage.statistics.corruptRemoved == 0)
     }
+
+    @Test("the checksum of bytes that come in pieces is the checksum of the pieces joined, however they are cut")
+    func streamingChecksum() {
+        var generator = SystemRandomNumberGenerator()
+        for length in [0, 1, 7, 31, 32, 33, 64, 100, 1000, 65_537] {
+            let bytes = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            for _ in 0..<5 {
+                var streaming = CacheRecordCodec.StreamingChecksum()
+                var offset = 0
+                while offset < length {
+                    let piece = min(length - offset, Int.random(in: 0...70, using: &generator))
+                    streaming.add(bytes.subdata(in: offset..<(offset + piece)))
+                    offset += piece
+                }
+                #expect(streaming.value == CacheRecordCodec.checksum(bytes), "length \(length)")
+            }
+        }
+    }
 }
