@@ -6,8 +6,9 @@ import Foundation
 /// The copy is handed over only for a body that arrived whole — every byte, its length
 /// checked (``BodyStream``) — and fits the limit; a body that fails, that the caller stops
 /// reading or cancels, or that outgrows the limit, keeps nothing (``Kept``), so no entry ever
-/// claims to hold a body that did not arrive complete. The caller sees its body end (or fail)
-/// only after `ended` has run: a store made there is in place when the caller's read returns.
+/// claims to hold a body that did not arrive complete. `ended` runs once: as soon as the body
+/// outgrows the limit, else when it ends — and the caller sees its body end (or fail) only after
+/// `ended` has run: a store made there is in place when the caller's read returns.
 enum BodyTee {
     /// What the tee kept once the body has ended.
     enum Kept: Sendable {
@@ -34,16 +35,21 @@ enum BodyTee {
             do {
                 for try await chunk in upstream {
                     if let count = copy?.count {
-                        if count + chunk.count <= limit { copy?.append(chunk) } else { copy = nil }
+                        if count + chunk.count <= limit {
+                            copy?.append(chunk)
+                        } else {
+                            copy = nil
+                            await ended(.tooLarge) // (at once: nothing will be kept, nobody need wait for the end)
+                        }
                     }
                     try await writer.write(chunk)
                 }
             } catch {
-                await ended(.incomplete)
+                if copy != nil { await ended(.incomplete) }
                 writer.finish(throwing: error)
                 return
             }
-            await ended(copy.map { .complete($0) } ?? .tooLarge)
+            if let copy { await ended(.complete(copy)) }
             writer.finish()
         }
         // The caller stopped reading: stop the upstream (its producer cancels the download).

@@ -244,7 +244,13 @@ public final class HTTPCache: ServiceHook {
         let limit = storage.entryLimit
         if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil,
            let length = response.body.expectedLength, length <= limit {
-            let whole = try await response.collected(upTo: limit)
+            let whole: RecallResponse
+            do {
+                whole = try await response.collected(upTo: limit)
+            } catch {
+                leads.abandon(state.lead) // (one waiting request fetches in its place)
+                throw error
+            }
             defer { leads.finish(state.lead) }
             let (after, exchange, target) = decide(whole, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
             return try await act(on: after, whole, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
@@ -260,13 +266,16 @@ public final class HTTPCache: ServiceHook {
             if answer.body != response.body { response.body.discard() }
             return answer
         }
+        if let length = response.body.expectedLength, length > limit {
+            // Too large to keep, as its head says: passed on untouched; the waiting misses fetch at once.
+            notStored(.tooLarge, state: state, context: context)
+            leads.finish(state.lead)
+            return response
+        }
         var answer = response
         answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, url: response.url ?? request.url) { [self] kept in
             guard case .complete(let body) = kept else {
-                if !state.isRefresh {
-                    let reason: NotStoredReason = kept.isTooLarge ? .tooLarge : .incomplete
-                    counts.count(.notStored(reason), context) { $0.notStored[reason, default: 0] += 1 }
-                }
+                notStored(kept.isTooLarge ? .tooLarge : .incomplete, state: state, context: context)
                 // (Too large: the waiting misses fetch at once, as it will not be stored for them either.)
                 return kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
             }
@@ -276,6 +285,12 @@ public final class HTTPCache: ServiceHook {
             leads.finish(state.lead)
         }
         return answer
+    }
+
+    /// Counts a response that was to be stored and was not (a background refresh counts nothing).
+    private func notStored(_ reason: NotStoredReason, state: CacheRequestState, context: RecallContext) {
+        guard !state.isRefresh else { return }
+        counts.count(.notStored(reason), context) { $0.notStored[reason, default: 0] += 1 }
     }
 
     /// What the strategy decides for `response`, answered at `date` for `request` (which went out

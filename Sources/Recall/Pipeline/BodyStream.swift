@@ -1,7 +1,7 @@
 import Foundation
 
-/// The chunks of one streamed body between the code that receives them (a transport, the cache
-/// reading a file) and the one code that reads them: a buffer, a wait for the reader, and the
+/// The chunks of one streamed body between the code that receives them (a transport, the cache's
+/// tee) and the one code that reads them: a buffer, a wait for the reader, and the
 /// checks every streamed body gets in one place.
 ///
 /// - The length: a body that ends before its expected length (a `Content-Length`) ends with
@@ -11,9 +11,10 @@ import Foundation
 ///   unread or half read), the writer's `onTermination` runs once, so the producer stops (a data
 ///   task is cancelled, a file closed) and anything kept for the body (a cache's write) is
 ///   abandoned. It does not run for a body read to its end.
-/// - Pace: ``write(_:)`` waits while more than `highWater` bytes wait to be read, so a producer
-///   that can wait (a task reading a file or a client's stream) goes at the reader's pace;
-///   ``yield(_:)`` never waits, for producers called back by others (a session's delegate).
+/// - Pace: ``write(_:)`` waits while `highWater` bytes or more wait to be read, so a producer
+///   that can wait (a task reading a client's stream) goes at the reader's pace; ``yield(_:)``
+///   never waits, for producers called back by others (a session's delegate): what they add
+///   waits in memory until it is read.
 final class BodyStream: Sendable {
     private struct State {
         var chunks: [Data] = []
@@ -33,6 +34,7 @@ final class BodyStream: Sendable {
         var writers: [CheckedContinuation<Void, any Error>] = []
         /// Runs when the reader leaves before the end.
         var termination: (@Sendable () -> Void)?
+
 
         /// What the reader gets now: a chunk, the end, or nil (it must wait).
         mutating func next() -> Result<Data?, any Error>? {
@@ -117,7 +119,7 @@ final class BodyStream: Sendable {
         return accepted
     }
 
-    /// Adds `chunk`, first waiting while more than the high-water mark waits to be read. Throws
+    /// Adds `chunk`, first waiting while the high-water mark waits to be read. Throws
     /// `CancellationError` when the reader has left or the body has ended (stop producing).
     func write(_ chunk: Data) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -182,6 +184,10 @@ final class BodyStream: Sendable {
     /// The next chunk, or `nil` at the end of a complete body; throws the body's failure, or
     /// `CancellationError` when the calling task is cancelled (the reader then leaves).
     func next() async throws -> Data? {
+        if Task.isCancelled {
+            leave()
+            throw CancellationError()
+        }
         if let ready = state.withLock({ $0.next() }) {
             wakeWriters(onlyBelowHighWater: true)
             return try ready.get()

@@ -163,7 +163,9 @@ public struct Pipeline: Transport {
                 background.stage = RecallContext.Stage(pipeline: self, index: index)
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)
-                    _ = try await hook.onSuccess(fresh, for: refresh, context: background)
+                    let answer = try await hook.onSuccess(fresh, for: refresh, context: background)
+                    // Read to its end: a streamed body dropped unread is abandoned (a cache keeps nothing of it).
+                    for try await _ in answer.body {}
                 } catch {
                     _ = try? await hook.onFailure(error, for: refresh, context: background)
                 }

@@ -43,10 +43,15 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     /// No bytes.
     public static var empty: ResponseBody { ResponseBody() }
 
+    /// The longest body Recall's transports collect before they hand the response over, by its
+    /// `Content-Length` (64 KiB): a body that small arrives whole with its head — a stream would
+    /// cost more than it saves — and a cache stores it without a tee.
+    public static let collectedUpTo = 64 << 10
+
     /// A streamed body and the ``Writer`` that feeds it. `expectedLength`: the length the body
     /// must reach (a `Content-Length` of an identity-coded body), checked at its end; nil when
-    /// unknown. `highWater`: how many bytes may wait for the reader before
-    /// ``Writer/write(_:)`` waits (``Writer/yield(_:)`` never waits).
+    /// unknown. `highWater`: how many bytes waiting for the reader make ``Writer/write(_:)`` wait
+    /// (``Writer/yield(_:)`` never waits: what it adds waits in memory until it is read).
     public static func makeStream(expectedLength: Int? = nil, url: URL? = nil, highWater: Int = 1 << 20) -> (ResponseBody, Writer) {
         let stream = BodyStream(expectedLength: expectedLength, url: url, highWater: highWater)
         return (ResponseBody(reader: Reader(stream)), Writer(stream: stream))
@@ -125,7 +130,8 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
                 throw ResponseBodyError.tooLarge(limit: maxBytes)
             }
             var data = Data()
-            if let expected = reader.stream.expectedLength { data.reserveCapacity(expected) }
+            // (A declared length is the server's word: reserve no more than a modest start on it.)
+            if let expected = reader.stream.expectedLength { data.reserveCapacity(Swift.min(expected, 16 << 20)) }
             for try await chunk in self {
                 guard data.count + chunk.count <= maxBytes else {
                     reader.stream.leave()

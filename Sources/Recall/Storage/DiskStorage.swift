@@ -620,11 +620,8 @@ public final class DiskStorage: CacheByteStore {
     func land(_ temporary: String, for key: String, size: Int) async -> Bool {
         await flush()
         let name = name(for: key)
-        return state.withLock { state in
-            state.generation += 1
-            state.pending[name] = nil // (a write queued since the flush lands after this one, as it should)
-            return landLocked(temporary, written: true, as: name, size: size, in: &state)
-        }
+        // (A write or removal queued since the flush stays pending: reads see it, and it lands after this one.)
+        return state.withLock { state in landLocked(temporary, written: true, as: name, size: size, in: &state) }
     }
 
     /// Counts a write refused (over a limit) or failed (the disk).

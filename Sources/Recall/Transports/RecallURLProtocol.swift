@@ -290,7 +290,8 @@ private struct UncheckedClient: @unchecked Sendable {
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
     /// begun, the client hears nothing more from this load): the head, then the body — whole, or
     /// each chunk of a streamed body as it arrives, the next read only once the client has had the
-    /// last (so a slow client slows the download instead of filling memory) — then the end. On
+    /// last (a transport that paces its download by its reader, as AsyncHTTPClient's does, then
+    /// goes at the client's pace) — then the end. On
     /// Apple's platforms all of it on the loading thread's run loop, where `stopLoading` comes
     /// too. With swift-corelibs-foundation on the session's work queue, which its client calls must
     /// share with the session's task registry — but for the end of a task that completes inline

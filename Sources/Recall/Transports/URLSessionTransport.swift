@@ -101,7 +101,7 @@ public final class URLSessionTransport: Transport {
                 let task: URLSessionTask
                 if let delegate {
                     task = session.dataTask(with: request)
-                    delegate.register(task, continuation, method: request.httpMethod)
+                    delegate.register(task, continuation)
                 } else {
                     // A session of the caller's: its own delegate stays in charge; the answer comes
                     // to a completion handler, once, through the handle (a cancelled call has answered).
@@ -185,10 +185,17 @@ private final class TaskHandle: Sendable {
 /// Hands each task's head to its caller as soon as it arrives, then streams its body into the
 /// ``ResponseBody`` the caller got, and ends it when the task completes.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private typealias Caller = CheckedContinuation<(URLResponse, ResponseBody), any Error>
+
     private enum Running {
         /// The caller waits for the head.
-        case waiting(CheckedContinuation<(URLResponse, ResponseBody), any Error>, method: String?)
-        /// The caller has the head; the body streams.
+        case waiting(Caller)
+        /// A body of at most ``ResponseBody/collectedUpTo`` bytes by its `Content-Length`: the caller
+        /// gets it whole, with the head, when the task completes (no stream to pay for).
+        case collecting(Caller, URLResponse, expected: Int, Data)
+        /// The caller has the head; the body streams. (The task is never suspended for a slow
+        /// reader: swift-corelibs-foundation's `suspend()` during a transfer can crash the process
+        /// when a `resume()` follows soon — seen here — so the body waits in memory meanwhile.)
         case streaming(ResponseBody.Writer, received: Int)
     }
 
@@ -201,14 +208,23 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         self.maxBodyBytes = maxBodyBytes
     }
 
-    func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>, method: String?) {
-        running.withLock { $0[task.taskIdentifier] = .waiting(continuation, method: method) }
+    func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>) {
+        running.withLock { $0[task.taskIdentifier] = .waiting(continuation) }
     }
 
-    /// Ends a task that was never started.
+    /// Answers the caller of `task` with `error` when it still waits for its answer (a task
+    /// never started, or a call cancelled); a body already streaming is left to its reader.
     func fail(_ task: URLSessionTask, with error: any Error) {
-        guard case .waiting(let continuation, _)? = running.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        continuation.resume(throwing: error)
+        let caller = running.withLock { running -> Caller? in
+            switch running[task.taskIdentifier] {
+            case .waiting(let continuation)?, .collecting(let continuation, _, _, _)?:
+                running.removeValue(forKey: task.taskIdentifier)
+                return continuation
+            default:
+                return nil
+            }
+        }
+        caller?.resume(throwing: error)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -220,16 +236,24 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
                                                    requestMethod: dataTask.originalRequest?.httpMethod)
         }
         if let limit = maxBodyBytes, response.expectedContentLength > Int64(limit) {
-            guard case .waiting(let continuation, _)? = running.withLock({ $0.removeValue(forKey: dataTask.taskIdentifier) }) else {
+            guard case .waiting(let continuation)? = running.withLock({ $0.removeValue(forKey: dataTask.taskIdentifier) }) else {
                 return completionHandler(.cancel)
             }
             completionHandler(.cancel)
             continuation.resume(throwing: Self.overLimit("of \(response.expectedContentLength) bytes", limit: limit, url: url))
             return
         }
+        if let expected, expected <= ResponseBody.collectedUpTo {
+            let collecting = running.withLock { running -> Bool in
+                guard case .waiting(let continuation)? = running[dataTask.taskIdentifier] else { return false }
+                running[dataTask.taskIdentifier] = .collecting(continuation, response, expected: expected, Data(capacity: expected))
+                return true
+            }
+            return completionHandler(collecting ? .allow : .cancel)
+        }
         let (body, writer) = ResponseBody.makeStream(expectedLength: expected, url: url)
-        let caller = running.withLock { running -> CheckedContinuation<(URLResponse, ResponseBody), any Error>? in
-            guard case .waiting(let continuation, _)? = running[dataTask.taskIdentifier] else { return nil }
+        let caller = running.withLock { running -> Caller? in
+            guard case .waiting(let continuation)? = running[dataTask.taskIdentifier] else { return nil }
             running[dataTask.taskIdentifier] = .streaming(writer, received: 0)
             return continuation
         }
@@ -243,23 +267,35 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let limit = maxBodyBytes
-        let (writer, refused) = running.withLock { running -> (ResponseBody.Writer?, Bool) in
-            guard case .streaming(let writer, let received)? = running[dataTask.taskIdentifier] else { return (nil, false) }
-            if let limit, received + data.count > limit {
-                running.removeValue(forKey: dataTask.taskIdentifier)
-                return (writer, true)
+        enum Next { case none, yield(ResponseBody.Writer), refuse(ResponseBody.Writer) }
+        let next = running.withLock { running -> Next in
+            switch running[dataTask.taskIdentifier] {
+            case .collecting(let caller, let response, let expected, var body)?:
+                running[dataTask.taskIdentifier] = nil // (no copy of the bytes while they are appended)
+                body.append(data)
+                running[dataTask.taskIdentifier] = .collecting(caller, response, expected: expected, body)
+                return .none
+            case .streaming(let writer, let received)?:
+                if let limit, received + data.count > limit {
+                    running.removeValue(forKey: dataTask.taskIdentifier)
+                    return .refuse(writer)
+                }
+                running[dataTask.taskIdentifier] = .streaming(writer, received: received + data.count)
+                return .yield(writer)
+            default:
+                return .none
             }
-            running[dataTask.taskIdentifier] = .streaming(writer, received: received + data.count)
-            return (writer, false)
         }
-        guard let writer else { return }
-        guard refused, let limit else {
+        switch next {
+        case .none:
+            break
+        case .yield(let writer):
             writer.yield(data)
-            return
+        case .refuse(let writer):
+            writer.finish(throwing: Self.overLimit("of more than \(limit ?? 0) bytes", limit: limit ?? 0, url: dataTask.originalRequest?.url))
+            // Off this delegate callback, as for a cancelled call.
+            DispatchQueue.global().async { dataTask.cancel() }
         }
-        writer.finish(throwing: Self.overLimit("of more than \(limit) bytes", limit: limit, url: dataTask.originalRequest?.url))
-        // Off this delegate callback, as for a cancelled call.
-        DispatchQueue.global().async { dataTask.cancel() }
     }
 
     private static func overLimit(_ size: String, limit: Int, url: URL?) -> TransportError {
@@ -274,7 +310,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let url = task.originalRequest?.url
         switch running.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) {
-        case .waiting(let continuation, _)?:
+        case .waiting(let continuation)?:
             if let error {
                 continuation.resume(throwing: Self.transportError(error, url: url))
             } else if let response = task.response {
@@ -282,19 +318,30 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             } else {
                 continuation.resume(throwing: TransportError(.other, url: url, message: "the task finished without a response"))
             }
+        case .collecting(let continuation, let response, let expected, let body)?:
+            if let error {
+                continuation.resume(throwing: Self.failure(error, received: body.count, promised: Int64(expected), url: url))
+            } else if body.count < expected {
+                continuation.resume(throwing: TransportError(.connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
+                                                             message: "the body ended after \(body.count) of its \(expected) bytes"))
+            } else {
+                continuation.resume(returning: (response, ResponseBody(body)))
+            }
         case .streaming(let writer, let received)?:
             guard let error else { return writer.finish() } // (checked against its Content-Length there)
-            if let response = task.response, response.expectedContentLength > Int64(received), !error.isCancellation {
-                // The body stopped short of its Content-Length: corelibs reports an unknown error
-                // ("transfer closed with n bytes remaining"), but the connection was lost.
-                let message = "the connection closed after \(received) of \(response.expectedContentLength) body bytes"
-                writer.finish(throwing: TransportError(.connectionLost, url: url, urlErrorCode: (error as? URLError)?.errorCode, message: message))
-            } else {
-                writer.finish(throwing: Self.transportError(error, url: url))
-            }
+            writer.finish(throwing: Self.failure(error, received: received, promised: task.response?.expectedContentLength ?? -1, url: url))
         case nil:
             break
         }
+    }
+
+    /// `error`, which ended a task after `received` body bytes of the `promised` (-1: unknown),
+    /// as the caller gets it: a body short of its `Content-Length` is a lost connection
+    /// (corelibs reports an unknown error, "transfer closed with n bytes remaining").
+    private static func failure(_ error: any Error, received: Int, promised: Int64, url: URL?) -> any Error {
+        guard promised > Int64(received), !error.isCancellation else { return transportError(error, url: url) }
+        return TransportError(.connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
+                              message: "the connection closed after \(received) of \(promised) body bytes")
     }
 
     static func transportError(_ error: any Error, url: URL?) -> any Error {

@@ -1,5 +1,5 @@
 import Foundation
-import Recall
+@testable import Recall
 import RecallTesting
 import Testing
 #if canImport(Glibc)
@@ -28,15 +28,13 @@ struct TransportSafetyTests {
         #expect(try await server.hits(target) == 1) // only the following transport went there
     }
 
-    @Test("a body cut short by the server is a lost connection, and so retried")
+    @Test("a body cut short by the server is a lost connection (URLError.networkConnectionLost through a session), never a success")
     func truncatedBody() async throws {
         let server = try await OriginServer.shared.value
         let url = server.url(OriginServer.uniquePath("truncated"), ["truncate": "1", "size": "100"])
-        await #expect {
-            try await URLSessionTransport().send(URLRequest(url: url)).collected()
-        } throws: { error in
-            (error as? TransportError)?.code == .connectionLost
-        }
+        let error = await #expect(throws: TransportError.self) { try await URLSessionTransport().send(URLRequest(url: url)).collected() }
+        #expect(error?.code == .connectionLost)
+        #expect(RecallURLProtocol.sessionError(try #require(error), url: url).code == .networkConnectionLost)
     }
 
     /// The deadlock of swift-corelibs-foundation's `data(for:)` needed a cancellation to race

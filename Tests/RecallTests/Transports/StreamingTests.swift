@@ -134,6 +134,55 @@ struct StreamingTests {
         #expect(try await server.hits(path) == 1)
     }
 
+    @Test("a body too large to keep by its Content-Length lets the concurrent misses fetch at once, without waiting for it")
+    func tooLargeAtTheHead() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-large-head")
+        let gate = UUID().uuidString
+        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20, entryLimit: 256 << 10))
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = gated(server, path, gate: gate)
+        let leader = try await pipeline.send(URLRequest(url: url))
+        // The leader's body is held at the origin: a miss that waited for it would not get its head.
+        let other = try await pipeline.send(URLRequest(url: url))
+        #expect(other.source == .network && cache.statistics.notStored == [.tooLarge: 2])
+        try await server.open(gate: gate)
+        #expect(try await leader.body.collect(upTo: 2 << 20).count == Self.size)
+        #expect(try await other.body.collect(upTo: 2 << 20).count == Self.size)
+        #expect(try await server.hits(path) == 2)
+    }
+
+    @Test("a range request whose answer fails while the cache collects it fails, and the next one is not left waiting")
+    func failedRangeCollect() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-range-cut")
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()])
+        var request = URLRequest(url: server.url(path, ["stream": "200000", "truncate": "1", "cc": "max-age=600"]))
+        request.setValue("bytes=0-99", forHTTPHeaderField: "Range")
+        for _ in 0..<2 {
+            let error = await #expect(throws: TransportError.self) { try await pipeline.send(request).collected() }
+            #expect(error?.code == .connectionLost)
+        }
+        #expect(try await server.hits(path) == 2)
+    }
+
+    @Test("a background refresh (stale-while-revalidate) of a streamed response stores the new response")
+    func backgroundRefreshStores() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-swr")
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = server.url(path, ["stream": "100000", "cc": "max-age=0, stale-while-revalidate=600"])
+        let first = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(first.source == .network && first.headers["X-Hits"] == "1")
+        let stale = try await pipeline.send(URLRequest(url: url))
+        #expect(stale.source == .stale && stale.headers["X-Hits"] == "1")
+        await cache.waitForBackgroundRefreshes()
+        let refreshed = try await pipeline.send(URLRequest(url: url))
+        #expect(refreshed.headers["X-Hits"] == "2" && refreshed.body.bytes == Self.expected(100_000), "served from the refreshed entry")
+        #expect(try await server.hits(path) >= 2)
+    }
+
     @Test("RecallURLProtocol gives a delegate each chunk as it arrives (progress), and the whole body in the end")
     func protocolStreamsToDelegate() async throws {
         final class Routes: RecallURLProtocol {

@@ -20,8 +20,10 @@ import Recall
 /// - The response is handed over as soon as its head is in; its body streams from AHC's body
 ///   stream as the caller reads it (``Recall/ResponseBody``), at the caller's pace, with no
 ///   size limit unless ``maxResponseBodyBytes`` sets one (then a longer body fails with a
-///   ``Recall/TransportError`` of kind `.other` saying so). A body cut short of its
-///   `Content-Length` fails the read with `.connectionLost`.
+///   ``Recall/TransportError`` of kind `.other` saying so). A body of at most
+///   ``Recall/ResponseBody/collectedUpTo`` bytes by its `Content-Length` arrives whole with the
+///   head. A body cut short of its `Content-Length` fails the read with `.connectionLost`. AHC's
+///   deadline (the request's `timeoutInterval`) covers the whole exchange, body included.
 /// - The request's `timeoutInterval` becomes AHC's deadline for the whole exchange (Recall's
 ///   per-attempt timeouts and deadline come on top, from the retrier).
 /// - Cancelling the calling task cancels the request (AHC stops at once).
@@ -71,6 +73,14 @@ public struct AsyncHTTPClientTransport: Transport {
             let status = Int(response.status.code)
             let length = ResponseBody.declaredLength(status: status, headers: headers, requestMethod: request.httpMethod)
             if let limit = maxResponseBodyBytes, let length, length > limit { throw Self.overLimit(limit, url: url) }
+            if let length, length <= ResponseBody.collectedUpTo {
+                // Small: whole, with the head (a stream would cost more than it saves).
+                let bytes = try await response.body.collect(upTo: length)
+                guard bytes.readableBytes == length else {
+                    throw TransportError(.connectionLost, url: url, message: "the body ended after \(bytes.readableBytes) of its \(length) bytes")
+                }
+                return RecallResponse(status: status, headers: headers, body: Data(bytes.readableBytesView), url: response.url ?? url)
+            }
             return RecallResponse(status: status, headers: headers, body: body(of: response, expectedLength: length, url: url),
                                   url: response.url ?? url)
         } catch let error as TransportError {
