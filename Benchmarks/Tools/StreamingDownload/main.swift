@@ -10,11 +10,14 @@ import FoundationNetworking
 // Large downloads, side by side in one run, from the loopback origin (origin_server.py's
 // `stream=N`: N bytes written 64 KiB at a time, never held whole):
 //
-//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64]
+//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64] [--inner ahc|urlsession]
 //
 // - plain: an unmodified URLSession task with a data delegate;
 // - recall miss: the same session set up with `sendThroughRecall` over a pipeline with an
-//   HTTPCache on a DiskStorage (default limits), a new URL each round;
+//   HTTPCache on a DiskStorage (default limits), a new URL each round; the pipeline's own
+//   transport is AsyncHTTPClient's (`--inner ahc`, the default) or a URLSessionTransport
+//   (`--inner urlsession`: on Linux every URLSession's work runs on one shared serial queue, so
+//   the inner session's transfer and the deliveries to the outer one take turns on it);
 // - recall again: the same URL once more (a disk hit when the body was stored, else a miss);
 // - cat: the cache's file read sequentially in 64 KiB reads (when one was stored);
 // - ahc: `--ahc-mib` MiB through a pipeline over AsyncHTTPClientTransport with an HTTPCache.
@@ -27,6 +30,7 @@ struct Settings {
     var mib = 1024
     var rounds = 3
     var ahcMiB = 64
+    var inner = "ahc"
 
     init(_ arguments: [String]) {
         var arguments = arguments.makeIterator()
@@ -35,8 +39,9 @@ struct Settings {
             case "--mib": mib = arguments.next().flatMap(Int.init) ?? mib
             case "--rounds": rounds = arguments.next().flatMap(Int.init) ?? rounds
             case "--ahc-mib": ahcMiB = arguments.next().flatMap(Int.init) ?? ahcMiB
+            case "--inner": inner = arguments.next() ?? inner
             default:
-                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N]")
+                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession]")
                 exit(2)
             }
         }
@@ -89,7 +94,7 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private var start = ContinuousClock.now
     private var first: ContinuousClock.Instant?
     private var received = 0
-    private var done: CheckedContinuation<(Double, Double, Int, String), Never>?
+    private var done: CheckedContinuation<(firstByte: Double, seconds: Double, bytes: Int, failure: String), Never>?
 
     func run(_ session: URLSession, _ url: URL) async -> (firstByte: Double, seconds: Double, bytes: Int, failure: String) {
         await withCheckedContinuation { continuation in
@@ -139,7 +144,8 @@ let directory = FileManager.default.temporaryDirectory.appendingPathComponent("r
 defer { try? FileManager.default.removeItem(at: directory) }
 let disk = try DiskStorage(directory: directory)
 let cache = HTTPCache(storage: disk)
-let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+let innerTransport: any Transport = settings.inner == "urlsession" ? URLSessionTransport() : AsyncHTTPClientTransport(client: .shared)
+let pipeline = Pipeline(transport: innerTransport, hooks: [cache])
 
 let plainDelegate = Download()
 let plain = URLSession(configuration: .ephemeral, delegate: plainDelegate, delegateQueue: nil)
@@ -178,7 +184,7 @@ func median(_ values: [Double]) -> Double {
     return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
 }
 
-print("StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds; AHC \(settings.ahcMiB) MiB")
+print("StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
 var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
 for round in 1...settings.rounds {
     let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])

@@ -36,12 +36,19 @@ final class BodyStream: Sendable {
         var termination: (@Sendable () -> Void)?
 
 
-        /// What the reader gets now: a chunk, the end, or nil (it must wait).
+        /// What the reader gets now: a chunk — the chunks waiting, joined up to ``joinedUpTo``
+        /// bytes, so that a reader behind its producer catches up in fewer, larger reads — the
+        /// end, or nil (it must wait).
         mutating func next() -> Result<Data?, any Error>? {
             if head < chunks.count {
-                let chunk = chunks[head]
+                var chunk = chunks[head]
                 chunks[head] = Data()
                 head += 1
+                while head < chunks.count, chunk.count + chunks[head].count <= BodyStream.joinedUpTo {
+                    chunk.append(chunks[head])
+                    chunks[head] = Data()
+                    head += 1
+                }
                 buffered -= chunk.count
                 if head == chunks.count {
                     chunks.removeAll(keepingCapacity: true)
@@ -58,6 +65,9 @@ final class BodyStream: Sendable {
             return end.map { nil }
         }
     }
+
+    /// The most bytes one read joins from the chunks waiting (1 MiB).
+    static let joinedUpTo = 1 << 20
 
     /// The length the body must have, when known.
     let expectedLength: Int?
