@@ -90,8 +90,11 @@ enum CacheRecordCodec {
     /// body lies when `bodies` is not `nil` (for ``record(_:bodies:in:sharingBuffer:)``).
     static func decode(_ data: Data, sharingBuffer: Bool = false, expectedKey: String? = nil,
                        bodies: inout [Range<Int>]?) throws -> CacheRecord {
+        if data.count > 4, data[data.startIndex + 4] == streamedVersion {
+            return try decodeStreamed(data, sharingBuffer: sharingBuffer, expectedKey: expectedKey, bodies: &bodies)
+        }
         // One pass over the bytes in place: no copy of the header, the strings' bytes or a large body.
-        try data.withUnsafeBytes { raw in
+        return try data.withUnsafeBytes { raw in
             guard raw.count >= headerSize, raw[0] == magic[0], raw[1] == magic[1], raw[2] == magic[2], raw[3] == magic[3] else {
                 throw CacheStorageError.corrupt("not a Recall cache file (bad magic or too short)")
             }

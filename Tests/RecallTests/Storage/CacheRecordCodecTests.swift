@@ -221,4 +221,26 @@ struct CacheRecordCodecTests {
             }
         }
     }
+
+    @Test("a record written in pieces (version 9) reads back whole; torn, or with a changed byte of head or body, it is corrupt")
+    func streamedRecord() throws {
+        let record = makeRecord("https://example.com/large", bodySize: 10_000)
+        var streaming = CacheRecordCodec.StreamingChecksum()
+        var file = CacheRecordCodec.streamedHead(record)
+        for start in stride(from: 0, to: 10_000, by: 3_000) {
+            let piece = record.variants[0].body.subdata(in: start..<min(start + 3_000, 10_000))
+            streaming.add(piece)
+            file.append(piece)
+        }
+        file.append(CacheRecordCodec.streamedTrailer(length: 10_000, checksum: streaming.value))
+        #expect(file[4] == CacheRecordCodec.streamedVersion)
+        #expect(try CacheRecordCodec.decode(file, expectedKey: record.key) == record)
+        #expect(throws: CacheStorageError.self) { try CacheRecordCodec.decode(file.dropLast(), expectedKey: record.key) }
+        for offset in [30, file.count - 5_000, file.count - 20] {
+            var changed = file
+            changed[offset] ^= 0x01
+            #expect(throws: CacheStorageError.self, "byte \(offset)") { try CacheRecordCodec.decode(changed, expectedKey: record.key) }
+        }
+        #expect(!CacheRecordCodec.canStream(CacheRecord(key: "k", variants: record.variants + record.variants)))
+    }
 }
