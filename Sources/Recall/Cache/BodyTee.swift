@@ -56,4 +56,42 @@ enum BodyTee {
         writer.onTermination { pump.cancel() }
         return body
     }
+
+    /// The body the caller reads: `upstream` passed on, each chunk also appended to `writing` (a
+    /// record stored in pieces, for a body too large for memory). `ended` gets
+    /// ``Kept/complete(_:)`` with no bytes when the whole body is in `writing` (commit it there),
+    /// ``Kept/tooLarge`` as soon as `writing` refuses a chunk (the rest is only passed on), or
+    /// ``Kept/incomplete``; it runs before the caller sees the body end, as above.
+    static func body(passing upstream: ResponseBody, into writing: any RecordWriting, url: URL?,
+                     ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
+        let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
+        let pump = Task {
+            var keeping = true
+            do {
+                for try await chunk in upstream {
+                    if keeping {
+                        do {
+                            try await writing.append(chunk)
+                        } catch {
+                            keeping = false
+                            await writing.abandon()
+                            await ended(.tooLarge)
+                        }
+                    }
+                    try await writer.write(chunk)
+                }
+            } catch {
+                if keeping {
+                    await writing.abandon()
+                    await ended(.incomplete)
+                }
+                writer.finish(throwing: error)
+                return
+            }
+            if keeping { await ended(.complete(Data())) }
+            writer.finish()
+        }
+        writer.onTermination { pump.cancel() }
+        return body
+    }
 }

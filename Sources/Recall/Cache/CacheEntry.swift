@@ -21,6 +21,8 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         var varyValues: [HeaderFields.Field]
         var partition: String
         var assignedLifetime: Double?
+        /// The body, when it stays in its store (``body`` is then empty).
+        var storedBody: StoredBodyFile?
 
         init(status: Int, headers: HeaderFields, facts: Facts, url: URL?, requestTime: Date, responseTime: Date,
              varyValues: [HeaderFields.Field], partition: String, assignedLifetime: Double?) {
@@ -36,15 +38,28 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         }
 
         func copy() -> Storage {
-            Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
-                    responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: assignedLifetime)
+            let copy = Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
+                               responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: assignedLifetime)
+            copy.storedBody = storedBody
+            return copy
         }
     }
 
     private var storage: Storage
 
-    /// The stored body.
+    /// The stored body (empty when it stays in its store, read from there when served).
     public var body: Data
+
+    /// The body when it stays in its store instead of memory (a large one, written in pieces).
+    var storedBody: StoredBodyFile? {
+        get { storage.storedBody }
+        set { unique().storedBody = newValue }
+    }
+
+    /// The body served for this entry: its bytes, or the body kept in its store.
+    var responseBody: ResponseBody {
+        storage.storedBody.map { ResponseBody(stored: $0) } ?? ResponseBody(body)
+    }
 
     /// The storage, copied first if another entry shares it.
     private mutating func unique() -> Storage {
@@ -134,6 +149,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     public static func == (lhs: CacheEntry, rhs: CacheEntry) -> Bool {
         guard lhs.body == rhs.body else { return false }
         if lhs.storage === rhs.storage { return true }
+        guard lhs.storage.storedBody === rhs.storage.storedBody else { return false }
         let a = lhs.storage, b = rhs.storage
         return a.status == b.status && a.headers == b.headers && a.url == b.url
             && a.requestTime == b.requestTime && a.responseTime == b.responseTime && a.varyValues == b.varyValues
@@ -235,6 +251,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// copied, and its header facts parsed anew), for ``PerCoreCopies``; nil when the URL cannot
     /// be copied exactly (it is relative to a base URL).
     func unsharedCopy() -> CacheEntry? {
+        guard storedBody == nil else { return nil } // (a body in a store: nothing to copy)
         var url: URL?
         if let original = self.url {
             guard original.baseURL == nil, let copy = URL(string: original.absoluteString.unsharedCopy), copy == original else { return nil }

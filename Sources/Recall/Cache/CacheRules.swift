@@ -365,8 +365,8 @@ package struct CacheRules: Sendable {
     func response(from entry: CacheEntry, for request: RequestFacts, now: Date, source: RecallResponse.Source) -> RecallResponse {
         let age = String(Int(currentAge(entry, now: now).rounded(.down)))
         let headers = entry.facts.hasAge ? entry.headers.replacing("Age", with: age) : entry.headers.appending("Age", age)
-        return RecallResponse(status: entry.status, headers: headers, body: request.method == .head ? Data() : entry.body,
-                        url: entry.url ?? request.url, source: source)
+        return RecallResponse(status: entry.status, headers: headers, body: request.method == .head ? ResponseBody() : entry.responseBody,
+                              url: entry.url ?? request.url, source: source)
     }
 
     /// `tag` as an entity-tag: an unquoted tag from a sloppy origin (`abc`, `W/abc`) is sent
@@ -383,7 +383,7 @@ package struct CacheRules: Sendable {
     /// a `206` with `Content-Range` and the selected bytes, or a `416` with `Content-Range:
     /// bytes */length` when the range selects nothing.
     package func partialResponse(_ full: RecallResponse, range: ByteRange) -> RecallResponse {
-        partialResponse(full, range: range, length: full.wholeBody.count)
+        partialResponse(full, range: range, length: full.body.expectedLength ?? 0)
     }
 
     /// ``partialResponse(_:range:)`` for a representation of `length` bytes (`full` may hold
@@ -392,17 +392,15 @@ package struct CacheRules: Sendable {
         var headers = full.headers
         // RFC 9110 §14.1.1: a suffix range of an empty representation is satisfiable, yet selects
         // no byte to put in a 206 — the whole (empty) representation answers, as servers do.
-        if case .suffix(let count) = range, count > 0, length == 0, full.wholeBody.isEmpty { return full }
-        guard let bounds = range.bounds(length: length), full.wholeBody.count == length else {
+        if case .suffix(let count) = range, count > 0, length == 0, full.body.expectedLength == 0 { return full }
+        guard let bounds = range.bounds(length: length), full.body.expectedLength == length, let body = full.body.slice(bounds) else {
             headers["Content-Range"] = "bytes */\(length)"
             if headers.contains("Content-Length") { headers["Content-Length"] = "0" }
             return RecallResponse(status: 416, headers: headers, body: Data(), url: full.url, source: full.source)
         }
         headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(length)"
         if headers.contains("Content-Length") { headers["Content-Length"] = String(bounds.count) }
-        // A copy indexed from 0 (a slice would keep the stored body's indices, and callers index from 0).
-        let start = full.wholeBody.startIndex
-        let body = full.wholeBody.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1))
+        // (Whole bytes are copied indexed from 0; a body in a store is read from there by seeking.)
         return RecallResponse(status: 206, headers: headers, body: body, url: full.url, source: full.source)
     }
 

@@ -72,6 +72,27 @@ final class CacheWriter: Sendable {
         }
     }
 
+    /// Commits a record stored in pieces at `location` (``CacheStorage/beginStoring(_:expires:)``),
+    /// in order with the key's other writes — unless a removal of the key came after `since`
+    /// (then it is abandoned). Whether it was stored; records ``CacheEvent/stored`` in `context`.
+    func commit(_ writing: any RecordWriting, at location: CacheLocator.Location, since: InvalidationEpochs.Snapshot?,
+                context: RecallContext?) async -> Bool {
+        await keys.lock(location.key)
+        defer { keys.unlock(location.key) }
+        guard since.map({ epochs.isCurrent($0, stripe: location.epochStripe) }) ?? true else {
+            await writing.abandon()
+            return false
+        }
+        do {
+            try await writing.commit()
+        } catch {
+            await writing.abandon()
+            return false
+        }
+        stored(context: context)
+        return true
+    }
+
     /// Merges the 304 `response` into the stored response of `location` it freshens (for the
     /// request of `state`), if any.
     func freshen(_ location: CacheLocator.Location, partition: String, request: URLRequest, with response: RecallResponse,

@@ -30,7 +30,7 @@ public final class HTTPCache: ServiceHook {
     public let coordinator: (any FetchCoordinator)?
     /// Every decision, made of the rules.
     let strategy: CacheStrategy
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     /// What it counts: hits, misses, stores… (also told to each request as events).
     let counts = CacheCounters()
     /// Finds what the cache knows of a request before deciding: where it is stored, its record.
@@ -40,7 +40,7 @@ public final class HTTPCache: ServiceHook {
     /// Works out (and remembers) where each request's responses are stored.
     let locator: CacheLocator
     /// Writes records in order per key, and counts removals and writes.
-    private let writer: CacheWriter
+    let writer: CacheWriter
     /// Stores made after their answers, over a ``MemoryStorage``.
     let behind: WriteBehind?
     /// Each request's state, in its context.
@@ -234,68 +234,9 @@ public final class HTTPCache: ServiceHook {
         return try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
     }
 
-    /// `response` with a streamed body, decided on its head: a store keeps a copy of the body as
-    /// it streams to the caller (``BodyTee``) and lands once the body has arrived whole — before
-    /// the caller sees the body end — then wakes the key's coalesced misses; any other decision is carried out at once, and an answer other
-    /// than the response drops its body (the download stops). A piece of a range, which the rules
-    /// read, is collected first when its declared length fits the storage's entry limit.
-    private func streamed(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?,
-                          state: CacheRequestState, context: RecallContext) async throws -> RecallResponse {
-        let limit = storage.entryLimit
-        if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil,
-           let length = response.body.expectedLength, length <= limit {
-            let whole: RecallResponse
-            do {
-                whole = try await response.collected(upTo: limit)
-            } catch {
-                leads.abandon(state.lead) // (one waiting request fetches in its place)
-                throw error
-            }
-            defer { leads.finish(state.lead) }
-            let (after, exchange, target) = decide(whole, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
-            return try await act(on: after, whole, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
-        }
-        let head = RecallResponse(status: response.status, headers: response.headers, url: response.url, source: response.source)
-        let (after, exchange, target) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
-        let entry: CacheEntry
-        switch after {
-        case .store(let stored), .storeAndAnswer(let stored, _): entry = stored // (the answer: the response as it streams)
-        default:
-            defer { leads.finish(state.lead) }
-            let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
-            if answer.body != response.body { response.body.discard() }
-            return answer
-        }
-        if let length = response.body.expectedLength, length > limit {
-            // Too large to keep, as its head says: passed on untouched; the waiting misses fetch at once.
-            notStored(.tooLarge, state: state, context: context)
-            leads.finish(state.lead)
-            return response
-        }
-        var answer = response
-        answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, url: response.url ?? request.url) { [self] kept in
-            guard case .complete(let body) = kept else {
-                notStored(kept.isTooLarge ? .tooLarge : .incomplete, state: state, context: context)
-                // (Too large: the waiting misses fetch at once, as it will not be stored for them either.)
-                return kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
-            }
-            var whole = entry
-            whole.body = body
-            _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
-            leads.finish(state.lead)
-        }
-        return answer
-    }
-
-    /// Counts a response that was to be stored and was not (a background refresh counts nothing).
-    private func notStored(_ reason: NotStoredReason, state: CacheRequestState, context: RecallContext) {
-        guard !state.isRefresh else { return }
-        counts.count(.notStored(reason), context) { $0.notStored[reason, default: 0] += 1 }
-    }
-
     /// What the strategy decides for `response`, answered at `date` for `request` (which went out
     /// as `sent`), counted; with the exchange and where the answer belongs (``CacheLocator/exchange(_:for:sent:lifetime:at:state:)``).
-    private func decide(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+    func decide(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
                         state: CacheRequestState, context: RecallContext)
         -> (CacheStrategy.After, CacheStrategy.Exchange, CacheLocator.Location?) {
         let (exchange, target) = locator.exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
@@ -306,7 +247,7 @@ public final class HTTPCache: ServiceHook {
 
     /// Carries out what the strategy decided after the network, for `response` to `request`
     /// (sent as `sent`) in `exchange`; `target` is where the answer belongs.
-    private func act(on after: CacheStrategy.After, _ response: RecallResponse, for request: URLRequest, sent: URLRequest,
+    func act(on after: CacheStrategy.After, _ response: RecallResponse, for request: URLRequest, sent: URLRequest,
                      exchange: CacheStrategy.Exchange, target: CacheLocator.Location?, state: CacheRequestState,
                      context: RecallContext) async throws -> RecallResponse {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).

@@ -27,6 +27,8 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     private enum Content: Sendable {
         case bytes(Data)
         case stream(Reader)
+        /// Kept in a store, read from it each time the body is read (so it can be read again).
+        case stored(StoredBodyFile, ClosedRange<Int>?)
     }
 
     private let content: Content
@@ -38,6 +40,27 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
 
     private init(reader: Reader) {
         content = .stream(reader)
+    }
+
+    /// A body kept in a store (`bounds`: a range of it), read from there as it is read.
+    init(stored file: StoredBodyFile, bounds: ClosedRange<Int>? = nil) {
+        content = .stored(file, bounds)
+    }
+
+    /// The bytes of `bounds` of this body, when it can give them without reading the rest:
+    /// whole bytes, or a body kept in a store (read from there by seeking); nil for a stream.
+    func slice(_ bounds: ClosedRange<Int>) -> ResponseBody? {
+        switch content {
+        case .bytes(let data):
+            let start = data.startIndex
+            return ResponseBody(data.subdata(in: (start + bounds.lowerBound)..<(start + bounds.upperBound + 1)))
+        case .stored(let file, nil):
+            return ResponseBody(stored: file, bounds: bounds)
+        case .stored(let file, let outer?):
+            return ResponseBody(stored: file, bounds: (outer.lowerBound + bounds.lowerBound)...(outer.lowerBound + bounds.upperBound))
+        case .stream:
+            return nil
+        }
     }
 
     /// No bytes.
@@ -104,8 +127,8 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
 
     /// Whether the body arrives as a stream (else its ``bytes`` are at hand).
     public var isStreamed: Bool {
-        if case .stream = content { return true }
-        return false
+        if case .bytes = content { return false }
+        return true
     }
 
     /// The body's length when known: the count of whole bytes, or the length a stream must reach.
@@ -113,6 +136,7 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         switch content {
         case .bytes(let data): data.count
         case .stream(let reader): reader.stream.expectedLength
+        case .stored(let file, let bounds): bounds?.count ?? file.count
         }
     }
 
@@ -123,6 +147,12 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         switch content {
         case .bytes(let data):
             guard data.count <= maxBytes else { throw ResponseBodyError.tooLarge(limit: maxBytes) }
+            return data
+        case .stored:
+            guard let expected = expectedLength, expected <= maxBytes else { throw ResponseBodyError.tooLarge(limit: maxBytes) }
+            var data = Data()
+            data.reserveCapacity(Swift.min(expected, 16 << 20))
+            for try await chunk in self { data.append(chunk) }
             return data
         case .stream(let reader):
             if let expected = reader.stream.expectedLength, expected > maxBytes {
@@ -149,11 +179,18 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         if case .stream(let reader) = content { reader.stream.leave() }
     }
 
+    /// The stream a body kept in a store is read through, each time it is read.
+    private static func reading(_ file: StoredBodyFile, _ bounds: ClosedRange<Int>?) -> Reader {
+        guard case .stream(let reader) = file.body(bounds).content else { preconditionFailure("a stored body reads as a stream") }
+        return reader
+    }
+
     /// Reads the chunks: once for a streamed body.
     public func makeAsyncIterator() -> Iterator {
         switch content {
         case .bytes(let data): Iterator(whole: data)
         case .stream(let reader): Iterator(reader: reader)
+        case .stored(let file, let bounds): Iterator(reader: Self.reading(file, bounds))
         }
     }
 
@@ -236,6 +273,7 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         switch (lhs.content, rhs.content) {
         case (.bytes(let a), .bytes(let b)): a == b
         case (.stream(let a), .stream(let b)): a === b
+        case (.stored(let a, let x), .stored(let b, let y)): a === b && x == y
         default: false
         }
     }
@@ -245,6 +283,9 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         switch content {
         case .bytes(let data): hasher.combine(data)
         case .stream(let reader): hasher.combine(ObjectIdentifier(reader))
+        case .stored(let file, let bounds):
+            hasher.combine(ObjectIdentifier(file))
+            hasher.combine(bounds)
         }
     }
 }

@@ -63,7 +63,7 @@ extension CacheByteStore {
     /// hashing backend's collision would leave): then they are removed with
     /// ``removeCorrupt(_:ifStill:)``.
     public func record(for key: String) async -> CacheRecord? {
-        guard let stored = await bytes(for: key) else { return nil }
+        guard let stored = await bytes(for: key) else { return await recordInPieces(for: key) }
         switch ByteRecords.decode(stored, for: key) {
         case .record(let record): return record
         case .corrupt:
@@ -81,8 +81,69 @@ extension CacheByteStore {
         return record
     }
 
-    /// Stores `record`, encoded, under its key.
+    /// Stores `record`, encoded, under its key. A record whose body stays in the store (written in
+    /// pieces) is written in pieces again, its body copied from where it is; when the store
+    /// cannot, the variants whose bodies are in memory are kept and the others dropped.
     public func store(_ record: CacheRecord, expires: Date?) async {
-        await write(CacheRecordCodec.encode(record), for: record.key, expires: expires)
+        guard record.variants.contains(where: { $0.storedBody != nil }) else {
+            return await write(CacheRecordCodec.encode(record), for: record.key, expires: expires)
+        }
+        if CacheRecordCodec.canStream(record), let file = record.variants[0].storedBody,
+           let writing = await beginStoring(record, expires: expires) {
+            do {
+                var offset = 0
+                while offset < file.count {
+                    let piece = try file.reading.read(at: file.range.lowerBound + offset, count: min(StoredBodyFile.pieceSize, file.count - offset))
+                    guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
+                    try await writing.append(piece)
+                    offset += piece.count
+                }
+                try await writing.commit()
+                return
+            } catch {
+                await writing.abandon()
+            }
+        }
+        let kept = record.variants.filter { $0.storedBody == nil }
+        if kept.isEmpty {
+            await remove(record.key)
+        } else {
+            await write(CacheRecordCodec.encode(CacheRecord(key: record.key, variants: kept)), for: record.key, expires: expires)
+        }
+    }
+
+    /// Begins storing `record` — one variant, its body to come — in pieces, when the store writes
+    /// in pieces (``beginWriting(for:expires:)``): the body is appended as it arrives and the
+    /// record is stored, whole, at the commit.
+    public func beginStoring(_ record: CacheRecord, expires: Date?) async -> (any RecordWriting)? {
+        guard CacheRecordCodec.canStream(record), let writing = await beginWriting(for: record.key, expires: expires) else { return nil }
+        do {
+            try await writing.append(CacheRecordCodec.streamedHead(record))
+        } catch {
+            await writing.abandon()
+            return nil
+        }
+        return RecordInPieces(writing)
+    }
+
+    /// The record under `key` written in pieces and too large to read whole: its head read and
+    /// checked, its body left in the store (read from there when served, checked as it is read).
+    /// Bytes that are not such a record are removed.
+    func recordInPieces(for key: String) async -> CacheRecord? {
+        guard let reading = await reading(key) else { return nil }
+        let size = CacheRecordCodec.headerSize, trailer = CacheRecordCodec.trailerSize
+        do {
+            guard reading.count >= size + trailer else { throw CacheStorageError.corrupt("too short") }
+            let layout = try CacheRecordCodec.streamedLayout(header: try reading.read(at: 0, count: size),
+                                                              trailer: try reading.read(at: reading.count - trailer, count: trailer),
+                                                              count: reading.count)
+            var record = try CacheRecordCodec.streamedHeadRecord(try reading.read(at: 0, count: layout.body.lowerBound), expectedKey: key)
+            guard record.key == key else { throw CacheStorageError.corrupt("another key's record") }
+            record.variants[0].storedBody = StoredBodyFile(reading: reading, range: layout.body, checksum: layout.bodyChecksum)
+            return record
+        } catch {
+            await remove(key)
+            return nil
+        }
     }
 }

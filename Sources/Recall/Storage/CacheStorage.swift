@@ -28,6 +28,10 @@ public protocol CacheStorage: Sendable {
     /// no end (it can be revalidated). A storage with its own expiry (a database row's, a
     /// key-value store's TTL) may drop the record then; none has to.
     func store(_ record: CacheRecord, expires: Date?) async
+    /// Begins storing `record` — one variant, whose body is to come — in pieces, for a body too
+    /// large to hold in memory: `nil` (the default) when the storage stores records whole only
+    /// (the cache then keeps a body up to ``entryLimit`` in memory while it streams).
+    func beginStoring(_ record: CacheRecord, expires: Date?) async -> (any RecordWriting)?
     /// Removes the record under `key`.
     func remove(_ key: String) async
     /// Removes every record.
@@ -61,6 +65,9 @@ extension CacheStorage {
 
     /// 16 MiB.
     public var entryLimit: Int { 16 << 20 }
+
+    /// Whole records only.
+    public func beginStoring(_ record: CacheRecord, expires: Date?) async -> (any RecordWriting)? { nil }
 
     /// Nothing to wait for: every write is done when ``store(_:expires:)`` returns.
     public func flush() async {}

@@ -47,7 +47,8 @@ public final class DiskStorage: CacheByteStore {
     let directoryDescriptor: Int32
     /// The most bytes of files kept.
     public let byteLimit: Int
-    /// The largest single record written (and read: a larger file is not a record of this cache).
+    /// The largest record written or read whole; a record written in pieces may be larger (up to
+    /// ``byteLimit``), and is read in pieces.
     public let entryLimit: Int
     /// The most bytes of records queued for writing; a store past it waits until the queue
     /// has written what was queued before it, so memory stays bounded under any load.
@@ -170,7 +171,9 @@ public final class DiskStorage: CacheByteStore {
             var info = stat()
             guard fstatat(directoryDescriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
             let regular = (info.st_mode & S_IFMT) == S_IFREG
-            if !name.hasSuffix(Self.suffix) || !regular || Int(info.st_size) > self.entryLimit {
+            let size = Int(info.st_size)
+            if !name.hasSuffix(Self.suffix) || !regular || size > max(self.entryLimit, self.byteLimit)
+                || (size > self.entryLimit && !Self.isRecordInPieces(name, size: size, in: directoryDescriptor)) {
                 // A write interrupted by a crash, or something that is not a record of this cache
                 // under one of its names (a link, a pipe, an oversized file): never read it.
                 Self.removeFile(name, in: directoryDescriptor)
@@ -192,6 +195,18 @@ public final class DiskStorage: CacheByteStore {
         state.statistics.count = state.sizes.count
         state.statistics.corruptRemoved = cleaned
         self.state = Locked(state)
+    }
+
+    /// Whether the file `name`, of `size` bytes — more than a whole read takes — has the header and
+    /// trailer of a record written in pieces whose lengths add up to its size (anything else that
+    /// large is not a record of this cache).
+    private static func isRecordInPieces(_ name: String, size: Int, in directory: Int32) -> Bool {
+        guard let reading = FileReading(name, in: directory), reading.count == size,
+              size >= CacheRecordCodec.headerSize + CacheRecordCodec.trailerSize,
+              let header = try? reading.read(at: 0, count: CacheRecordCodec.headerSize),
+              let trailer = try? reading.read(at: size - CacheRecordCodec.trailerSize, count: CacheRecordCodec.trailerSize)
+        else { return false }
+        return (try? CacheRecordCodec.streamedLayout(header: header, trailer: trailer, count: size)) != nil
     }
 
     /// Creates the directory (mode 0700) if needed and opens it, checking that what was opened
@@ -415,6 +430,8 @@ public final class DiskStorage: CacheByteStore {
         case nil: break
         }
         guard let size = lookup.size else { return nil }
+        // (A record written in pieces larger than a whole read is read in pieces: ``reading(_:)``.)
+        guard size <= entryLimit else { return nil }
         if let held = lookup.held {
             if held.file.identity.size == size, let data = held.file.reread() { return Read(data: data, fromFile: true, held: held) }
             // Changed, replaced or removed since it was first read: read it by name, anew.
@@ -632,10 +649,10 @@ public final class DiskStorage: CacheByteStore {
     }
 
     /// Begins writing `key` in pieces, to a file of its own renamed into place when committed
-    /// (``ByteWriting``); the record may be up to ``entryLimit`` (and ``byteLimit``) bytes.
+    /// (``ByteWriting``). Such a record may be as large as ``byteLimit`` (it is read in pieces,
+    /// never whole, when larger than ``entryLimit``).
     public func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)? {
-        DiskWrite(storage: self, key: key, temporary: Self.temporaryName(name(for: key), generation: nextGeneration()),
-                  limit: min(entryLimit, byteLimit))
+        DiskWrite(storage: self, key: key, temporary: Self.temporaryName(name(for: key), generation: nextGeneration()), limit: byteLimit)
     }
 
     /// The file of `key`, held open to be read in pieces (``ByteReading``); `nil` when there is

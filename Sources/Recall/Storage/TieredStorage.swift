@@ -51,6 +51,8 @@ public final class TieredStorage: CacheStorage {
         let stripe = Self.stripe(of: key)
         let before = generations.withLock { $0[stripe] }
         guard let record = await lower.record(for: key) else { return nil }
+        // (A body that stays in the lower tier's store is not promoted: the upper tier would hold it open.)
+        guard !record.variants.contains(where: { $0.storedBody != nil }) else { return record }
         if let memory {
             generations.withLock { generations in
                 // Under the lock: a write or removal either bumped the generation already (no
@@ -75,7 +77,17 @@ public final class TieredStorage: CacheStorage {
     /// no longer promote it once the upper step (which bumps the key's generation) has run.
     public func store(_ record: CacheRecord, expires: Date?) async {
         await lower.store(record, expires: expires)
+        guard !record.variants.contains(where: { $0.storedBody != nil }) else {
+            return await changeUpper(record.key) { await self.upper.remove(record.key) } // (kept below only)
+        }
         await changeUpper(record.key) { await self.upper.store(record, expires: expires) }
+    }
+
+    /// Stores in pieces in the lower tier (the upper one holds no record written so): the upper
+    /// tier's copy of the key is dropped when the record is committed below.
+    public func beginStoring(_ record: CacheRecord, expires: Date?) async -> (any RecordWriting)? {
+        guard let writing = await lower.beginStoring(record, expires: expires) else { return nil }
+        return TieredRecordWriting(writing) { [self] in await changeUpper(record.key) { await self.upper.remove(record.key) } }
     }
 
     /// Removes from both tiers, the lower one first (see ``store(_:expires:)``).

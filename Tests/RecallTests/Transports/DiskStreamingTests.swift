@@ -1,0 +1,94 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import Recall
+import Testing
+
+/// Bodies larger than a whole read go to a `DiskStorage` in pieces as they stream, and are
+/// served from the file in pieces (issue #38, points 2 and 3), over the loopback origin.
+@Suite("Streaming bodies into and out of a DiskStorage", .timeLimit(.minutes(1)))
+struct DiskStreamingTests {
+    static let size = 4 << 20
+
+    func disk(_ directory: URL) throws -> DiskStorage {
+        try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
+    }
+
+    /// The directory's files other than the storage's bookkeeping.
+    func files(_ directory: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0 != DiskStorage.markerName && $0 != DiskStorage.lockName }
+    }
+
+    @Test("a body over the whole-read limit is stored as it streams and served from the file: whole, a range, after a restart")
+    func storedInPieces() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("disk-stream")
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
+        do {
+            let storage = try disk(directory)
+            let cache = HTTPCache(storage: storage)
+            let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+            let first = try await pipeline.send(URLRequest(url: url)).collected()
+            #expect(first.source == .network && first.body.bytes == StreamingTests.expected(Self.size))
+            #expect(cache.statistics.stores == 1 && storage.statistics.count == 1)
+            #expect(files(directory).count == 1 && storage.statistics.bytes > Self.size, "one file, the body in it: \(files(directory))")
+            let hit = try await pipeline.send(URLRequest(url: url))
+            #expect(hit.source == .cache && hit.body.isStreamed && hit.body.expectedLength == Self.size)
+            #expect(try await hit.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
+            var range = URLRequest(url: url)
+            range.setValue("bytes=1000000-1000099", forHTTPHeaderField: "Range")
+            let piece = try await pipeline.send(range).collected()
+            #expect(piece.status == 206 && piece.body.bytes == StreamingTests.expected(1_000_100).suffix(100))
+            #expect(try await server.hits(path) == 1)
+        }
+        let reopened = try disk(directory)
+        let again = try await Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: reopened)]).send(URLRequest(url: url))
+        let bytes = try await again.body.collect(upTo: 8 << 20)
+        #expect(again.source == .cache && bytes == StreamingTests.expected(Self.size))
+    }
+
+    @Test("a body cut short, or left halfway by its reader, leaves no file; the next request goes to the origin")
+    func nothingHalfWritten() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try disk(directory)
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let cut = server.url(OriginServer.uniquePath("disk-cut"), ["stream": "\(Self.size)", "truncate": "1", "cc": "max-age=600"])
+        await #expect(throws: TransportError.self) { try await pipeline.send(URLRequest(url: cut)).collected() }
+        let gate = UUID().uuidString
+        let left = server.url(OriginServer.uniquePath("disk-left"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
+        do {
+            let response = try await pipeline.send(URLRequest(url: left))
+            var iterator = response.body.makeAsyncIterator()
+            _ = try await iterator.next()
+            response.body.discard()
+        }
+        try await server.open(gate: gate)
+        try await waitUntil("both bodies are given up") { cache.statistics.notStored[.incomplete] == 2 }
+        await storage.flush()
+        #expect(files(directory).isEmpty, "no record, no temporary file: \(files(directory))")
+        #expect(cache.statistics.stores == 0)
+    }
+
+    @Test("a body larger than the storage's byte limit streams to the caller and is not stored")
+    func overTheByteLimit() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try DiskStorage(directory: directory, byteLimit: 1 << 20, entryLimit: 256 << 10)
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = server.url(OriginServer.uniquePath("disk-over"), ["stream": "\(Self.size)", "length": "omit", "cc": "max-age=600"])
+        let response = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(response.body.bytes == StreamingTests.expected(Self.size))
+        #expect(cache.statistics.notStored == [.tooLarge: 1] && storage.statistics.rejected == 1)
+        await storage.flush()
+        #expect(files(directory).isEmpty)
+    }
+}
