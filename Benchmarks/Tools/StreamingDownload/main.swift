@@ -142,7 +142,7 @@ let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletin
 let origin = try LoopbackOrigin(script: script)
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-streaming-\(UUID().uuidString.prefix(8))")
 defer { try? FileManager.default.removeItem(at: directory) }
-let disk = try DiskStorage(directory: directory)
+let disk = try DiskStorage(directory: directory, byteLimit: 4 << 30) // (room for the body: it is written in pieces, never held whole)
 let cache = HTTPCache(storage: disk)
 let innerTransport: any Transport = settings.inner == "urlsession" ? URLSessionTransport() : AsyncHTTPClientTransport(client: .shared)
 let pipeline = Pipeline(transport: innerTransport, hooks: [cache])
