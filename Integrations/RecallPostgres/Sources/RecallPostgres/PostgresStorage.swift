@@ -119,6 +119,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var claims = 0, claimsHeldElsewhere = 0
         /// Removals and stores by other replicas that reached this process's memory tiers.
         public var invalidationsReceived = 0
+        /// Times the notification connection began listening, each after dropping what the
+        /// memory tiers held (what was sent while not listening is lost): from then on, the
+        /// fleet's changes reach them.
+        public var listeningStarts = 0
         /// Removals waiting to be replayed because the database could not take them.
         public var pendingRemovals = 0
         /// Removals dropped because too many were waiting (``Configuration/pendingRemovalLimit``).
@@ -486,6 +490,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
                     try await connection.listen(on: Self.channel) { notifications in
                         // Listening again: whatever was sent while not listening is lost.
                         await self.forgetTiers(nil)
+                        self.count { $0.listeningStarts += 1 }
                         delay = .milliseconds(50)
                         for try await notification in notifications {
                             await self.received(notification.payload)

@@ -283,6 +283,9 @@ struct PostgresStorageTests {
             let memoryB = MemoryStorage()
             let tieredB = b.withMemoryTier(memoryB)
             try await Self.eventually { try await Self.listeners(client) >= 2 }
+            // (Listening begins by dropping what the memory tiers hold: wait until it has, or the
+            // test's own stores into B's tier would be dropped with it.)
+            try await Self.eventually { a.fleetStatistics.listeningStarts >= 1 && b.fleetStatistics.listeningStarts >= 1 }
             try await body(a, b, memoryB, tieredB)
             await a.shutdown()
             await b.shutdown()
