@@ -58,20 +58,32 @@ enum BodyTee {
     }
 
     /// The body the caller reads: `upstream` passed on, each chunk also appended to `writing` (a
-    /// record stored in pieces, for a body too large for memory). `ended` gets
+    /// record stored in pieces, for a body too large for memory) by a task of its own, so that the
+    /// caller does not wait for the disk (at most ``spooled`` bytes wait for it). `ended` gets
     /// ``Kept/complete(_:)`` with no bytes when the whole body is in `writing` (commit it there),
     /// ``Kept/tooLarge`` as soon as `writing` refuses a chunk (the rest is only passed on), or
     /// ``Kept/incomplete``; it runs before the caller sees the body end, as above.
     static func body(passing upstream: ResponseBody, into writing: any RecordWriting, url: URL?,
                      ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
         let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
+        let (spool, spooler) = ResponseBody.makeStream(highWater: spooled)
+        // Whether every byte reached `writing` (a refusal leaves the spool: the pump stops feeding it).
+        let disk = Task<Bool, Never> {
+            do {
+                for try await chunk in spool { try await writing.append(chunk) }
+                return true
+            } catch {
+                spool.discard()
+                return false
+            }
+        }
         let pump = Task {
             var keeping = true
             do {
                 for try await chunk in upstream {
                     if keeping {
                         do {
-                            try await writing.append(chunk)
+                            try await spooler.write(chunk)
                         } catch {
                             keeping = false
                             await writing.abandon()
@@ -81,17 +93,30 @@ enum BodyTee {
                     try await writer.write(chunk)
                 }
             } catch {
+                spooler.finish(throwing: error)
                 if keeping {
+                    _ = await disk.value
                     await writing.abandon()
                     await ended(.incomplete)
                 }
                 writer.finish(throwing: error)
                 return
             }
-            if keeping { await ended(.complete(Data())) }
+            if keeping {
+                spooler.finish()
+                if await disk.value {
+                    await ended(.complete(Data()))
+                } else {
+                    await writing.abandon()
+                    await ended(.tooLarge)
+                }
+            }
             writer.finish()
         }
         writer.onTermination { pump.cancel() }
         return body
     }
+
+    /// The most bytes waiting for the disk while a body streams into a store (8 MiB).
+    static let spooled = 8 << 20
 }

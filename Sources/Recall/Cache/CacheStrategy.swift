@@ -435,7 +435,8 @@ struct CacheStrategy: Sendable {
                 // Not storable: the answer serves the caller only if it answers the caller's range.
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
             }
-            if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, tag), stored.body.count == piece.length {
+            if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, tag),
+               (stored.storedBody?.count ?? stored.body.count) == piece.length {
                 return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
             }
             var template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)

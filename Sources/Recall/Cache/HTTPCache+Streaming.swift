@@ -37,9 +37,10 @@ extension HTTPCache {
             if answer.body != response.body { response.body.discard() }
             return answer
         }
-        // Larger than memory keeps (or of unknown length), to a storage that stores in pieces: the
-        // body goes to it as it passes, and is committed once it has arrived whole.
-        if response.body.expectedLength.map({ $0 > limit }) ?? true, let target,
+        // Larger than memory keeps, by its Content-Length, to a storage that stores in pieces: the
+        // body goes to it as it passes, and is committed once it has arrived whole. (Its record
+        // holds this one variant.)
+        if let length = response.body.expectedLength, length > limit, let target,
            let writing = await storage.beginStoring(CacheRecord(key: target.key, variants: [entry]),
                                                     expires: strategy.expiry(of: CacheRecord(key: target.key, variants: [entry]))) {
             var answer = response

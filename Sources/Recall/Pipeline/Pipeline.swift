@@ -164,8 +164,9 @@ public struct Pipeline: Transport {
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)
                     let answer = try await hook.onSuccess(fresh, for: refresh, context: background)
-                    // Read to its end: a streamed body dropped unread is abandoned (a cache keeps nothing of it).
-                    for try await _ in answer.body {}
+                    // Read to its end: a streamed body dropped unread is abandoned (a cache keeps nothing
+                    // of it). (A body answered from a store needs no reading.)
+                    if !answer.body.isKeptInStore { for try await _ in answer.body {} }
                 } catch {
                     _ = try? await hook.onFailure(error, for: refresh, context: background)
                 }

@@ -125,6 +125,12 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         return nil
     }
 
+    /// Whether the body is kept in a store and read from there (a cache hit on a large body).
+    var isKeptInStore: Bool {
+        if case .stored = content { return true }
+        return false
+    }
+
     /// Whether the body arrives as a stream (else its ``bytes`` are at hand).
     public var isStreamed: Bool {
         if case .bytes = content { return false }

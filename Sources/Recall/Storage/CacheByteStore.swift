@@ -92,12 +92,16 @@ extension CacheByteStore {
            let writing = await beginStoring(record, expires: expires) {
             do {
                 var offset = 0
+                var sum = CacheRecordCodec.StreamingChecksum()
                 while offset < file.count {
                     let piece = try file.reading.read(at: file.range.lowerBound + offset, count: min(StoredBodyFile.pieceSize, file.count - offset))
                     guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
+                    sum.add(piece)
                     try await writing.append(piece)
                     offset += piece.count
                 }
+                // (A body changed where it was stored must not become a record that checks.)
+                guard sum.value == file.checksum else { throw CacheStorageError.corrupt("the stored body does not match its checksum") }
                 try await writing.commit()
                 return
             } catch {
@@ -126,11 +130,12 @@ extension CacheByteStore {
         return RecordInPieces(writing)
     }
 
-    /// The record under `key` written in pieces and too large to read whole: its head read and
-    /// checked, its body left in the store (read from there when served, checked as it is read).
-    /// Bytes that are not such a record are removed.
+    /// The record under `key` written in pieces and too large to read whole (over
+    /// ``CacheStorage/entryLimit``): its head read and checked, its body left in the store (read
+    /// from there when served, checked as it is read; removed if it fails the check). Bytes that
+    /// large that are not such a record are removed.
     func recordInPieces(for key: String) async -> CacheRecord? {
-        guard let reading = await reading(key) else { return nil }
+        guard let reading = await reading(key), reading.count > entryLimit else { return nil }
         let size = CacheRecordCodec.headerSize, trailer = CacheRecordCodec.trailerSize
         do {
             guard reading.count >= size + trailer else { throw CacheStorageError.corrupt("too short") }
@@ -139,7 +144,9 @@ extension CacheByteStore {
                                                               count: reading.count)
             var record = try CacheRecordCodec.streamedHeadRecord(try reading.read(at: 0, count: layout.body.lowerBound), expectedKey: key)
             guard record.key == key else { throw CacheStorageError.corrupt("another key's record") }
-            record.variants[0].storedBody = StoredBodyFile(reading: reading, range: layout.body, checksum: layout.bodyChecksum)
+            record.variants[0].storedBody = StoredBodyFile(reading: reading, range: layout.body, checksum: layout.bodyChecksum) {
+                await self.remove(key)
+            }
             return record
         } catch {
             await remove(key)

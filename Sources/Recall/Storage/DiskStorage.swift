@@ -489,7 +489,9 @@ public final class DiskStorage: CacheByteStore {
     /// their files into place, so the check and the removal are one step.
     private func discard(_ name: String, ifStill data: Data? = nil) {
         state.withLock { state in
-            guard state.pending[name] == nil, state.sizes[name] != nil else { return }
+            guard state.pending[name] == nil, let size = state.sizes[name] else { return }
+            // (A file too large to read whole was written in pieces since: not the bytes that failed.)
+            if data != nil, size > entryLimit { return }
             if let data, let (current, _) = try? Self.readFile(name, in: directoryDescriptor, limit: entryLimit), current != data {
                 return
             }

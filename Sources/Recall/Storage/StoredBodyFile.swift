@@ -12,11 +12,14 @@ final class StoredBodyFile: Sendable {
     /// Where the body lies in the stored bytes.
     let range: Range<Int>
     let checksum: UInt64
+    /// Removes the record when the body fails its check.
+    private let corrupt: @Sendable () async -> Void
 
-    init(reading: any ByteReading, range: Range<Int>, checksum: UInt64) {
+    init(reading: any ByteReading, range: Range<Int>, checksum: UInt64, corrupt: @escaping @Sendable () async -> Void = {}) {
         self.reading = reading
         self.range = range
         self.checksum = checksum
+        self.corrupt = corrupt
     }
 
     /// The body's length.
@@ -26,7 +29,7 @@ final class StoredBodyFile: Sendable {
     func body(_ bounds: ClosedRange<Int>? = nil) -> ResponseBody {
         let whole = bounds == nil
         let part = bounds.map { (range.lowerBound + $0.lowerBound)..<(range.lowerBound + $0.upperBound + 1) } ?? range
-        let (reading, expected) = (self.reading, self.checksum)
+        let (reading, expected, corrupt) = (self.reading, self.checksum, self.corrupt)
         return ResponseBody.producing(expectedLength: part.count) { writer in
             var sum = CacheRecordCodec.StreamingChecksum()
             var offset = part.lowerBound
@@ -37,7 +40,10 @@ final class StoredBodyFile: Sendable {
                 offset += piece.count
                 try await writer.write(piece)
             }
-            if whole, sum.value != expected { throw CacheStorageError.corrupt("the stored body does not match its checksum") }
+            if whole, sum.value != expected {
+                await corrupt() // (the next request goes to the origin)
+                throw CacheStorageError.corrupt("the stored body does not match its checksum")
+            }
         }
     }
 }

@@ -84,11 +84,45 @@ struct DiskStreamingTests {
         let storage = try DiskStorage(directory: directory, byteLimit: 1 << 20, entryLimit: 256 << 10)
         let cache = HTTPCache(storage: storage)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
-        let url = server.url(OriginServer.uniquePath("disk-over"), ["stream": "\(Self.size)", "length": "omit", "cc": "max-age=600"])
+        let url = server.url(OriginServer.uniquePath("disk-over"), ["stream": "\(Self.size)", "cc": "max-age=600"])
         let response = try await pipeline.send(URLRequest(url: url)).collected()
         #expect(response.body.bytes == StreamingTests.expected(Self.size))
         #expect(cache.statistics.notStored == [.tooLarge: 1] && storage.statistics.rejected == 1)
         await storage.flush()
         #expect(files(directory).isEmpty)
+    }
+
+    @Test("a stored body changed on disk fails its read (never a complete answer) and is removed; a 304 keeps a stored body, copied")
+    func changedAndRevalidated() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try disk(directory)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)])
+        let path = OriginServer.uniquePath("disk-changed")
+        let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
+        try await pipeline.send(URLRequest(url: url)).collected()
+        await storage.flush()
+        let file = directory.appendingPathComponent(try #require(files(directory).first)).path
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        try handle.seek(toOffset: 2 << 20)
+        let byte = try #require(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: 2 << 20)
+        try handle.write(contentsOf: Data([byte[0] ^ 0xFF]))
+        try handle.close()
+        let hit = try await pipeline.send(URLRequest(url: url))
+        #expect(hit.source == .cache)
+        await #expect(throws: CacheStorageError.self) { try await hit.body.collect(upTo: 8 << 20) }
+        let again = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(again.source == .network && again.body.bytes == StreamingTests.expected(Self.size))
+
+        let tagged = server.url(OriginServer.uniquePath("disk-etag"), ["stream": "\(Self.size)", "cc": "max-age=0", "etag": "v1"])
+        try await pipeline.send(URLRequest(url: tagged)).collected()
+        let revalidated = try await pipeline.send(URLRequest(url: tagged))
+        #expect(revalidated.source == .revalidated)
+        #expect(try await revalidated.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
+        let twice = try await pipeline.send(URLRequest(url: tagged))
+        #expect(twice.source == .revalidated && twice.body.expectedLength == Self.size)
+        #expect(try await twice.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size), "the copy made by the first 304")
     }
 }
