@@ -9,11 +9,6 @@ struct ByteWritingTests {
         try DiskStorage(directory: directory, byteLimit: 8 << 20, entryLimit: entryLimit)
     }
 
-    /// The files of the directory that are not the storage's own bookkeeping.
-    func files(_ directory: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-            .filter { $0 != DiskStorage.markerName && $0 != DiskStorage.lockName }.sorted()
-    }
 
     @Test("appended pieces become the key's bytes only at the commit, at once; they read back whole and in pieces")
     func commit() async throws {
@@ -32,7 +27,7 @@ struct ByteWritingTests {
         #expect(try reading.read(at: 6, count: 5) == Data("world".utf8))
         #expect(try reading.read(at: 9, count: 100) == Data("ld".utf8))
         #expect(disk.statistics.count == 1 && disk.statistics.bytes == 11)
-        #expect(files(directory) == [DiskStorage.fileName(for: "k")], "no file left behind")
+        #expect(cacheFiles(in: directory) == [DiskStorage.fileName(for: "k")], "no file left behind")
     }
 
     @Test("an abandoned write, a write over the limit and a write dropped unfinished leave no file and the old bytes")
@@ -58,7 +53,7 @@ struct ByteWritingTests {
             try await dropped.append(Data("x".utf8))
         }
         #expect(await disk.bytes(for: "k")?.data == Data("old".utf8))
-        #expect(files(directory) == [DiskStorage.fileName(for: "k")])
+        #expect(cacheFiles(in: directory) == [DiskStorage.fileName(for: "k")])
     }
 
     @Test("a reader keeps the bytes it opened when a commit replaces them")

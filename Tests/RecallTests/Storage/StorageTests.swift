@@ -13,6 +13,12 @@ func makeRecord(_ key: String, bodySize: Int = 10, status: Int = 200) -> CacheRe
     return CacheRecord(key: key, variants: [entry])
 }
 
+/// The files of a `DiskStorage` directory, without the storage's own bookkeeping (marker, lock).
+func cacheFiles(in directory: URL) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+        .filter { $0 != ".recall-cache" && $0 != ".lock" }.sorted()
+}
+
 func temporaryDirectory(_ name: String = #function) -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("recall-tests-\(UUID().uuidString.prefix(8))")
 }

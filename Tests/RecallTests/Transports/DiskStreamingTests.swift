@@ -15,11 +15,6 @@ struct DiskStreamingTests {
         try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
     }
 
-    /// The directory's files other than the storage's bookkeeping.
-    func files(_ directory: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-            .filter { $0 != DiskStorage.markerName && $0 != DiskStorage.lockName }
-    }
 
     @Test("a body over the whole-read limit is stored as it streams and served from the file: whole, a range, after a restart")
     func storedInPieces() async throws {
@@ -35,7 +30,7 @@ struct DiskStreamingTests {
             let first = try await pipeline.send(URLRequest(url: url)).collected()
             #expect(first.source == .network && first.body.bytes == StreamingTests.expected(Self.size))
             #expect(cache.statistics.stores == 1 && storage.statistics.count == 1)
-            #expect(files(directory).count == 1 && storage.statistics.bytes > Self.size, "one file, the body in it: \(files(directory))")
+            #expect(cacheFiles(in: directory).count == 1 && storage.statistics.bytes > Self.size, "one file, the body in it: \(cacheFiles(in: directory))")
             let hit = try await pipeline.send(URLRequest(url: url))
             #expect(hit.source == .cache && hit.body.isStreamed && hit.body.expectedLength == Self.size)
             #expect(try await hit.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
@@ -72,7 +67,7 @@ struct DiskStreamingTests {
         try await server.open(gate: gate)
         try await waitUntil("both bodies are given up") { cache.statistics.notStored[.incomplete] == 2 }
         await storage.flush()
-        #expect(files(directory).isEmpty, "no record, no temporary file: \(files(directory))")
+        #expect(cacheFiles(in: directory).isEmpty, "no record, no temporary file: \(cacheFiles(in: directory))")
         #expect(cache.statistics.stores == 0)
     }
 
@@ -89,7 +84,7 @@ struct DiskStreamingTests {
         #expect(response.body.bytes == StreamingTests.expected(Self.size))
         #expect(cache.statistics.notStored == [.tooLarge: 1] && storage.statistics.rejected == 1)
         await storage.flush()
-        #expect(files(directory).isEmpty)
+        #expect(cacheFiles(in: directory).isEmpty)
     }
 
     @Test("a stored body changed on disk fails its read (never a complete answer) and is removed; a 304 keeps a stored body, copied")
@@ -103,7 +98,7 @@ struct DiskStreamingTests {
         let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
         try await pipeline.send(URLRequest(url: url)).collected()
         await storage.flush()
-        let file = directory.appendingPathComponent(try #require(files(directory).first)).path
+        let file = directory.appendingPathComponent(try #require(cacheFiles(in: directory).first)).path
         let handle = try #require(FileHandle(forUpdatingAtPath: file))
         try handle.seek(toOffset: 2 << 20)
         let byte = try #require(try handle.read(upToCount: 1))
