@@ -5,16 +5,18 @@ import FoundationNetworking
 
 /// Responses whose bodies stream: decided on their heads, their bodies kept as they pass.
 extension HTTPCache {
-    /// `response` with a streamed body, decided on its head: a store keeps a copy of the body as
-    /// it streams to the caller (``BodyTee``) and lands once the body has arrived whole — before
-    /// the caller sees the body end — then wakes the key's coalesced misses; any other decision is carried out at once, and an answer other
-    /// than the response drops its body (the download stops). A piece of a range, which the rules
-    /// read, is collected first when its declared length fits the storage's entry limit.
+    /// `response` with a streamed body, decided on its head. A store keeps the body as it streams
+    /// to the caller (``BodyTee``) — in memory up to the storage's entry limit, or, declared
+    /// larger, into a storage that stores in pieces — and lands once the body has arrived whole,
+    /// before the caller sees it end; then the key's coalesced misses wake. Any other decision is
+    /// carried out at once, and an answer other than the response drops its body (the download
+    /// stops). A piece of a range, which the rules read, is collected first when its declared
+    /// length fits the entry limit.
     func streamed(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?,
-                          state: CacheRequestState, context: RecallContext) async throws -> RecallResponse {
+                  state: CacheRequestState, context: RecallContext) async throws -> RecallResponse {
         let limit = storage.entryLimit
-        if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil,
-           let length = response.body.expectedLength, length <= limit {
+        let length = response.body.expectedLength
+        if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil, let length, length <= limit {
             let whole: RecallResponse
             do {
                 whole = try await response.collected(upTo: limit)
@@ -37,43 +39,41 @@ extension HTTPCache {
             if answer.body != response.body { response.body.discard() }
             return answer
         }
-        // Larger than memory keeps, by its Content-Length, to a storage that stores in pieces: the
-        // body goes to it as it passes, and is committed once it has arrived whole. (Its record
-        // holds this one variant.)
-        if let length = response.body.expectedLength, length > limit, let target,
-           let writing = await storage.beginStoring(CacheRecord(key: target.key, variants: [entry]),
-                                                    expires: strategy.expiry(of: CacheRecord(key: target.key, variants: [entry]))) {
-            var answer = response
+        var answer = response
+        if let length, length > limit {
+            // Larger than memory keeps: into a storage that stores in pieces (the record then holds
+            // this one variant), committed once the body has arrived whole; else passed on untouched.
+            let record = CacheRecord(key: target?.key ?? "", variants: [entry])
+            guard let target, let writing = await storage.beginStoring(record, expires: strategy.expiry(of: record)) else {
+                gaveUp(.tooLarge, state: state, context: context)
+                return response
+            }
             answer.body = BodyTee.body(passing: response.body, into: writing, url: response.url ?? request.url) { [self] kept in
-                if case .complete = kept,
-                   await writer.commit(writing, at: target, since: state.since, context: state.isRefresh ? nil : context) {
-                    locator.remember(target, for: exchange.answered.url)
-                    return leads.finish(state.lead)
+                guard case .complete = kept else { return gaveUp(kept, state: state, context: context) }
+                guard await writer.commit(writing, at: target, since: state.since, context: state.isRefresh ? nil : context) else {
+                    return leads.abandon(state.lead)
                 }
-                if case .complete = kept {} else { notStored(kept.isTooLarge ? .tooLarge : .incomplete, state: state, context: context) }
-                kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
+                locator.remember(target, for: exchange.answered.url)
+                leads.finish(state.lead)
             }
             return answer
         }
-        if let length = response.body.expectedLength, length > limit {
-            // Too large to keep, as its head says: passed on untouched; the waiting misses fetch at once.
-            notStored(.tooLarge, state: state, context: context)
-            leads.finish(state.lead)
-            return response
-        }
-        var answer = response
         answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, url: response.url ?? request.url) { [self] kept in
-            guard case .complete(let body) = kept else {
-                notStored(kept.isTooLarge ? .tooLarge : .incomplete, state: state, context: context)
-                // (Too large: the waiting misses fetch at once, as it will not be stored for them either.)
-                return kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
-            }
+            guard case .complete(let body) = kept else { return gaveUp(kept, state: state, context: context) }
             var whole = entry
             whole.body = body
             _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
             leads.finish(state.lead)
         }
         return answer
+    }
+
+    /// A body the cache meant to keep and did not (`kept`: too large, or incomplete): counted, and
+    /// the waiting misses go on — all at once for one too large (it will not be kept for them
+    /// either), one of them for an incomplete one.
+    private func gaveUp(_ kept: BodyTee.Kept, state: CacheRequestState, context: RecallContext) {
+        notStored(kept.isTooLarge ? .tooLarge : .incomplete, state: state, context: context)
+        kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
     }
 
     /// Counts a response that was to be stored and was not (a background refresh counts nothing).
