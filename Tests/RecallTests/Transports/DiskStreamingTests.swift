@@ -11,6 +11,14 @@ import Testing
 struct DiskStreamingTests {
     static let size = 4 << 20
 
+    /// The files of `directory` this process holds open, other than the storage's lock and the
+    /// directory itself (read from /proc/self/fd).
+    func openFiles(in directory: URL) -> [String] {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+            .filter { $0.hasPrefix(directory.path + "/") && !$0.hasSuffix("/.lock") }
+    }
+
     func disk(_ directory: URL) throws -> DiskStorage {
         try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
     }
@@ -40,6 +48,7 @@ struct DiskStreamingTests {
             #expect(piece.status == 206 && piece.body.bytes == StreamingTests.expected(1_000_100).suffix(100))
             #expect(try await server.hits(path) == 1)
         }
+        #expect(openFiles(in: directory).isEmpty, "the hits closed their files: \(openFiles(in: directory))")
         let reopened = try disk(directory)
         let again = try await Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: reopened)]).send(URLRequest(url: url))
         let bytes = try await again.body.collect(upTo: 8 << 20)
@@ -68,6 +77,7 @@ struct DiskStreamingTests {
         try await waitUntil("both bodies are given up") { cache.statistics.notStored[.incomplete] == 2 }
         await storage.flush()
         #expect(cacheFiles(in: directory).isEmpty, "no record, no temporary file: \(cacheFiles(in: directory))")
+        #expect(openFiles(in: directory).isEmpty, "no file left open: \(openFiles(in: directory))")
         #expect(cache.statistics.stores == 0)
     }
 
