@@ -32,6 +32,13 @@
 //     reaches the session after its task was cancelled crashes the process (corelibs' task
 //     registry), which only a child process can show.
 //
+//   recall-test-child tee DIR URL [--hold] [--fsize-limit BYTES]
+//     Downloads URL through a pipeline with an HTTPCache on a DiskStorage in DIR (entry limit
+//     256 KiB: a larger body is stored in pieces as it streams). With --hold, prints "teeing N"
+//     after the first chunk and waits to be killed (SIGKILL mid-tee); else reads the body to its
+//     end and prints "received N stores S tooLarge T writeFailures W". --fsize-limit caps the
+//     size of any file the process writes (RLIMIT_FSIZE, SIGXFSZ ignored): a full disk.
+//
 //   recall-test-child stalled-uploads [N]
 //     Starts N uploads through RecallURLProtocol whose body streams block in `read` until
 //     released, times an unrelated in-process request once all N reads are blocked, cancels the
@@ -358,6 +365,33 @@ func memoryChurn() {
     withExtendedLifetime(storage) {}
 }
 
+/// A body streaming into a DiskStorage in `directory` (see the header).
+func tee(directory: URL, url: URL, hold: Bool, fsizeLimit: Int?) async {
+    if let fsizeLimit {
+        signal(SIGXFSZ, SIG_IGN)
+        var limit = rlimit(rlim_cur: rlim_t(fsizeLimit), rlim_max: rlim_t(fsizeLimit))
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    }
+    do {
+        let storage = try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
+        let cache = HTTPCache(storage: storage)
+        let response = try await Pipeline(transport: URLSessionTransport(), hooks: [cache]).send(URLRequest(url: url))
+        var received = 0
+        for try await chunk in response.body {
+            received += chunk.count
+            if hold {
+                FileHandle.standardOutput.write(Data("teeing \(received)\n".utf8)) // (unbuffered: the parent waits for it)
+                while true { try await Task.sleep(for: .seconds(60)) }
+            }
+        }
+        await storage.flush()
+        print("received \(received) stores \(cache.statistics.stores) tooLarge \(cache.statistics.notStored[.tooLarge] ?? 0) "
+            + "writeFailures \(storage.statistics.writeFailures)")
+    } catch {
+        fail("tee: \(error)")
+    }
+}
+
 switch arguments.dropFirst().first {
 case "stalled-uploads":
     await stalledUploads(count: arguments.count > 2 ? Int(arguments[2]) ?? 300 : 300)
@@ -368,10 +402,14 @@ case "race":
     guard arguments.count >= 3, let base = URL(string: arguments[2]) else { fail("usage: race URL [WORKERS] [REQUESTS]") }
     await race(base: base, workers: arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4,
                requests: arguments.count > 4 ? Int(arguments[4]) ?? 150 : 150)
+case "tee":
+    guard arguments.count >= 4, let url = URL(string: arguments[3]) else { fail("usage: tee DIR URL [--hold] [--fsize-limit BYTES]") }
+    let limit = arguments.firstIndex(of: "--fsize-limit").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil }
+    await tee(directory: URL(fileURLWithPath: arguments[2]), url: url, hold: arguments.contains("--hold"), fsizeLimit: limit)
 case "memory":
     memory()
 case "limits":
     await limits(slowURL: arguments.count > 2 ? URL(string: arguments[2]) : nil)
 default:
-    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async] | stalled-uploads [N]")
+    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async] | stalled-uploads [N] | tee DIR URL [--hold] [--fsize-limit BYTES]")
 }

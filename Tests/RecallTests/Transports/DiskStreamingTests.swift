@@ -130,4 +130,53 @@ struct DiskStreamingTests {
         #expect(twice.source == .revalidated && twice.body.expectedLength == Self.size)
         #expect(try await twice.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size), "the copy made by the first 304")
     }
+
+    @Test("a process killed (SIGKILL) while a body streams into the disk leaves nothing a later process serves")
+    func killedMidTee() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let gate = UUID().uuidString
+        let url = server.url(OriginServer.uniquePath("disk-killed"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
+        let (process, output) = try ChildProcess.launch("recall-test-child", ["tee", directory.path, url.absoluteString, "--hold"])
+        let said = await Self.firstLine(containing: "teeing", of: output)
+        #expect(said.contains("teeing"), "the child got the first bytes: \(said)")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try await server.open(gate: gate)
+        let reopened = try disk(directory)
+        #expect(cacheFiles(in: directory).isEmpty, "the temporary file is removed at open: \(cacheFiles(in: directory))")
+        #expect(await reopened.record(for: try #require(HTTPCache(storage: reopened).key(for: URLRequest(url: url)))) == nil)
+    }
+
+    @Test("a full disk while a body streams into it: the caller still gets the whole body, nothing is stored, no file is left")
+    func fullDisk() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = server.url(OriginServer.uniquePath("disk-full"), ["stream": "\(Self.size)", "cc": "max-age=600"])
+        let result = try await ChildProcess.run("recall-test-child", ["tee", directory.path, url.absoluteString, "--fsize-limit", "\(1 << 20)"],
+                                                deadline: .seconds(60))
+        #expect(result.status == 0 && !result.hung, "\(result.error)")
+        #expect(result.output.contains("received \(Self.size) stores 0 tooLarge 1 writeFailures 1"), "\(result.output)")
+        #expect(cacheFiles(in: directory).isEmpty, "\(cacheFiles(in: directory))")
+    }
+
+    /// What `output` says up to its first line containing `word` (all of it, when the child exits first).
+    static func firstLine(containing word: String, of output: Pipe) async -> String {
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        return await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
+            DispatchQueue.global().async {
+                var seen = Data()
+                var buffer = [UInt8](repeating: 0, count: 1_024)
+                while !String(decoding: seen, as: UTF8.self).contains(word) {
+                    let count = read(descriptor, &buffer, buffer.count)
+                    if count < 0, errno == EINTR { continue }
+                    if count <= 0 { break }
+                    seen.append(contentsOf: buffer[0..<count])
+                }
+                done.resume(returning: String(decoding: seen, as: UTF8.self))
+            }
+        }
+    }
 }
