@@ -121,6 +121,10 @@ public final class URLSessionTransport: Transport {
             // completion finds nobody waiting.
             if let task = handle.cancel() { fail(task, handle: handle, with: CancellationError()) }
         }
+        // (The body was made on the session's delegate queue; taking the lock it took after making
+        // it orders what it wrote before what this task reads, also for ThreadSanitizer, which
+        // does not see the continuation's hand-over.)
+        delegate?.settle()
         guard let http = head as? HTTPURLResponse else {
             body.discard()
             throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: head)))")
@@ -210,6 +214,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
 
     func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>) {
         running.withLock { $0[task.taskIdentifier] = .waiting(continuation) }
+    }
+
+    /// Takes and lets go of the lock the delegate takes after making a caller's body (see ``send(_:)``).
+    func settle() {
+        running.withLock { _ in }
     }
 
     /// Answers the caller of `task` with `error` when it still waits for its answer (a task
