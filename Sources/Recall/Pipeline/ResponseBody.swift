@@ -1,11 +1,13 @@
 import Foundation
 
-/// The body of a ``RecallResponse``: bytes at hand, or a stream of chunks as they arrive.
+/// The body of a ``RecallResponse``: bytes at hand, a stream of chunks as they arrive, or a body
+/// kept in a cache's store and read from there (a hit on a large response).
 ///
 /// A transport that streams (``URLSessionTransport``, AsyncHTTPClient's) hands its response over
-/// as soon as the head is in, with a streamed body; the cache tees it into storage as it passes,
-/// and `RecallURLProtocol` gives each chunk to the session as it comes. Bodies built from bytes
-/// (a memory hit, a test double, ``RecallResponse/text(_:status:headers:url:)``) are whole.
+/// as soon as the head is in, with a streamed body (one of at most ``collectedUpTo`` bytes comes
+/// whole); the cache tees it into storage as it passes, and `RecallURLProtocol` gives each chunk
+/// to the session as it comes. Bodies built from bytes (a memory hit, a test double,
+/// ``RecallResponse/text(_:status:headers:url:)``) are whole.
 ///
 /// Read a body once, by iterating it (`for try await chunk in response.body`), or collect it:
 ///
@@ -15,7 +17,8 @@ import Foundation
 /// ```
 ///
 /// A streamed body can be read **once**, by one reader; a second iteration throws
-/// ``ResponseBodyError`` `consumed`. Whole bodies can be read any number of times. A streamed
+/// ``ResponseBodyError`` `consumed`. Whole bodies, and bodies kept in a store, can be read any
+/// number of times (``isStreamed`` is true for the latter: they are read in pieces). A streamed
 /// body that ends before its `Content-Length` ends with ``TransportError`` `connectionLost`
 /// (one that goes past it, with `other`): a short body never reads as a complete one. Dropping a
 /// streamed body unread, or cancelling the task that reads it, stops its producer (the download
