@@ -100,33 +100,30 @@ final class BodyStream: Sendable {
     /// (stop producing).
     @discardableResult
     func yield(_ chunk: Data) -> Bool {
-        let (accepted, reader, failure) = state.withLock { state -> (Bool, CheckedContinuation<Data?, any Error>?, (any Error)?) in
-            guard !state.readerLeft, state.end == nil else { return (false, nil, nil) }
-            guard !chunk.isEmpty else { return (true, nil, nil) }
+        enum Outcome { case refused, overLength, accepted(CheckedContinuation<Data?, any Error>?) }
+        let outcome = state.withLock { state -> Outcome in
+            guard !state.readerLeft, state.end == nil else { return .refused }
+            guard !chunk.isEmpty else { return .accepted(nil) }
             state.received += chunk.count
-            if let expected = expectedLength, state.received > expected {
-                let error = TransportError(.other, url: url, message: "the body went past its Content-Length of \(expected) bytes")
-                state.end = .failure(error)
-                guard state.buffered == 0, let reader = state.reader else { return (false, nil, error) }
-                state.reader = nil
-                state.endDelivered = true
-                return (false, reader, error)
-            }
+            if let expected = expectedLength, state.received > expected { return .overLength }
             if let reader = state.reader {
                 state.reader = nil
-                return (true, reader, nil)
+                return .accepted(reader) // (a reader waits only on an empty buffer)
             }
             state.chunks.append(chunk)
             state.buffered += chunk.count
-            return (true, nil, nil)
+            return .accepted(nil)
         }
-        if let failure {
-            reader?.resume(throwing: failure)
-            wakeWriters(throwing: failure)
-        } else {
+        switch outcome {
+        case .refused:
+            return false
+        case .overLength:
+            finish(throwing: TransportError(.other, url: url, message: "the body went past its Content-Length of \(expectedLength ?? 0) bytes"))
+            return false
+        case .accepted(let reader):
             reader?.resume(returning: chunk)
+            return true
         }
-        return accepted
     }
 
     /// Adds `chunk`, first waiting while the high-water mark waits to be read. Throws
@@ -156,8 +153,7 @@ final class BodyStream: Sendable {
             if let error {
                 state.end = .failure(error)
             } else if let expected = expectedLength, state.received < expected {
-                state.end = .failure(TransportError(.connectionLost, url: url,
-                                                    message: "the body ended after \(state.received) of its \(expected) bytes"))
+                state.end = .failure(TransportError.bodyEnded(after: state.received, of: expected, url: url))
             } else {
                 state.end = .success(())
             }

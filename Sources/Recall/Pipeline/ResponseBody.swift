@@ -153,33 +153,22 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     /// `tooLarge` (as soon as its expected length or the bytes read pass the limit, and the
     /// stream is then abandoned).
     public func collect(upTo maxBytes: Int) async throws -> Data {
-        switch content {
-        case .bytes(let data):
-            guard data.count <= maxBytes else { throw ResponseBodyError.tooLarge(limit: maxBytes) }
-            return data
-        case .stored:
-            guard let expected = expectedLength, expected <= maxBytes else { throw ResponseBodyError.tooLarge(limit: maxBytes) }
-            var data = Data()
-            data.reserveCapacity(Swift.min(expected, 16 << 20))
-            for try await chunk in self { data.append(chunk) }
-            return data
-        case .stream(let reader):
-            if let expected = reader.stream.expectedLength, expected > maxBytes {
-                reader.stream.leave()
+        if let expected = expectedLength, expected > maxBytes {
+            discard()
+            throw ResponseBodyError.tooLarge(limit: maxBytes)
+        }
+        if let bytes { return bytes }
+        var data = Data()
+        // (A declared length is the server's word: reserve no more than a modest start on it.)
+        if let expected = expectedLength { data.reserveCapacity(Swift.min(expected, 16 << 20)) }
+        for try await chunk in self {
+            guard data.count + chunk.count <= maxBytes else {
+                discard() // (a body read from a store stops when its iterator goes)
                 throw ResponseBodyError.tooLarge(limit: maxBytes)
             }
-            var data = Data()
-            // (A declared length is the server's word: reserve no more than a modest start on it.)
-            if let expected = reader.stream.expectedLength { data.reserveCapacity(Swift.min(expected, 16 << 20)) }
-            for try await chunk in self {
-                guard data.count + chunk.count <= maxBytes else {
-                    reader.stream.leave()
-                    throw ResponseBodyError.tooLarge(limit: maxBytes)
-                }
-                data.append(chunk)
-            }
-            return data
+            data.append(chunk)
         }
+        return data
     }
 
     /// Stops a streamed body's producer without reading it (nothing for whole bytes): the

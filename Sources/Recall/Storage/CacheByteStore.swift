@@ -91,17 +91,9 @@ extension CacheByteStore {
         if CacheRecordCodec.canStream(record), let file = record.variants[0].storedBody,
            let writing = await beginStoring(record, expires: expires) {
             do {
-                var offset = 0
-                var sum = CacheRecordCodec.StreamingChecksum()
-                while offset < file.count {
-                    let piece = try file.reading.read(at: file.range.lowerBound + offset, count: min(StoredBodyFile.pieceSize, file.count - offset))
-                    guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
-                    sum.add(piece)
-                    try await writing.append(piece)
-                    offset += piece.count
-                }
-                // (A body changed where it was stored must not become a record that checks.)
-                guard sum.value == file.checksum else { throw CacheStorageError.corrupt("the stored body does not match its checksum") }
+                // (Read as when it is served: checked against its checksum before the read ends, so a
+                // body changed where it was stored never becomes a record that checks.)
+                for try await piece in file.body() { try await writing.append(piece) }
                 try await writing.commit()
                 return
             } catch {

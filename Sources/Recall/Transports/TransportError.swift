@@ -111,6 +111,14 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         }
     }
 
+    /// A body that ended after `received` of the `expected` bytes its `Content-Length` promised:
+    /// the connection was lost (``Code/connectionLost``; a session reports
+    /// `URLError(.networkConnectionLost)`). For transports of your own, as Recall's use it.
+    public static func bodyEnded(after received: Int, of expected: Int, url: URL?) -> TransportError {
+        TransportError(.connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
+                       message: "the body ended after \(received) of its \(expected) bytes")
+    }
+
     /// The kind, the URL and what happened.
     public var description: String {
         "TransportError.\(code.name)\(url.map { " for \($0.absoluteString)" } ?? ""): \(message)"

@@ -331,8 +331,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             if let error {
                 continuation.resume(throwing: Self.failure(error, received: body.count, promised: Int64(expected), url: url))
             } else if body.count < expected {
-                continuation.resume(throwing: TransportError(.connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
-                                                             message: "the body ended after \(body.count) of its \(expected) bytes"))
+                continuation.resume(throwing: TransportError.bodyEnded(after: body.count, of: expected, url: url))
             } else {
                 continuation.resume(returning: (response, ResponseBody(body)))
             }
@@ -349,8 +348,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     /// (corelibs reports an unknown error, "transfer closed with n bytes remaining").
     private static func failure(_ error: any Error, received: Int, promised: Int64, url: URL?) -> any Error {
         guard promised > Int64(received), !error.isCancellation else { return transportError(error, url: url) }
-        return TransportError(.connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
-                              message: "the connection closed after \(received) of \(promised) body bytes")
+        return TransportError.bodyEnded(after: received, of: Int(promised), url: url)
     }
 
     static func transportError(_ error: any Error, url: URL?) -> any Error {

@@ -76,9 +76,7 @@ public struct AsyncHTTPClientTransport: Transport {
             if let length, length <= ResponseBody.collectedUpTo {
                 // Small: whole, with the head (a stream would cost more than it saves).
                 let bytes = try await response.body.collect(upTo: length)
-                guard bytes.readableBytes == length else {
-                    throw TransportError(.connectionLost, url: url, message: "the body ended after \(bytes.readableBytes) of its \(length) bytes")
-                }
+                guard bytes.readableBytes == length else { throw TransportError.bodyEnded(after: bytes.readableBytes, of: length, url: url) }
                 return RecallResponse(status: status, headers: headers, body: Data(bytes.readableBytesView), url: response.url ?? url)
             }
             return RecallResponse(status: status, headers: headers, body: body(of: response, expectedLength: length, url: url),
