@@ -31,6 +31,7 @@ struct Settings {
     var rounds = 3
     var ahcMiB = 64
     var inner = "ahc"
+    var hits = 1
 
     init(_ arguments: [String]) {
         var arguments = arguments.makeIterator()
@@ -40,8 +41,9 @@ struct Settings {
             case "--rounds": rounds = arguments.next().flatMap(Int.init) ?? rounds
             case "--ahc-mib": ahcMiB = arguments.next().flatMap(Int.init) ?? ahcMiB
             case "--inner": inner = arguments.next() ?? inner
+            case "--hits": hits = arguments.next().flatMap(Int.init) ?? hits
             default:
-                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession]")
+                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N]")
                 exit(2)
             }
         }
@@ -135,6 +137,42 @@ final class CacheRoutes: RecallURLProtocol {
     override class var routes: URLProtocolRoutes { mine }
 }
 
+/// The floor of any URLProtocol on this platform: reads a file (the `file` query item) with
+/// `pread`s of `pieceSize` bytes and hands each to the client at once, on the loading thread —
+/// no pipeline, no cache, no hop between threads but the session's own.
+final class FloorProtocol: URLProtocol {
+    static let pieceSize = 256 << 10
+
+    override class func canInit(with request: URLRequest) -> Bool { request.url?.host == "floor.invalid" }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    override func startLoading() {
+        guard let url = request.url, let client,
+              let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "file" })?.value
+        else { return }
+        let descriptor = open(path, O_RDONLY)
+        defer { close(descriptor) }
+        var info = stat()
+        fstat(descriptor, &info)
+        let size = Int(info.st_size)
+        client.urlProtocol(self, didReceive: HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                                                             headerFields: ["Content-Length": "\(size)"])!,
+                           cacheStoragePolicy: .notAllowed)
+        var offset = 0
+        while offset < size {
+            let count = min(Self.pieceSize, size - offset)
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+            let read = pread(descriptor, buffer, count, off_t(offset))
+            guard read > 0 else { buffer.deallocate(); break }
+            offset += read
+            client.urlProtocol(self, didLoad: Data(bytesNoCopy: buffer, count: read, deallocator: .custom { pointer, _ in pointer.deallocate() }))
+        }
+        client.urlProtocolDidFinishLoading(self)
+    }
+
+    override func stopLoading() {}
+}
+
 let settings = Settings(Array(CommandLine.arguments.dropFirst()))
 let size = settings.mib << 20
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -153,6 +191,10 @@ let recallDelegate = Download()
 let configuration = URLSessionConfiguration.ephemeral
 try configuration.sendThroughRecall(pipeline, protocolClass: CacheRoutes.self)
 let recall = URLSession(configuration: configuration, delegate: recallDelegate, delegateQueue: nil)
+let floorDelegate = Download()
+let floorConfiguration = URLSessionConfiguration.ephemeral
+floorConfiguration.protocolClasses = [FloorProtocol.self]
+let floor = URLSession(configuration: floorConfiguration, delegate: floorDelegate, delegateQueue: nil)
 
 func phase(_ session: URLSession, _ delegate: Download, _ url: URL) async -> Measure {
     var result: (firstByte: Double, seconds: Double, bytes: Int, failure: String) = (0, 0, 0, "")
@@ -179,6 +221,24 @@ func catFile(_ path: String) -> Measure {
     return Measure(firstByte: ((first ?? now) - start).seconds, seconds: (now - start).seconds, bytes: total, peakAddedMiB: 0)
 }
 
+/// Sends `url` through the pipeline and reads the answer's body as it comes (no URLSession).
+func pipelineRead(_ url: URL) async -> Measure {
+    var first = 0.0, bytes = 0, failure = ""
+    let start = ContinuousClock.now
+    let peak = await Resident.peakAdded {
+        do {
+            let response = try await pipeline.send(URLRequest(url: url))
+            for try await chunk in response.body {
+                if bytes == 0 { first = (ContinuousClock.now - start).seconds }
+                bytes += chunk.count
+            }
+        } catch {
+            failure = "failed: \(error)"
+        }
+    }
+    return Measure(firstByte: first, seconds: (ContinuousClock.now - start).seconds, bytes: bytes, peakAddedMiB: peak, note: failure)
+}
+
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
@@ -186,6 +246,7 @@ func median(_ values: [Double]) -> Double {
 
 print("StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
 var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
+var floors: [Measure] = [], pipelineHits: [Measure] = []
 for round in 1...settings.rounds {
     let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])
     let bare = await phase(plain, plainDelegate, url)
@@ -196,12 +257,15 @@ for round in 1...settings.rounds {
     miss.note += cache.statistics.stores > round - 1 ? "stored" : "not stored (over the storage's entry limit)"
     print(miss.line("recall miss"))
     misses.append(miss)
-    let hitsBefore = cache.statistics.hits
-    var again = await phase(recall, recallDelegate, url)
-    let hit = cache.statistics.hits > hitsBefore
-    again.note += hit ? "a hit" : "a miss again"
-    print(again.line("recall again"))
-    agains.append(again)
+    var hit = false
+    for _ in 1...max(1, settings.hits) {
+        let hitsBefore = cache.statistics.hits
+        var again = await phase(recall, recallDelegate, url)
+        hit = cache.statistics.hits > hitsBefore
+        again.note += hit ? "a hit" : "a miss again"
+        print(again.line("recall again"))
+        agains.append(again)
+    }
     let sizes = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).map { name -> (String, Int) in
         let path = directory.appendingPathComponent(name).path
         return (path, ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0)
@@ -210,6 +274,14 @@ for round in 1...settings.rounds {
         let cat = catFile(file)
         print(cat.line("cat"))
         cats.append(cat)
+        var fileURL = URLComponents(string: "http://floor.invalid/")!
+        fileURL.queryItems = [URLQueryItem(name: "file", value: file)]
+        let bare = await phase(floor, floorDelegate, fileURL.url!)
+        print(bare.line("protocol floor"))
+        floors.append(bare)
+        let direct = await pipelineRead(url)
+        print(direct.line("pipeline hit"))
+        pipelineHits.append(direct)
     }
 }
 
@@ -240,6 +312,8 @@ if !cats.isEmpty {
     print(String(format: "streaming-ratio hit-first-byte-ms %.2f", median(agains.map(\.firstByte)) * 1000))
     print(String(format: "streaming-ratio hit-throughput %.3f", median(agains.map(\.throughput)) / median(cats.map(\.throughput))))
     print(String(format: "streaming-ratio hit-peak-added-mib %.1f", median(agains.map(\.peakAddedMiB))))
+    print(String(format: "streaming-ratio protocol-floor-throughput %.3f", median(floors.map(\.throughput)) / median(cats.map(\.throughput))))
+    print(String(format: "streaming-ratio pipeline-hit-throughput %.3f", median(pipelineHits.map(\.throughput)) / median(cats.map(\.throughput))))
 } else {
     print("streaming-ratio hit-throughput n/a (not stored)")
 }

@@ -177,48 +177,54 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         if case .stream(let reader) = content { reader.stream.leave() }
     }
 
-    /// The stream a body kept in a store is read through, each time it is read.
-    private static func reading(_ file: StoredBodyFile, _ bounds: ClosedRange<Int>?) -> Reader {
-        guard case .stream(let reader) = file.body(bounds).content else { preconditionFailure("a stored body reads as a stream") }
-        return reader
-    }
-
     /// Reads the chunks: once for a streamed body.
     public func makeAsyncIterator() -> Iterator {
         switch content {
         case .bytes(let data): Iterator(whole: data)
         case .stream(let reader): Iterator(reader: reader)
-        case .stored(let file, let bounds): Iterator(reader: Self.reading(file, bounds))
+        case .stored(let file, let bounds): Iterator(stored: file.cursor(bounds))
         }
     }
 
     /// Reads a body's chunks.
     public struct Iterator: AsyncIteratorProtocol {
-        private var whole: Data?
-        private let reader: Reader?
-        private var began = false
+        private enum Source {
+            case whole(Data?)
+            case stream(Reader, began: Bool)
+            case stored(StoredBodyFile.Cursor)
+        }
+
+        private var source: Source
 
         fileprivate init(whole: Data) {
-            self.whole = whole.isEmpty ? nil : whole
-            self.reader = nil
+            source = .whole(whole.isEmpty ? nil : whole)
         }
 
         fileprivate init(reader: Reader) {
-            self.whole = nil
-            self.reader = reader
+            source = .stream(reader, began: false)
+        }
+
+        fileprivate init(stored cursor: StoredBodyFile.Cursor) {
+            source = .stored(cursor)
         }
 
         /// The next chunk, or nil at the end.
         public mutating func next() async throws -> Data? {
-            guard let reader else {
-                defer { whole = nil }
-                return whole
+            switch source {
+            case .whole(let data):
+                source = .whole(nil)
+                return data
+            case .stream(let reader, let began):
+                if !began {
+                    guard reader.stream.beginIteration() else { throw ResponseBodyError.consumed }
+                    source = .stream(reader, began: true)
+                }
+                return try await reader.stream.next()
+            case .stored(var cursor):
+                source = .whole(nil) // (the cursor stays unique while it reads)
+                defer { source = .stored(cursor) }
+                return try await cursor.next()
             }
-            if !began {
-                guard reader.stream.beginIteration() else { throw ResponseBodyError.consumed }
-                began = true
-            }
-            return try await reader.stream.next()
         }
     }
 

@@ -93,7 +93,7 @@ extension CacheByteStore {
             do {
                 // (Read as when it is served: checked against its checksum before the read ends, so a
                 // body changed where it was stored never becomes a record that checks.)
-                for try await piece in file.body() { try await writing.append(piece) }
+                for try await piece in ResponseBody(stored: file) { try await writing.append(piece) }
                 try await writing.commit()
                 return
             } catch {

@@ -105,6 +105,8 @@ public final class DiskStorage: CacheByteStore {
     private let state: Locked<State>
     /// File names of recently used keys: a hit computes no SHA-256 for a key it has seen.
     private let names = Locked<[String: String]>([:])
+    /// Large files known whole: their bodies are served without a checksum pass.
+    private let checkedFiles: CheckedFiles
     private static let namesRemembered = 4096
     private let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
     private let lockDescriptor: Int32
@@ -126,6 +128,7 @@ public final class DiskStorage: CacheByteStore {
         self.directory = directory
         self.openFileLimit = max(0, openFileLimit)
         self.settledAge = settledAge
+        self.checkedFiles = CheckedFiles(settledAge: settledAge)
         self.byteLimit = max(0, byteLimit)
         self.entryLimit = max(0, entryLimit)
         self.pendingByteLimit = max(0, pendingByteLimit)
@@ -634,13 +637,20 @@ public final class DiskStorage: CacheByteStore {
         return true
     }
 
-    /// Lands a write made in pieces (``DiskWrite``): its file `temporary`, of `size` bytes, becomes
-    /// the file of `key` after every write queued before it has landed. Whether it landed.
-    func land(_ temporary: String, for key: String, size: Int) async -> Bool {
+    /// Lands a write made in pieces (``DiskWrite``): its file `temporary`, of `size` bytes, open
+    /// as `descriptor`, becomes the file of `key` after every write queued before it has landed.
+    /// Whether it landed. A file larger than ``entryLimit`` (served in pieces) is noted as known
+    /// whole (``CheckedFiles``): its bytes are the ones its checksum was made of.
+    func land(_ temporary: String, for key: String, size: Int, descriptor: Int32) async -> Bool {
         await flush()
         let name = name(for: key)
         // (A write or removal queued since the flush stays pending: reads see it, and it lands after this one.)
-        return state.withLock { state in landLocked(temporary, written: true, as: name, size: size, in: &state) }
+        let landed = state.withLock { state in landLocked(temporary, written: true, as: name, size: size, in: &state) }
+        // (The identity after the rename, which sets the change time.)
+        if landed, size > entryLimit, let identity = HeldFile.Identity(of: descriptor) {
+            checkedFiles.note(name, identity)
+        }
+        return landed
     }
 
     /// Counts a write refused (over a limit) or failed (the disk).
@@ -667,7 +677,7 @@ public final class DiskStorage: CacheByteStore {
             return true
         }
         guard known else { return nil }
-        return FileReading(name, in: directoryDescriptor)
+        return FileReading(name, in: directoryDescriptor, checked: checkedFiles)
     }
 
     /// The whole file `name` in the directory `directory`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs

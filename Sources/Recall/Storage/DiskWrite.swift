@@ -74,13 +74,13 @@ final class DiskWrite: ByteWriting {
     }
 
     func commit() async throws {
-        let size = try state.withLock { state -> Int in
+        let (size, descriptor) = try state.withLock { state -> (Int, Int32) in
             guard !state.ended else { throw CacheStorageError.writeFailed("the write has ended") }
             state.ended = true
-            close(state.descriptor)
-            return state.written
+            return (state.written, state.descriptor)
         }
-        guard await storage.land(temporary, for: key, size: size) else {
+        defer { close(descriptor) } // (open while it lands: the storage notes the landed file's identity)
+        guard await storage.land(temporary, for: key, size: size, descriptor: descriptor) else {
             throw CacheStorageError.writeFailed("the file could not be put in place")
         }
     }

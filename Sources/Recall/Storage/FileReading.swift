@@ -9,23 +9,34 @@ import Darwin
 
 /// A regular file held open to be read in pieces (``ByteReading``), by `pread`: what a later
 /// write renames over it or a removal unlinks does not change what it reads. Closed when the
-/// last reference goes.
+/// last reference goes. With the storage's ``CheckedFiles``, it knows whether the file it opened
+/// is one already known whole (``knownWhole``).
 final class FileReading: ByteReading {
     private let descriptor: Int32
+    private let name: String
+    /// The file's identity when it was opened.
+    private let identity: HeldFile.Identity
+    private let checked: CheckedFiles?
     let count: Int
 
     /// Opens `name` in the directory `directory`; `nil` when it is not a regular file or cannot be opened.
-    init?(_ name: String, in directory: Int32) {
+    init?(_ name: String, in directory: Int32, checked: CheckedFiles? = nil) {
         let descriptor = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+        guard let identity = HeldFile.Identity(of: descriptor) else {
             close(descriptor)
             return nil
         }
         self.descriptor = descriptor
-        self.count = Int(info.st_size)
+        self.name = name
+        self.identity = identity
+        self.checked = checked
+        self.count = identity.size
     }
+
+    var knownWhole: Bool { checked?.contains(name, identity) ?? false }
+
+    func noteWhole() { checked?.noteRead(name, identity) }
 
     deinit {
         close(descriptor)

@@ -84,7 +84,7 @@ final class HeldFile: Sendable {
 
     /// Whether the file's last change is at least `age` seconds in the past (a change time in
     /// the future, after the clock was set back, is not).
-    private static func isSettled(_ identity: Identity, age: Int) -> Bool {
+    static func isSettled(_ identity: Identity, age: Int) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let changed = identity.changed

@@ -3,7 +3,10 @@ import Foundation
 /// A stored body that stays in its store instead of memory: the bytes of a record written in
 /// pieces (``CacheRecordCodec`` version 9), read in pieces from the store (``ByteReading``) when
 /// it is served. A whole read is checked against the body's checksum as it goes (a changed body
-/// ends its read with an error, never as a complete answer); a range is read by seeking.
+/// ends its read with an error, never as a complete answer) unless the store knows the bytes
+/// whole (``ByteReading/knownWhole``: a ``DiskStorage`` wrote them or saw them checked, and they
+/// are unchanged); a range is read by seeking. Read by pulling: each piece is read when the
+/// reader asks for it, in the reader's task.
 final class StoredBodyFile: Sendable {
     /// How much one read takes (the reader gets the pieces as they are read).
     static let pieceSize = 256 << 10
@@ -13,7 +16,7 @@ final class StoredBodyFile: Sendable {
     let range: Range<Int>
     let checksum: UInt64
     /// Removes the record when the body fails its check.
-    private let corrupt: @Sendable () async -> Void
+    let corrupt: @Sendable () async -> Void
 
     init(reading: any ByteReading, range: Range<Int>, checksum: UInt64, corrupt: @escaping @Sendable () async -> Void = {}) {
         self.reading = reading
@@ -25,25 +28,51 @@ final class StoredBodyFile: Sendable {
     /// The body's length.
     var count: Int { range.count }
 
-    /// The body — or the bytes of `bounds` within it — as a stream read from the store.
-    func body(_ bounds: ClosedRange<Int>? = nil) -> ResponseBody {
-        let whole = bounds == nil
+    /// A reading of the body — or of the bytes of `bounds` within it — from the store, piece by
+    /// piece as its reader asks (no task, no buffer: a reader that stops asking stops the reads).
+    func cursor(_ bounds: ClosedRange<Int>? = nil) -> Cursor {
         let part = bounds.map { (range.lowerBound + $0.lowerBound)..<(range.lowerBound + $0.upperBound + 1) } ?? range
-        let (reading, expected, corrupt) = (self.reading, self.checksum, self.corrupt)
-        return ResponseBody.producing(expectedLength: part.count) { writer in
-            var sum = CacheRecordCodec.StreamingChecksum()
-            var offset = part.lowerBound
-            while offset < part.upperBound {
-                let piece = try reading.read(at: offset, count: min(Self.pieceSize, part.upperBound - offset))
-                guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
-                if whole { sum.add(piece) }
-                offset += piece.count
-                try await writer.write(piece)
+        // (Only a whole read can be checked; bytes the store knows whole are not checked again.)
+        return Cursor(file: self, offset: part.lowerBound, end: part.upperBound,
+                      sum: bounds == nil && !reading.knownWhole ? CacheRecordCodec.StreamingChecksum() : nil)
+    }
+
+    /// Reads a stored body's pieces in order (see ``cursor(_:)``).
+    struct Cursor {
+        let file: StoredBodyFile
+        private(set) var offset: Int
+        let end: Int
+        /// The checksum of the pieces read so far, when the read is checked.
+        private var sum: CacheRecordCodec.StreamingChecksum?
+
+        fileprivate init(file: StoredBodyFile, offset: Int, end: Int, sum: CacheRecordCodec.StreamingChecksum?) {
+            self.file = file
+            self.offset = offset
+            self.end = end
+            self.sum = sum
+        }
+
+        /// The next piece, or `nil` at the end. A checked read that does not match its checksum
+        /// removes the record (the next request goes to the origin) and throws
+        /// ``CacheStorageError/corrupt(_:)`` instead of ending; a cancelled task throws
+        /// `CancellationError`.
+        mutating func next() async throws -> Data? {
+            try Task.checkCancellation()
+            guard offset < end else {
+                guard let checked = sum else { return nil }
+                sum = nil
+                guard checked.value == file.checksum else {
+                    await file.corrupt()
+                    throw CacheStorageError.corrupt("the stored body does not match its checksum")
+                }
+                file.reading.noteWhole()
+                return nil
             }
-            if whole, sum.value != expected {
-                await corrupt() // (the next request goes to the origin)
-                throw CacheStorageError.corrupt("the stored body does not match its checksum")
-            }
+            let piece = try file.reading.read(at: offset, count: Swift.min(StoredBodyFile.pieceSize, end - offset))
+            guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
+            sum?.add(piece)
+            offset += piece.count
+            return piece
         }
     }
 }

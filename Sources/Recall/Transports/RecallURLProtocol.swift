@@ -289,9 +289,10 @@ private struct UncheckedClient: @unchecked Sendable {
 
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
     /// begun, the client hears nothing more from this load): the head, then the body — whole, or
-    /// each chunk of a streamed body as it arrives, the next read only once the client has had the
-    /// last (a transport that paces its download by its reader, as AsyncHTTPClient's does, then
-    /// goes at the client's pace) — then the end. On
+    /// each chunk of a streamed body as it arrives, read while the chunks before it are delivered
+    /// but never more than ``deliveredAhead`` bytes ahead of the client (a transport that paces
+    /// its download by its reader, as AsyncHTTPClient's does, then goes at the client's pace) —
+    /// then the end. On
     /// Apple's platforms all of it on the loading thread's run loop, where `stopLoading` comes
     /// too. With swift-corelibs-foundation on the session's work queue, which its client calls must
     /// share with the session's task registry — but for the end of a task that completes inline
@@ -311,19 +312,31 @@ private struct UncheckedClient: @unchecked Sendable {
         }
         guard started else { return }
         if whole == nil {
+            // Reading the next chunk overlaps the delivery of the last ones, at most
+            // `deliveredAhead` bytes of them on their way.
+            let window = DeliveryWindow(limit: Self.deliveredAhead)
             for try await chunk in response.body {
-                let open = await onClientThreadAndWait {
+                guard await window.reserve(chunk.count) else { return } // (the body is dropped: its download stops)
+                onClientThread {
                     delivery.withLock {
-                        guard RecallURLProtocol.isOpen(work) else { return false }
-                        client?.urlProtocol(self.protocol, didLoad: chunk)
-                        return true
+                        if RecallURLProtocol.isOpen(work) {
+                            client?.urlProtocol(self.protocol, didLoad: chunk)
+                        } else {
+                            window.close()
+                        }
                     }
+                    window.release(chunk.count)
                 }
-                guard open else { return } // (the body is dropped: its download stops)
             }
+            await window.drain()
+            guard !window.isClosed else { return }
         }
         await end(ending(work, delivery) { client?.urlProtocolDidFinishLoading(self.protocol) })
     }
+
+    /// How many bytes of a streamed body may be on their way to the client (1 MiB) while the
+    /// next chunk is read.
+    static let deliveredAhead = 1 << 20
 
     /// Runs `call` where the client is called, and returns what it returned.
     private func onClientThreadAndWait(_ call: @escaping @Sendable () -> Bool) async -> Bool {

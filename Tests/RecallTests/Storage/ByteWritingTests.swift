@@ -89,4 +89,52 @@ struct ByteWritingTests {
         #expect(await disk.bytes(for: "b")?.data == Data(repeating: 3, count: 600), "the commit is the latest write")
         #expect(disk.statistics.bytes <= 1000 && disk.statistics.evictions == 1)
     }
+
+    /// A record of `bodySize` body bytes, stored in pieces (the way a streamed body is).
+    func storeInPieces(_ key: String, bodySize: Int, in disk: DiskStorage) async throws {
+        var record = makeRecord(key, bodySize: 0)
+        record.variants[0].headers["Content-Length"] = "\(bodySize)"
+        let writing = try #require(await disk.beginStoring(record, expires: nil))
+        try await writing.append(Data(repeating: 7, count: bodySize))
+        try await writing.commit()
+    }
+
+    @Test("a large file the storage wrote is known whole; a storage opened anew knows it once read whole; a change forgets it")
+    func knownWhole() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func open() throws -> DiskStorage {
+            try DiskStorage(directory: directory, byteLimit: 8 << 20, entryLimit: 1000, pendingByteLimit: 1 << 20,
+                            eviction: .s3fifo, openFileLimit: 4, settledAge: 0)
+        }
+        do {
+            let disk = try open()
+            try await storeInPieces("large", bodySize: 4000, in: disk)
+            try await storeInPieces("small", bodySize: 10, in: disk)
+            #expect(try #require(await disk.reading("large")).knownWhole, "written by this storage")
+            #expect(try #require(await disk.reading("small")).knownWhole == false, "read whole, with its checks: not noted")
+        }
+        let disk = try open()
+        let reading = try #require(await disk.reading("large"))
+        #expect(reading.knownWhole == false, "a storage opened anew checks it")
+        reading.noteWhole()
+        #expect(try #require(await disk.reading("large")).knownWhole)
+        let handle = try #require(FileHandle(forUpdatingAtPath: directory.appendingPathComponent(DiskStorage.fileName(for: "large")).path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([1]))
+        try handle.close()
+        #expect(try #require(await disk.reading("large")).knownWhole == false, "changed since")
+    }
+
+    @Test("a file read whole is noted only once settled: a change within a clock tick could keep its times")
+    func noteOnlySettled() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            try await storeInPieces("large", bodySize: 1000, in: try storage(directory, entryLimit: 100))
+        }
+        let disk = try storage(directory, entryLimit: 100) // (settled age: 2 s; the file is younger)
+        try #require(await disk.reading("large")).noteWhole()
+        #expect(try #require(await disk.reading("large")).knownWhole == false)
+    }
 }

@@ -114,6 +114,11 @@ struct DiskStreamingTests {
         let byte = try #require(try handle.read(upToCount: 1))
         try handle.seek(toOffset: 2 << 20)
         try handle.write(contentsOf: Data([byte[0] ^ 0xFF]))
+        // The write's time, set a second back as a write a tick after the landing would leave it:
+        // file systems keep times at a tick's granularity, and within the tick the storage that
+        // wrote the file would still know it whole (``CheckedFiles``; a restart checks it: below).
+        var times = [timespec(tv_sec: time(nil) - 1, tv_nsec: 0), timespec(tv_sec: time(nil) - 1, tv_nsec: 0)]
+        #expect(futimens(handle.fileDescriptor, &times) == 0)
         try handle.close()
         let hit = try await pipeline.send(URLRequest(url: url))
         #expect(hit.source == .cache)
@@ -129,6 +134,42 @@ struct DiskStreamingTests {
         let twice = try await pipeline.send(URLRequest(url: tagged))
         #expect(twice.source == .revalidated && twice.body.expectedLength == Self.size)
         #expect(try await twice.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size), "the copy made by the first 304")
+    }
+
+    @Test("a storage opened anew checks a stored body: a byte changed in place, its times kept (a torn write), fails the read")
+    func checkedOnceAfterRestart() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = OriginServer.uniquePath("disk-restart")
+        let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
+        do {
+            let storage = try disk(directory)
+            try await Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)]).send(URLRequest(url: url)).collected()
+            await storage.flush()
+        }
+        // A crash's torn write: a byte changed with no trace in the file's times.
+        let file = directory.appendingPathComponent(try #require(cacheFiles(in: directory).first)).path
+        var info = stat()
+        #expect(stat(file, &info) == 0)
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        try handle.seek(toOffset: 3 << 20)
+        let byte = try #require(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: 3 << 20)
+        try handle.write(contentsOf: Data([byte[0] ^ 0x01]))
+        var times = [info.st_atim, info.st_mtim]
+        #expect(futimens(handle.fileDescriptor, &times) == 0)
+        try handle.close()
+
+        let reopened = try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10, pendingByteLimit: 16 << 20,
+                                       eviction: .s3fifo, openFileLimit: 64, settledAge: 0)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: reopened)])
+        let hit = try await pipeline.send(URLRequest(url: url))
+        #expect(hit.source == .cache)
+        await #expect(throws: CacheStorageError.self) { try await hit.body.collect(upTo: 8 << 20) }
+        #expect(try await pipeline.send(URLRequest(url: url)).collected().source == .network, "the changed record was removed")
+        #expect(try await pipeline.send(URLRequest(url: url)).collected().body.bytes == StreamingTests.expected(Self.size))
+        #expect(try await server.hits(path) == 2)
     }
 
     @Test("a process killed (SIGKILL) while a body streams into the disk leaves nothing a later process serves")
