@@ -629,10 +629,24 @@ public final class DiskStorage: CacheByteStore {
         state.sizes[name] = size
         state.statistics.bytes += size
         state.policy.recordInsert(name, size: size)
+        // Room is made for the record, not by it: chosen (S3-FIFO's small queue may hold nothing
+        // else — a large body fills it alone), it steps aside until the others made room.
+        var spared = false
         while state.statistics.bytes > byteLimit, let victim = state.policy.victim() {
             if state.sizes[victim] == nil { state.policy.recordRemoval(victim); continue }
+            if victim == name, !spared {
+                state.policy.recordRemoval(name)
+                spared = true
+                continue
+            }
             deleteLocked(victim, from: &state)
             state.statistics.evictions += 1
+        }
+        if spared, state.statistics.bytes > byteLimit { // (alone over the limit)
+            deleteLocked(name, from: &state)
+            state.statistics.evictions += 1
+        } else if spared {
+            state.policy.recordInsert(name, size: size)
         }
         return true
     }

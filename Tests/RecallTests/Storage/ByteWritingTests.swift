@@ -137,4 +137,28 @@ struct ByteWritingTests {
         try #require(await disk.reading("large")).noteWhole()
         #expect(try #require(await disk.reading("large")).knownWhole == false)
     }
+
+    @Test("a record that lands is not its own victim: the others make room (S3-FIFO's small queue holding only it)")
+    func notItsOwnVictim() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try DiskStorage(directory: directory, byteLimit: 1000, entryLimit: 1000)
+        for key in ["a", "b"] {
+            await disk.write(Data(repeating: 1, count: 400), for: key, expires: nil)
+            await disk.flush()
+            _ = await disk.bytes(for: key) // (read: promoted to the main queue when the policy next looks)
+        }
+        let write = try #require(await disk.beginWriting(for: "new", expires: nil))
+        try await write.append(Data(repeating: 2, count: 700))
+        try await write.commit()
+        #expect(await disk.bytes(for: "new")?.data == Data(repeating: 2, count: 700), "the record just landed is kept")
+        #expect(disk.statistics.bytes <= 1000 && disk.statistics.evictions >= 1)
+
+        let other = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: other) }
+        let alone = try DiskStorage(directory: other, byteLimit: 100, entryLimit: 1000)
+        await alone.write(Data(repeating: 3, count: 500), for: "huge", expires: nil)
+        await alone.flush()
+        #expect(await alone.bytes(for: "huge") == nil && alone.statistics.bytes == 0, "alone over the limit: not kept")
+    }
 }
