@@ -24,6 +24,12 @@ extension URLSessionConfiguration {
     /// subclasses with routes of their own (see ``RecallURLProtocol``). A route keeps its pipeline alive until it is
     /// removed: `protocolClass.routes.remove(id)` when the sessions are done.
     ///
+    /// Routing every host (`hosts` nil), it also sets `urlCache` to `nil`: Recall is then the
+    /// sessions' cache. A session asks its `URLCache` before every load — on corelibs by way of a
+    /// background queue, with a look on disk for a cache that has one — and Recall's answers are
+    /// never stored there, so the look-up could only cost (on this machine it was most of the
+    /// time from `resume()` to the pipeline). With `hosts`, the others keep the `URLCache`.
+    ///
     /// - Throws: ``RecallURLProtocolError/loop`` when `pipeline` sends through a session that
     ///   lists a `RecallURLProtocol` class; ``RecallURLProtocolError/routeConflict`` (above).
     @discardableResult
@@ -32,6 +38,7 @@ extension URLSessionConfiguration {
         let id = try protocolClass.routes.add(pipeline, hosts: hosts)
         let others = (protocolClasses ?? []).filter { $0 != protocolClass }
         protocolClasses = [protocolClass] + others
+        if hosts == nil { urlCache = nil }
         return id
     }
 }

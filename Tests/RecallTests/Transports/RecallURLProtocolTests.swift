@@ -164,9 +164,17 @@ struct RecallURLProtocolTests {
         #expect(seen.withLock { $0 } == ["cancelled"], "the pipeline's attempt was cancelled, not left to run for 30 s")
     }
 
-    @Test("requests for hosts no route names pass to the network untouched; routes are removable")
+    @Test("requests for hosts no route names pass to the network untouched; routes are removable; URLCache only for others")
     func unroutedHostsPass() async throws {
         final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        final class OtherRoutes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        final class SomeRoutes: RecallURLProtocol {
             static let mine = URLProtocolRoutes()
             override class var routes: URLProtocolRoutes { mine }
         }
@@ -185,6 +193,11 @@ struct RecallURLProtocolTests {
         Routes.mine.remove(id)
         _ = try await session.data(from: url)
         #expect(try await server.hits(url.path) == 4)
+        let every = URLSessionConfiguration.default, some = URLSessionConfiguration.default
+        try every.sendThroughRecall(pipeline, protocolClass: OtherRoutes.self)
+        try some.sendThroughRecall(pipeline, hosts: ["other.example.test"], protocolClass: SomeRoutes.self)
+        #expect(every.urlCache == nil, "Recall is the cache of a session it takes whole")
+        #expect(some.urlCache != nil, "the hosts it does not take keep the session's URLCache")
         let route = try #require(Routes.mine.routes.first)
         #expect(route.matches(URL(string: "https://cdn.example.test/x")!) && route.matches(URL(string: "https://API.example.test/")!))
         #expect(!route.matches(URL(string: "https://example.test/")!) && !route.matches(URL(string: "https://api.example.test.evil/")!))
