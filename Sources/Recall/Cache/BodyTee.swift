@@ -30,7 +30,7 @@ enum BodyTee {
     static func body(passing upstream: ResponseBody, keepingUpTo limit: Int, url: URL?,
                      ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
         let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
-        let pump = Task {
+        let pump = TaskCensus.task {
             var copy: Data? = Data()
             do {
                 for try await chunk in upstream {
@@ -68,7 +68,7 @@ enum BodyTee {
         let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
         let (spool, spooler) = ResponseBody.makeStream(highWater: spooled)
         // Whether every byte reached `writing` (a refusal leaves the spool: the pump stops feeding it).
-        let disk = Task<Bool, Never> {
+        let disk = TaskCensus.task { () -> Bool in
             do {
                 for try await chunk in spool { try await writing.append(chunk) }
                 return true
@@ -77,7 +77,7 @@ enum BodyTee {
                 return false
             }
         }
-        let pump = Task {
+        let pump = TaskCensus.task {
             var keeping = true
             do {
                 for try await chunk in upstream {

@@ -74,7 +74,7 @@ final class CacheLeads: Sendable {
         switch lead {
         case .flight(let flightKey, let claim):
             flights.finish(flightKey)
-            if let claim, let coordinator { Task { await coordinator.release(claim) } }
+            if let claim, let coordinator { TaskCensus.task { await coordinator.release(claim) } }
         case .refresh(let key): refreshes.finish(key)
         case nil: break
         }

@@ -20,7 +20,7 @@ struct AttemptRace: Sendable {
         if let timeout, timeout <= .zero { throw TimedOut() }
         let answer = Answer<Value>()
         let cut = AttemptCut()
-        let work = Task {
+        let work = TaskCensus.task {
             let result: Result<Value, any Error>
             do {
                 result = .success(try await AttemptCut.$current.withValue(cut) { try await send() })
@@ -30,7 +30,7 @@ struct AttemptRace: Sendable {
             answer.finish(with: result)
         }
         let timer = timeout.map { timeout in
-            Task {
+            TaskCensus.task {
                 do { try await time.sleep(for: timeout) } catch { return } // cancelled: the attempt answered first
                 // The breaker hears of the cut before the caller resumes and may start another attempt.
                 answer.finish(with: .failure(TimedOut())) { cut.cut(.timedOut) }

@@ -159,7 +159,7 @@ public struct Pipeline: Transport {
                     return response
                 }
             }
-            Task.detached { [self] in
+            TaskCensus.detached { [self] in
                 background.stage = RecallContext.Stage(pipeline: self, index: index)
                 do {
                     let fresh = try await run(hookAt: index + 1, refresh, context: background)

@@ -96,7 +96,7 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     public static func producing(expectedLength: Int? = nil, url: URL? = nil,
                                  _ produce: @escaping @Sendable (Writer) async throws -> Void) -> ResponseBody {
         let (body, writer) = makeStream(expectedLength: expectedLength, url: url)
-        let task = Task {
+        let task = TaskCensus.task {
             do {
                 try await produce(writer)
                 writer.finish()

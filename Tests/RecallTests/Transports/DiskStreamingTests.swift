@@ -55,7 +55,7 @@ struct DiskStreamingTests {
         #expect(again.source == .cache && bytes == StreamingTests.expected(Self.size))
     }
 
-    @Test("a body cut short, or left halfway by its reader, leaves no file; the next request goes to the origin")
+    @Test("a body cut short, or left halfway by its reader, leaves no file, no open file, no running task; the next request goes to the origin")
     func nothingHalfWritten() async throws {
         let server = try await OriginServer.shared.value
         let directory = temporaryDirectory()
@@ -64,17 +64,22 @@ struct DiskStreamingTests {
         let cache = HTTPCache(storage: storage)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let cut = server.url(OriginServer.uniquePath("disk-cut"), ["stream": "\(Self.size)", "truncate": "1", "cc": "max-age=600"])
-        await #expect(throws: TransportError.self) { try await pipeline.send(URLRequest(url: cut)).collected() }
-        let gate = UUID().uuidString
-        let left = server.url(OriginServer.uniquePath("disk-left"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
-        do {
-            let response = try await pipeline.send(URLRequest(url: left))
-            var iterator = response.body.makeAsyncIterator()
-            _ = try await iterator.next()
-            response.body.discard()
+        let census = TaskCensus()
+        try await TaskCensus.$current.withValue(census) {
+            await #expect(throws: TransportError.self) { try await pipeline.send(URLRequest(url: cut)).collected() }
+            let gate = UUID().uuidString
+            let left = server.url(OriginServer.uniquePath("disk-left"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
+            do {
+                let response = try await pipeline.send(URLRequest(url: left))
+                var iterator = response.body.makeAsyncIterator()
+                _ = try await iterator.next()
+                #expect(census.live > 0, "the tee's tasks run while the body streams")
+                response.body.discard()
+            }
+            try await server.open(gate: gate)
         }
-        try await server.open(gate: gate)
         try await waitUntil("both bodies are given up") { cache.statistics.notStored[.incomplete] == 2 }
+        try await waitUntil("no task the requests started is left running") { census.live == 0 }
         await storage.flush()
         #expect(cacheFiles(in: directory).isEmpty, "no record, no temporary file: \(cacheFiles(in: directory))")
         #expect(openFiles(in: directory).isEmpty, "no file left open: \(openFiles(in: directory))")

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Recall
+@testable import Recall
 import Synchronization
 import Testing
 
@@ -65,6 +65,36 @@ struct StreamingTests {
         #expect(again.source == .network && again.body.bytes == Self.expected(Self.size))
         #expect(try await server.hits(path) == 2)
         #expect(cache.statistics.notStored == [.incomplete: 1] && cache.statistics.stores == 1)
+    }
+
+    @Test("a reader cancelled halfway (its task) stops the download: nothing stored, no task left running, timers included")
+    func cancelledHalfway() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("stream-cancel")
+        let gate = UUID().uuidString
+        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20))
+        var policy = RetryPolicy(maxAttempts: 2)
+        policy.attemptTimeout = .seconds(30) // (a timer per wait for the body: counted too)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache], retrierFactory: .policy(policy))
+        let census = TaskCensus()
+        let firstChunk = Flag()
+        let reader = TaskCensus.$current.withValue(census) {
+            Task {
+                let response = try await pipeline.send(URLRequest(url: gated(server, path, gate: gate)))
+                var bytes = 0
+                for try await chunk in response.body {
+                    bytes += chunk.count
+                    firstChunk.set()
+                }
+                return bytes
+            }
+        }
+        try await waitUntil("the first chunk is read") { firstChunk.isSet }
+        reader.cancel()
+        await #expect(throws: CancellationError.self) { try await reader.value }
+        try await server.open(gate: gate)
+        try await waitUntil("no task the request started is left running") { census.live == 0 }
+        #expect(cache.statistics.notStored == [.incomplete: 1] && cache.statistics.stores == 0)
     }
 
     @Test("a body cut short of its Content-Length fails the read with connectionLost and is not stored")
