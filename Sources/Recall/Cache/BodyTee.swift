@@ -1,20 +1,24 @@
 import Foundation
 
 /// A streamed body passed on to the caller while a copy is kept for the cache: each chunk goes
-/// to the caller as it arrives (at the caller's pace) and into the copy, up to a limit.
+/// to the caller as it arrives (at the caller's pace) and into the copy — in memory up to a
+/// limit, and past it (or from the start, for a body declared larger) into a record written in
+/// pieces, when the storage stores in pieces.
 ///
 /// The copy is handed over only for a body that arrived whole — every byte, its length
-/// checked (``BodyStream``) — and fits the limit; a body that fails, that the caller stops
-/// reading or cancels, or that outgrows the limit, keeps nothing (``Kept``), so no entry ever
-/// claims to hold a body that did not arrive complete. `ended` runs once: as soon as the body
-/// outgrows the limit, else when it ends — and the caller sees its body end (or fail) only after
+/// checked (``BodyStream``); a body that fails, that the caller stops reading or cancels, or
+/// that outgrows what the storage takes, keeps nothing (``Kept``), so no entry ever claims to
+/// hold a body that did not arrive complete. `ended` runs once: as soon as nothing more can be
+/// kept, else when the body ends — and the caller sees its body end (or fail) only after
 /// `ended` has run: a store made there is in place when the caller's read returns.
 enum BodyTee {
     /// What the tee kept once the body has ended.
     enum Kept: Sendable {
-        /// The whole body.
+        /// The whole body, kept in memory.
         case complete(Data)
-        /// The body was longer than the limit: passed on, not kept.
+        /// The whole body, appended to this record written in pieces: commit it.
+        case written(any RecordWriting)
+        /// The body was longer than the storage takes: passed on, not kept.
         case tooLarge
         /// The body did not arrive whole (failed, or the caller stopped reading).
         case incomplete
@@ -25,31 +29,44 @@ enum BodyTee {
         }
     }
 
-    /// The body the caller reads: `upstream` passed on, a copy of at most `limit` bytes kept and
-    /// given to `ended` when the body has ended.
-    static func body(passing upstream: ResponseBody, keepingUpTo limit: Int, url: URL?,
+    /// The body the caller reads: `upstream` passed on, its copy kept in memory up to `limit`
+    /// bytes, and appended to `writing` when given (a body declared larger than the limit) or,
+    /// once it outgrows the limit, to the record `spill` begins (the bytes so far first) — `nil`
+    /// from `spill`, and the body is too large to keep.
+    static func body(passing upstream: ResponseBody, keepingUpTo limit: Int, into writing: (any RecordWriting)? = nil,
+                     spill: (@Sendable () async -> (any RecordWriting)?)? = nil, url: URL?,
                      ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
         let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
         let pump = TaskCensus.task {
-            var copy: Data? = Data()
+            var memory: Data? = writing == nil ? Data() : nil
+            var spool = writing.map(Spool.init)
             do {
                 for try await chunk in upstream {
-                    if let count = copy?.count {
+                    if let count = memory?.count {
                         if count + chunk.count <= limit {
-                            copy?.append(chunk)
+                            memory?.append(chunk)
                         } else {
-                            copy = nil
-                            await ended(.tooLarge) // (at once: nothing will be kept, nobody need wait for the end)
+                            let kept = memory ?? Data()
+                            memory = nil
+                            if let spill, let record = await spill() { spool = Spool(record) }
+                            if let started = spool, !(await started.write(kept)) { spool = await started.giveUp() }
+                            if spool == nil { await ended(.tooLarge) } // (at once: nobody need wait for the end)
                         }
+                    }
+                    if let current = spool, !(await current.write(chunk)) {
+                        spool = await current.giveUp()
+                        await ended(.tooLarge)
                     }
                     try await writer.write(chunk)
                 }
             } catch {
-                if copy != nil { await ended(.incomplete) }
+                if let spool { await spool.fail(error) }
+                if memory != nil || spool != nil { await ended(.incomplete) } // (else it ended as too large)
                 writer.finish(throwing: error)
                 return
             }
-            if let copy { await ended(.complete(copy)) }
+            if let memory { await ended(.complete(memory)) }
+            if let spool { await ended(await spool.finish() ? .written(spool.writing) : .tooLarge) }
             writer.finish()
         }
         // The caller stopped reading: stop the upstream (its producer cancels the download).
@@ -57,66 +74,66 @@ enum BodyTee {
         return body
     }
 
-    /// The body the caller reads: `upstream` passed on, each chunk also appended to `writing` (a
-    /// record stored in pieces, for a body too large for memory) by a task of its own, so that the
-    /// caller does not wait for the disk (at most ``spooled`` bytes wait for it). `ended` gets
-    /// ``Kept/complete(_:)`` with no bytes when the whole body is in `writing` (commit it there),
-    /// ``Kept/tooLarge`` as soon as `writing` refuses a chunk (the rest is only passed on), or
-    /// ``Kept/incomplete``; it runs before the caller sees the body end, as above.
-    static func body(passing upstream: ResponseBody, into writing: any RecordWriting, url: URL?,
-                     ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
-        let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
-        let (spool, spooler) = ResponseBody.makeStream(highWater: spooled)
-        // Whether every byte reached `writing` (a refusal leaves the spool: the pump stops feeding it).
-        let disk = TaskCensus.task { () -> Bool in
+    /// The most bytes waiting for the disk while a body streams into a store (8 MiB).
+    static let spooled = 8 << 20
+
+    /// A record written in pieces, fed through a spool by a task of its own, so that the caller
+    /// does not wait for the disk (at most ``spooled`` bytes wait for it).
+    private struct Spool: Sendable {
+        let writing: any RecordWriting
+        private let spooler: ResponseBody.Writer
+        /// Whether every byte reached `writing` (a refusal leaves the spool: writes to it then fail).
+        private let disk: Task<Bool, Never>
+
+        init(_ writing: any RecordWriting) {
+            let (spool, spooler) = ResponseBody.makeStream(highWater: BodyTee.spooled)
+            self.writing = writing
+            self.spooler = spooler
+            disk = TaskCensus.task {
+                do {
+                    for try await chunk in spool { try await writing.append(chunk) }
+                    return true
+                } catch {
+                    spool.discard()
+                    return false
+                }
+            }
+        }
+
+        /// Queues `chunk` for the record; `false` when the record refused an earlier one.
+        func write(_ chunk: Data) async -> Bool {
             do {
-                for try await chunk in spool { try await writing.append(chunk) }
+                try await spooler.write(chunk)
                 return true
             } catch {
-                spool.discard()
                 return false
             }
         }
-        let pump = TaskCensus.task {
-            var keeping = true
-            do {
-                for try await chunk in upstream {
-                    if keeping {
-                        do {
-                            try await spooler.write(chunk)
-                        } catch {
-                            keeping = false
-                            await writing.abandon()
-                            await ended(.tooLarge)
-                        }
-                    }
-                    try await writer.write(chunk)
-                }
-            } catch {
-                spooler.finish(throwing: error)
-                if keeping {
-                    _ = await disk.value
-                    await writing.abandon()
-                    await ended(.incomplete)
-                }
-                writer.finish(throwing: error)
-                return
-            }
-            if keeping {
-                spooler.finish()
-                if await disk.value {
-                    await ended(.complete(Data()))
-                } else {
-                    await writing.abandon()
-                    await ended(.tooLarge)
-                }
-            }
-            writer.finish()
-        }
-        writer.onTermination { pump.cancel() }
-        return body
-    }
 
-    /// The most bytes waiting for the disk while a body streams into a store (8 MiB).
-    static let spooled = 8 << 20
+        /// The body ended whole: whether every byte reached the record.
+        func finish() async -> Bool {
+            spooler.finish()
+            guard await disk.value else {
+                await writing.abandon()
+                return false
+            }
+            return true
+        }
+
+        /// The body failed: the record is abandoned.
+        func fail(_ error: any Error) async {
+            spooler.finish(throwing: error)
+            _ = await disk.value
+            await writing.abandon()
+        }
+
+        /// The record refused a chunk (over its storage's limit): abandoned. Returns nil, the spool
+        /// to go on with.
+        func giveUp() async -> Spool? {
+            spooler.finish(throwing: CancellationError())
+            _ = await disk.value
+            await writing.abandon()
+            return nil
+        }
+    }
 }

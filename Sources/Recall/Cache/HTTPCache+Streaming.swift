@@ -39,30 +39,39 @@ extension HTTPCache {
             if answer.body != response.body { response.body.discard() }
             return answer
         }
-        var answer = response
+        // Kept in memory up to the entry limit; a body declared larger — or, of unknown length,
+        // growing past it — goes into a record written in pieces when the storage stores in pieces
+        // (the record then holds this one variant), committed once the body has arrived whole.
+        let record = CacheRecord(key: target?.key ?? "", variants: [entry])
+        let expires = strategy.expiry(of: record)
+        var writing: (any RecordWriting)?
         if let length, length > limit {
-            // Larger than memory keeps: into a storage that stores in pieces (the record then holds
-            // this one variant), committed once the body has arrived whole; else passed on untouched.
-            let record = CacheRecord(key: target?.key ?? "", variants: [entry])
-            guard let target, let writing = await storage.beginStoring(record, expires: strategy.expiry(of: record)) else {
+            guard target != nil, let started = await storage.beginStoring(record, expires: expires) else {
                 gaveUp(.tooLarge, state: state, context: context)
                 return response
             }
-            answer.body = BodyTee.body(passing: response.body, into: writing, url: response.url ?? request.url) { [self] kept in
-                guard case .complete = kept else { return gaveUp(kept, state: state, context: context) }
-                guard await writer.commit(writing, at: target, since: state.since, context: state.isRefresh ? nil : context) else {
+            writing = started
+        }
+        let storage = self.storage
+        let spill: (@Sendable () async -> (any RecordWriting)?)? = target == nil ? nil : { @Sendable in
+            await storage.beginStoring(record, expires: expires)
+        }
+        var answer = response
+        answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, into: writing, spill: spill,
+                                   url: response.url ?? request.url) { [self] kept in
+            switch kept {
+            case .complete(let body):
+                var whole = entry
+                whole.body = body
+                _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+            case .written(let writing):
+                guard let target, await writer.commit(writing, at: target, since: state.since, context: state.isRefresh ? nil : context) else {
                     return leads.abandon(state.lead)
                 }
                 locator.remember(target, for: exchange.answered.url)
-                leads.finish(state.lead)
+            case .tooLarge, .incomplete:
+                return gaveUp(kept, state: state, context: context)
             }
-            return answer
-        }
-        answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, url: response.url ?? request.url) { [self] kept in
-            guard case .complete(let body) = kept else { return gaveUp(kept, state: state, context: context) }
-            var whole = entry
-            whole.body = body
-            _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
             leads.finish(state.lead)
         }
         return answer

@@ -55,6 +55,33 @@ struct DiskStreamingTests {
         #expect(again.source == .cache && bytes == StreamingTests.expected(Self.size))
     }
 
+    @Test("a body of unknown length kept in memory until it outgrows the whole-read limit, then written in pieces: stored, served from the file")
+    func unknownLengthSpills() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("disk-unknown")
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try disk(directory)
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = server.url(path, ["stream": "\(Self.size)", "length": "omit", "cc": "max-age=600"])
+        let first = try await pipeline.send(URLRequest(url: url))
+        #expect(first.body.expectedLength == nil, "no Content-Length")
+        #expect(try await first.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
+        #expect(cache.statistics.stores == 1 && cache.statistics.notStored.isEmpty)
+        #expect(storage.statistics.bytes > Self.size && cacheFiles(in: directory).count == 1, "one file, written in pieces")
+        let hit = try await pipeline.send(URLRequest(url: url))
+        #expect(hit.source == .cache && hit.body.expectedLength == Self.size)
+        #expect(try await hit.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
+        #expect(try await server.hits(path) == 1)
+
+        // Over a storage that does not store in pieces, it is too large: passed on, not kept.
+        let memory = HTTPCache(storage: MemoryStorage(byteLimit: 1 << 20))
+        let other = server.url(OriginServer.uniquePath("memory-unknown"), ["stream": "\(Self.size)", "length": "omit", "cc": "max-age=600"])
+        let passed = try await Pipeline(transport: URLSessionTransport(), hooks: [memory]).send(URLRequest(url: other)).collected()
+        #expect(passed.body.bytes == StreamingTests.expected(Self.size) && memory.statistics.notStored == [.tooLarge: 1])
+    }
+
     @Test("a body cut short, or left halfway by its reader, leaves no file, no open file, no running task; the next request goes to the origin")
     func nothingHalfWritten() async throws {
         let server = try await OriginServer.shared.value
