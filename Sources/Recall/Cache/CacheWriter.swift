@@ -153,7 +153,7 @@ final class CacheWriter: Sendable {
     }
 
     /// The stripe of `key` in ``epochs`` (its ``CacheLocator/Location/epochStripe``, for a key at hand).
-    private static func epochStripe(of key: String) -> Int {
+    static func epochStripe(of key: String) -> Int {
         InvalidationEpochs.stripe(ofHash: key.hashValue)
     }
 }
