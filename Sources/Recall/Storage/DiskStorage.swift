@@ -83,6 +83,9 @@ public final class DiskStorage: CacheByteStore {
         var generation: UInt64 = 0
         /// Files held open after a read (``HeldFile``), at most ``openFileLimit``.
         var held: [String: Held] = [:]
+        /// Writes in pieces under way (``DiskWrite``), by generation: the file each is for, and
+        /// whether a removal of that file (or of all) came since it began — then it must not land.
+        var writesInPieces: [UInt64: (name: String, revoked: Bool)] = [:]
         var heldSerial: UInt64 = 0
     }
 
@@ -529,6 +532,7 @@ public final class DiskStorage: CacheByteStore {
         let generation = state.withLock { state -> UInt64 in
             state.generation += 1
             state.pending[name] = .remove(generation: state.generation)
+            for (write, under) in state.writesInPieces where under.name == name { state.writesInPieces[write]?.revoked = true }
             return state.generation
         }
         queue.async { [self] in
@@ -539,8 +543,11 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
-    /// Removes every record and file.
+    /// Removes every record and file; a write in pieces under way will not land.
     public func removeAll() async {
+        state.withLock { state in
+            for write in state.writesInPieces.keys { state.writesInPieces[write]?.revoked = true }
+        }
         await flush()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async { [self] in
@@ -651,15 +658,22 @@ public final class DiskStorage: CacheByteStore {
         return true
     }
 
-    /// Lands a write made in pieces (``DiskWrite``): its file `temporary`, of `size` bytes, open
-    /// as `descriptor`, becomes the file of `key` after every write queued before it has landed.
-    /// Whether it landed. A file larger than ``entryLimit`` (served in pieces) is noted as known
-    /// whole (``CheckedFiles``): its bytes are the ones its checksum was made of.
-    func land(_ temporary: String, for key: String, size: Int, descriptor: Int32) async -> Bool {
+    /// Lands the write in pieces `generation` (``DiskWrite``): its file `temporary`, of `size`
+    /// bytes, open as `descriptor`, becomes the file of `key` after every write queued before it
+    /// has landed — unless a removal of the key, or of all, came since the write began (then the
+    /// file is removed). Whether it landed. A file larger than ``entryLimit`` (served in pieces)
+    /// is noted as known whole (``CheckedFiles``): its bytes are the ones its checksum was made of.
+    func land(_ temporary: String, for key: String, size: Int, descriptor: Int32, generation: UInt64) async -> Bool {
         await flush()
         let name = name(for: key)
         // (A write or removal queued since the flush stays pending: reads see it, and it lands after this one.)
-        let landed = state.withLock { state in landLocked(temporary, written: true, as: name, size: size, in: &state) }
+        let landed = state.withLock { state -> Bool in
+            guard state.writesInPieces.removeValue(forKey: generation)?.revoked == false else {
+                unlinkat(directoryDescriptor, temporary, 0) // (removed since it began: what is there now stays)
+                return false
+            }
+            return landLocked(temporary, written: true, as: name, size: size, in: &state)
+        }
         // (The identity after the rename, which sets the change time.)
         if landed, size > entryLimit, let identity = HeldFile.Identity(of: descriptor) {
             checkedFiles.note(name, identity)
@@ -678,7 +692,23 @@ public final class DiskStorage: CacheByteStore {
     /// (``ByteWriting``). Such a record may be as large as ``byteLimit`` (it is read in pieces,
     /// never whole, when larger than ``entryLimit``).
     public func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)? {
-        DiskWrite(storage: self, key: key, temporary: Self.temporaryName(name(for: key), generation: nextGeneration()), limit: byteLimit)
+        let name = name(for: key)
+        let generation = state.withLock { state -> UInt64 in
+            state.generation += 1
+            state.writesInPieces[state.generation] = (name, false)
+            return state.generation
+        }
+        guard let write = DiskWrite(storage: self, key: key, generation: generation,
+                                    temporary: Self.temporaryName(name, generation: generation), limit: byteLimit) else {
+            endWrite(generation)
+            return nil
+        }
+        return write
+    }
+
+    /// Forgets the write in pieces `generation`, ended without landing.
+    func endWrite(_ generation: UInt64) {
+        state.withLock { state in _ = state.writesInPieces.removeValue(forKey: generation) }
     }
 
     /// The file of `key`, held open to be read in pieces (``ByteReading``); `nil` when there is

@@ -21,11 +21,13 @@ final class DiskWrite: ByteWriting {
 
     private let storage: DiskStorage
     private let key: String
+    /// The storage's number for this write.
+    private let generation: UInt64
     private let temporary: String
     private let limit: Int
     private let state: Locked<State>
 
-    init?(storage: DiskStorage, key: String, temporary: String, limit: Int) {
+    init?(storage: DiskStorage, key: String, generation: UInt64, temporary: String, limit: Int) {
         let descriptor = openat(storage.directoryDescriptor, temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             storage.countFailedWrite(refused: false)
@@ -33,6 +35,7 @@ final class DiskWrite: ByteWriting {
         }
         self.storage = storage
         self.key = key
+        self.generation = generation
         self.temporary = temporary
         self.limit = limit
         self.state = Locked(State(descriptor: descriptor))
@@ -43,6 +46,7 @@ final class DiskWrite: ByteWriting {
         guard !state.ended else { return }
         close(state.descriptor)
         unlinkat(storage.directoryDescriptor, temporary, 0)
+        storage.endWrite(generation)
     }
 
     func append(_ bytes: Data) async throws {
@@ -80,7 +84,7 @@ final class DiskWrite: ByteWriting {
             return (state.written, state.descriptor)
         }
         defer { close(descriptor) } // (open while it lands: the storage notes the landed file's identity)
-        guard await storage.land(temporary, for: key, size: size, descriptor: descriptor) else {
+        guard await storage.land(temporary, for: key, size: size, descriptor: descriptor, generation: generation) else {
             throw CacheStorageError.writeFailed("the file could not be put in place")
         }
     }
@@ -94,5 +98,6 @@ final class DiskWrite: ByteWriting {
         guard let descriptor else { return }
         close(descriptor)
         unlinkat(storage.directoryDescriptor, temporary, 0)
+        storage.endWrite(generation)
     }
 }

@@ -161,4 +161,38 @@ struct ByteWritingTests {
         await alone.flush()
         #expect(await alone.bytes(for: "huge") == nil && alone.statistics.bytes == 0, "alone over the limit: not kept")
     }
+
+    @Test("a removal of the key, or of all, while a write in pieces is under way wins: it does not land, and what came after stays")
+    func removalWins() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk = try storage(directory)
+        func begin(_ key: String) async throws -> any ByteWriting {
+            let write = try #require(await disk.beginWriting(for: key, expires: nil))
+            try await write.append(Data("from before \(key)".utf8))
+            return write
+        }
+        let removed = try await begin("k")
+        await disk.remove("k")
+        await #expect(throws: CacheStorageError.self) { try await removed.commit() }
+        #expect(await disk.bytes(for: "k") == nil)
+
+        let overtaken = try await begin("k")
+        await disk.remove("k")
+        await disk.write(Data("after".utf8), for: "k", expires: nil)
+        await #expect(throws: CacheStorageError.self) { try await overtaken.commit() }
+        #expect(await disk.bytes(for: "k")?.data == Data("after".utf8), "the write made after the removal stays")
+
+        let cleared = try await begin("j")
+        await disk.removeAll() // a logout, say: nothing begun before it may land after it
+        await #expect(throws: CacheStorageError.self) { try await cleared.commit() }
+        #expect(await disk.bytes(for: "j") == nil && disk.statistics.writeFailures == 0)
+
+        let other = try await begin("m")
+        await disk.remove("another")
+        try await other.commit()
+        #expect(await disk.bytes(for: "m")?.data == Data("from before m".utf8), "another key's removal does not stop it")
+        await disk.flush()
+        #expect(cacheFiles(in: directory) == [DiskStorage.fileName(for: "m")], "no temporary file left")
+    }
 }
