@@ -1,6 +1,6 @@
 import Foundation
 
-/// A record written in pieces (``CacheByteStore/beginWriting(for:expires:)``): appended to as its
+/// A record written in pieces (``CacheByteStore/beginWriting(for:size:expires:)``): appended to as its
 /// body arrives, then committed — made the bytes under its key, whole, at once — or abandoned.
 /// Until it is committed, readers of the key see what was there before; after an abandon (or a
 /// failure) nothing of it is left.

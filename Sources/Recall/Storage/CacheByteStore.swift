@@ -41,8 +41,9 @@ public protocol CacheByteStore: CacheStorage {
     /// in ``StorageStatistics/corruptRemoved``.
     func removeCorrupt(_ key: String, ifStill data: Data) async
     /// Begins writing the bytes of `key` in pieces (``ByteWriting``), for a record too large to
-    /// hold whole; `nil` (the default) when the store writes whole bytes only.
-    func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)?
+    /// hold whole; `nil` (the default) when the store writes whole bytes only, or will not take
+    /// `size` bytes (the record's size when known: a body's `Content-Length` with its head).
+    func beginWriting(for key: String, size: Int?, expires: Date?) async -> (any ByteWriting)?
     /// The bytes under `key` to read in pieces (``ByteReading``); `nil` (the default) when the
     /// store reads whole bytes only, or has none under `key`.
     func reading(_ key: String) async -> (any ByteReading)?
@@ -53,7 +54,7 @@ extension CacheByteStore {
     public func bytesWithoutSuspending(for key: String) -> StoredBytes? { nil }
 
     /// Whole bytes only.
-    public func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)? { nil }
+    public func beginWriting(for key: String, size: Int?, expires: Date?) async -> (any ByteWriting)? { nil }
 
     /// Whole bytes only.
     public func reading(_ key: String) async -> (any ByteReading)? { nil }
@@ -109,12 +110,17 @@ extension CacheByteStore {
     }
 
     /// Begins storing `record` — one variant, its body to come — in pieces, when the store writes
-    /// in pieces (``beginWriting(for:expires:)``): the body is appended as it arrives and the
-    /// record is stored, whole, at the commit.
+    /// in pieces (``beginWriting(for:size:expires:)``): the body is appended as it arrives and the
+    /// record is stored, whole, at the commit. The record's size is told when its entry declares
+    /// its body's length.
     public func beginStoring(_ record: CacheRecord, expires: Date?) async -> (any RecordWriting)? {
-        guard CacheRecordCodec.canStream(record), let writing = await beginWriting(for: record.key, expires: expires) else { return nil }
+        guard CacheRecordCodec.canStream(record) else { return nil }
+        let head = CacheRecordCodec.streamedHead(record), entry = record.variants[0]
+        let body = ResponseBody.declaredLength(status: entry.status, headers: entry.headers, requestMethod: "GET")
+        let size = body.map { head.count + $0 + CacheRecordCodec.trailerSize }
+        guard let writing = await beginWriting(for: record.key, size: size, expires: expires) else { return nil }
         do {
-            try await writing.append(CacheRecordCodec.streamedHead(record))
+            try await writing.append(head)
         } catch {
             await writing.abandon()
             return nil

@@ -691,7 +691,11 @@ public final class DiskStorage: CacheByteStore {
     /// Begins writing `key` in pieces, to a file of its own renamed into place when committed
     /// (``ByteWriting``). Such a record may be as large as ``byteLimit`` (it is read in pieces,
     /// never whole, when larger than ``entryLimit``).
-    public func beginWriting(for key: String, expires: Date?) async -> (any ByteWriting)? {
+    public func beginWriting(for key: String, size: Int?, expires: Date?) async -> (any ByteWriting)? {
+        if let size, size > byteLimit {
+            countFailedWrite(refused: true)
+            return nil
+        }
         let name = name(for: key)
         let generation = state.withLock { state -> UInt64 in
             state.generation += 1

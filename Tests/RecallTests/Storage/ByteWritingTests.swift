@@ -16,7 +16,7 @@ struct ByteWritingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try storage(directory)
         await disk.write(Data("before".utf8), for: "k", expires: nil)
-        let write = try #require(await disk.beginWriting(for: "k", expires: nil))
+        let write = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
         try await write.append(Data("hello ".utf8))
         try await write.append(Data("world".utf8))
         #expect(await disk.bytes(for: "k")?.data == Data("before".utf8), "not visible before the commit")
@@ -37,19 +37,19 @@ struct ByteWritingTests {
         let disk = try DiskStorage(directory: directory, byteLimit: 10, entryLimit: 10) // (pieces may make up to the byte limit)
         await disk.write(Data("old".utf8), for: "k", expires: nil)
         await disk.flush()
-        let abandoned = try #require(await disk.beginWriting(for: "k", expires: nil))
+        let abandoned = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
         try await abandoned.append(Data("new".utf8))
         await abandoned.abandon()
         await abandoned.abandon()
 
-        let over = try #require(await disk.beginWriting(for: "k", expires: nil))
+        let over = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
         try await over.append(Data(count: 8))
         await #expect(throws: CacheStorageError.self) { try await over.append(Data(count: 8)) }
         await over.abandon()
         #expect(disk.statistics.rejected == 1)
 
         do {
-            let dropped = try #require(await disk.beginWriting(for: "k", expires: nil))
+            let dropped = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
             try await dropped.append(Data("x".utf8))
         }
         #expect(await disk.bytes(for: "k")?.data == Data("old".utf8))
@@ -61,11 +61,11 @@ struct ByteWritingTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try storage(directory)
-        let first = try #require(await disk.beginWriting(for: "k", expires: nil))
+        let first = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
         try await first.append(Data(repeating: 1, count: 1000))
         try await first.commit()
         let reading = try #require(await disk.reading("k"))
-        let second = try #require(await disk.beginWriting(for: "k", expires: nil))
+        let second = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
         try await second.append(Data(repeating: 2, count: 10))
         try await second.commit()
         #expect(try reading.read(at: 0, count: 1000) == Data(repeating: 1, count: 1000))
@@ -82,7 +82,7 @@ struct ByteWritingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try DiskStorage(directory: directory, byteLimit: 1000, entryLimit: 1000)
         await disk.write(Data(repeating: 0, count: 600), for: "a", expires: nil)
-        let write = try #require(await disk.beginWriting(for: "b", expires: nil))
+        let write = try #require(await disk.beginWriting(for: "b", size: nil, expires: nil))
         await disk.write(Data("queued".utf8), for: "b", expires: nil)
         try await write.append(Data(repeating: 3, count: 600))
         try await write.commit()
@@ -148,7 +148,7 @@ struct ByteWritingTests {
             await disk.flush()
             _ = await disk.bytes(for: key) // (read: promoted to the main queue when the policy next looks)
         }
-        let write = try #require(await disk.beginWriting(for: "new", expires: nil))
+        let write = try #require(await disk.beginWriting(for: "new", size: nil, expires: nil))
         try await write.append(Data(repeating: 2, count: 700))
         try await write.commit()
         #expect(await disk.bytes(for: "new")?.data == Data(repeating: 2, count: 700), "the record just landed is kept")
@@ -168,7 +168,7 @@ struct ByteWritingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try storage(directory)
         func begin(_ key: String) async throws -> any ByteWriting {
-            let write = try #require(await disk.beginWriting(for: key, expires: nil))
+            let write = try #require(await disk.beginWriting(for: key, size: nil, expires: nil))
             try await write.append(Data("from before \(key)".utf8))
             return write
         }

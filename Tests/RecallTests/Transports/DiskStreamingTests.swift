@@ -113,7 +113,7 @@ struct DiskStreamingTests {
         #expect(cache.statistics.stores == 0)
     }
 
-    @Test("a body larger than the storage's byte limit streams to the caller and is not stored")
+    @Test("a body larger than the storage's byte limit streams to the caller and is not stored: refused at its head")
     func overTheByteLimit() async throws {
         let server = try await OriginServer.shared.value
         let directory = temporaryDirectory()
@@ -121,8 +121,13 @@ struct DiskStreamingTests {
         let storage = try DiskStorage(directory: directory, byteLimit: 1 << 20, entryLimit: 256 << 10)
         let cache = HTTPCache(storage: storage)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
-        let url = server.url(OriginServer.uniquePath("disk-over"), ["stream": "\(Self.size)", "cc": "max-age=600"])
-        let response = try await pipeline.send(URLRequest(url: url)).collected()
+        let gate = UUID().uuidString
+        let url = server.url(OriginServer.uniquePath("disk-over"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
+        let streaming = try await pipeline.send(URLRequest(url: url))
+        #expect(cache.statistics.notStored == [.tooLarge: 1] && storage.statistics.rejected == 1, "refused at the head, by its length")
+        #expect(cacheFiles(in: directory).isEmpty, "not a byte written for it")
+        try await server.open(gate: gate)
+        let response = try await streaming.collected()
         #expect(response.body.bytes == StreamingTests.expected(Self.size))
         #expect(cache.statistics.notStored == [.tooLarge: 1] && storage.statistics.rejected == 1)
         await storage.flush()
