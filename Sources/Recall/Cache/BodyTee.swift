@@ -18,7 +18,8 @@ enum BodyTee {
         case complete(Data)
         /// The whole body, appended to this record written in pieces: commit it.
         case written(any RecordWriting)
-        /// The body was longer than the storage takes: passed on, not kept.
+        /// The body was longer than the storage takes, or the storage failed to take it (a full
+        /// disk): passed on, not kept.
         case tooLarge
         /// The body did not arrive whole (failed, or the caller stopped reading).
         case incomplete
@@ -49,18 +50,18 @@ enum BodyTee {
                             let kept = memory ?? Data()
                             memory = nil
                             if let spill, let record = await spill() { spool = Spool(record) }
-                            if let started = spool, !(await started.write(kept)) { spool = await started.giveUp() }
+                            if let started = spool, !(await started.write(kept)) { spool = await started.abandon() }
                             if spool == nil { await ended(.tooLarge) } // (at once: nobody need wait for the end)
                         }
                     }
                     if let current = spool, !(await current.write(chunk)) {
-                        spool = await current.giveUp()
+                        spool = await current.abandon()
                         await ended(.tooLarge)
                     }
                     try await writer.write(chunk)
                 }
             } catch {
-                if let spool { await spool.fail(error) }
+                if let spool { await spool.abandon() }
                 if memory != nil || spool != nil { await ended(.incomplete) } // (else it ended as too large)
                 writer.finish(throwing: error)
                 return
@@ -120,16 +121,11 @@ enum BodyTee {
             return true
         }
 
-        /// The body failed: the record is abandoned.
-        func fail(_ error: any Error) async {
-            spooler.finish(throwing: error)
-            _ = await disk.value
-            await writing.abandon()
-        }
-
-        /// The record refused a chunk (over its storage's limit): abandoned. Returns nil, the spool
-        /// to go on with.
-        func giveUp() async -> Spool? {
+        /// Abandons the record — the body failed, or the record refused a chunk — without writing
+        /// what still waits in the spool. Returns nil, the spool to go on with.
+        @discardableResult
+        func abandon() async -> Spool? {
+            disk.cancel()
             spooler.finish(throwing: CancellationError())
             _ = await disk.value
             await writing.abandon()

@@ -7,8 +7,8 @@ import Foundation
 /// stops the transport's download.
 enum TimedBody {
     /// `body` bounded by `silence` per chunk and by `remaining` in all, measured on `time`; `body`
-    /// itself when it is whole, kept in a cache's store (read from a local file: no transfer to
-    /// time), or there is no limit.
+    /// itself when it is whole, kept in a cache's store (read from the store, not transferred:
+    /// the store's own reads are not timed), or there is no limit.
     static func body(_ body: ResponseBody, silence: Duration?, remaining: Duration?, time: TimeSource, url: URL?) -> ResponseBody {
         guard body.isStreamed, !body.isKeptInStore, silence != nil || remaining != nil else { return body }
         let end = remaining.map { time.now() + $0 }

@@ -92,9 +92,10 @@ extension CacheByteStore {
         if CacheRecordCodec.canStream(record), let file = record.variants[0].storedBody,
            let writing = await beginStoring(record, expires: expires) {
             do {
-                // (Read as when it is served: checked against its checksum before the read ends, so a
-                // body changed where it was stored never becomes a record that checks.)
-                for try await piece in ResponseBody(stored: file) { try await writing.append(piece) }
+                // (Checked against its checksum before the read ends — even where the store knows the
+                // bytes whole — so a body changed where it was stored never becomes a record that checks.)
+                var cursor = file.cursor(checked: true)
+                while let piece = try await cursor.next() { try await writing.append(piece) }
                 try await writing.commit()
                 return
             } catch {

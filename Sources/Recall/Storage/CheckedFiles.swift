@@ -7,7 +7,8 @@ import Foundation
 /// the one noted skips its checksum, so serving it is a `pread` per piece and no pass over the
 /// bytes; a file replaced, written into or renamed since has another identity and is checked
 /// again. The list lives as long as the storage (a storage opened anew — after a crash, say —
-/// checks each file once) and holds at most ``limit`` files (past it, it starts afresh).
+/// checks each file once) and holds at most ``limit`` files (past it, one noted earlier is
+/// forgotten for each new one: it will be checked again).
 ///
 /// File systems keep times at a clock tick's granularity, so a file read whole is noted only
 /// when its last change is older than the storage's settled age (as for `HeldFile`): a later
@@ -44,7 +45,7 @@ final class CheckedFiles: Sendable {
     /// known whole.
     func note(_ name: String, _ identity: HeldFile.Identity) {
         files.withLock { files in
-            if files.count >= Self.limit, files[name] == nil { files.removeAll(keepingCapacity: true) }
+            if files.count >= Self.limit, files[name] == nil { files.remove(at: files.startIndex) }
             files[name] = identity
         }
     }

@@ -608,14 +608,6 @@ public final class DiskStorage: CacheByteStore {
         name + ".tmp-\(generation)-\(getpid())"
     }
 
-    /// A number no write has used.
-    func nextGeneration() -> UInt64 {
-        state.withLock { state in
-            state.generation += 1
-            return state.generation
-        }
-    }
-
     /// Renames the file `temporary`, `written` whole, to `name`, of `size` bytes, and keeps the
     /// books: the index, the statistics, the eviction policy, evictions to stay within
     /// ``byteLimit``. A failure (of the write, or of the rename) is counted and leaves neither
@@ -627,34 +619,30 @@ public final class DiskStorage: CacheByteStore {
             deleteLocked(name, from: &state)
             return false
         }
+        state.held[name] = nil // the file held open, if any, is the one just replaced
+        // Room first, then the record: it is never the victim of its own landing (S3-FIFO's small
+        // queue may hold nothing else — a large body fills it alone). A record is at most
+        // ``byteLimit``, so it fits once the others made room.
+        while state.statistics.bytes - (state.sizes[name] ?? 0) + size > byteLimit, let victim = state.policy.victim() {
+            if victim == name, let replaced = state.sizes.removeValue(forKey: name) {
+                // (The version being replaced, chosen: its file is gone already, its books go.)
+                state.statistics.bytes -= replaced
+                state.statistics.count -= 1
+                state.policy.recordRemoval(name)
+                continue
+            }
+            if state.sizes[victim] == nil { state.policy.recordRemoval(victim); continue }
+            deleteLocked(victim, from: &state)
+            state.statistics.evictions += 1
+        }
         if let old = state.sizes[name] {
             state.statistics.bytes -= old
         } else {
             state.statistics.count += 1
         }
-        state.held[name] = nil // the file held open, if any, is the one just replaced
         state.sizes[name] = size
         state.statistics.bytes += size
         state.policy.recordInsert(name, size: size)
-        // Room is made for the record, not by it: chosen (S3-FIFO's small queue may hold nothing
-        // else — a large body fills it alone), it steps aside until the others made room.
-        var spared = false
-        while state.statistics.bytes > byteLimit, let victim = state.policy.victim() {
-            if state.sizes[victim] == nil { state.policy.recordRemoval(victim); continue }
-            if victim == name, !spared {
-                state.policy.recordRemoval(name)
-                spared = true
-                continue
-            }
-            deleteLocked(victim, from: &state)
-            state.statistics.evictions += 1
-        }
-        if spared, state.statistics.bytes > byteLimit { // (alone over the limit)
-            deleteLocked(name, from: &state)
-            state.statistics.evictions += 1
-        } else if spared {
-            state.policy.recordInsert(name, size: size)
-        }
         return true
     }
 
@@ -708,6 +696,12 @@ public final class DiskStorage: CacheByteStore {
             return nil
         }
         return write
+    }
+
+    /// Whether a removal of its file (or of all) came since the write in pieces `generation` began:
+    /// it will not land, so it may stop at once.
+    func isRevoked(_ generation: UInt64) -> Bool {
+        state.withLock { $0.writesInPieces[generation]?.revoked ?? true }
     }
 
     /// Forgets the write in pieces `generation`, ended without landing.

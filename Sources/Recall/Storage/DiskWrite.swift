@@ -42,14 +42,12 @@ final class DiskWrite: ByteWriting {
     }
 
     deinit {
-        let state = state.withLock { $0 }
-        guard !state.ended else { return }
-        close(state.descriptor)
-        unlinkat(storage.directoryDescriptor, temporary, 0)
-        storage.endWrite(generation)
+        abandonNow()
     }
 
     func append(_ bytes: Data) async throws {
+        // (Removed since it began — a logout's `removeAll()`, say: it would not land; stop writing.)
+        guard !storage.isRevoked(generation) else { throw CacheStorageError.writeFailed("the key was removed while it was written") }
         try state.withLock { state in
             guard !state.ended else { throw CacheStorageError.writeFailed("the write has ended") }
             guard state.written + bytes.count <= limit else {
@@ -90,6 +88,11 @@ final class DiskWrite: ByteWriting {
     }
 
     func abandon() async {
+        abandonNow()
+    }
+
+    /// Ends the write unless it ended: its file closed and removed, the storage told.
+    private func abandonNow() {
         let descriptor = state.withLock { state -> Int32? in
             guard !state.ended else { return nil }
             state.ended = true

@@ -17,6 +17,8 @@ final class FileReading: ByteReading {
     /// The file's identity when it was opened.
     private let identity: HeldFile.Identity
     private let checked: CheckedFiles?
+    /// Whether the storage knew the file whole, with this identity, when it was opened.
+    private let knownWhenOpened: Bool
     let count: Int
 
     /// Opens `name` in the directory `directory`; `nil` when it is not a regular file or cannot be opened.
@@ -31,12 +33,33 @@ final class FileReading: ByteReading {
         self.name = name
         self.identity = identity
         self.checked = checked
+        self.knownWhenOpened = checked?.contains(name, identity) ?? false
         self.count = identity.size
     }
 
-    var knownWhole: Bool { checked?.contains(name, identity) ?? false }
+    /// Known whole by the storage when opened, its contents unchanged since.
+    var knownWhole: Bool { knownWhenOpened && contentsUnchanged }
 
-    func noteWhole() { checked?.noteRead(name, identity) }
+    /// Whether the open file still has the size and modification time it had when opened (a
+    /// rename over it, or an unlink, changes its links and change time, not its bytes).
+    private var contentsUnchanged: Bool {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return false }
+        #if canImport(Darwin)
+        let modified = info.st_mtimespec
+        #else
+        let modified = info.st_mtim
+        #endif
+        return Int(info.st_size) == identity.size && modified.tv_sec == identity.modified.tv_sec
+            && modified.tv_nsec == identity.modified.tv_nsec
+    }
+
+    /// Notes the file known whole — if it is still the file opened, under its name (not written
+    /// into, renamed over or unlinked since).
+    func noteWhole() {
+        guard let checked, HeldFile.Identity(of: descriptor) == identity else { return }
+        checked.noteRead(name, identity)
+    }
 
     deinit {
         close(descriptor)

@@ -30,11 +30,14 @@ final class StoredBodyFile: Sendable {
 
     /// A reading of the body — or of the bytes of `bounds` within it — from the store, piece by
     /// piece as its reader asks (no task, no buffer: a reader that stops asking stops the reads).
-    func cursor(_ bounds: ClosedRange<Int>? = nil) -> Cursor {
+    /// A whole read is checked unless the store knows the bytes whole; `checked` checks it anyway
+    /// (a copy into a new record, whose checksum is made from the bytes read, must start from
+    /// bytes that passed one).
+    func cursor(_ bounds: ClosedRange<Int>? = nil, checked: Bool = false) -> Cursor {
         let part = bounds.map { (range.lowerBound + $0.lowerBound)..<(range.lowerBound + $0.upperBound + 1) } ?? range
-        // (Only a whole read can be checked; bytes the store knows whole are not checked again.)
+        let trusted = bounds == nil && !checked && reading.knownWhole
         return Cursor(file: self, offset: part.lowerBound, end: part.upperBound,
-                      sum: bounds == nil && !reading.knownWhole ? CacheRecordCodec.StreamingChecksum() : nil)
+                      sum: bounds == nil && !trusted ? CacheRecordCodec.StreamingChecksum() : nil, trusted: trusted)
     }
 
     /// Reads a stored body's pieces in order (see ``cursor(_:)``).
@@ -44,22 +47,33 @@ final class StoredBodyFile: Sendable {
         let end: Int
         /// The checksum of the pieces read so far, when the read is checked.
         private var sum: CacheRecordCodec.StreamingChecksum?
+        /// A whole read not checked, the store knowing the bytes whole when it began.
+        private var trusted: Bool
 
-        fileprivate init(file: StoredBodyFile, offset: Int, end: Int, sum: CacheRecordCodec.StreamingChecksum?) {
+        fileprivate init(file: StoredBodyFile, offset: Int, end: Int, sum: CacheRecordCodec.StreamingChecksum?, trusted: Bool) {
             self.file = file
             self.offset = offset
             self.end = end
             self.sum = sum
+            self.trusted = trusted
         }
 
         /// The next piece, or `nil` at the end. A checked read that does not match its checksum
         /// removes the record (the next request goes to the origin) and throws
-        /// ``CacheStorageError/corrupt(_:)`` instead of ending; a cancelled task throws
-        /// `CancellationError`.
+        /// ``CacheStorageError/corrupt(_:)`` instead of ending, as does a read left unchecked
+        /// whose bytes the store no longer knows whole at the end (changed while read); a
+        /// cancelled task throws `CancellationError`.
         mutating func next() async throws -> Data? {
             try Task.checkCancellation()
             guard offset < end else {
-                guard let checked = sum else { return nil }
+                guard let checked = sum else {
+                    // A whole read left unchecked as known whole must still be known whole at its end.
+                    if trusted, !file.reading.knownWhole {
+                        trusted = false
+                        throw CacheStorageError.corrupt("the stored body changed while it was read")
+                    }
+                    return nil
+                }
                 sum = nil
                 guard checked.value == file.checksum else {
                     await file.corrupt()

@@ -290,7 +290,7 @@ private struct UncheckedClient: @unchecked Sendable {
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
     /// begun, the client hears nothing more from this load): the head, then the body — whole, or
     /// each chunk of a streamed body as it arrives, read while the chunks before it are delivered
-    /// but never more than ``deliveredAhead`` bytes ahead of the client (a transport that paces
+    /// but with at most ``deliveredAhead`` bytes on their way to the client (a transport that paces
     /// its download by its reader, as AsyncHTTPClient's does, then goes at the client's pace) —
     /// then the end. On
     /// Apple's platforms all of it on the loading thread's run loop, where `stopLoading` comes
@@ -334,8 +334,8 @@ private struct UncheckedClient: @unchecked Sendable {
         await end(ending(work, delivery) { client?.urlProtocolDidFinishLoading(self.protocol) })
     }
 
-    /// How many bytes of a streamed body may be on their way to the client (1 MiB) while the
-    /// next chunk is read.
+    /// How many bytes of a streamed body may be on their way to the client (1 MiB; a larger
+    /// chunk goes alone) while the next chunk is read.
     static let deliveredAhead = 1 << 20
 
     /// Runs `call` where the client is called, and returns what it returned.

@@ -9,6 +9,8 @@ private final class MemoryReading: ByteReading {
     let bytes: Data
     private let state: Mutex<(reads: Int, known: Bool, noted: Int)>
 
+    func forget() { state.withLock { $0.known = false } }
+
     init(_ bytes: Data, knownWhole: Bool) {
         self.bytes = bytes
         state = Mutex((0, knownWhole, 0))
@@ -65,6 +67,20 @@ struct StoredBodyTests {
         #expect(try await trusted.collect(upTo: .max) == Self.body, "no checksum pass over bytes the store knows whole")
     }
 
+    @Test("a read left unchecked fails at its end if the store no longer knows the bytes whole; a copy is always checked")
+    func trustedUntilChanged() async throws {
+        let known = MemoryReading(Self.body, knownWhole: true)
+        let file = StoredBodyFile(reading: known, range: 0..<Self.body.count, checksum: Self.checksum(Self.body) ^ 1)
+        var cursor = file.cursor()
+        _ = try await cursor.next()
+        known.forget() // (the file changed while it was read)
+        await #expect(throws: CacheStorageError.self) { while try await cursor.next() != nil {} }
+
+        let stillKnown = MemoryReading(Self.body, knownWhole: true)
+        var copy = StoredBodyFile(reading: stillKnown, range: 0..<Self.body.count, checksum: Self.checksum(Self.body) ^ 1).cursor(checked: true)
+        await #expect(throws: CacheStorageError.self, "a copy starts from bytes that pass their checksum") { while try await copy.next() != nil {} }
+    }
+
     @Test("a range is read by seeking, unchecked; a cancelled reader gets CancellationError")
     func rangeAndCancellation() async throws {
         let reading = MemoryReading(Self.body, knownWhole: false)
@@ -91,38 +107,44 @@ struct StoredBodyTests {
 /// The window of chunks on their way to the session's thread in `RecallURLProtocol`.
 @Suite("DeliveryWindow: reading overlaps delivering, within a bound")
 struct DeliveryWindowTests {
-    @Test("the reader waits at the limit until a chunk is delivered; drain waits for all")
+    @Test("the reader waits while a chunk would pass the limit, until chunks are delivered; drain waits for all")
     func bound() async throws {
         let window = DeliveryWindow(limit: 10)
         #expect(await window.reserve(6))
-        #expect(await window.reserve(6), "below the limit: no wait")
-        // Each waiter notes whether the release it waits for had happened when it went on.
-        let released = Flag(), releasedAll = Flag()
-        let third = Task { (await window.reserve(1), released.isSet) }
-        try await Task.sleep(for: .milliseconds(10)) // (time to reach its wait; were it not waiting, it would go on now)
-        released.set()
+        #expect(await window.reserve(4), "10 of 10 bytes: no wait")
+        let third = Task { await window.reserve(1) }
+        try await waitUntil("the reader waits: 11 bytes would pass the limit") { window.isWaiting }
         window.release(6)
-        let (reserved, afterRelease) = await third.value
-        #expect(reserved && afterRelease, "at 12 of 10 bytes the reader waited for a delivery")
-        let draining = Task {
-            await window.drain()
-            return releasedAll.isSet
-        }
-        window.release(6)
-        try await Task.sleep(for: .milliseconds(10))
-        releasedAll.set()
+        #expect(await third.value)
+        // A chunk larger than the limit waits until nothing is on its way, then goes alone.
+        let large = Task { await window.reserve(20) }
+        try await waitUntil("the large chunk waits") { window.isWaiting }
+        window.release(4)
         window.release(1)
-        #expect(await draining.value, "drain returned once nothing was on its way")
+        #expect(await large.value)
+        let draining = Task { await window.drain() }
+        try await waitUntil("drain waits") { window.isWaiting }
+        window.release(20)
+        await draining.value
+        #expect(!window.isWaiting && !window.isClosed)
     }
 
-    @Test("closed: a waiting reader goes on, and no more is reserved")
-    func closed() async {
+    @Test("closed, or its reader cancelled: a waiting reader goes on, and no more is reserved")
+    func closed() async throws {
         let window = DeliveryWindow(limit: 1)
-        #expect(await window.reserve(5))
+        #expect(await window.reserve(5), "nothing on its way: a larger chunk goes alone")
         let waiting = Task { await window.reserve(1) }
+        try await waitUntil("the reader waits") { window.isWaiting }
         window.close()
         #expect(await waiting.value == false)
         #expect(await window.reserve(1) == false && window.isClosed)
         await window.drain() // (returns: closed)
+
+        let other = DeliveryWindow(limit: 1)
+        #expect(await other.reserve(1))
+        let cancelled = Task { await other.reserve(1) }
+        try await waitUntil("the reader waits") { other.isWaiting }
+        cancelled.cancel()
+        #expect(await cancelled.value == false && other.isClosed, "a cancelled reader stops waiting")
     }
 }

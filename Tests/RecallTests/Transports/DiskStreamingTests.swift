@@ -19,6 +19,24 @@ struct DiskStreamingTests {
             .filter { $0.hasPrefix(directory.path + "/") && !$0.hasSuffix("/.lock") }
     }
 
+    /// Changes the byte at `offset` of the one cache file in `directory`, then sets the file's
+    /// modification time to `modified` — or, nil, back to what it was (a crash's torn write leaves
+    /// no trace in it).
+    func flipByte(at offset: UInt64, in directory: URL, modified: timespec?) throws {
+        let file = directory.appendingPathComponent(try #require(cacheFiles(in: directory).first)).path
+        let before = try #require(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date)
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: offset)
+        let byte = try #require(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: Data([byte[0] ^ 0xFF]))
+        let seconds = before.timeIntervalSince1970.rounded(.down)
+        let time = modified ?? timespec(tv_sec: Int(seconds), tv_nsec: Int((before.timeIntervalSince1970 - seconds) * 1e9))
+        var times = [time, time]
+        #expect(futimens(handle.fileDescriptor, &times) == 0)
+    }
+
     func disk(_ directory: URL) throws -> DiskStorage {
         try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
     }
@@ -145,18 +163,10 @@ struct DiskStreamingTests {
         let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
         try await pipeline.send(URLRequest(url: url)).collected()
         await storage.flush()
-        let file = directory.appendingPathComponent(try #require(cacheFiles(in: directory).first)).path
-        let handle = try #require(FileHandle(forUpdatingAtPath: file))
-        try handle.seek(toOffset: 2 << 20)
-        let byte = try #require(try handle.read(upToCount: 1))
-        try handle.seek(toOffset: 2 << 20)
-        try handle.write(contentsOf: Data([byte[0] ^ 0xFF]))
-        // The write's time, set a second back as a write a tick after the landing would leave it:
-        // file systems keep times at a tick's granularity, and within the tick the storage that
+        // Its modification time set a second back, as a write a tick after the landing would leave
+        // it: file systems keep times at a tick's granularity, and within the tick the storage that
         // wrote the file would still know it whole (``CheckedFiles``; a restart checks it: below).
-        var times = [timespec(tv_sec: time(nil) - 1, tv_nsec: 0), timespec(tv_sec: time(nil) - 1, tv_nsec: 0)]
-        #expect(futimens(handle.fileDescriptor, &times) == 0)
-        try handle.close()
+        try flipByte(at: 2 << 20, in: directory, modified: timespec(tv_sec: time(nil) - 1, tv_nsec: 0))
         let hit = try await pipeline.send(URLRequest(url: url))
         #expect(hit.source == .cache)
         await #expect(throws: CacheStorageError.self) { try await hit.body.collect(upTo: 8 << 20) }
@@ -173,7 +183,7 @@ struct DiskStreamingTests {
         #expect(try await twice.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size), "the copy made by the first 304")
     }
 
-    @Test("a storage opened anew checks a stored body: a byte changed in place, its times kept (a torn write), fails the read")
+    @Test("a storage opened anew checks a stored body: a byte changed in place, its modification time kept (a torn write), fails the read")
     func checkedOnceAfterRestart() async throws {
         let server = try await OriginServer.shared.value
         let directory = temporaryDirectory()
@@ -185,18 +195,7 @@ struct DiskStreamingTests {
             try await Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: storage)]).send(URLRequest(url: url)).collected()
             await storage.flush()
         }
-        // A crash's torn write: a byte changed with no trace in the file's times.
-        let file = directory.appendingPathComponent(try #require(cacheFiles(in: directory).first)).path
-        var info = stat()
-        #expect(stat(file, &info) == 0)
-        let handle = try #require(FileHandle(forUpdatingAtPath: file))
-        try handle.seek(toOffset: 3 << 20)
-        let byte = try #require(try handle.read(upToCount: 1))
-        try handle.seek(toOffset: 3 << 20)
-        try handle.write(contentsOf: Data([byte[0] ^ 0x01]))
-        var times = [info.st_atim, info.st_mtim]
-        #expect(futimens(handle.fileDescriptor, &times) == 0)
-        try handle.close()
+        try flipByte(at: 3 << 20, in: directory, modified: nil)
 
         let reopened = try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10, pendingByteLimit: 16 << 20,
                                        eviction: .s3fifo, openFileLimit: 64, settledAge: 0)
