@@ -14,8 +14,10 @@ let package = Package(
         .package(name: "Recall", path: "../.."),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        // Tests only: the generated client runs over the URLSession transport.
+        // Tests only: the generated client runs over the URLSession transport, and over
+        // AsyncHTTPClient's, which streams bodies on Linux too (URLSession's buffers them there).
         .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -35,6 +37,7 @@ let package = Package(
                 .product(name: "RecallTesting", package: "Recall"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/README.md"]

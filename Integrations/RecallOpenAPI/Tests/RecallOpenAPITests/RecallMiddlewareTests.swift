@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPTypes
+import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
 import OpenAPIURLSession
 import Recall
@@ -227,11 +228,13 @@ struct RecallMiddlewareTests {
         #expect(cache.statistics.hits == 1)
     }
 
-    @Test("64 MiB through the generated client: no cap, every byte in order, in chunks; the cache keeps a body that fits")
+    @Test("64 MiB through the generated client over AsyncHTTPClient: no cap, every byte in order, in chunks, in bounded memory; the cache keeps a body that fits")
     func largeDownload() async throws {
         let origin = try Self.origin()
         let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20)) // (an entry limit of 16 MiB)
-        let client = client(origin, RecallMiddleware(hooks: [cache]))
+        // (AsyncHTTPClient's transport streams; URLSession's buffers whole bodies on Linux.)
+        let client = Client(serverURL: origin.url("/"), transport: AsyncHTTPClientTransport(), middlewares: [RecallMiddleware(hooks: [cache])])
+        let peak = PeakMemory()
         let large = try await client.download(query: .init(stream: "\(64 << 20)", cc: "public, max-age=600")).ok.body.binary
         var received = 0, matches = true
         for try await chunk in large {
@@ -240,11 +243,43 @@ struct RecallMiddlewareTests {
         }
         #expect(received == 64 << 20 && matches)
         #expect(cache.storage.statistics.count == 0, "longer than the storage's entry limit: streamed, not kept")
+        if let added = peak.addedMiB {
+            if ProcessInfo.processInfo.environment["RECALL_REPORT_MEMORY"] != nil { print("openapi-64mib-peak-added-mib \(added)") }
+            #expect(added < 64, "the process's peak rose \(added) MiB for a 64 MiB body")
+        }
 
         let small = try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary
         let first = try await Data(collecting: small, upTo: 2 << 20)
         let again = try await Data(collecting: try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary,
                                    upTo: 2 << 20)
         #expect(first.count == 1 << 20 && again == first && cache.statistics.hits == 1)
+    }
+}
+
+/// The process's peak resident memory added since it was made, from the kernel's high-water mark
+/// (reset through /proc/self/clear_refs); `nil` where there is none (not Linux).
+struct PeakMemory {
+    private let baseline: Double?
+
+    init() {
+        #if os(Linux)
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+        baseline = Self.read("VmRSS")
+        #else
+        baseline = nil
+        #endif
+    }
+
+    var addedMiB: Int? {
+        guard let baseline, let peak = Self.read("VmHWM") else { return nil }
+        return Int(((peak - baseline) / 1024).rounded(.up))
+    }
+
+    private static func read(_ field: String) -> Double? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Double($0) }
+        }
+        return nil
     }
 }
