@@ -8,8 +8,8 @@ extension HTTPCache {
     /// `response` with a streamed body, decided on its head. A store keeps the body as it streams
     /// to the caller (``BodyTee``) — in memory up to the storage's entry limit, or, declared
     /// larger (or, of unknown length, growing past it), into a storage that stores in pieces — and
-    /// lands once the body has arrived whole,
-    /// before the caller sees it end; then the key's coalesced misses wake. Any other decision is
+    /// lands once the body has arrived whole, before the caller sees it end; then the key's
+    /// coalesced misses wake. Any other decision is
     /// carried out at once, and an answer other than the response drops its body (the download
     /// stops). A piece of a range, which the rules read, is collected first when its declared
     /// length fits the entry limit.

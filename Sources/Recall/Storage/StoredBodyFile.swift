@@ -16,7 +16,7 @@ final class StoredBodyFile: Sendable {
     let range: Range<Int>
     let checksum: UInt64
     /// Removes the record when the body fails its check.
-    let corrupt: @Sendable () async -> Void
+    fileprivate let corrupt: @Sendable () async -> Void
 
     init(reading: any ByteReading, range: Range<Int>, checksum: UInt64, corrupt: @escaping @Sendable () async -> Void = {}) {
         self.reading = reading
@@ -40,7 +40,7 @@ final class StoredBodyFile: Sendable {
                       sum: bounds == nil && !trusted ? CacheRecordCodec.StreamingChecksum() : nil, trusted: trusted)
     }
 
-    /// Reads a stored body's pieces in order (see ``cursor(_:)``).
+    /// Reads a stored body's pieces in order (see ``cursor(_:checked:)``).
     struct Cursor {
         let file: StoredBodyFile
         private(set) var offset: Int
