@@ -193,14 +193,16 @@ package struct CacheRules: Sendable {
     }
 
     /// The freshness lifetime of `entry` in seconds (RFC 9111 §4.2.1, §4.2.2): `max-age`,
-    /// else `Expires − Date` (an invalid or repeated-and-conflicting `Expires` means 0),
+    /// else `Expires − Date` (an invalid or repeated-and-conflicting `Expires` means 0; its names
+    /// may be in any case),
     /// else the lifetime Recall assigned (``CacheEntry/assignedLifetime``), else the heuristic for cacheable statuses with `Last-Modified`, else 0.
     package func freshnessLifetime(_ entry: CacheEntry) -> Double {
         let directives = entry.cacheControl
         if let maxAge = directives.maxAge { return Double(maxAge) }
         let expires = entry.facts.expires
         if !expires.isEmpty {
-            guard Set(expires).count == 1, let date = HTTPDate.parse(expires[0]) else { return 0 }
+            // (Names and `GMT` in any case: `mon, 06 JAN … gmt` is the date it means.)
+            guard Set(expires).count == 1, let date = HTTPDate.parse(expires[0], namesInAnyCase: true) else { return 0 }
             return date.timeIntervalSince(dateValue(entry))
         }
         if let assigned = entry.assignedLifetime { return assigned }

@@ -17,12 +17,14 @@ public enum HTTPDate {
     /// as written there, two-digit hours, minutes and seconds, the literal `GMT`. Anything else —
     /// extra spaces, a missing comma, dashes or periods elsewhere, a one-digit hour, a two-digit
     /// year in IMF-fixdate, another zone — is not a date (so an `Expires` in it means stale).
-    public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
+    /// With `namesInAnyCase`, the day and month names and `GMT` may be in any case (`mon`, `JAN`,
+    /// `gmt`), as the cache reads `Expires`; everything else stays strict.
+    public static func parse(_ text: some StringProtocol, now: Date = Date(), namesInAnyCase: Bool = false) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count <= 64 else { return nil }
-        if bytes.count == 29 { return parseIMFFixdate(bytes) }
-        if bytes.count == 24 { return parseAsctime(bytes) }
-        return parseRFC850(bytes, now: now)
+        if bytes.count == 29 { return parseIMFFixdate(bytes, anyCase: namesInAnyCase) }
+        if bytes.count == 24 { return parseAsctime(bytes, anyCase: namesInAnyCase) }
+        return parseRFC850(bytes, now: now, anyCase: namesInAnyCase)
     }
 
     /// `date` as an IMF-fixdate, such as `Sun, 06 Nov 1994 08:49:37 GMT`.
@@ -49,35 +51,44 @@ public enum HTTPDate {
     }
 
     /// `Www, DD Mmm YYYY HH:MM:SS GMT` at fixed offsets, without allocating strings.
-    private static func parseIMFFixdate(_ b: [UInt8]) -> Date? {
+    private static func parseIMFFixdate(_ b: [UInt8], anyCase: Bool) -> Date? {
         guard b.count == 29, b[3] == UInt8(ascii: ","), b[4] == 0x20, b[7] == 0x20, b[11] == 0x20, b[16] == 0x20,
-              b[25] == 0x20, b[26] == UInt8(ascii: "G"), b[27] == UInt8(ascii: "M"), b[28] == UInt8(ascii: "T"),
-              dayNames.contains(where: { $0.utf8.elementsEqual(b[0..<3]) }),
+              b[25] == 0x20, spelled("GMT", b[26..<29], anyCase),
+              dayNames.contains(where: { spelled($0, b[0..<3], anyCase) }),
               let day = number(b, 5..<7), let year = number(b, 12..<16), let clock = time(b, at: 17) else { return nil }
-        return make(day: day, month: monthNumber(b[8..<11]), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+        return make(day: day, month: monthNumber(b[8..<11], anyCase), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
     }
 
     /// `Www Mmm DD HH:MM:SS YYYY`, the day as two digits or a space and a digit.
-    private static func parseAsctime(_ b: [UInt8]) -> Date? {
+    private static func parseAsctime(_ b: [UInt8], anyCase: Bool) -> Date? {
         guard b.count == 24, b[3] == 0x20, b[7] == 0x20, b[10] == 0x20, b[19] == 0x20,
-              dayNames.contains(where: { $0.utf8.elementsEqual(b[0..<3]) }),
+              dayNames.contains(where: { spelled($0, b[0..<3], anyCase) }),
               let day = b[8] == 0x20 ? number(b, 9..<10) : number(b, 8..<10),
               let year = number(b, 20..<24), let clock = time(b, at: 11) else { return nil }
-        return make(day: day, month: monthNumber(b[4..<7]), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+        return make(day: day, month: monthNumber(b[4..<7], anyCase), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
     }
 
     /// `Weekday, DD-Mmm-YY HH:MM:SS GMT`, the weekday spelled out.
-    private static func parseRFC850(_ b: [UInt8], now: Date) -> Date? {
+    private static func parseRFC850(_ b: [UInt8], now: Date, anyCase: Bool) -> Date? {
         guard let comma = b.firstIndex(of: UInt8(ascii: ",")), b.count == comma + 24,
-              longDayNames.contains(where: { $0.utf8.elementsEqual(b[0..<comma]) }) else { return nil }
+              longDayNames.contains(where: { spelled($0, b[0..<comma], anyCase) }) else { return nil }
         let rest = Array(b[(comma + 1)...]) // " DD-Mmm-YY HH:MM:SS GMT"
         guard rest[0] == 0x20, rest[3] == UInt8(ascii: "-"), rest[7] == UInt8(ascii: "-"), rest[10] == 0x20, rest[19] == 0x20,
-              rest[20] == UInt8(ascii: "G"), rest[21] == UInt8(ascii: "M"), rest[22] == UInt8(ascii: "T"),
+              spelled("GMT", rest[20..<23], anyCase),
               let day = number(rest, 1..<3), let yy = number(rest, 8..<10), let clock = time(rest, at: 11) else { return nil }
         let thisYear = Calendar(identifier: .gregorian).component(.year, from: now)
         var year = (thisYear / 100) * 100 + yy
         if year > thisYear + 50 { year -= 100 }
-        return make(day: day, month: monthNumber(rest[4..<7]), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+        return make(day: day, month: monthNumber(rest[4..<7], anyCase), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
+    }
+
+    /// Whether `bytes` spell `name` — exactly, or, `anyCase`, with its letters in any case.
+    private static func spelled(_ name: String, _ bytes: ArraySlice<UInt8>, _ anyCase: Bool) -> Bool {
+        guard anyCase else { return name.utf8.elementsEqual(bytes) }
+        return name.utf8.elementsEqual(bytes) { expected, byte in
+            // (ASCII letters only: setting bit 0x20 lowercases them; the names hold nothing else.)
+            expected | 0x20 == byte | 0x20 && (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+        }
     }
 
     private static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
@@ -100,9 +111,9 @@ public enum HTTPDate {
         return (hour, minute, second)
     }
 
-    /// The month of a name spelled as RFC 9110 does (`Jan` … `Dec`).
-    private static func monthNumber(_ name: ArraySlice<UInt8>) -> Int? {
-        monthNames.firstIndex(where: { $0.utf8.elementsEqual(name) }).map { $0 + 1 }
+    /// The month of a name spelled as RFC 9110 does (`Jan` … `Dec`; `anyCase`: in any case).
+    private static func monthNumber(_ name: ArraySlice<UInt8>, _ anyCase: Bool) -> Int? {
+        monthNames.firstIndex(where: { spelled($0, name, anyCase) }).map { $0 + 1 }
     }
 
     private static func make(day: Int?, month: Int?, year: Int?, hour: Int, minute: Int, second: Int) -> Date? {
