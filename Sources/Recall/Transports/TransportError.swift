@@ -43,7 +43,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         self.requestNeverSent = requestNeverSent ?? (code == .cannotConnect || code == .dnsFailure)
     }
 
-    /// Maps a `URLError` to its kind: timeouts, connection failures, DNS, TLS, cancellation.
+    /// Maps a `URLError` to its kind: timeouts, connection failures, DNS, TLS, cancellation. On
+    /// Linux, `badServerResponse` — swift-corelibs-foundation's error for a connection closed
+    /// without an answer — is a lost connection.
     public init(_ error: URLError, url: URL? = nil) {
         let kind: Code
         switch error.code {
@@ -53,6 +55,13 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
             kind = .cannotConnect
         case .networkConnectionLost, .resourceUnavailable:
             kind = .connectionLost
+        #if canImport(FoundationNetworking)
+        case .badServerResponse:
+            // swift-corelibs-foundation gives this, for HTTP, only when the server closed the
+            // connection without an answer (libcurl's "Empty reply from server"): a lost
+            // connection, as Apple's Foundation and AsyncHTTPClient report it.
+            kind = .connectionLost
+        #endif
         case .cannotFindHost, .dnsLookupFailed:
             kind = .dnsFailure
         case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,

@@ -21,6 +21,7 @@ Every path answers; the query string says how:
   delay_ms=N          wait N ms before answering
   drop=1              close the connection without answering
   drop_first=N        the same for the first N requests to the path
+  drop_after=N        the same for every request to the path after the first N
   reset=1             reset the connection (TCP RST: SO_LINGER 0) without answering
   truncate=1          promise 1,000 more body bytes than are sent, then close the connection
   bad304=1            answer any If-None-Match with a 304 carrying another ETag ("other")
@@ -116,7 +117,8 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.close()
             self.wfile = io.BytesIO()  # what the handler flushes at the end goes nowhere
             return
-        if one("drop") == "1" or hit <= int(one("drop_first", "0")):
+        if one("drop") == "1" or hit <= int(one("drop_first", "0")) or \
+                (one("drop_after") is not None and hit > int(one("drop_after"))):
             self.close_connection = True
             self.connection.shutdown(2)
             return

@@ -87,12 +87,27 @@ struct URLSessionTransportTests {
         #expect(error?.requestNeverSent == true)
     }
 
-    @Test("a dropped connection is a transport error")
+    @Test("a connection closed without an answer is a lost connection (#39), as through AsyncHTTPClient")
     func droppedConnection() async throws {
         let server = try await OriginServer.shared.value
         let request = URLRequest(url: server.url(OriginServer.uniquePath("drop"), ["drop": "1"]))
         let error = await #expect(throws: TransportError.self) { try await transport.send(request).collected() }
-        #expect(error.map { [.connectionLost, .other].contains($0.code) } == true)
+        #expect(error?.code == .connectionLost)
+    }
+
+    @Test("a server that closes the connection without answering: the stored response answers, offline (#39)")
+    func droppedConnectionServesOffline() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("drop-offline")
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        // Stored, stale (max-age=0, no validator), then every later request dropped.
+        let url = server.url(path, ["cc": "max-age=0", "body": "kept", "drop_after": "1"])
+        let first = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(first.source == .network && first.body.bytes == Data("kept".utf8))
+        let offline = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(offline.source == .stale && offline.body.bytes == Data("kept".utf8))
+        #expect(cache.statistics.staleServed[.disconnected] == 1)
     }
 
     @Test("cancelling the task cancels the request and throws CancellationError")
