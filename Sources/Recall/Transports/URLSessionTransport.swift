@@ -200,7 +200,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         /// The caller has the head; the body streams. (The task is never suspended for a slow
         /// reader: swift-corelibs-foundation's `suspend()` during a transfer can crash the process
         /// when a `resume()` follows soon — seen here — so the body waits in memory meanwhile.)
-        case streaming(ResponseBody.Writer, received: Int)
+        case streaming(ResponseBody.Writer, received: Int, expected: Int?)
     }
 
     private let followsRedirects: Bool
@@ -263,7 +263,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         let (body, writer) = ResponseBody.makeStream(expectedLength: expected, url: url)
         let caller = running.withLock { running -> Caller? in
             guard case .waiting(let continuation)? = running[dataTask.taskIdentifier] else { return nil }
-            running[dataTask.taskIdentifier] = .streaming(writer, received: 0)
+            running[dataTask.taskIdentifier] = .streaming(writer, received: 0, expected: expected)
             return continuation
         }
         guard let caller else { return completionHandler(.cancel) }
@@ -284,12 +284,12 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
                 body.append(data)
                 running[dataTask.taskIdentifier] = .collecting(caller, response, expected: expected, body)
                 return .none
-            case .streaming(let writer, let received)?:
+            case .streaming(let writer, let received, let expected)?:
                 if let limit, received + data.count > limit {
                     running.removeValue(forKey: dataTask.taskIdentifier)
                     return .refuse(writer)
                 }
-                running[dataTask.taskIdentifier] = .streaming(writer, received: received + data.count)
+                running[dataTask.taskIdentifier] = .streaming(writer, received: received + data.count, expected: expected)
                 return .yield(writer)
             default:
                 return .none
@@ -335,9 +335,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             } else {
                 continuation.resume(returning: (response, ResponseBody(body)))
             }
-        case .streaming(let writer, let received)?:
+        case .streaming(let writer, let received, let expected)?:
             guard let error else { return writer.finish() } // (checked against its Content-Length there)
-            writer.finish(throwing: Self.failure(error, received: received, promised: task.response?.expectedContentLength ?? -1, url: url))
+            // (The length the body must reach by its head — none under a content coding, which
+            // corelibs decodes: a decoding failure is not a short body.)
+            writer.finish(throwing: Self.failure(error, received: received, promised: Int64(expected ?? -1), url: url))
         case nil:
             break
         }

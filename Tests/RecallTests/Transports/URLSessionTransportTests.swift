@@ -95,6 +95,27 @@ struct URLSessionTransportTests {
         #expect(error?.code == .connectionLost)
     }
 
+    @Test("an unusual Content-Encoding: no worse than plain URLSession — its body where it gets one, else its own error, never a lost connection (#39)",
+          arguments: ["Content-Encoding:foo", "Content-Encoding:gzip", "Content-Encoding:x-custom, identity", "Content-Encoding:br"])
+    func unusualContentEncoding(header: String) async throws {
+        let server = try await OriginServer.shared.value
+        let url = server.url(OriginServer.uniquePath("encoding"), ["body": "hello", "header": header])
+        let plain: Result<Data, any Error>
+        do {
+            plain = .success(try await URLSession.shared.data(from: url).0)
+        } catch {
+            plain = .failure(error)
+        }
+        switch plain {
+        case .success(let data):
+            let response = try await transport.send(URLRequest(url: url)).collected()
+            #expect(response.status == 200 && response.body.bytes == data, "what plain URLSession delivers")
+        case .failure:
+            let error = await #expect(throws: TransportError.self) { try await transport.send(URLRequest(url: url)).collected() }
+            #expect(error?.code == .other, "a body corelibs could not decode is not a lost connection: \(String(describing: error))")
+        }
+    }
+
     @Test("a server that closes the connection without answering: the stored response answers, offline (#39)")
     func droppedConnectionServesOffline() async throws {
         let server = try await OriginServer.shared.value
