@@ -123,6 +123,19 @@ struct AsyncHTTPClientTransportTests {
         try await client.shutdown()
     }
 
+    @Test("the pipeline of docs/integrations.md, made as written: with its upstream down, the stored copy answers offline, within the deadline")
+    func documentedExampleAnswersOffline() async throws {
+        let (upstream, client) = IntegrationSnippets.upstream()
+        var origin: LoopbackOrigin? = try Self.origin()
+        let stored = try #require(origin?.url("/documented", [("cc", "max-age=0"), ("body", "kept")]))
+        #expect(try await upstream.send(URLRequest(url: stored)).collected().source == .network)
+        origin = nil // the server exits: its port refuses connections
+        try await Task.sleep(for: .milliseconds(200))
+        let offline = try await upstream.send(URLRequest(url: stored)).collected()
+        #expect(offline.source == .stale && offline.bodyText == "kept", "not a RetryError at the 2 s deadline")
+        try await client.shutdown()
+    }
+
     @Test("the request's timeoutInterval is AHC's deadline: timedOut")
     func timeout() async throws {
         let origin = try Self.origin()

@@ -19,10 +19,20 @@ enum IntegrationSnippets {
         return body.readableBytes
     }
 
-    static func after() async throws -> RecallResponse {
+    /// The pipeline of the example, made as the page makes it (the tests send through it).
+    static func upstream() -> (Pipeline, HTTPClient) {
         // snippet: docs/integrations.md
-        let upstream = Pipeline(transport: AsyncHTTPClientTransport(client: .shared), hooks: [HTTPCache()],
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false // a refused connection fails at once
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration) // shut down at exit
+        let upstream = Pipeline(transport: AsyncHTTPClientTransport(client: client), hooks: [HTTPCache()],
                                 retrierFactory: .exponentialBackoff(maxAttempts: 3, deadline: .seconds(2)))
+        // end snippet
+        return (upstream, client)
+    }
+
+    static func after(_ upstream: Pipeline) async throws -> RecallResponse {
+        // snippet: docs/integrations.md
         let rates = try await upstream.send(URLRequest(url: URL(string: "https://rates.example.com/EUR")!))
         // end snippet
         return rates
