@@ -43,15 +43,9 @@ final class FileReading: ByteReading {
     /// Whether the open file still has the size and modification time it had when opened (a
     /// rename over it, or an unlink, changes its links and change time, not its bytes).
     private var contentsUnchanged: Bool {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return false }
-        #if canImport(Darwin)
-        let modified = info.st_mtimespec
-        #else
-        let modified = info.st_mtim
-        #endif
-        return Int(info.st_size) == identity.size && modified.tv_sec == identity.modified.tv_sec
-            && modified.tv_nsec == identity.modified.tv_nsec
+        guard let now = HeldFile.Identity(of: descriptor, evenUnlinked: true) else { return false }
+        return now.size == identity.size && now.modified.tv_sec == identity.modified.tv_sec
+            && now.modified.tv_nsec == identity.modified.tv_nsec
     }
 
     /// Notes the file known whole — if it is still the file opened, under its name (not written

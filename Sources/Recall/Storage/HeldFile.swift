@@ -37,10 +37,10 @@ final class HeldFile: Sendable {
         var changed: timespec
 
         /// The identity of the open `descriptor`, or `nil` when it cannot be taken or is not a
-        /// regular file with at least one link.
-        init?(of descriptor: Int32) {
+        /// regular file with at least one link (`evenUnlinked`: or with none left).
+        init?(of descriptor: Int32, evenUnlinked: Bool = false) {
             var info = stat()
-            guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink >= 1 else { return nil }
+            guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, evenUnlinked || info.st_nlink >= 1 else { return nil }
             device = UInt64(info.st_dev)
             inode = UInt64(info.st_ino)
             links = UInt64(info.st_nlink)

@@ -113,6 +113,9 @@ struct ByteWritingTests {
             try await storeInPieces("small", bodySize: 10, in: disk)
             #expect(try #require(await disk.reading("large")).knownWhole, "written by this storage")
             #expect(try #require(await disk.reading("small")).knownWhole == false, "read whole, with its checks: not noted")
+            let opened = try #require(await disk.reading("large"))
+            try await storeInPieces("large", bodySize: 5000, in: disk)
+            #expect(opened.knownWhole, "a file renamed over keeps its bytes: a read of it under way stays trusted")
         }
         let disk = try open()
         let reading = try #require(await disk.reading("large"))
