@@ -4,6 +4,10 @@ public struct CacheConfiguration: Sendable {
     public var keyPolicy = CacheKeyPolicy()
     /// A namespace joined to every key, so caches sharing a storage never see each other's entries.
     public var namespace = ""
+    /// Whom the cache answers for: many users (the default: `Set-Cookie` withheld, `Cookie`
+    /// partitions) or one user (`Set-Cookie` stored and returned, `Cookie` shares responses). See
+    /// ``CacheAudience`` for the table of rules and the trade-off.
+    public var audience = CacheAudience.manyUsers
     /// The key of the keyed hashes of credentials, held outside the store; `nil` (the default)
     /// uses the storage's own (``CacheStorage/secret``), which a reader of the records can read
     /// too. See ``CacheSecret``.
@@ -16,8 +20,10 @@ public struct CacheConfiguration: Sendable {
     ///
     /// The user name and password of a URL always partition the cache the same way, and so
     /// do fields named in ``HTTPCache/credentialFieldsInScope`` (the typed layer names the
-    /// field of an `Authorization.header(name:value:)` (RecallServices) there). Empty to share entries
-    /// across credentials (only for a cache that is never shared between users).
+    /// field of an `Authorization.header(name:value:)` (RecallServices) there). With
+    /// ``audience`` ``CacheAudience/oneUser``, `Cookie` does not partition (its `Vary` values are
+    /// still hashed). Empty to share entries across credentials (only for a cache that is never
+    /// shared between users).
     public var credentialFields: [String] = CacheConfiguration.defaultCredentialFields
     /// Query parameters whose values are secrets (tokens, signatures, passwords): in the cache
     /// key their values are replaced by a keyed hash, so they never reach storage in clear.

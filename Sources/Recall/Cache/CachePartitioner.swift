@@ -18,6 +18,9 @@ import FoundationNetworking
 struct CachePartitioner: Sendable {
     private let secret: [UInt8]
     private let credentialNames: Set<String>
+    /// Whether a `Cookie` partitions (a cache for many users) or shares responses (one user):
+    /// see ``CacheAudience``.
+    private let cookiePartitions: Bool
     /// The UTF-8 lengths of the credential names: most field names are ruled out by length
     /// alone, without lowercasing them.
     private let credentialLengths: Set<Int>
@@ -30,6 +33,7 @@ struct CachePartitioner: Sendable {
     init(secret: [UInt8], configuration: CacheConfiguration) {
         self.secret = secret
         credentialNames = Set(configuration.credentialFields.map { $0.lowercased() })
+        cookiePartitions = configuration.audience == .manyUsers
         credentialLengths = Set(credentialNames.map(\.utf8.count))
         keyFields = configuration.keyPolicy.headersInKey
         secretQueryPatterns = configuration.secretQueryParameters.map { $0.lowercased() }
@@ -45,6 +49,12 @@ struct CachePartitioner: Sendable {
             return credentialNames.contains(lowered) || inScope.contains(lowered)
         }
         return credentialLengths.contains(name.utf8.count) && credentialNames.contains(name.lowercased())
+    }
+
+    /// Whether the field `name` (any case) partitions the cache: a credential, but `Cookie` in
+    /// a cache for one user.
+    private func partitions(_ name: String, inScope: Set<String>) -> Bool {
+        isCredential(name, inScope: inScope) && (cookiePartitions || name.lowercased() != "cookie")
     }
 
     /// The partition of `request` (empty for an anonymous request and no key fields).
@@ -66,7 +76,7 @@ struct CachePartitioner: Sendable {
             partition += "\(name): \(value)\n"
         }
         var credentials: [String] = []
-        for (name, value) in fields where isCredential(name, inScope: inScope) {
+        for (name, value) in fields where partitions(name, inScope: inScope) {
             credentials.append(name.lowercased() + "=" + value)
         }
         if userinfo, let url = request.url {

@@ -102,19 +102,28 @@ package struct CacheRules: Sendable {
 
     /// Response fields never stored nor replayed from the cache: per-response secrets
     /// (`Set-Cookie` and its kin: replaying a session cookie to another caller hands it over)
-    /// and the connection-specific fields of RFC 9111 §3.1.
+    /// and the connection-specific fields of RFC 9111 §3.1. A cache for one user
+    /// (``CacheAudience/oneUser``) stores the ``userFields`` among them.
     package static let unstoredFields: Set<String> = [
         "set-cookie", "set-cookie2", "authentication-info", "proxy-authentication-info",
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
     ]
 
-    /// `headers` without the fields that are never stored: ``unstoredFields`` and the fields
-    /// named by `Connection`.
+    /// The fields of ``unstoredFields`` that are secret only between users: a cache for one
+    /// user stores and returns them (RFC 9111 §3.1 asks every cache to).
+    package static let userFields: Set<String> = ["set-cookie", "set-cookie2"]
+
+    /// `headers` without the fields that are never stored: ``unstoredFields`` (but the
+    /// ``userFields`` in a cache for one user) and the fields named by `Connection`.
     package func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
+        let oneUser = configuration.audience == .oneUser
+        func isUnstored(_ lowercased: String) -> Bool {
+            Self.unstoredFields.contains(lowercased) && !(oneUser && Self.userFields.contains(lowercased))
+        }
         func unstored(_ name: String) -> Bool {
             // Most names are ruled out by their length, without lowercasing them.
-            (Self.unstoredLengths.contains(name.utf8.count) && Self.unstoredFields.contains(name.lowercased()))
+            (Self.unstoredLengths.contains(name.utf8.count) && isUnstored(name.lowercased()))
                 || (!named.isEmpty && named.contains(name.lowercased()))
         }
         guard headers.contains(where: { unstored($0.name) }) else { return headers }
