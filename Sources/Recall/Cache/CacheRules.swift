@@ -152,6 +152,14 @@ package struct CacheRules: Sendable {
     /// as numbers (`q=1` dropped, `q=0.50` → `q=0.5`), ordered by quality and then by tag — so
     /// `en-US, fr;q=0.5` and `fr;q=0.50,en-us` select the same variant.
     static func normalizedLanguages(_ value: String) -> String {
+        languageRanges(value).sorted { $0.quality != $1.quality ? $0.quality > $1.quality : $0.tag < $1.tag }
+            .map { $0.quality == 1 ? $0.tag : "\($0.tag);q=\(String(format: "%g", $0.quality))" }
+            .joined(separator: ", ")
+    }
+
+    /// The language ranges of an `Accept-Language` value, lowercased, in order, each with its
+    /// quality (RFC 9110 §12.4.2: 1 when absent, clamped to 0…1).
+    static func languageRanges(_ value: String) -> [(tag: String, quality: Double)] {
         var ranges: [(tag: String, quality: Double)] = []
         for item in value.split(separator: ",") {
             let parameters = item.split(separator: ";").map { $0.trimmingOWS.lowercased() }
@@ -162,9 +170,26 @@ package struct CacheRules: Sendable {
             }
             ranges.append((tag, quality))
         }
-        return ranges.sorted { $0.quality != $1.quality ? $0.quality > $1.quality : $0.tag < $1.tag }
-            .map { $0.quality == 1 ? $0.tag : "\($0.tag);q=\(String(format: "%g", $0.quality))" }
-            .joined(separator: ", ")
+        return ranges
+    }
+
+    /// Whether the request's `Accept-Language` value `accepted` prefers the language of `entry`
+    /// (its `Content-Language`) as much as any (RFC 9110 §12.5.4): one of the entry's language
+    /// tags is matched by a range of the request's highest quality (`en` matches `en` and
+    /// `en-US`; `*` matches nothing here, the origin decides what it means) and by no range of
+    /// quality 0. A stored variant in a language the request ranks lower is never chosen: the
+    /// origin may hold one it prefers.
+    func prefersLanguage(of entry: CacheEntry, accepted: String) -> Bool {
+        guard let content = entry.headers["Content-Language"] else { return false }
+        let ranges = Self.languageRanges(accepted)
+        guard let top = ranges.map(\.quality).max(), top > 0 else { return false }
+        func matches(_ range: String, _ tag: String) -> Bool {
+            range != "*" && (tag == range || tag.hasPrefix(range + "-"))
+        }
+        return content.split(separator: ",").map { $0.trimmingOWS.lowercased() }.contains { tag in
+            !tag.isEmpty && ranges.contains { $0.quality == top && matches($0.tag, tag) }
+                && !ranges.contains { $0.quality == 0 && matches($0.tag, tag) }
+        }
     }
 
     /// Whether `entry` was stored for a request matching `request` on its `Vary` fields, compared

@@ -250,11 +250,29 @@ struct CacheStrategy: Sendable {
     }
 
     /// The stored response in `record` for `request`: same partition, matching `Vary` fields,
-    /// complete (pieces of a representation answer only ranges, see ``pieces(in:for:partition:inScope:)``).
+    /// complete (pieces of a representation answer only ranges, see ``pieces(in:for:partition:inScope:)``);
+    /// else a variant chosen by language (``languageVariant(in:for:partition:inScope:)``).
     func variant(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
         record.variants.first { entry in
             entry.status != 206 && entry.partition == partition
                 && rules.varyMatches(entry) { varyValues(for: $0, in: request, inScope: inScope) }
+        } ?? languageVariant(in: record, for: request, partition: partition, inScope: inScope)
+    }
+
+    /// A stored response of `request`'s partition that varies on `Accept-Language`, stored for
+    /// another one, whose `Content-Language` the request prefers as much as any
+    /// (``CacheRules/prefersLanguage(of:accepted:)``, RFC 9110 §12.5.4), and whose other `Vary`
+    /// fields match: the newest such. RFC 9111 §4.1 lets a cache match selecting fields by
+    /// their meaning; `Accept-Language: fr;q=0.5, de` is answered by a stored `de` variant
+    /// fetched for `en, de`.
+    private func languageVariant(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
+        guard let accepted = request.value(forHTTPHeaderField: "Accept-Language") else { return nil }
+        return record.variants.first { entry in
+            let names = entry.facts.varyNames
+            guard entry.status != 206, entry.partition == partition, names.contains("accept-language"), !names.contains("*"),
+                  rules.prefersLanguage(of: entry, accepted: accepted) else { return false }
+            let others = names.filter { $0 != "accept-language" }
+            return varyValues(for: others, in: request, inScope: inScope) == entry.varyValues.filter { $0.name != "accept-language" }
         }
     }
 

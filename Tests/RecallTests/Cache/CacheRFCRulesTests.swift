@@ -239,6 +239,91 @@ struct CacheRFCRulesTests {
         #expect(try await h.get("/lang", headers: ["Accept-Language": "fr, en-US;q=0.5"]).source == .network)
     }
 
+    /// An origin that answers in the first language of `Accept-Language` it has among
+    /// `languages` (else the first of them), with `Content-Language`, varying on the field and
+    /// `extraVary`.
+    static func languageOrigin(_ h: CacheHarness, _ path: String, languages: [String], extraVary: String? = nil,
+                               contentLanguage: Bool = true) {
+        h.mock.route("GET", path) { request in
+            let asked = CacheRules.languageRanges(request.value(forHTTPHeaderField: "Accept-Language") ?? "")
+                .filter { $0.quality > 0 }.sorted { $0.quality > $1.quality }.map(\.tag)
+            let language = asked.first(where: languages.contains) ?? languages[0]
+            var headers: HeaderFields = ["Cache-Control": "max-age=600", "Vary": "Accept-Language" + (extraVary.map { ", " + $0 } ?? "")]
+            if contentLanguage { headers["Content-Language"] = language }
+            return .text("in \(language)", headers: headers)
+        }
+    }
+
+    @Test("Accept-Language with q-values selects a stored variant by its Content-Language (RFC 9110 §12.5.4)", arguments: StorageKind.allCases)
+    func acceptLanguageSelectsByQuality(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        Self.languageOrigin(h, "/select", languages: ["de", "en"])
+        // The origin has no French: the German answer to "fr, de" is stored for that request.
+        #expect(try await h.get("/select", headers: ["Accept-Language": "fr, de"]).collected().bodyText == "in de")
+        // German preferred, French less: the stored German variant answers, though stored for another value.
+        let german = try await h.get("/select", headers: ["Accept-Language": "fr;q=0.5, de;q=1.0"]).collected()
+        #expect(german.source == .cache)
+        #expect(german.bodyText == "in de")
+        #expect(german.headers["Content-Language"] == "de")
+        // Range "de" matches tag "de"; a request that prefers a language not stored goes to the origin.
+        let english = try await h.get("/select", headers: ["Accept-Language": "en, de;q=0.5"]).collected()
+        #expect(english.source == .network)
+        #expect(english.bodyText == "in en")
+        // Both stored: each request gets the one it prefers most.
+        #expect(try await h.get("/select", headers: ["Accept-Language": "de;q=0.2, EN"]).collected().bodyText == "in en")
+        #expect(try await h.get("/select", headers: ["Accept-Language": "en;q=0.3, de;q=0.9"]).collected().bodyText == "in de")
+        #expect(h.hits("/select") == 2)
+    }
+
+    @Test("a language variant is not chosen when the request ranks it lower, excludes it, asks for '*', omits the field, or other Vary fields differ")
+    func acceptLanguageSelectionRefuses() async throws {
+        let h = CacheHarness()
+        Self.languageOrigin(h, "/refuse", languages: ["de-ch", "fr"])
+        #expect(try await h.get("/refuse", headers: ["Accept-Language": "de-CH"]).collected().bodyText == "in de-ch")
+        let refusals: [String?] = [
+            "fr, de;q=0.5", // German acceptable, French preferred: the origin may have French
+            "de, de-ch;q=0", // Swiss German excluded
+            "*", // any language: the origin decides
+            "it", // not stored
+            nil, // no Accept-Language: Vary's absent field
+        ]
+        for accepted in refusals {
+            var headers: [String: String] = [:]
+            if let accepted { headers["Accept-Language"] = accepted }
+            #expect(try await h.get("/refuse", headers: headers).source == .network, "\(accepted ?? "no field") chose the stored variant")
+        }
+        // Range "de" matches the tag "de-CH": a Swiss variant answers a request for German.
+        #expect(try await h.get("/refuse", headers: ["Accept-Language": "de"]).collected().bodyText == "in de-ch")
+
+        let other = CacheHarness()
+        Self.languageOrigin(other, "/encoded", languages: ["de"], extraVary: "Accept-Encoding")
+        try await other.get("/encoded", headers: ["Accept-Language": "en, de", "Accept-Encoding": "gzip"])
+        #expect(try await other.get("/encoded", headers: ["Accept-Language": "de", "Accept-Encoding": "gzip"]).source == .cache)
+        #expect(try await other.get("/encoded", headers: ["Accept-Language": "de", "Accept-Encoding": "br"]).source == .network)
+
+        let unlabelled = CacheHarness()
+        Self.languageOrigin(unlabelled, "/plain", languages: ["de"], contentLanguage: false)
+        try await unlabelled.get("/plain", headers: ["Accept-Language": "en, de"])
+        #expect(try await unlabelled.get("/plain", headers: ["Accept-Language": "de"]).source == .network, "no Content-Language, nothing to select by")
+    }
+
+    @Test("CacheRules.prefersLanguage: top-quality ranges match a tag or its subtags; q=0 excludes; '*' selects nothing")
+    func prefersLanguage() {
+        let rules = CacheRules()
+        func entry(_ language: String) -> CacheEntry {
+            CacheEntry(status: 200, headers: ["Content-Language": language], body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+        }
+        let rows: [(content: String, accepted: String, prefers: Bool)] = [
+            ("de", "fr;q=0.5, de;q=1.0", true), ("de", "de", true), ("DE", "de", true), ("de-CH", "de", true),
+            ("de", "de-ch", false), ("de", "fr, de;q=0.9", false), ("de", "de;q=0.5, fr;q=0.5", true),
+            ("de", "de, de;q=0", false), ("de-ch", "de, de-ch;q=0", false), ("en, de", "de", true), ("de", "*", false),
+            ("de", "de;q=0", false), ("de", "", false), ("", "de", false), ("de", "de;q=abc", true),
+        ]
+        for row in rows {
+            #expect(rules.prefersLanguage(of: entry(row.content), accepted: row.accepted) == row.prefers, "\(row)")
+        }
+    }
+
     // MARK: Byte ranges
 
     @Test("a Range request for a fully stored, fresh response is answered from cache with 206, Content-Range and the bytes",
