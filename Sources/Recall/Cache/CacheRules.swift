@@ -341,11 +341,19 @@ package struct CacheRules: Sendable {
     }
 
     /// Whether a `200` answer to a `HEAD` request describes the same representation as the
-    /// stored `GET` response (RFC 9111 §4.3.5): it carries a validator and the validators
-    /// match, and its `Content-Length` (if both have one) is the same.
+    /// stored `GET` response (RFC 9111 §4.3.5): both carry the same validators — an `ETag` on
+    /// both or neither, equal by weak comparison; a `Last-Modified` on both or neither, equal —
+    /// and its `Content-Length` (if both have one) is the same. Answer and stored response
+    /// without validators match on their length alone, as §4.3.5 reads ("matching values for any
+    /// received validator fields"): that is how a response stored without validators is
+    /// freshened at all. A validator on one side only means the representation changed.
     package func headResponse(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
-        guard response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil,
-              notModified(response, matches: entry) else { return false }
+        switch (response.headers["ETag"], entry.etag) {
+        case (nil, nil): break
+        case (let etag?, let stored?) where Self.weakTag(etag) == Self.weakTag(stored): break
+        default: return false
+        }
+        guard response.headers["Last-Modified"] == entry.lastModified else { return false }
         if let length = response.headers["Content-Length"], let stored = entry.headers["Content-Length"] { return length == stored }
         return true
     }
@@ -373,12 +381,18 @@ package struct CacheRules: Sendable {
         return true
     }
 
-    /// `entry` updated with the header fields of a 304 (RFC 9111 §3.2): each field in the 304
-    /// replaces the stored fields of that name, except the framing fields and those never
-    /// stored (``unstoredFields``).
+    /// `entry` updated with the header fields of a 304 (RFC 9111 §3.2), of a `200` to `HEAD` or of
+    /// a `206` that confirms it: each field in the answer replaces the stored fields of that name,
+    /// except `Content-Length` (it frames the stored body), those never stored
+    /// (``storedHeaders(_:)``), and `Content-Range` when either is a `206` (there it says where
+    /// bytes belong). `Content-Encoding` is updated like any field: the stored body is what the
+    /// transport delivered, and a transport that decodes (`URLSessionTransport`) hands decoded
+    /// bytes under the origin's label from the first answer on, so the label never described
+    /// them; under a transport that delivers the bytes as sent, the origin's newest label is the
+    /// one to believe (a 304 that changes it for the same validator is the origin's mistake).
     package func merge(_ entry: CacheEntry, with notModified: RecallResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
         var updated = entry
-        let excluded: Set<String> = ["content-length", "content-encoding", "content-range"]
+        let excluded: Set<String> = entry.status == 206 || notModified.status == 206 ? ["content-length", "content-range"] : ["content-length"]
         var replaced = Set<String>()
         for field in storedHeaders(notModified.headers) {
             let name = field.name.lowercased()

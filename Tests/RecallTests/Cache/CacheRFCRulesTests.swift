@@ -228,6 +228,77 @@ struct CacheRFCRulesTests {
         #expect(h.mock.requests(for: "/h2").last?.value(forHTTPHeaderField: "If-None-Match") == nil)
     }
 
+    @Test("a 200 to HEAD without validators freshens a stored response without validators, keeps the fields it does not carry, updates those it does",
+          arguments: StorageKind.allCases)
+    func headWithoutValidatorsFreshens(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin("/plain", headers: ["Cache-Control": "max-age=2", "Template-A": "1", "Template-B": "kept"], body: "full body")
+        h.origin("/plain", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "Template-A": "2"], body: "")
+        try await h.get("/plain")
+        h.now.advance(10) // stale, and nothing to validate with: the HEAD goes to the origin as it is
+        let head = try await h.pipeline.send(h.request("/plain", method: "HEAD")).collected()
+        #expect(head.source == .network)
+        #expect(h.mock.requests(for: "/plain").last?.httpMethod == "HEAD")
+        let get = try await h.get("/plain")
+        #expect(get.source == .cache) // fresh for max-age=1000
+        #expect(get.bodyText == "full body")
+        #expect(get.headers["Template-A"] == "2")
+        #expect(get.headers["Template-B"] == "kept")
+        #expect(h.mock.count(for: "/plain") == 2)
+    }
+
+    @Test("a 200 to HEAD is not a match when only one side has a validator, or another Content-Length: the stored GET is dropped",
+          arguments: [["Cache-Control": "max-age=1000", "ETag": "\"new\""], ["Cache-Control": "max-age=1000", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT"],
+                      ["Cache-Control": "max-age=1000", "Content-Length": "99"]] as [HeaderFields])
+    func headMismatchOutdates(headFields: HeaderFields) async throws {
+        let h = CacheHarness()
+        h.origin("/m", headers: ["Cache-Control": "max-age=2", "Content-Length": "8"], body: "old body")
+        h.origin("/m", method: "HEAD", headers: headFields, body: "")
+        try await h.get("/m")
+        h.now.advance(10)
+        try await h.pipeline.send(h.request("/m", method: "HEAD")).collected()
+        h.origin("/m", headers: ["Cache-Control": "max-age=600"], body: "new body")
+        #expect(try await h.get("/m").bodyText == "new body")
+    }
+
+    @Test("a 304 updates the stored Content-Encoding and, on a full response, Content-Range, like other fields; never Content-Length",
+          arguments: StorageKind.allCases)
+    func notModifiedUpdatesCodingAndRange(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin("/coded", [
+            (200, ["Cache-Control": "max-age=2", "ETag": "\"c1\"", "Content-Encoding": "x-coding-a", "Content-Range": "bytes 0-9/10",
+                   "Content-Length": "10"], "0123456789"),
+            (304, ["Cache-Control": "max-age=600", "ETag": "\"c1\"", "Content-Encoding": "x-coding-b", "Content-Range": "bytes 0-9/11",
+                   "Content-Length": "0"], ""),
+        ])
+        try await h.get("/coded")
+        h.now.advance(10)
+        let revalidated = try await h.get("/coded").collected()
+        #expect(revalidated.source == .revalidated)
+        for response in [revalidated, try await h.get("/coded").collected()] {
+            #expect(response.headers["Content-Encoding"] == "x-coding-b")
+            #expect(response.headers["Content-Range"] == "bytes 0-9/11")
+            #expect(response.headers["Content-Length"] == "10")
+            #expect(response.bodyText == "0123456789")
+        }
+    }
+
+    @Test("a response the origin was slow to generate is served with an Age that counts the delay (RFC 9111 §4.2.3)", arguments: StorageKind.allCases)
+    func ageCountsGenerationDelay(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        let now = h.now
+        h.mock.route("GET", "/slow") { _ in
+            now.advance(5) // the origin takes 5 s, and dates its answer when it is done
+            return .text("slow", headers: ["Cache-Control": "max-age=3600", "Date": HTTPDate.format(now.value)])
+        }
+        let first = try await h.get("/slow")
+        #expect(first.source == .network)
+        #expect(first.headers["Age"] == nil) // first-hand: the origin made it for this request (RFC 9111 §5.1)
+        let hit = try await h.get("/slow")
+        #expect(hit.source == .cache)
+        #expect(hit.headers["Age"] == "5")
+    }
+
     // MARK: Vary
 
     @Test("Accept-Language is normalized (order, case, quality values) before variants are compared", arguments: StorageKind.allCases)
