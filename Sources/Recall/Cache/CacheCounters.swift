@@ -52,7 +52,7 @@ final class CacheCounters: Sendable {
         case .serve: hit(context)
         case .serveAndRefresh:
             count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
-        case .send(_, .fetching), .send(_, .ranging): miss(context)
+        case .send(_, .fetching), .send(_, .ranging), .send(_, .completing): miss(context)
         case .send: break
         case .bypass: bypass(context)
         case .gatewayTimeout: count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }

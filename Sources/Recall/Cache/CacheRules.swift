@@ -57,12 +57,14 @@ package struct CacheRules: Sendable {
 
     /// Where the bytes of `response`, a `206` to a single-range `GET`, belong in its
     /// representation, when they may be stored as a piece of it (RFC 9111 §3.3): one
-    /// `Content-Range` with a known complete length that the body fills exactly, a strong
-    /// entity tag (pieces are combined only under one, §3.4), no `Content-Encoding`, and the
-    /// rules every stored response follows. `nil` otherwise.
+    /// `Content-Range` with a known complete length that the body fills exactly, no
+    /// `Content-Encoding`, a strong entity tag or explicit freshness (`max-age`, `Expires`: a
+    /// piece without a strong validator answers ranges inside it while fresh, and is never
+    /// combined with another, §3.4), and the rules every stored response follows. `nil` otherwise.
     func storablePiece(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest)
         -> (bounds: ClosedRange<Int>, length: Int)? {
-        guard response.status == 206, let tag = facts.etag, Self.isStrong(tag),
+        guard response.status == 206,
+              facts.etag.map(Self.isStrong) == true || facts.cacheControl.maxAge != nil || !facts.expires.isEmpty,
               response.headers.values(for: "Content-Range").count == 1,
               let range = response.headers["Content-Range"].flatMap(PartialContent.contentRange),
               response.wholeBody.count == range.bounds.count, !response.headers.contains("Content-Encoding"),

@@ -97,13 +97,17 @@ struct CacheStrategy: Sendable {
         /// `If-Range` naming `stored`'s strong entity tag when there is one: `stored` is a full
         /// response the answer may freshen, or the pieces (a `206` entry) it may complete.
         indirect case ranging(ByteRange, stored: CacheEntry?)
+        /// A plain `GET` sent for the bytes the stored pieces `stored` (a `206` entry with a strong
+        /// entity tag) lack, with `If-Range` naming the tag: a `206` that makes them whole answers
+        /// the caller with the whole representation (RFC 9111 §3.4).
+        indirect case completing(stored: CacheEntry)
 
         /// The stored response the request may fall back on (none for a range: a stale full
         /// response is not cut to size on failure).
         var stored: CacheEntry? {
             switch self {
             case .fetching(let stored), .validating(let stored, _): stored
-            case .invalidating, .callerConditional, .refetching, .ranging: nil
+            case .invalidating, .callerConditional, .refetching, .ranging, .completing: nil
             }
         }
 
@@ -152,6 +156,9 @@ struct CacheStrategy: Sendable {
         let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
             if onlyIfCached { return .gatewayTimeout(Self.onlyIfCachedMiss(request)) }
+            if let record, let completion = completion(request, facts, record: record, partition: partition, inScope: inScope) {
+                return completion
+            }
             // No stored variant matches the request's Vary fields; the origin may still say one
             // of them is the right one (RFC 9111 §4.3.1): offer their entity tags.
             let alternates = record?.variants.filter { $0.status != 206 && $0.partition == partition && $0.etag != nil } ?? []
@@ -182,6 +189,23 @@ struct CacheStrategy: Sendable {
         }
     }
 
+    /// A plain `GET` of a representation whose pieces only are stored, under a strong entity tag:
+    /// sent for the bytes they lack (one span) with `If-Range` naming the tag, so that a `206`
+    /// completes them (RFC 9111 §3.4). `nil` — the request goes as it is — without such pieces,
+    /// for a `HEAD`, or when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`).
+    private func completion(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord, partition: String,
+                            inScope: Set<String>) -> Before? {
+        guard facts.method == .get, facts.cachePolicy != .reloadIgnoringLocalCacheData,
+              facts.cachePolicy != .reloadIgnoringLocalAndRemoteCacheData,
+              let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
+              let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry),
+              let missing = held.missing(in: 0...(held.length - 1)) else { return nil }
+        var outgoing = request
+        outgoing.setValue("bytes=\(missing.lowerBound)-\(missing.upperBound)", forHTTPHeaderField: "Range")
+        outgoing.setValue(CacheRules.quotedEntityTag(tag), forHTTPHeaderField: "If-Range")
+        return .send(outgoing, .completing(stored: entry))
+    }
+
     /// What a request for `range` does with `record` (RFC 9110 §14, RFC 9111 §3.3–3.4):
     /// - a `206` (or `416`) made from a stored full `200` it may use as it is; with
     ///   `stale-while-revalidate`, the full response is refreshed in the background;
@@ -190,7 +214,8 @@ struct CacheStrategy: Sendable {
     /// - else 504 for `only-if-cached`;
     /// - else the origin is asked: for the bytes the pieces lack (one span) with `If-Range`
     ///   naming their strong entity tag; for the range with `If-Range` naming a full response
-    ///   that needs validation (a `206` then confirms it); or for the range as it is.
+    ///   that needs validation (a `206` then confirms it); or for the range as it is (pieces
+    ///   without a strong entity tag are never combined: the answer replaces them).
     func before(_ request: URLRequest, _ facts: RequestFacts, range: ByteRange, record: CacheRecord?, partition: String,
                 inScope: Set<String>, now: Date) -> Before {
         let whole = before(request, facts, record: record, partition: partition, inScope: inScope, now: now)
@@ -206,7 +231,7 @@ struct CacheStrategy: Sendable {
         let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
         let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         if let record, let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
-           let pieces = PartialContent(entry), let tag = entry.etag {
+           let pieces = PartialContent(entry) {
             let use = rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: directives, now: now)
             let bounds = range.bounds(length: pieces.length)
             if case .reload = use { return .send(request, .ranging(range, stored: nil)) }
@@ -226,6 +251,7 @@ struct CacheStrategy: Sendable {
                 }
             }
             if onlyIfCached { return .gatewayTimeout(Self.onlyIfCachedMiss(request)) }
+            guard let tag = entry.etag, CacheRules.isStrong(tag) else { return .send(request, .ranging(range, stored: entry)) }
             var outgoing = request
             // Only what is missing; everything asked for when the pieces may not be used as they are.
             if let bounds, let wanted = stale == nil ? bounds : pieces.missing(in: bounds) {
@@ -379,6 +405,14 @@ struct CacheStrategy: Sendable {
             return .revalidated(merged, answer: rules.response(from: merged, for: x.request, now: x.now, source: .revalidated))
         case .ranging(let range, let stored):
             return afterRange(response, range: range, stored: stored, exchange: x)
+        case .completing(let pieces) where response.status == 206 || response.status == 416:
+            return afterCompletion(response, pieces: pieces, exchange: x)
+        case .completing:
+            // Any other answer (a 200: the representation changed) answers the plain GET the caller made.
+            var plain = x
+            plain.sent = Self.asWhole(x.sent)
+            plain.answered = Self.asWhole(x.answered)
+            return after(response, mode: .fetching(stored: nil), exchange: plain)
         default:
             break
         }
@@ -449,29 +483,17 @@ struct CacheStrategy: Sendable {
             let full = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
             return .storeAndAnswer(full, rules.partialResponse(response, range: range))
         case 206:
-            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered), mayShare(facts, x), let tag = facts.etag else {
+            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered), mayShare(facts, x) else {
                 // Not storable: the answer serves the caller only if it answers the caller's range.
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
             }
-            if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, tag),
+            if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, facts.etag),
                (stored.storedBody?.count ?? stored.body.count) == piece.length {
                 return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
             }
-            var template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
-            let old = stored.flatMap { old -> (entry: CacheEntry, pieces: PartialContent)? in
-                guard CacheRules.strongMatch(old.etag, tag), let pieces = PartialContent(old), pieces.length == piece.length else { return nil }
-                return (old, pieces)
-            }
-            var pieces = old?.pieces ?? PartialContent(length: piece.length)
-            guard pieces.insert(piece.bounds, bytes: template.body) else {
+            guard let (combined, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x) else {
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
             }
-            if let old {
-                // RFC 9111 §3.4: the stored fields, updated with the new answer's (§3.2) — a field
-                // only the older pieces had is kept.
-                template.headers = rules.merge(old.entry, with: response, requestTime: x.requestTime, responseTime: x.now).headers
-            }
-            let combined = pieces.entry(headers: template.headers, like: template)
             if askedAsIs { return .store(combined) }
             guard let bounds = range.bounds(length: piece.length), pieces.covers(bounds) else {
                 return .refetch(callers, removing: false)
@@ -487,6 +509,48 @@ struct CacheStrategy: Sendable {
         default:
             return .pass
         }
+    }
+
+    /// What to do with `response`, a `206` or `416` answering a plain `GET` sent for the bytes the
+    /// stored `pieces` lack (mode ``Mode/completing(stored:)``; other answers are those of a plain
+    /// fetch): a `206` that may be stored under the pieces' strong entity tag and makes them
+    /// whole is stored as the full response, which answers the caller as a `200` with the
+    /// origin's fields of this answer. Anything else — a `206` that cannot be combined or leaves
+    /// bytes missing, a `416` (the length changed), an answer from another URL — cannot answer a
+    /// caller who asked for the whole representation: the request is sent once more as it came,
+    /// and that answer stored (it replaces the pieces).
+    private func afterCompletion(_ response: RecallResponse, pieces stored: CacheEntry, exchange x: Exchange) -> After {
+        let whole = Self.asWhole(x.request)
+        let facts = CacheEntry.Facts(response.headers)
+        guard !x.redirected, response.status == 206, CacheRules.strongMatch(stored.etag, facts.etag),
+              let piece = rules.storablePiece(response, facts: facts, for: x.answered), mayShare(facts, x),
+              let (full, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x), pieces.isComplete else {
+            return .refetch(whole, removing: false)
+        }
+        var fields = response.headers
+        fields.remove("Content-Range")
+        fields["Content-Length"] = String(pieces.length)
+        return .storeAndAnswer(full, RecallResponse(status: 200, headers: fields, body: full.body, url: x.request.url, source: .network))
+    }
+
+    /// The piece of `response` (at `piece`) added to the pieces of `stored` when they share its
+    /// strong entity tag and length, or alone: the entry that stores them (a full `200` once every
+    /// byte is held), and the pieces. The stored fields are updated with the answer's (RFC 9111
+    /// §3.4, §3.2: a field only the older pieces had is kept). `nil` when the piece cannot be added
+    /// (``PartialContent/maxPieces``).
+    private func combining(_ response: RecallResponse, piece: (bounds: ClosedRange<Int>, length: Int), facts: CacheEntry.Facts,
+                           with stored: CacheEntry?, exchange x: Exchange) -> (entry: CacheEntry, pieces: PartialContent)? {
+        var template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
+        let old = stored.flatMap { old -> (entry: CacheEntry, pieces: PartialContent)? in
+            guard CacheRules.strongMatch(old.etag, facts.etag), let pieces = PartialContent(old), pieces.length == piece.length else { return nil }
+            return (old, pieces)
+        }
+        var pieces = old?.pieces ?? PartialContent(length: piece.length)
+        guard pieces.insert(piece.bounds, bytes: template.body) else { return nil }
+        if let old {
+            template.headers = rules.merge(old.entry, with: response, requestTime: x.requestTime, responseTime: x.now).headers
+        }
+        return (pieces.entry(headers: template.headers, like: template), pieces)
     }
 
     /// `request` without its `Range` and `If-Range` fields: the request a full answer answers.

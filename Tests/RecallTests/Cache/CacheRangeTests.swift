@@ -158,14 +158,68 @@ struct CacheRangeTests {
         #expect(before("bytes=2-5", stored: stored, age: 200, fields: ["Cache-Control": "max-stale"]) == .stale(.maxStale))
     }
 
-    @Test("before: pieces never answer a request without Range, and never offer their tag to validate a full response")
+    @Test("before: pieces never answer a request without Range; a plain GET asks only for the bytes they lack when they have a strong tag")
     func piecesAnswerOnlyRanges() {
-        let record = CacheRecord(key: "k", variants: [storedPieces()])
-        let plain = Self.strategy.before(request([:]), record: record, partition: "", inScope: [], now: Self.t0)
-        #expect(CacheStrategyTests.Outcome(plain) == .fetch(keepsStored: false))
-        let head = Self.strategy.before({ var r = request([:]); r.httpMethod = "HEAD"; return r }(), record: record, partition: "",
-                                        inScope: [], now: Self.t0)
-        #expect(CacheStrategyTests.Outcome(head) == .fetch(keepsStored: false))
+        func plain(_ stored: CacheEntry, method: String = "GET", policy: URLRequest.CachePolicy = .useProtocolCachePolicy,
+                   fields: [String: String] = [:]) -> CacheStrategyTests.Outcome {
+            var request = request(fields)
+            request.httpMethod = method
+            request.cachePolicy = policy
+            let record = CacheRecord(key: "k", variants: [stored])
+            return CacheStrategyTests.Outcome(Self.strategy.before(request, RequestFacts(request), record: record, partition: "", inScope: [],
+                                                                   now: Self.t0))
+        }
+        // Fresh or stale: If-Range confirms the pieces, and a 206 completes them.
+        #expect(plain(storedPieces()) == .complete(sent: "bytes=0-7", ifRange: "\"t\""))
+        #expect(plain(storedPieces(cacheControl: "no-cache")) == .complete(sent: "bytes=0-7", ifRange: "\"t\""))
+        #expect(plain(storedPieces(), method: "HEAD") == .fetch(keepsStored: false))
+        #expect(plain(storedPieces(), policy: .reloadIgnoringLocalCacheData) == .fetch(keepsStored: false))
+        #expect(plain(storedPieces(), fields: ["Cache-Control": "only-if-cached"]) == .gatewayTimeout)
+        // Pieces without a strong tag are never combined: the plain GET goes as it is.
+        #expect(plain(storedPieces(tag: "W/\"t\"")) == .fetch(keepsStored: false))
+    }
+
+    /// The answer to a plain `GET` completing `stored` (sent for `sent`, with `If-Range`).
+    func afterCompletion(_ status: Int, _ fields: [String: String], body: String, sent: String, stored: CacheEntry) -> CacheStrategy.After {
+        var sentRequest = request(["Range": sent])
+        if let tag = stored.etag { sentRequest.setValue(tag, forHTTPHeaderField: "If-Range") }
+        var headers = HeaderFields(fields)
+        headers["Date"] = HTTPDate.format(Self.t0)
+        let exchange = CacheStrategy.Exchange(request: request([:]), sent: sentRequest, answered: sentRequest, method: .get,
+                                              requestTime: Self.t0, now: Self.t0)
+        return Self.strategy.after(RecallResponse(status: status, headers: headers, body: Data(body.utf8)), mode: .completing(stored: stored),
+                                   exchange: exchange)
+    }
+
+    @Test("after completing: a 206 that makes the pieces whole answers the plain GET with a 200 and is stored as one")
+    func afterCompletionAnswersWhole() {
+        let next = afterCompletion(206, ["ETag": "\"t\"", "Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10", "Content-Length": "8",
+                                         "Set-Cookie": "a=b"], body: "01234567", sent: "bytes=0-7", stored: storedPieces())
+        guard case .storeAndAnswer(let entry, let answer) = next else { Issue.record("\(next)"); return }
+        #expect(entry.status == 200 && String(decoding: entry.body, as: UTF8.self) == "0123456789" && entry.headers["Content-Range"] == nil)
+        #expect(answer.status == 200 && answer.bodyText == "0123456789" && answer.source == .network)
+        #expect(answer.headers["Content-Range"] == nil && answer.headers["Content-Length"] == "10" && answer.headers["Set-Cookie"] == "a=b")
+    }
+
+    @Test("after completing: a 206 that cannot make the pieces whole, or a 416, sends the plain GET again; a 200 is stored as the answer")
+    func afterCompletionFallsBack() {
+        let refusals: [(Int, [String: String], String)] = [
+            (206, ["ETag": "\"t\"", "Content-Range": "bytes 0-1/10"], "01"), // leaves a gap
+            (206, ["ETag": "\"u\"", "Content-Range": "bytes 0-7/10"], "01234567"), // another representation
+            (206, ["Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10"], "01234567"), // no strong tag: not combined
+            (206, ["ETag": "\"t\"", "Content-Range": "bytes 0-7/11"], "01234567"), // another length
+            (416, ["Content-Range": "bytes */4"], ""),
+        ]
+        for (status, fields, body) in refusals {
+            let next = afterCompletion(status, fields, body: body, sent: "bytes=0-7", stored: storedPieces())
+            guard case .refetch(let again, removing: false) = next else { Issue.record("\(status) \(fields): \(next)"); continue }
+            #expect(again.value(forHTTPHeaderField: "Range") == nil && again.value(forHTTPHeaderField: "If-Range") == nil)
+        }
+        let changed = afterCompletion(200, ["ETag": "\"u\"", "Cache-Control": "max-age=100"], body: "abcdefghij", sent: "bytes=0-7",
+                                      stored: storedPieces())
+        guard case .store(let entry) = changed else { Issue.record("\(changed)"); return }
+        #expect(entry.status == 200 && String(decoding: entry.body, as: UTF8.self) == "abcdefghij")
+        #expect(CacheStrategyTests.Next(afterCompletion(503, [:], body: "", sent: "bytes=0-7", stored: storedPieces())) == .pass)
     }
 
     func after(_ status: Int, _ fields: [String: String], body: String, caller: String, sent: String,
@@ -268,10 +322,11 @@ struct CacheRangeTests {
 
     /// Routes GET `path` to a server that answers single byte ranges of `body` as servers do:
     /// `206` with `Content-Range`, the whole `200` when `If-Range` names another tag.
-    func rangeOrigin(_ h: CacheHarness, _ path: String, body: String, tag: String = "\"t\"", cacheControl: String = "max-age=600") {
+    func rangeOrigin(_ h: CacheHarness, _ path: String, body: String, tag: String? = "\"t\"", cacheControl: String = "max-age=600") {
         let now = h.now
         h.mock.route("GET", path) { request in
-            var headers: HeaderFields = ["ETag": tag, "Cache-Control": cacheControl, "Date": HTTPDate.format(now.value)]
+            var headers: HeaderFields = ["Cache-Control": cacheControl, "Date": HTTPDate.format(now.value)]
+            if let tag { headers["ETag"] = tag }
             let bytes = Data(body.utf8)
             let matches = request.value(forHTTPHeaderField: "If-Range").map { $0 == tag } ?? true
             guard matches, let field = request.value(forHTTPHeaderField: "Range"), let range = ByteRange(rangeField: field),
@@ -307,17 +362,72 @@ struct CacheRangeTests {
         #expect(h.cache.statistics.hits == 2 && h.cache.statistics.misses == 2)
     }
 
-    @Test("a plain GET is never answered from pieces; pieces of another partition are never used", arguments: StorageKind.allCases)
+    @Test("a plain GET is never answered from pieces alone: it asks only for the rest and gets the whole 200; pieces of another partition are never used",
+          arguments: StorageKind.allCases)
     func piecesAreNotResponses(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         rangeOrigin(h, "/p", body: "0123456789")
         try await h.get("/p", headers: ["Range": "bytes=0-4"])
-        let plain = try await h.get("/p")
+        let plain = try await h.get("/p").collected()
         #expect(plain.status == 200 && plain.source == .network && plain.bodyText == "0123456789")
+        #expect(plain.headers["Content-Range"] == nil && plain.headers["Content-Length"] == "10")
+        #expect(ranges(h, "/p") == ["bytes=0-4 -", "bytes=5-9 \"t\""], "only the missing bytes, under If-Range")
+        let again = try await h.get("/p").collected()
+        #expect(again.status == 200 && again.source == .cache && again.bodyText == "0123456789")
         let other = HTTPCache(storage: h.cache.storage, now: { h.now.value })
         let pipeline = Pipeline(transport: h.mock, hooks: [other])
         let request = h.request("/p", headers: ["Range": "bytes=0-4", "Authorization": "Bearer someone-else"])
         #expect(try await pipeline.send(request).collected().source == .network)
+    }
+
+    @Test("a plain GET whose stored pieces are outdated gets the new whole 200 (If-Range did not match), which is stored", arguments: StorageKind.allCases)
+    func completionOfChangedRepresentation(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        rangeOrigin(h, "/c", body: "0123456789", tag: "\"old\"")
+        try await h.get("/c", headers: ["Range": "bytes=0-4"])
+        rangeOrigin(h, "/c", body: "abcdefghij", tag: "\"new\"")
+        let plain = try await h.get("/c").collected()
+        #expect(plain.status == 200 && plain.bodyText == "abcdefghij")
+        #expect(try await h.get("/c").collected().source == .cache)
+        #expect(try await h.get("/c", headers: ["Range": "bytes=0-1"]).collected().bodyText == "ab")
+        #expect(h.hits("/c") == 2)
+    }
+
+    @Test("a piece without a validator, with explicit freshness, answers the same range and ranges inside it (a-b, a-, -n) from cache",
+          arguments: StorageKind.allCases)
+    func pieceWithoutValidator(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        rangeOrigin(h, "/n", body: "abcd01234", tag: nil, cacheControl: "max-age=3600")
+        let first = try await h.get("/n", headers: ["Range": "bytes=-5"]).collected()
+        #expect(first.status == 206 && first.bodyText == "01234" && first.headers["Content-Range"] == "bytes 4-8/9")
+        for (range, body, contentRange) in [("bytes=-5", "01234", "bytes 4-8/9"), ("bytes=6-7", "23", "bytes 6-7/9"),
+                                            ("bytes=6-", "234", "bytes 6-8/9"), ("bytes=-1", "4", "bytes 8-8/9"), ("bytes=4-8", "01234", "bytes 4-8/9")] {
+            let answer = try await h.get("/n", headers: ["Range": range]).collected()
+            #expect(answer.source == .cache, "\(range)")
+            #expect(answer.status == 206 && answer.bodyText == body && answer.headers["Content-Range"] == contentRange, "\(range)")
+        }
+        #expect(h.hits("/n") == 1)
+        // Outside the piece: the caller's range goes as it is (nothing to combine under), and its answer replaces the piece.
+        let outside = try await h.get("/n", headers: ["Range": "bytes=0-5"]).collected()
+        #expect(outside.source == .network && outside.bodyText == "abcd01")
+        #expect(ranges(h, "/n").last == "bytes=0-5 -")
+        #expect(try await h.get("/n", headers: ["Range": "bytes=1-2"]).collected().source == .cache)
+        #expect(try await h.get("/n", headers: ["Range": "bytes=7-8"]).collected().source == .network, "the older piece was replaced")
+        // A plain GET is not completed from it: it goes as it is.
+        let plain = try await h.get("/n").collected()
+        #expect(plain.status == 200 && plain.bodyText == "abcd01234")
+        #expect(ranges(h, "/n").last == "- -")
+    }
+
+    @Test("a piece without a strong validator and without explicit freshness is not stored")
+    func pieceWithoutValidatorOrFreshness() async throws {
+        let h = CacheHarness()
+        h.mock.route("GET", "/h") { request in
+            RecallResponse(status: 206, headers: ["Content-Range": "bytes 0-1/4", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT",
+                                                  "ETag": "W/\"weak\""], body: Data("ab".utf8), url: request.url)
+        }
+        try await h.get("/h", headers: ["Range": "bytes=0-1"]).collected()
+        #expect(try await h.get("/h", headers: ["Range": "bytes=0-1"]).collected().source == .network)
     }
 
     @Test("a 416 drops only the pieces it outdates: another partition's stored pieces of the URL stay", arguments: StorageKind.allCases)
@@ -449,6 +559,41 @@ struct CacheRangeTests {
         request.setValue("bytes=1-3", forHTTPHeaderField: "Range")
         let answer = try await Pipeline(transport: mock, hooks: [reopened]).send(request).collected()
         #expect(answer.source == .cache && answer.bodyText == "123" && mock.requests.isEmpty)
+    }
+
+    @Test("end to end: a plain GET with a piece stored asks the loopback origin only for the rest; a piece without ETag answers ranges inside it")
+    func completionEndToEnd() async throws {
+        let server = try await OriginServer.shared.value
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let pattern = Data("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+        let expected = Data((0..<1000).map { pattern[$0 % pattern.count] })
+
+        let path = OriginServer.uniquePath("complete")
+        let url = server.url(path, ["cc": "max-age=600", "size": "1000", "etag": "v1", "ranges": "1"])
+        var first = URLRequest(url: url)
+        first.setValue("bytes=0-299", forHTTPHeaderField: "Range")
+        #expect(try await pipeline.send(first).collected().status == 206)
+        let whole = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(whole.status == 200 && whole.data == expected && whole.headers["Content-Range"] == nil)
+        let asked = try await server.lastRange(path)
+        #expect(asked.range == "bytes=300-999" && asked.ifRange == "\"v1\"", "only the missing bytes, under If-Range")
+        #expect(try await pipeline.send(URLRequest(url: url)).collected().source == .cache)
+        #expect(try await server.hits(path) == 2)
+
+        let untagged = OriginServer.uniquePath("untagged")
+        let plainURL = server.url(untagged, ["cc": "max-age=600", "size": "1000", "ranges": "1"])
+        var tail = URLRequest(url: plainURL)
+        tail.setValue("bytes=-500", forHTTPHeaderField: "Range")
+        let piece = try await pipeline.send(tail).collected()
+        #expect(piece.status == 206 && piece.data == expected.suffix(500) && piece.headers["ETag"] == nil)
+        for (range, bytes) in [("bytes=600-700", expected[600...700]), ("bytes=900-", expected[900...]), ("bytes=-10", expected.suffix(10))] {
+            var inner = URLRequest(url: plainURL)
+            inner.setValue(range, forHTTPHeaderField: "Range")
+            let answer = try await pipeline.send(inner).collected()
+            #expect(answer.source == .cache && answer.status == 206 && answer.data == Data(bytes), "\(range)")
+        }
+        #expect(try await server.hits(untagged) == 1)
     }
 
     @Test("end to end: a download resumed over the loopback origin asks only for the missing bytes and ends as one stored 200")

@@ -75,6 +75,8 @@ struct CacheStrategyTests {
         /// Sent to the origin for a range: the `Range` and `If-Range` that went out, and whether a
         /// stored response (full or pieces) was kept to freshen or complete.
         case range(sent: String?, ifRange: String?, keepsStored: Bool)
+        /// A plain `GET` sent for the bytes stored pieces lack: the `Range` and `If-Range` that went out.
+        case complete(sent: String?, ifRange: String?)
 
         init(_ before: CacheStrategy.Before) {
             switch before {
@@ -91,6 +93,8 @@ struct CacheStrategyTests {
             case .send(let request, .ranging(_, let stored)):
                 self = .range(sent: request.value(forHTTPHeaderField: "Range"), ifRange: request.value(forHTTPHeaderField: "If-Range"),
                               keepsStored: stored != nil)
+            case .send(let request, .completing):
+                self = .complete(sent: request.value(forHTTPHeaderField: "Range"), ifRange: request.value(forHTTPHeaderField: "If-Range"))
             case .send(_, let mode): self = .fetch(keepsStored: mode.stored != nil)
             case .gatewayTimeout: self = .gatewayTimeout
             case .bypass: self = .bypass
