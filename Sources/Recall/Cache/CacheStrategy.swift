@@ -25,11 +25,16 @@ struct CacheStrategy: Sendable {
     let partitioner: CachePartitioner
     /// The settings (the rules' own).
     let configuration: CacheConfiguration
+    /// The longest representation a plain `GET` completes from stored pieces (the storage's
+    /// ``CacheStorage/entryLimit``): the cache collects the answer and stores the whole as one
+    /// record, so a longer one goes to the origin as it is, its body streaming to the caller.
+    let completionLimit: Int
 
-    init(rules: CacheRules, partitioner: CachePartitioner) {
+    init(rules: CacheRules, partitioner: CachePartitioner, completionLimit: Int = Int.max) {
         self.rules = rules
         self.partitioner = partitioner
         self.configuration = rules.configuration
+        self.completionLimit = completionLimit
     }
 
     // MARK: Route
@@ -192,13 +197,14 @@ struct CacheStrategy: Sendable {
     /// A plain `GET` of a representation whose pieces only are stored, under a strong entity tag:
     /// sent for the bytes they lack (one span) with `If-Range` naming the tag, so that a `206`
     /// completes them (RFC 9111 §3.4). `nil` — the request goes as it is — without such pieces,
-    /// for a `HEAD`, or when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`).
+    /// for a `HEAD`, when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`), or
+    /// for a representation longer than ``completionLimit``.
     private func completion(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord, partition: String,
                             inScope: Set<String>) -> Before? {
         guard facts.method == .get, facts.cachePolicy != .reloadIgnoringLocalCacheData,
               facts.cachePolicy != .reloadIgnoringLocalAndRemoteCacheData,
               let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
-              let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry),
+              let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry), held.length <= completionLimit,
               let missing = held.missing(in: 0...(held.length - 1)) else { return nil }
         var outgoing = request
         outgoing.setValue("bytes=\(missing.lowerBound)-\(missing.upperBound)", forHTTPHeaderField: "Range")

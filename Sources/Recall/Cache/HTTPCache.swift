@@ -63,7 +63,8 @@ public final class HTTPCache: ServiceHook {
         let partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         let locator = CacheLocator(configuration: configuration, partitioner: partitioner)
         self.locator = locator
-        let strategy = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner)
+        let strategy = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner,
+                                     completionLimit: storage.entryLimit)
         self.strategy = strategy
         // The one place the cache asks for a storage's type: over memory it copies hits per core
         // and stores after answering (each a speed-up in a type of its own).

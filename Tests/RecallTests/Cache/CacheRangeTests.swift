@@ -177,6 +177,13 @@ struct CacheRangeTests {
         #expect(plain(storedPieces(), fields: ["Cache-Control": "only-if-cached"]) == .gatewayTimeout)
         // Pieces without a strong tag are never combined: the plain GET goes as it is.
         #expect(plain(storedPieces(tag: "W/\"t\"")) == .fetch(keepsStored: false))
+        // A representation longer than the storage keeps as one record streams from the origin instead.
+        let small = CacheStrategy(rules: CacheRules(), partitioner: CachePartitioner(secret: [7], configuration: CacheConfiguration()),
+                                  completionLimit: 9)
+        let get = request([:])
+        let before = small.before(get, RequestFacts(get), record: CacheRecord(key: "k", variants: [storedPieces()]), partition: "",
+                                  inScope: [], now: Self.t0)
+        #expect(CacheStrategyTests.Outcome(before) == .fetch(keepsStored: false))
     }
 
     /// The answer to a plain `GET` completing `stored` (sent for `sent`, with `If-Range`).
