@@ -90,6 +90,15 @@ enum PageSnippets {
         _ = client
     }
 
+    static func audience(directory: URL) throws {
+        // snippet: docs/caching.md
+        var configuration = CacheConfiguration()
+        configuration.audience = .oneUser // an app, a command-line tool, a browser-like client
+        let cache = HTTPCache(storage: try DiskStorage(directory: directory), configuration: configuration)
+        // end snippet
+        _ = cache
+    }
+
     static func retry(cache: HTTPCache) {
         // snippet: docs/retry.md
         let client = Pipeline(
