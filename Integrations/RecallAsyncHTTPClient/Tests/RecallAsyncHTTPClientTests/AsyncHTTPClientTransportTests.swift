@@ -70,6 +70,44 @@ struct AsyncHTTPClientTransportTests {
         #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
     }
 
+    @Test("issue #39 through a real HTTPClient: a one-user cache returns Set-Cookie; a piece without ETag answers ranges inside it; a plain GET completes pieces")
+    func conformanceRules() async throws {
+        let origin = try Self.origin()
+        var oneUser = CacheConfiguration()
+        oneUser.audience = .oneUser
+        let pipeline = Pipeline(transport: transport, hooks: [HTTPCache(configuration: oneUser)])
+        let cookie = origin.url("/cookie", [("cc", "max-age=600"), ("header", "Set-Cookie:session=ahc; Path=/")])
+        try await pipeline.send(URLRequest(url: cookie)).collected()
+        var cookied = URLRequest(url: cookie)
+        cookied.setValue("session=ahc", forHTTPHeaderField: "Cookie")
+        let hit = try await pipeline.send(cookied).collected()
+        #expect(hit.source == .cache && hit.headers["Set-Cookie"] == "session=ahc; Path=/")
+
+        let pattern = Data("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+        let expected = Data((0..<100).map { pattern[$0 % pattern.count] })
+        let untagged = origin.url("/untagged", [("cc", "max-age=600"), ("size", "100"), ("ranges", "1")])
+        var tail = URLRequest(url: untagged)
+        tail.setValue("bytes=-40", forHTTPHeaderField: "Range")
+        #expect(try await pipeline.send(tail).collected().body.bytes == expected.suffix(40))
+        var inner = URLRequest(url: untagged)
+        inner.setValue("bytes=70-79", forHTTPHeaderField: "Range")
+        let innerAnswer = try await pipeline.send(inner).collected()
+        #expect(innerAnswer.source == .cache && innerAnswer.status == 206 && innerAnswer.body.bytes == expected[70...79])
+        #expect(try await hits(origin, "/untagged") == 1)
+
+        let tagged = origin.url("/tagged-pieces", [("cc", "max-age=600"), ("size", "100"), ("ranges", "1"), ("etag", "p1")])
+        var head = URLRequest(url: tagged)
+        head.setValue("bytes=0-29", forHTTPHeaderField: "Range")
+        try await pipeline.send(head).collected()
+        let whole = try await pipeline.send(URLRequest(url: tagged)).collected()
+        #expect(whole.status == 200 && whole.body.bytes == expected && whole.headers["Content-Range"] == nil)
+        struct Last: Decodable { let range: String?; let ifRange: String? }
+        let last = try JSONDecoder().decode(Last.self, from: try await transport.send(URLRequest(url: origin.url("/__hits", [("path", "/tagged-pieces")])))
+            .body.collect(upTo: 1 << 20))
+        #expect(last.range == "bytes=30-99" && last.ifRange == "\"p1\"")
+        #expect(try await pipeline.send(URLRequest(url: tagged)).collected().source == .cache)
+    }
+
     @Test("a server that closes or resets the connection without answering: connectionLost, retried for a GET")
     func connectionReset() async throws {
         let origin = try Self.origin()
