@@ -26,6 +26,17 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
+        .executableTarget(
+            name: "ConformanceProxy",
+            dependencies: [
+                "RecallAsyncHTTPClient",
+                .product(name: "Recall", package: "Recall"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "RecallAsyncHTTPClientTests",
             dependencies: [

@@ -432,7 +432,11 @@ struct CacheStrategy: Sendable {
             // shows that response is outdated.
             guard response.status == 200, let stored, !x.redirected else { return .pass }
             guard rules.headResponse(response, matches: stored) else { return .remove }
-            return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
+            // The caller gets the origin's answer with the fields only the stored response has.
+            let updated = rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now)
+            var answer = response
+            for field in updated.headers where !response.headers.contains(field.name) { answer.headers.add(field.name, field.value) }
+            return .storeAndAnswer(updated, answer)
         }
         let facts = CacheEntry.Facts(response.headers)
         if rules.isStorable(response, facts: facts, for: x.answered), mayShare(facts, x) {

@@ -33,8 +33,10 @@ extension HTTPCache {
         let (after, exchange, target) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
         let entry: CacheEntry
         switch after {
-        case .store(let stored), .storeAndAnswer(let stored, _): entry = stored // (the answer: the response as it streams)
+        case .store(let stored) where state.method != .head, .storeAndAnswer(let stored, _) where state.method != .head:
+            entry = stored // (the answer: the response as it streams)
         default:
+            // (Also an answer to HEAD that updates the stored GET response: that keeps its own body.)
             defer { leads.finish(state.lead) }
             let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
             if answer.body != response.body { response.body.discard() }

@@ -247,6 +247,23 @@ struct CacheRFCRulesTests {
         #expect(h.mock.count(for: "/plain") == 2)
     }
 
+    @Test("a HEAD answer that updates the stored GET response keeps its body when the transport streams bodies, and carries the fields only the stored response has")
+    func headOverStreamedBodies() async throws {
+        let h = CacheHarness(transport: { StreamedBodies(inner: $0) })
+        h.origin("/s", headers: ["Cache-Control": "max-age=2", "Template-A": "1"], body: "the stored body")
+        h.origin("/s", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "Set-Cookie": "seen=1"], body: "")
+        #expect(try await h.get("/s").collected().bodyText == "the stored body")
+        h.now.advance(10)
+        let head = try await h.pipeline.send(h.request("/s", method: "HEAD")).collected()
+        #expect(head.source == .network && head.status == 200)
+        #expect(head.headers["Template-A"] == "1", "the stored field the answer lacks")
+        #expect(head.headers["Set-Cookie"] == "seen=1", "the answer's own fields, stored or not")
+        let get = try await h.get("/s").collected()
+        #expect(get.source == .cache)
+        #expect(get.bodyText == "the stored body")
+        #expect(get.headers["Cache-Control"] == "max-age=1000")
+    }
+
     @Test("a 200 to HEAD is not a match when only one side has a validator, or another Content-Length: the stored GET is dropped",
           arguments: [["Cache-Control": "max-age=1000", "ETag": "\"new\""], ["Cache-Control": "max-age=1000", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT"],
                       ["Cache-Control": "max-age=1000", "Content-Length": "99"]] as [HeaderFields])
@@ -577,6 +594,19 @@ struct CacheRFCRulesTests {
         }
         try #require(bound)
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Hands `inner`'s answers with their bodies as streams, as network transports do.
+struct StreamedBodies: Transport {
+    let inner: any Transport
+    func send(_ request: URLRequest) async throws -> RecallResponse {
+        var response = try await inner.send(request)
+        let bytes = try await response.body.collect(upTo: 1 << 30)
+        response.body = ResponseBody.producing(expectedLength: bytes.count, url: response.url) { writer in
+            if !bytes.isEmpty { try await writer.write(bytes) }
+        }
+        return response
     }
 }
 

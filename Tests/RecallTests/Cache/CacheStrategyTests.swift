@@ -418,7 +418,7 @@ struct CacheStrategyTests {
         AfterRow(rule: "must-revalidate forbids stale-if-error", sent: .validating,
                  stored: ["Cache-Control": "max-age=10, stale-if-error=60, must-revalidate"], status: 500, next: .pass),
         AfterRow(rule: "a HEAD 200 whose validators match updates the stored GET response (§4.3.5)", method: "HEAD", sent: .validating,
-                 status: 200, fields: ["ETag": "\"v1\"", "Cache-Control": "max-age=99"], next: .store(status: 200)),
+                 status: 200, fields: ["ETag": "\"v1\"", "Cache-Control": "max-age=99"], next: .storeAndAnswer(status: 200, answer: 200)),
         AfterRow(rule: "a HEAD 200 with another ETag removes the stored GET response", method: "HEAD", sent: .validating,
                  status: 200, fields: ["ETag": "\"v2\""], next: .remove),
         AfterRow(rule: "a HEAD 200 without validators cannot confirm the stored GET response: it is dropped", method: "HEAD", sent: .validating, status: 200, next: .remove),

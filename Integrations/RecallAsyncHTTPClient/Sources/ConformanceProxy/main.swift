@@ -1,0 +1,91 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Recall
+import RecallAsyncHTTPClient
+
+// A reverse caching proxy: every request to 127.0.0.1:LISTEN goes through an HTTPCache over an
+// AsyncHTTPClientTransport (or URLSessionTransport) to ORIGIN, and its answer comes back.
+// Arguments: LISTEN ORIGIN [one-user|many-users] [ahc|urlsession]
+
+let arguments = CommandLine.arguments
+let listen = arguments.count > 1 ? Int(arguments[1]) ?? 8001 : 8001
+let origin = arguments.count > 2 ? arguments[2] : "http://127.0.0.1:8000"
+var configuration = CacheConfiguration()
+configuration.audience = arguments.count > 3 && arguments[3] == "one-user" ? .oneUser : .manyUsers
+let useURLSession = arguments.count > 4 && arguments[4] == "urlsession"
+
+var clientConfiguration = HTTPClient.Configuration()
+clientConfiguration.redirectConfiguration = .disallow
+clientConfiguration.connectionPool.retryConnectionEstablishment = false
+let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+let transport: any Transport = useURLSession ? URLSessionTransport(redirects: .doNotFollow) : AsyncHTTPClientTransport(client: client)
+let pipeline = Pipeline(transport: transport, hooks: [HTTPCache(configuration: configuration)])
+
+let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "content-length", "host"]
+
+func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> (HTTPResponseHead, ByteBuffer) {
+    var request = URLRequest(url: URL(string: origin + head.uri)!)
+    request.httpMethod = head.method.rawValue
+    for (name, value) in head.headers where !hopByHop.contains(name.lowercased()) {
+        request.addValue(value, forHTTPHeaderField: name)
+    }
+    if body.readableBytes > 0 { request.httpBody = Data(body.readableBytesView) }
+    do {
+        let response = try await pipeline.send(request).collected()
+        var headers = HTTPHeaders()
+        for field in response.headers where !hopByHop.contains(field.name.lowercased()) { headers.add(name: field.name, value: field.value) }
+        let bytes = response.body.bytes ?? Data()
+        if head.method == .HEAD {
+            if let length = response.headers["Content-Length"] { headers.add(name: "Content-Length", value: length) }
+        } else if response.status != 304, response.status != 204, response.status >= 200 {
+            headers.add(name: "Content-Length", value: String(bytes.count))
+        }
+        let status = HTTPResponseStatus(statusCode: response.status)
+        return (HTTPResponseHead(version: head.version, status: status, headers: headers),
+                head.method == .HEAD ? ByteBuffer() : ByteBuffer(bytes: bytes))
+    } catch {
+        let text = "proxy: \(error)"
+        return (HTTPResponseHead(version: head.version, status: .badGateway, headers: ["Content-Length": String(text.utf8.count)]),
+                ByteBuffer(string: text))
+    }
+}
+
+let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+    .bind(host: "127.0.0.1", port: listen) { channel in
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+            return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+        }
+    }
+print("listening on \(listen), origin \(origin), \(configuration.audience), \(useURLSession ? "URLSession" : "AHC")")
+try await withThrowingDiscardingTaskGroup { group in
+    try await server.executeThenClose { connections in
+        for try await connection in connections {
+            group.addTask {
+                try? await connection.executeThenClose { inbound, outbound in
+                    var head: HTTPRequestHead?
+                    var body = ByteBuffer()
+                    for try await part in inbound {
+                        switch part {
+                        case .head(let received): head = received; body.clear()
+                        case .body(var chunk): body.writeBuffer(&chunk)
+                        case .end:
+                            guard let request = head else { continue }
+                            let (responseHead, responseBody) = await answer(request, body: body)
+                            try await outbound.write(.head(responseHead))
+                            if responseBody.readableBytes > 0 { try await outbound.write(.body(.byteBuffer(responseBody))) }
+                            try await outbound.write(.end(nil))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
