@@ -53,6 +53,7 @@ final class CacheCounters: Sendable {
         case .serveAndRefresh:
             count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
         case .send(_, .fetching), .send(_, .ranging), .send(_, .completing): miss(context)
+        case .send(_, .callerConditional): bypass(context) // (the origin evaluates the caller's conditions)
         case .send: break
         case .bypass: bypass(context)
         case .gatewayTimeout: count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }

@@ -91,7 +91,9 @@ final class CacheLookup: Sendable {
         switch scheduling.route {
         case .bypass: return .bypass // (sorted out before)
         case .invalidate: return .pass(scheduling, .invalidating)
-        case .callerConditional: return .pass(scheduling, .callerConditional)
+        case .callerConditional:
+            // Conditions the cache evaluates from what is stored (RFC 9111 §4.3.2): read the record.
+            return .wait(Waiting(scheduling: scheduling, afterWrite: false))
         case .range: return .wait(Waiting(scheduling: scheduling, afterWrite: false))
         case .lookup:
             let writesBefore = writer.writes

@@ -415,10 +415,56 @@ package struct CacheRules: Sendable {
 
     /// ``response(from:for:now:source:)`` for a request whose ``RequestFacts`` are read.
     func response(from entry: CacheEntry, for request: RequestFacts, now: Date, source: RecallResponse.Source) -> RecallResponse {
+        RecallResponse(status: entry.status, headers: servedHeaders(entry, now: now),
+                       body: request.method == .head ? ResponseBody() : entry.responseBody, url: entry.url ?? request.url, source: source)
+    }
+
+    /// The fields of `entry` as served at `now`: with a current `Age`.
+    private func servedHeaders(_ entry: CacheEntry, now: Date) -> HeaderFields {
         let age = String(Int(currentAge(entry, now: now).rounded(.down)))
-        let headers = entry.facts.hasAge ? entry.headers.replacing("Age", with: age) : entry.headers.appending("Age", age)
-        return RecallResponse(status: entry.status, headers: headers, body: request.method == .head ? ResponseBody() : entry.responseBody,
-                              url: entry.url ?? request.url, source: source)
+        return entry.facts.hasAge ? entry.headers.replacing("Age", with: age) : entry.headers.appending("Age", age)
+    }
+
+    /// The `304` a cache answers a caller's conditional request with when `entry` has not
+    /// changed (RFC 9111 §4.3.2): the stored fields with a current `Age` — those a `200` would
+    /// carry, as RFC 9110 §15.4.5 asks — but the ones that frame a body; no body.
+    func notModifiedResponse(from entry: CacheEntry, for request: RequestFacts, now: Date, source: RecallResponse.Source) -> RecallResponse {
+        var headers = servedHeaders(entry, now: now)
+        for name in ["Content-Length", "Content-Range", "Transfer-Encoding"] { headers.remove(name) }
+        return RecallResponse(status: 304, headers: headers, body: ResponseBody(), url: entry.url ?? request.url, source: source)
+    }
+
+    /// Whether the caller's conditional `request` finds `entry` unchanged, as RFC 9111 §4.3.2 has a
+    /// cache evaluate it: with `If-None-Match`, when `*` or one of its entity tags matches the
+    /// entry's by weak comparison (RFC 9110 §13.1.2); else with an `If-Modified-Since` that is a
+    /// valid date, when the entry's `Last-Modified` — else its `Date`, else when it was received —
+    /// is not later (§13.1.3). `false` without either field.
+    func isUnchanged(_ entry: CacheEntry, for request: URLRequest) -> Bool {
+        if let tags = request.value(forHTTPHeaderField: "If-None-Match") {
+            let listed = Self.entityTags(in: tags)
+            if listed.contains("*") { return true }
+            guard let stored = entry.etag else { return false }
+            return listed.contains { Self.weakTag($0) == Self.weakTag(stored) }
+        }
+        guard let field = request.value(forHTTPHeaderField: "If-Modified-Since"), let since = HTTPDate.parse(field) else { return false }
+        return (entry.facts.lastModifiedDate ?? entry.facts.date ?? entry.responseTime) <= since
+    }
+
+    /// The members of an `If-None-Match` value: `*` or entity tags, split at the commas outside
+    /// their quotes.
+    static func entityTags(in value: String) -> [String] {
+        var tags: [String] = [], current = "", quoted = false
+        for character in value {
+            if character == "\"" { quoted.toggle() }
+            if character == ",", !quoted {
+                tags.append(current.trimmingOWS)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        tags.append(current.trimmingOWS)
+        return tags.filter { !$0.isEmpty }
     }
 
     /// `tag` as an entity-tag: an unquoted tag from a sloppy origin (`abc`, `W/abc`) is sent

@@ -47,7 +47,9 @@ struct CacheStrategy: Sendable {
         /// A method not known to be safe (RFC 9110 §9.2.1): passed on; a non-error answer
         /// invalidates the URI and its same-origin `Location` and `Content-Location`.
         case invalidate
-        /// The caller's own conditional request: passed on; a matching 304 freshens what is stored.
+        /// The caller's own conditional request with `If-None-Match` or `If-Modified-Since`: answered
+        /// from a stored response that may be used as it is (a `304`, or the response), else passed
+        /// on; a matching 304 freshens what is stored.
         case callerConditional
         /// One byte range of a `GET`: answered from a stored full response or stored pieces
         /// that hold it, else asked of the origin (only the missing bytes, when pieces are held).
@@ -75,7 +77,10 @@ struct CacheStrategy: Sendable {
             }
             return .range(range)
         }
-        return Self.conditionalFields.contains(where: has) ? .callerConditional : .lookup
+        guard Self.conditionalFields.contains(where: has) else { return .lookup }
+        // Conditions only an origin evaluates (If-Match, If-Unmodified-Since, a stray If-Range):
+        // passed on untouched.
+        return Self.evaluatesConditions(request) ? .callerConditional : .bypass
     }
 
     // MARK: Mode
@@ -146,6 +151,10 @@ struct CacheStrategy: Sendable {
     /// `record` at the request's time, or at `now` when given (after a wait).
     func before(_ request: URLRequest, _ scheduling: CacheScheduling, record: CacheRecord?, now: Date? = nil) -> Before {
         let now = now ?? scheduling.requestTime
+        if case .callerConditional = scheduling.route {
+            return beforeConditional(request, scheduling.facts, record: record, partition: scheduling.partition,
+                                     inScope: scheduling.inScope, now: now)
+        }
         if case .range(let range) = scheduling.route {
             return before(request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
                           inScope: scheduling.inScope, now: now)
@@ -192,6 +201,37 @@ struct CacheStrategy: Sendable {
             guard let conditional = rules.conditionalRequest(request, for: entry) else { return .send(request, .fetching(stored: entry)) }
             return .send(conditional, .validating(stored: entry, alternates: []))
         }
+    }
+
+    /// Whether the cache evaluates the conditions of the caller's conditional `request` itself
+    /// (RFC 9111 §4.3.2): it carries `If-None-Match` or `If-Modified-Since`, and none of the
+    /// conditions only an origin server evaluates (`If-Match`, `If-Unmodified-Since`, `If-Range`).
+    static func evaluatesConditions(_ request: URLRequest) -> Bool {
+        func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
+        return (has("If-None-Match") || has("If-Modified-Since")) && !has("If-Match") && !has("If-Unmodified-Since") && !has("If-Range")
+    }
+
+    /// What the caller's own conditional request does with `record` (RFC 9111 §4.3.2): when a
+    /// stored response may answer it as it is (fresh, or stale where the request allows), the
+    /// cache evaluates `If-None-Match` (else `If-Modified-Since`) against it — a `304` made from
+    /// it when it is unchanged, the stored response itself when it changed; otherwise the request
+    /// goes to the origin as it is (and a `304` freshens what is stored).
+    func beforeConditional(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
+                           now: Date) -> Before {
+        guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
+            return .send(request, .callerConditional)
+        }
+        let stale: StaleReason?
+        switch rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: rules.requestDirectives(request, hasFields: facts.hasFields), now: now) {
+        case .fresh: stale = nil
+        case .stale(let reason): stale = reason
+        default: return .send(request, .callerConditional)
+        }
+        let source: RecallResponse.Source = stale == nil ? .cache : .stale
+        guard rules.isUnchanged(entry, for: request) else {
+            return .serve(rules.response(from: entry, for: facts, now: now, source: source), stale: stale)
+        }
+        return .serve(rules.notModifiedResponse(from: entry, for: facts, now: now, source: source), stale: stale)
     }
 
     /// A plain `GET` of a representation whose pieces only are stored, under a strong entity tag:

@@ -86,15 +86,71 @@ struct CacheValidationTests {
         #expect(h.mock.requests(for: "/u2").count == 3)
     }
 
-    @Test("a caller's own conditional request is passed through, not answered with an unrequested 200", arguments: StorageKind.allCases)
+    @Test("a caller's own conditional request for a stale stored response is passed through, not answered with an unrequested 200",
+          arguments: StorageKind.allCases)
     func callerConditional(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/k", [(200, ["Cache-Control": "max-age=100", "ETag": "\"k\""], "body"), (304, ["ETag": "\"k\"", "Cache-Control": "max-age=100"], "")])
         try await h.get("/k")
+        h.now.advance(200)
         let response = try await h.get("/k", headers: ["If-None-Match": "\"k\""])
         #expect(response.status == 304)
         #expect(response.source == .network)
+        #expect(h.mock.requests(for: "/k").last?.value(forHTTPHeaderField: "If-None-Match") == "\"k\"")
         #expect(h.hits("/k") == 2)
+        #expect(try await h.get("/k").source == .cache, "the 304 freshened the stored response")
+    }
+
+    @Test("a caller's If-None-Match against a fresh stored response is answered from cache (RFC 9111 §4.3.2): 304 when a tag matches, the stored 200 when none does",
+          arguments: StorageKind.allCases)
+    func callerIfNoneMatchFromCache(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin("/n", headers: ["Cache-Control": "max-age=100", "ETag": "\"k\"", "Content-Type": "text/plain", "X-Kept": "1"], body: "body")
+        try await h.get("/n")
+        h.now.advance(7)
+        for tags in ["\"k\"", "W/\"k\"", "\"a\", \"k\"", "*", "\"a,b\", W/\"k\""] {
+            let unchanged = try await h.get("/n", headers: ["If-None-Match": tags]).collected()
+            #expect(unchanged.status == 304 && unchanged.source == .cache, "\(tags)")
+            #expect(unchanged.headers["ETag"] == "\"k\"" && unchanged.headers["X-Kept"] == "1" && unchanged.headers["Age"] == "7")
+            #expect(unchanged.headers["Content-Length"] == nil && unchanged.body.bytes?.isEmpty != false)
+        }
+        let changed = try await h.get("/n", headers: ["If-None-Match": "\"other\", \"k,\""]).collected()
+        #expect(changed.status == 200 && changed.source == .cache && changed.bodyText == "body")
+        let head = try await h.pipeline.send(h.request("/n", method: "HEAD", headers: ["If-None-Match": "\"k\""])).collected()
+        #expect(head.status == 304 && head.source == .cache)
+        // Conditions only an origin evaluates go there, with the caller's fields untouched.
+        h.origin("/n", method: "GET", status: 412, headers: [:], body: "")
+        let ifMatch = try await h.get("/n", headers: ["If-Match": "\"other\""])
+        #expect(ifMatch.status == 412 && ifMatch.source == .network)
+        #expect(h.hits("/n") == 2)
+        #expect(h.cache.statistics.hits == 7)
+    }
+
+    @Test("a caller's If-Modified-Since against a fresh stored response is answered from cache: 304 when Last-Modified (else Date) is not later",
+          arguments: StorageKind.allCases)
+    func callerIfModifiedSinceFromCache(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        let modified = h.now.value.addingTimeInterval(-3000)
+        h.origin("/m", headers: ["Cache-Control": "max-age=100", "Last-Modified": HTTPDate.format(modified)], body: "body")
+        h.origin("/d", headers: ["Cache-Control": "max-age=100"], body: "dated")
+        try await h.get("/m")
+        try await h.get("/d")
+        func get(_ path: String, since: String) async throws -> RecallResponse {
+            try await h.get(path, headers: ["If-Modified-Since": since]).collected()
+        }
+        #expect(try await get("/m", since: HTTPDate.format(modified)).status == 304)
+        #expect(try await get("/m", since: HTTPDate.format(modified.addingTimeInterval(1000))).status == 304)
+        let earlier = try await get("/m", since: HTTPDate.format(modified.addingTimeInterval(-1)))
+        #expect(earlier.status == 200 && earlier.bodyText == "body" && earlier.source == .cache)
+        let invalid = try await get("/m", since: "yesterday")
+        #expect(invalid.status == 200 && invalid.source == .cache, "an invalid date is ignored (RFC 9110 §13.1.3)")
+        // Without Last-Modified, the stored Date stands in.
+        #expect(try await get("/d", since: HTTPDate.format(h.now.value)).status == 304)
+        #expect(try await get("/d", since: HTTPDate.format(h.now.value.addingTimeInterval(-1))).status == 200)
+        // With If-None-Match present, If-Modified-Since is not read.
+        let both = try await h.get("/m", headers: ["If-None-Match": "\"none\"", "If-Modified-Since": HTTPDate.format(modified)]).collected()
+        #expect(both.status == 200)
+        #expect(h.hits("/m") == 1 && h.hits("/d") == 1)
     }
 
     @Test("a caller's matching 304 freshens the stored response", arguments: StorageKind.allCases)
