@@ -323,7 +323,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             if let error {
                 continuation.resume(throwing: Self.transportError(error, url: url))
             } else if let response = task.response {
-                continuation.resume(returning: (response, ResponseBody()))
+                continuation.resume(returning: (response, Self.bodyNeverDelivered(response, task: task)))
             } else {
                 continuation.resume(throwing: TransportError(.other, url: url, message: "the task finished without a response"))
             }
@@ -343,6 +343,24 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         case nil:
             break
         }
+    }
+
+    /// The body of a task that finished without telling its delegate of its response: none —
+    /// unless the response declares one, which corelibs then dropped (it keeps the body of a
+    /// `301`–`308` aside for a redirect and loses it when there is none, a 3xx without
+    /// `Location`). That body fails when read, so nobody mistakes it for an empty one and the
+    /// cache does not store it; the status and fields still reach the caller.
+    private static func bodyNeverDelivered(_ response: URLResponse, task: URLSessionTask) -> ResponseBody {
+        guard let http = response as? HTTPURLResponse,
+              let declared = ResponseBody.declaredLength(status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
+                                                         requestMethod: task.originalRequest?.httpMethod), declared > 0 else {
+            return ResponseBody()
+        }
+        let url = task.originalRequest?.url
+        let (body, writer) = ResponseBody.makeStream(expectedLength: declared, url: url)
+        writer.finish(throwing: TransportError(.other, url: url, message: "corelibs Foundation did not deliver the \(declared)-byte body of "
+            + "this \(http.statusCode) response (it drops the body of a 3xx without Location)"))
+        return body
     }
 
     /// `error`, which ended a task after `received` body bytes of the `promised` (-1: unknown),

@@ -116,6 +116,25 @@ struct URLSessionTransportTests {
         }
     }
 
+    @Test("a 3xx without Location whose body corelibs drops: the head arrives, the body fails when read, and the cache stores nothing; with Location the body arrives",
+          arguments: [301, 302, 307, 308])
+    func redirectWithoutLocation(status: Int) async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("no-location")
+        let url = server.url(path, ["status": String(status), "body": "fifteen bytes!!", "cc": "max-age=600"])
+        let response = try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: url))
+        #expect(response.status == status && response.headers["Content-Length"] == "15")
+        await #expect(throws: TransportError.self) { try await response.body.collect(upTo: 1 << 20) }
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: URLSessionTransport(redirects: .doNotFollow), hooks: [cache])
+        await #expect(throws: TransportError.self) { try await pipeline.send(URLRequest(url: url)).collected() }
+        await #expect(throws: TransportError.self) { try await pipeline.send(URLRequest(url: url)).collected() }
+        #expect(cache.statistics.stores == 0 && cache.statistics.hits == 0)
+        #expect(try await server.hits(path) == 3)
+        let located = server.url(OriginServer.uniquePath("located"), ["status": String(status), "body": "fifteen bytes!!", "header": "Location:/x"])
+        #expect(try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: located)).collected().bodyText == "fifteen bytes!!")
+    }
+
     @Test("a server that closes the connection without answering: the stored response answers, offline (#39)")
     func droppedConnectionServesOffline() async throws {
         let server = try await OriginServer.shared.value
