@@ -9,9 +9,14 @@ import NIOPosix
 import Recall
 import RecallAsyncHTTPClient
 
-// A reverse caching proxy: every request to 127.0.0.1:LISTEN goes through an HTTPCache over an
-// AsyncHTTPClientTransport (or URLSessionTransport) to ORIGIN, and its answer comes back.
-// Arguments: LISTEN ORIGIN [one-user|many-users] [ahc|urlsession]
+// A caching reverse proxy for measuring Recall against an HTTP-cache conformance suite
+// (scripts/cache-tests.sh, docs/conformance.md): every request to 127.0.0.1:LISTEN goes through an
+// HTTPCache (in memory, of the audience given) over an AsyncHTTPClientTransport (or a
+// URLSessionTransport) to ORIGIN, redirects not followed, and its answer comes back.
+//
+//     ConformanceProxy LISTEN ORIGIN [one-user|many-users] [ahc|urlsession]
+//
+// A measuring tool, not a product: it holds each body in memory and keeps no logs but errors.
 
 let arguments = CommandLine.arguments
 let listen = arguments.count > 1 ? Int(arguments[1]) ?? 8001 : 8001
@@ -23,15 +28,36 @@ let useURLSession = arguments.count > 4 && arguments[4] == "urlsession"
 var clientConfiguration = HTTPClient.Configuration()
 clientConfiguration.redirectConfiguration = .disallow
 clientConfiguration.connectionPool.retryConnectionEstablishment = false
+// The test server closes idle connections after 5 s; tests pause about that long.
+clientConfiguration.connectionPool.idleTimeout = .seconds(4)
 let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
 let transport: any Transport = useURLSession ? URLSessionTransport(redirects: .doNotFollow) : AsyncHTTPClientTransport(client: client)
-let pipeline = Pipeline(transport: transport, hooks: [HTTPCache(configuration: configuration)])
+
+/// Sends again (up to three times in all) when a pooled connection turned out closed before any
+/// answer — the test server closes idle connections after 5 s and after answers whose
+/// `Connection` field it does not know: the retry a real pipeline's retrier makes, without
+/// retrying statuses, which the tests count.
+struct AgainOnLostConnection: Transport {
+    let inner: any Transport
+    func send(_ request: URLRequest) async throws -> RecallResponse {
+        for _ in 1..<3 {
+            do {
+                return try await inner.send(request)
+            } catch let error as TransportError where error.code == .connectionLost {
+                continue
+            }
+        }
+        return try await inner.send(request)
+    }
+}
+
+let pipeline = Pipeline(transport: AgainOnLostConnection(inner: transport), hooks: [HTTPCache(configuration: configuration)])
 
 let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "content-length", "host"]
 
 func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> (HTTPResponseHead, ByteBuffer) {
     var request = URLRequest(url: URL(string: origin + head.uri)!)
-    request.httpMethod = head.method.rawValue
+    request.httpMethod = head.method == .MSEARCH ? "M-SEARCH" : head.method.rawValue // (NIO spells it MSEARCH)
     for (name, value) in head.headers where !hopByHop.contains(name.lowercased()) {
         request.addValue(value, forHTTPHeaderField: name)
     }
@@ -51,6 +77,7 @@ func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> (HTTPResponseHea
                 head.method == .HEAD ? ByteBuffer() : ByteBuffer(bytes: bytes))
     } catch {
         let text = "proxy: \(error)"
+        FileHandle.standardError.write(Data("\(head.method) \(head.uri): \(error)\n".utf8))
         return (HTTPResponseHead(version: head.version, status: .badGateway, headers: ["Content-Length": String(text.utf8.count)]),
                 ByteBuffer(string: text))
     }
