@@ -129,6 +129,13 @@ public final class URLSessionTransport: Transport {
             body.discard()
             throw TransportError(.other, url: request.url, message: "the response was not HTTP (\(type(of: head)))")
         }
+        guard !(100..<200).contains(http.statusCode) || http.statusCode == 101 else {
+            // swift-corelibs-foundation takes an interim response (102, 103 Early Hints) for the
+            // final one and loses the final status and fields: never hand that over as an answer.
+            body.discard()
+            throw TransportError(.other, url: request.url, message: "the session reported the interim response \(http.statusCode) as "
+                + "the answer, without the final status and fields (swift-corelibs-foundation does so for any 1xx before the answer)")
+        }
         return RecallResponse(http, body: body)
     }
 

@@ -28,6 +28,7 @@ Every path answers; the query string says how:
   fail_first=N        the first N hits of this path answer fail_status (default 503)
   fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
+  interim=N           an interim response of status N (1xx) before the answer (repeatable)
   echo=1              answer with the request body
   body=TEXT           answer with TEXT (text/plain unless a header= gives Content-Type)
   ranges=1            answer a single byte range (Range: bytes=a-b, a- or -n) with 206 and
@@ -266,6 +267,8 @@ class Handler(BaseHTTPRequestHandler):
     def send(self, status, headers, body):
         if isinstance(headers, dict):
             headers = list(headers.items())
+        for code in parse_qs(urlsplit(self.path).query).get("interim", []):
+            self.wfile.write(b"HTTP/1.1 %d Interim\r\nLink: </x.css>; rel=preload\r\n\r\n" % int(code))
         self.send_response_only(status)
         for name, value in headers:
             self.send_header(name, value)

@@ -135,6 +135,18 @@ struct URLSessionTransportTests {
         #expect(try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: located)).collected().bodyText == "fifteen bytes!!")
     }
 
+    @Test("interim responses (102, 103) before the answer: corelibs loses the final status and fields, so the transport fails clearly instead of answering 1xx",
+          arguments: [["102"], ["103"], ["102", "103"]])
+    func interimResponses(codes: [String]) async throws {
+        let server = try await OriginServer.shared.value
+        let url = server.url(OriginServer.uniquePath("interim"), ["body": "final", "cc": "max-age=60"],
+                             extra: codes.map { URLQueryItem(name: "interim", value: $0) })
+        let error = await #expect(throws: TransportError.self) { try await URLSessionTransport().send(URLRequest(url: url)) }
+        #expect(error?.code == .other && error?.message.contains("interim response") == true)
+        let plain = try await URLSessionTransport().send(URLRequest(url: server.url(OriginServer.uniquePath("no-interim"), ["body": "final"])))
+        #expect(plain.status == 200)
+    }
+
     @Test("a server that closes the connection without answering: the stored response answers, offline (#39)")
     func droppedConnectionServesOffline() async throws {
         let server = try await OriginServer.shared.value

@@ -108,6 +108,19 @@ struct AsyncHTTPClientTransportTests {
         #expect(try await pipeline.send(URLRequest(url: tagged)).collected().source == .cache)
     }
 
+    @Test("interim responses (102, 103) before the answer are skipped: the final answer arrives and is stored, never a 1xx")
+    func interimResponses() async throws {
+        let origin = try Self.origin()
+        let cache = HTTPCache()
+        let pipeline = Pipeline(transport: transport, hooks: [cache])
+        let url = origin.url("/interim", [("interim", "102"), ("interim", "103"), ("body", "final"), ("cc", "max-age=60")])
+        let first = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(first.status == 200 && first.bodyText == "final" && first.headers["Cache-Control"] == "max-age=60")
+        #expect(first.headers["Link"] == nil, "an interim response's fields are not the answer's")
+        let again = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(again.source == .cache && again.bodyText == "final")
+    }
+
     @Test("a server that closes or resets the connection without answering: connectionLost, retried for a GET")
     func connectionReset() async throws {
         let origin = try Self.origin()
