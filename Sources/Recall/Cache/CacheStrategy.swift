@@ -214,21 +214,25 @@ struct CacheStrategy: Sendable {
     /// What the caller's own conditional request does with `record` (RFC 9111 §4.3.2): when a
     /// stored response may answer it as it is (fresh, or stale where the request allows), the
     /// cache evaluates `If-None-Match` (else `If-Modified-Since`) against it — a `304` made from
-    /// it when it is unchanged, the stored response itself when it changed; otherwise the request
-    /// goes to the origin as it is (and a `304` freshens what is stored).
+    /// it when it is a `2xx` and unchanged, the stored response itself otherwise; `only-if-cached`
+    /// with nothing usable stored gets a `504`; otherwise the request goes to the origin as it is
+    /// (and a `304` freshens what is stored).
     func beforeConditional(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
                            now: Date) -> Before {
-        guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
-            return .send(request, .callerConditional)
-        }
+        let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
+        let pass: Before = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
+            ? .gatewayTimeout(Self.onlyIfCachedMiss(request)) : .send(request, .callerConditional)
+        guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else { return pass }
         let stale: StaleReason?
-        switch rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: rules.requestDirectives(request, hasFields: facts.hasFields), now: now) {
+        switch rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: directives, now: now) {
         case .fresh: stale = nil
         case .stale(let reason): stale = reason
-        default: return .send(request, .callerConditional)
+        default: return pass
         }
         let source: RecallResponse.Source = stale == nil ? .cache : .stale
-        guard rules.isUnchanged(entry, for: request) else {
+        // Conditions apply only where the unconditional answer is a 2xx (RFC 9110 §13.2.1): a
+        // stored 404 answers as it is, never a 304 that would keep the caller's old copy alive.
+        guard (200..<300).contains(entry.status), rules.isUnchanged(entry, for: request) else {
             return .serve(rules.response(from: entry, for: facts, now: now, source: source), stale: stale)
         }
         return .serve(rules.notModifiedResponse(from: entry, for: facts, now: now, source: source), stale: stale)
@@ -425,7 +429,11 @@ struct CacheStrategy: Sendable {
             let stored = x.method == .post && response.source == .network ? postEntry(response, exchange: x) : nil
             return .invalidate(invalidatedURLs(by: response, to: x.sent), store: stored)
         }
-        guard response.source == .network else { return .pass }
+        // A 304 confirms what this cache validated wherever it comes from: a cache further in
+        // (memory over disk) answers this cache's conditional request itself (RFC 9111 §4.3.2).
+        let notModified: Bool
+        if case .validating = mode { notModified = response.status == 304 } else { notModified = false }
+        guard response.source == .network || notModified else { return .pass }
         switch mode {
         case .callerConditional:
             return response.status == 304 && !x.redirected ? .freshen : .pass

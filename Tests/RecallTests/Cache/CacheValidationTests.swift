@@ -126,6 +126,22 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.hits == 7)
     }
 
+    @Test("a caller's conditions are not evaluated against a stored non-2xx (RFC 9110 §13.2.1): the stored 404 answers; only-if-cached with nothing usable gets 504",
+          arguments: StorageKind.allCases)
+    func callerConditionalOnNon2xx(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin("/gone", status: 404, headers: ["Cache-Control": "max-age=100", "ETag": "\"g\""], body: "not here")
+        try await h.get("/gone")
+        for fields in [["If-None-Match": "*"], ["If-None-Match": "\"g\""], ["If-Modified-Since": HTTPDate.format(h.now.value.addingTimeInterval(60))]] {
+            let answer = try await h.get("/gone", headers: fields).collected()
+            #expect(answer.status == 404 && answer.source == .cache && answer.bodyText == "not here", "\(fields)")
+        }
+        #expect(h.hits("/gone") == 1)
+        let nothing = try await h.get("/never", headers: ["If-None-Match": "\"x\"", "Cache-Control": "only-if-cached"])
+        #expect(nothing.status == 504)
+        #expect(h.hits("/never") == 0)
+    }
+
     @Test("a caller's If-Modified-Since against a fresh stored response is answered from cache: 304 when Last-Modified (else Date) is not later",
           arguments: StorageKind.allCases)
     func callerIfModifiedSinceFromCache(storage: StorageKind) async throws {

@@ -139,6 +139,26 @@ struct HookCompositionTests {
         }
     }
 
+    @Test("two caches: the inner one answers the outer one's revalidation with a 304 from its fresher copy; the caller gets the body, and the outer copy is freshened")
+    func innerCacheAnswersRevalidation() async throws {
+        let mock = MockTransport()
+        mock.route("GET", "/doc", .text("the body", headers: ["Cache-Control": "max-age=600", "ETag": "\"v1\""]))
+        let outer = HTTPCache(storage: MemoryStorage())
+        let inner = HTTPCache(storage: MemoryStorage())
+        let url = URL(string: "https://origin.test/doc")!
+        // The inner cache holds a fresh copy; the outer one holds a copy that must be revalidated.
+        try await Pipeline(transport: mock, hooks: [inner]).send(URLRequest(url: url)).collected()
+        mock.route("GET", "/doc", .text("the body", headers: ["Cache-Control": "no-cache", "ETag": "\"v1\""]))
+        try await Pipeline(transport: mock, hooks: [outer]).send(URLRequest(url: url)).collected()
+        let pipeline = Pipeline(transport: mock, hooks: [outer, inner])
+        let answer = try await pipeline.send(URLRequest(url: url)).collected()
+        #expect(answer.status == 200, "a caller who asked unconditionally never gets a 304")
+        #expect(answer.bodyText == "the body")
+        #expect(answer.source == .revalidated)
+        #expect(mock.count(for: "/doc") == 2, "the inner cache answered the revalidation")
+        #expect(outer.statistics.revalidated == 1 && inner.statistics.hits == 1)
+    }
+
     @Test("any hook may answer without suspending, first or behind another hook: its onSchedule is not called")
     func anyHookAnswersWithoutSuspending() async throws {
         let origin = MockTransport()
