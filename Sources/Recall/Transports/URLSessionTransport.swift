@@ -353,20 +353,22 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     /// The body of a task that finished without telling its delegate of its response: none —
-    /// unless the response declares one, which corelibs then dropped (it keeps the body of a
-    /// `301`–`308` aside for a redirect and loses it when there is none, a 3xx without
-    /// `Location`). That body fails when read, so nobody mistakes it for an empty one and the
-    /// cache does not store it; the status and fields still reach the caller.
+    /// unless it is a `301`–`308` (to anything but `HEAD`) that may have had one, which corelibs
+    /// then dropped (it keeps such a body aside for a redirect and loses it when there is none: a
+    /// 3xx without `Location`). Only a declared length of 0 says there was nothing to lose; any
+    /// other — a length, chunked, a content coding — gives a body that fails when read, so nobody
+    /// mistakes it for an empty one and the cache does not store it. The status and fields still
+    /// reach the caller.
     private static func bodyNeverDelivered(_ response: URLResponse, task: URLSessionTask) -> ResponseBody {
-        guard let http = response as? HTTPURLResponse,
-              let declared = ResponseBody.declaredLength(status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
-                                                         requestMethod: task.originalRequest?.httpMethod), declared > 0 else {
-            return ResponseBody()
-        }
+        guard let http = response as? HTTPURLResponse, (301...308).contains(http.statusCode),
+              task.originalRequest?.httpMethod?.uppercased() != "HEAD" else { return ResponseBody() }
+        let declared = ResponseBody.declaredLength(status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
+                                                   requestMethod: task.originalRequest?.httpMethod)
+        if declared == 0 { return ResponseBody() }
         let url = task.originalRequest?.url
         let (body, writer) = ResponseBody.makeStream(expectedLength: declared, url: url)
-        writer.finish(throwing: TransportError(.other, url: url, message: "corelibs Foundation did not deliver the \(declared)-byte body of "
-            + "this \(http.statusCode) response (it drops the body of a 3xx without Location)"))
+        writer.finish(throwing: TransportError(.other, url: url, message: "corelibs Foundation did not deliver the body of this "
+            + "\(http.statusCode) response (it drops the body of a 3xx without Location)"))
         return body
     }
 

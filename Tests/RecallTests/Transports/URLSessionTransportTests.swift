@@ -133,6 +133,15 @@ struct URLSessionTransportTests {
         #expect(try await server.hits(path) == 3)
         let located = server.url(OriginServer.uniquePath("located"), ["status": String(status), "body": "fifteen bytes!!", "header": "Location:/x"])
         #expect(try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: located)).collected().bodyText == "fifteen bytes!!")
+        // Of unknown length (no Content-Length, the body ends with the connection): failing too.
+        let unknown = server.url(OriginServer.uniquePath("no-location-unknown"), ["status": String(status), "stream": "100", "length": "omit",
+                                                                                  "cc": "max-age=600"])
+        let open = try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: unknown))
+        #expect(open.status == status)
+        await #expect(throws: TransportError.self) { try await open.body.collect(upTo: 1 << 20) }
+        // Declared empty: nothing was lost.
+        let empty = server.url(OriginServer.uniquePath("no-location-empty"), ["status": String(status), "body": ""])
+        #expect(try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: empty)).collected().bodyText == "")
     }
 
     @Test("interim responses (102, 103) before the answer: corelibs loses the final status and fields, so the transport fails clearly instead of answering 1xx",
