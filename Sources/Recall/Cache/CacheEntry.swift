@@ -280,6 +280,12 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// `Last-Modified`, as sent.
     public var lastModified: String? { facts.lastModified }
 
+    /// Whether this is a piece of a representation (a `206`) without a strong entity tag: it says
+    /// nothing of a full response stored beside it, so it never replaces one.
+    var isPieceWithoutStrongValidator: Bool {
+        status == 206 && !(etag.map(CacheRules.isStrong) ?? false)
+    }
+
     /// The memory the entry takes, for byte limits: the body and the text of its fields plus
     /// the fixed costs of the structures that hold them (measured on Linux x86-64: ~560 bytes
     /// per entry, ~64 per field, ~64 per heap-allocated body; see docs/reliability.md).

@@ -60,16 +60,27 @@ package struct CacheRules: Sendable {
     /// `Content-Range` with a known complete length that the body fills exactly, no
     /// `Content-Encoding`, a strong entity tag or explicit freshness (`max-age`, `Expires`: a
     /// piece without a strong validator answers ranges inside it while fresh, and is never
-    /// combined with another, §3.4), and the rules every stored response follows. `nil` otherwise.
-    func storablePiece(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest)
+    /// combined with another, §3.4; a positive lifetime: `max-age=0` or a past `Expires` would
+    /// store a piece nothing can use), and the rules every stored response follows. `nil` otherwise.
+    func storablePiece(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest, now: Date)
         -> (bounds: ClosedRange<Int>, length: Int)? {
-        guard response.status == 206,
-              facts.etag.map(Self.isStrong) == true || facts.cacheControl.maxAge != nil || !facts.expires.isEmpty,
+        guard response.status == 206, facts.etag.map(Self.isStrong) == true || hasExplicitFreshness(response, facts: facts, now: now),
               response.headers.values(for: "Content-Range").count == 1,
               let range = response.headers["Content-Range"].flatMap(PartialContent.contentRange),
               response.wholeBody.count == range.bounds.count, !response.headers.contains("Content-Encoding"),
               mayStore(response, facts: facts, for: request) else { return nil }
         return range
+    }
+
+    /// Whether `response` gives itself a positive freshness lifetime (`max-age`, or an `Expires`
+    /// after its `Date`): a piece stored without a strong validator must be usable for a while,
+    /// as nothing can ever revalidate it.
+    /// (`now`: when it was received, standing in for a missing `Date`.)
+    private func hasExplicitFreshness(_ response: RecallResponse, facts: CacheEntry.Facts, now: Date) -> Bool {
+        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty else { return false }
+        let entry = CacheEntry(status: response.status, headers: response.headers, facts: facts, body: Data(), url: nil,
+                               requestTime: now, responseTime: now, varyValues: [], partition: "")
+        return freshnessLifetime(entry) > 0
     }
 
     /// Whether an entity tag is strong (not `W/`-prefixed): only a strong tag says two

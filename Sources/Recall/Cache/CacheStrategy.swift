@@ -541,7 +541,7 @@ struct CacheStrategy: Sendable {
             let full = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
             return .storeAndAnswer(full, rules.partialResponse(response, range: range))
         case 206:
-            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered), mayShare(facts, x) else {
+            guard let piece = rules.storablePiece(response, facts: facts, for: x.answered, now: x.now), mayShare(facts, x) else {
                 // Not storable: the answer serves the caller only if it answers the caller's range.
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
             }
@@ -581,7 +581,7 @@ struct CacheStrategy: Sendable {
         let whole = Self.asWhole(x.request)
         let facts = CacheEntry.Facts(response.headers)
         guard !x.redirected, response.status == 206, CacheRules.strongMatch(stored.etag, facts.etag),
-              let piece = rules.storablePiece(response, facts: facts, for: x.answered), mayShare(facts, x),
+              let piece = rules.storablePiece(response, facts: facts, for: x.answered, now: x.now), mayShare(facts, x),
               let (full, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x), pieces.isComplete else {
             return .refetch(whole, removing: false)
         }
@@ -665,9 +665,13 @@ struct CacheStrategy: Sendable {
     /// other partitions and this partition's other `Vary` variants, at most
     /// ``CacheConfiguration/maxVariants`` in all.
     func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
+        // (A piece without a strong validator says nothing of a full response beside it, which
+        // may still be revalidated.)
+        let weakPiece = entry.isPieceWithoutStrongValidator
         let kept = existing?.variants.filter { old in
             old.partition != entry.partition
                 || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
+                || (weakPiece && old.status != 206)
         } ?? []
         return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(rules.configuration.maxVariants)))
     }

@@ -274,6 +274,10 @@ struct CacheRangeTests {
                                (["ETag": "\"t\"", "Content-Range": "bytes 0-1/*"], "01"),
                                (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10"], "012"),
                                (["Content-Range": "bytes 0-1/10"], "01"),
+                               (["Content-Range": "bytes 0-1/10", "Cache-Control": "max-age=0"], "01"),
+                               (["Content-Range": "bytes 0-1/10", "Expires": "0"], "01"),
+                               (["Content-Range": "bytes 0-1/10", "Expires": HTTPDate.format(Self.t0.addingTimeInterval(-60))], "01"),
+                               (["Content-Range": "bytes 0-1/10", "ETag": "W/\"t\"", "Cache-Control": "max-age=0"], "01"),
                                (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "Cache-Control": "no-store"], "01"),
                                (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "Content-Encoding": "gzip"], "01")] {
             let next = after(206, fields, body: body, caller: "bytes=0-1", sent: "bytes=0-1", stored: nil)
@@ -424,6 +428,31 @@ struct CacheRangeTests {
         let plain = try await h.get("/n").collected()
         #expect(plain.status == 200 && plain.bodyText == "abcd01234")
         #expect(ranges(h, "/n").last == "- -")
+    }
+
+    @Test("a piece without a strong validator never replaces the stored full response: a stale one with Last-Modified is still revalidated for a plain GET",
+          arguments: StorageKind.allCases)
+    func weakPieceKeepsFullResponse(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        let modified = HTTPDate.format(h.now.value.addingTimeInterval(-3600))
+        h.mock.route("GET", "/w") { request in
+            if request.value(forHTTPHeaderField: "If-Modified-Since") == modified {
+                return RecallResponse(status: 304, headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(h.now.value)], body: Data(), url: request.url)
+            }
+            if request.value(forHTTPHeaderField: "Range") == "bytes=0-1" {
+                return RecallResponse(status: 206, headers: ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-1/10", "Date": HTTPDate.format(h.now.value)],
+                                      body: Data("01".utf8), url: request.url)
+            }
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=10", "Last-Modified": modified, "Date": HTTPDate.format(h.now.value)],
+                                  body: Data("0123456789".utf8), url: request.url)
+        }
+        try await h.get("/w").collected()
+        h.now.advance(20) // the full response is stale; it has no strong ETag, so the range goes as it is
+        #expect(try await h.get("/w", headers: ["Range": "bytes=0-1"]).collected().bodyText == "01")
+        #expect(try await h.get("/w", headers: ["Range": "bytes=0-1"]).collected().source == .cache, "the piece is stored")
+        let plain = try await h.get("/w").collected()
+        #expect(plain.source == .revalidated && plain.bodyText == "0123456789")
+        #expect(h.mock.requests(for: "/w").last?.value(forHTTPHeaderField: "If-Modified-Since") == modified)
     }
 
     @Test("a piece without a strong validator and without explicit freshness is not stored")
