@@ -354,19 +354,19 @@ package struct CacheRules: Sendable {
     }
 
     /// Whether a `200` answer to a `HEAD` request describes the same representation as the
-    /// stored `GET` response (RFC 9111 §4.3.5): both carry the same validators — an `ETag` on
-    /// both or neither, equal by weak comparison; a `Last-Modified` on both or neither, equal —
-    /// and its `Content-Length` (if both have one) is the same. Answer and stored response
-    /// without validators match on their length alone, as §4.3.5 reads ("matching values for any
-    /// received validator fields"): that is how a response stored without validators is
-    /// freshened at all. A validator on one side only means the representation changed.
+    /// stored `GET` response (RFC 9111 §4.3.5, "matching values for any received validator
+    /// fields"): each validator the answer carries matches the stored one (`ETag` by weak
+    /// comparison, `Last-Modified` exactly; one the stored response lacks does not match), and its
+    /// `Content-Length` (if both have one) is the same. An answer without validators matches only
+    /// a stored response without them (on its length): that is how such a response is freshened
+    /// at all — while an answer that drops the validators its `GET` carried says nothing of them.
     package func headResponse(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
-        switch (response.headers["ETag"], entry.etag) {
-        case (nil, nil): break
-        case (let etag?, let stored?) where Self.weakTag(etag) == Self.weakTag(stored): break
-        default: return false
+        let etag = response.headers["ETag"], modified = response.headers["Last-Modified"]
+        if etag == nil, modified == nil, entry.etag != nil || entry.lastModified != nil { return false }
+        if let etag {
+            guard let stored = entry.etag, Self.weakTag(etag) == Self.weakTag(stored) else { return false }
         }
-        guard response.headers["Last-Modified"] == entry.lastModified else { return false }
+        if let modified, entry.lastModified != modified { return false }
         if let length = response.headers["Content-Length"], let stored = entry.headers["Content-Length"] { return length == stored }
         return true
     }

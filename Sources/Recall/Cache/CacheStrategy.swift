@@ -479,11 +479,15 @@ struct CacheStrategy: Sendable {
             // RFC 9111 §4.3.5: a 200 to HEAD updates the stored GET response it describes, or
             // shows that response is outdated.
             guard response.status == 200, let stored, !x.redirected else { return .pass }
-            guard rules.headResponse(response, matches: stored) else { return .remove }
-            // The caller gets the origin's answer with the fields only the stored response has.
+            // Another representation: that stored response is outdated (the URL's others stay).
+            guard rules.headResponse(response, matches: stored) else { return .discard(stored) }
+            // The caller gets the origin's answer with the fields only the stored response has
+            // (not its Age: the answer is first-hand).
             let updated = rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now)
             var answer = response
-            for field in updated.headers where !response.headers.contains(field.name) { answer.headers.add(field.name, field.value) }
+            for field in updated.headers where !response.headers.contains(field.name) && field.name.lowercased() != "age" {
+                answer.headers.add(field.name, field.value)
+            }
             return .storeAndAnswer(updated, answer)
         }
         let facts = CacheEntry.Facts(response.headers)
