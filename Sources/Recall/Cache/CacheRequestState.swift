@@ -44,12 +44,14 @@ final class CacheRequestState: Sendable {
               since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
     }
 
-    /// This state for the unconditional fetch that follows an unmatched 304: no record, and
-    /// no lead (it ends once, with the call that made the refetch). It starts anew at the
-    /// removal counts `since` (after its own removal of what did not match).
-    func refetching(since: InvalidationEpochs.Snapshot) -> CacheRequestState {
+    /// This state for the request sent again after an answer that could not serve it (an
+    /// unmatched 304, a range answer short of the caller's range): no lead (it ends once, with
+    /// the call that made the refetch). It starts anew at the removal counts `since`; `removed`:
+    /// the key's record was removed first (else what the lookup found is still there, and a store
+    /// keeps the other partitions' responses).
+    func refetching(since: InvalidationEpochs.Snapshot, removed: Bool) -> CacheRequestState {
         CacheRequestState(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-              since: since, record: nil, mode: .refetching, lead: nil, isRefresh: isRefresh)
+              since: since, record: removed ? nil : record, mode: .refetching, lead: nil, isRefresh: isRefresh)
     }
 
     /// The storage key of the request.

@@ -241,12 +241,13 @@ struct CacheStrategy: Sendable {
     /// A plain `GET` of a representation whose pieces only are stored, under a strong entity tag:
     /// sent for the bytes they lack (one span) with `If-Range` naming the tag, so that a `206`
     /// completes them (RFC 9111 §3.4). `nil` — the request goes as it is — without such pieces,
-    /// for a `HEAD`, when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`), or
-    /// for a representation longer than ``completionLimit``.
+    /// for a `HEAD`, when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`) or
+    /// forbids storing (`no-store`), or for a representation longer than ``completionLimit``.
     private func completion(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord, partition: String,
                             inScope: Set<String>) -> Before? {
         guard facts.method == .get, facts.cachePolicy != .reloadIgnoringLocalCacheData,
               facts.cachePolicy != .reloadIgnoringLocalAndRemoteCacheData,
+              !rules.requestDirectives(request, hasFields: facts.hasFields).noStore, // (its answer could not be combined)
               let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
               let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry), held.length <= completionLimit,
               let missing = held.missing(in: 0...(held.length - 1)) else { return nil }

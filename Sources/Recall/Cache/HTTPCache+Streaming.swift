@@ -17,7 +17,9 @@ extension HTTPCache {
                   state: CacheRequestState, context: RecallContext) async throws -> RecallResponse {
         let limit = storage.entryLimit
         let length = response.body.expectedLength
-        if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil, let length, length <= limit {
+        // (A 206 without Content-Length is as long as its Content-Range says.)
+        let pieceLength = length ?? (response.status == 206 ? response.headers["Content-Range"].flatMap(PartialContent.contentRange)?.bounds.count : nil)
+        if response.status == 206 || request.value(forHTTPHeaderField: "Range") != nil, let pieceLength, pieceLength <= limit {
             let whole: RecallResponse
             do {
                 whole = try await response.collected(upTo: limit)

@@ -287,7 +287,8 @@ public final class HTTPCache: ServiceHook {
         case .refetch(let unconditional, let removing):
             if removing { await writer.remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            context[states] = state.refetching(since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since)
+            context[states] = state.refetching(since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since,
+                                               removed: removing)
             do {
                 return try await onSuccess(try await again(unconditional), for: unconditional, context: context)
             } catch {

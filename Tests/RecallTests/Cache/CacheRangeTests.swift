@@ -455,6 +455,54 @@ struct CacheRangeTests {
         #expect(h.mock.requests(for: "/w").last?.value(forHTTPHeaderField: "If-Modified-Since") == modified)
     }
 
+    @Test("completion: a 206 streamed without Content-Length is collected and combined; a no-store GET is not completed; a refetch keeps the other partitions' responses")
+    func completionEdges() async throws {
+        // Bodies streamed with no declared length, as a transport gives a 206 without Content-Length.
+        let h = CacheHarness(transport: { mock in
+            ClosureTransport { request in
+                var response = try await mock.send(request)
+                let bytes = response.body.bytes ?? Data()
+                response.headers.remove("Content-Length")
+                response.body = ResponseBody.producing(expectedLength: nil, url: response.url) { writer in try await writer.write(bytes) }
+                return response
+            }
+        })
+        rangeOrigin(h, "/u", body: "0123456789")
+        try await h.get("/u", headers: ["Range": "bytes=0-4"]).collected()
+        let whole = try await h.get("/u").collected()
+        #expect(whole.status == 200 && whole.bodyText == "0123456789")
+        #expect(ranges(h, "/u") == ["bytes=0-4 -", "bytes=5-9 \"t\""], "one request for the rest, not a refetch")
+        #expect(try await h.get("/u").collected().source == .cache)
+
+        let plain = CacheHarness()
+        rangeOrigin(plain, "/n", body: "0123456789")
+        try await plain.get("/n", headers: ["Range": "bytes=0-4"]).collected()
+        #expect(try await plain.get("/n", headers: ["Cache-Control": "no-store"]).collected().bodyText == "0123456789")
+        #expect(ranges(plain, "/n").last == "- -", "no-store: sent as it is")
+
+        // Another partition's full response survives this partition's completion that had to be sent again.
+        let other = CacheHarness()
+        other.mock.route("GET", "/p") { request in
+            var headers: HeaderFields = ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(other.now.value)]
+            switch (request.value(forHTTPHeaderField: "Range"), request.value(forHTTPHeaderField: "If-Range")) {
+            case ("bytes=0-4", nil):
+                headers["Content-Range"] = "bytes 0-4/10"
+                return RecallResponse(status: 206, headers: headers, body: Data("01234".utf8), url: request.url)
+            case (_?, _?): // the completion: answered short, so the plain GET goes again
+                headers["Content-Range"] = "bytes 5-6/10"
+                return RecallResponse(status: 206, headers: headers, body: Data("56".utf8), url: request.url)
+            default:
+                return RecallResponse(status: 200, headers: headers, body: Data("0123456789".utf8), url: request.url)
+            }
+        }
+        try await other.get("/p", headers: ["Authorization": "Bearer a"]).collected()
+        try await other.get("/p", headers: ["Range": "bytes=0-4"]).collected()
+        let again = try await other.get("/p").collected()
+        #expect(again.status == 200 && again.bodyText == "0123456789")
+        #expect(try await other.get("/p", headers: ["Authorization": "Bearer a"]).collected().source == .cache, "the other partition's response stayed")
+        #expect(try await other.get("/p").collected().source == .cache)
+    }
+
     @Test("a piece without a strong validator and without explicit freshness is not stored")
     func pieceWithoutValidatorOrFreshness() async throws {
         let h = CacheHarness()
