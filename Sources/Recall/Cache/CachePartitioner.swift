@@ -21,6 +21,12 @@ struct CachePartitioner: Sendable {
     /// Whether a `Cookie` partitions (a cache for many users) or shares responses (one user):
     /// see ``CacheAudience``.
     private let cookiePartitions: Bool
+    /// What every partition of a cache for one user ends with, so a cache for many users never
+    /// serves what one stored in a storage they come to share (its `Set-Cookie`, its responses
+    /// fetched with a cookie), nor the other way round; empty for many users.
+    private let audienceMark: String
+    /// The partitions of a request without fields, key fields or user information.
+    private let plainPartition: String, plainUnseenPartition: String
     /// The UTF-8 lengths of the credential names: most field names are ruled out by length
     /// alone, without lowercasing them.
     private let credentialLengths: Set<Int>
@@ -34,6 +40,9 @@ struct CachePartitioner: Sendable {
         self.secret = secret
         credentialNames = Set(configuration.credentialFields.map { $0.lowercased() })
         cookiePartitions = configuration.audience == .manyUsers
+        audienceMark = configuration.audience == .oneUser ? "\naudience: one user" : ""
+        plainPartition = audienceMark
+        plainUnseenPartition = Self.unseenPartition + audienceMark
         credentialLengths = Set(credentialNames.map(\.utf8.count))
         keyFields = configuration.keyPolicy.headersInKey
         secretQueryPatterns = configuration.secretQueryParameters.map { $0.lowercased() }
@@ -67,7 +76,7 @@ struct CachePartitioner: Sendable {
     /// ``partition(for:userinfo:inScope:)`` when whether `request` has any field is known
     /// (``RequestFacts``): a request without fields, key fields or user information reads nothing.
     func partition(for request: URLRequest, hasFields: Bool, userinfo: Bool, inScope: Set<String>) -> String {
-        if keyFields.isEmpty, !hasFields, !userinfo { return inScope.contains(Self.unseenCredentials) ? Self.unseenPartition : "" }
+        if keyFields.isEmpty, !hasFields, !userinfo { return inScope.contains(Self.unseenCredentials) ? plainUnseenPartition : plainPartition }
         let fields = request.allHTTPHeaderFields ?? [:]
         var partition = ""
         for name in keyFields {
@@ -86,7 +95,7 @@ struct CachePartitioner: Sendable {
             partition += "credentials: " + hash(credentials.sorted().joined(separator: "\n"))
         }
         if inScope.contains(Self.unseenCredentials) { partition += Self.unseenPartition }
-        return partition
+        return partition + audienceMark
     }
 
     /// Stands in the credential names in scope when the request may gain credentials the cache

@@ -145,6 +145,37 @@ struct CacheAudienceTests {
         #expect(mock.count(for: "/p") == 1)
     }
 
+    @Test("a cache for many users never serves what a cache for one user stored in the same storage (its Set-Cookie, its answers to cookies), nor the other way round")
+    func audiencesDoNotShareEntries() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let now = TestNow()
+        let mock = MockTransport()
+        mock.route("GET", "/me") { request in
+            .text("for \(request.value(forHTTPHeaderField: "Cookie") ?? "nobody")",
+                  headers: ["Cache-Control": "max-age=600", "Set-Cookie": "session=ONE", "Date": HTTPDate.format(now.value)])
+        }
+        var withCookie = URLRequest(url: URL(string: "https://origin.test/me")!)
+        withCookie.setValue("session=ONE", forHTTPHeaderField: "Cookie")
+        let anonymous = URLRequest(url: URL(string: "https://origin.test/me")!)
+        do {
+            let disk = try DiskStorage(directory: directory)
+            let one = HTTPCache(storage: disk, configuration: Self.configuration(.oneUser), now: { now.value })
+            try await Pipeline(transport: mock, hooks: [one]).send(withCookie).collected()
+            #expect(try await Pipeline(transport: mock, hooks: [one]).send(anonymous).collected().source == .cache)
+            await disk.flush()
+        }
+        let many = HTTPCache(storage: try DiskStorage(directory: directory), now: { now.value })
+        let answer = try await Pipeline(transport: mock, hooks: [many]).send(anonymous).collected()
+        #expect(answer.source == .network && answer.bodyText == "for nobody")
+        #expect(mock.count(for: "/me") == 2)
+        // Both entries live side by side in the record, each answering its own audience.
+        let again = HTTPCache(storage: many.storage, configuration: Self.configuration(.oneUser), now: { now.value })
+        #expect(try await Pipeline(transport: mock, hooks: [again]).send(anonymous).collected().source == .cache, "its own entry is still there")
+        #expect(try await Pipeline(transport: mock, hooks: [many]).send(anonymous).collected().source == .cache)
+        #expect(mock.count(for: "/me") == 2)
+    }
+
     @Test("end to end over the loopback origin: each audience through URLSessionTransport", arguments: [CacheAudience.oneUser, .manyUsers])
     func endToEnd(audience: CacheAudience) async throws {
         let server = try await OriginServer.shared.value
