@@ -339,9 +339,9 @@ struct CacheStrategy: Sendable {
     /// A stored response of `request`'s partition that varies on `Accept-Language`, stored for
     /// another one, whose `Content-Language` the request prefers as much as any
     /// (``CacheRules/prefersLanguage(of:accepted:)``, RFC 9110 §12.5.4), and whose other `Vary`
-    /// fields match: the newest such. RFC 9111 §4.1 lets a cache match selecting fields by
-    /// their meaning; `Accept-Language: fr;q=0.5, de` is answered by a stored `de` variant
-    /// fetched for `en, de`.
+    /// fields match: the newest such. An extension of RFC 9111 §4.1's matching (which lets a
+    /// cache compare selecting fields by meaning), by the request's own preferences:
+    /// `Accept-Language: fr;q=0.5, de` is answered by a stored `de` variant fetched for `en, de`.
     private func languageVariant(in record: CacheRecord, for request: URLRequest, partition: String, inScope: Set<String>) -> CacheEntry? {
         guard let accepted = request.value(forHTTPHeaderField: "Accept-Language") else { return nil }
         return record.variants.first { entry in
