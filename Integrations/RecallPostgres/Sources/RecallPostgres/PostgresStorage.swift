@@ -83,6 +83,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Added to every computed expiry (1 h): room for clocks that differ between the replicas
         /// and the database, and for requests that accept more staleness (`max-stale`).
         public var expiryMargin: Duration = .seconds(3_600)
+        /// The longest ``PostgresStorage/open(client:configuration:logger:)`` waits for the
+        /// database to create or migrate the tables and read the fleet's secret (10 s). Past it,
+        /// `open` throws ``PostgresStorageError/unreachable(after:)``: a service that starts while
+        /// PostgreSQL is down learns it in bounded time and can start on another storage (see
+        /// docs/scale-out.md, "Starting while the database is down").
+        public var openTimeout: Duration = .seconds(10)
         /// Removals that could not reach the database (down, slow, pausing) kept to be replayed
         /// when it answers again (10,000); meanwhile lookups of those keys are misses. Beyond
         /// this, removals are lost and counted (``Statistics/removalsLost``).
@@ -183,13 +189,23 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Opens the storage on `client` (which must be running): creates the tables or migrates
     /// them to ``schemaVersion``, reads (or makes, once for the fleet) the shared secret, and
-    /// starts listening for the fleet's invalidations.
-    /// - Throws: the database's error when it cannot be reached, or ``PostgresStorageError``
-    ///   when the schema is newer than this code.
+    /// starts listening for the fleet's invalidations — within ``Configuration/openTimeout``.
+    /// - Throws: ``PostgresStorageError/unreachable(after:)`` when the database did not answer
+    ///   within ``Configuration/openTimeout`` (down, unreachable, or the client cannot connect);
+    ///   ``PostgresStorageError/schemaTooNew(found:supported:)`` when the schema is newer than
+    ///   this code; the database's own error for anything else it refuses (a role without the
+    ///   rights, say).
     public static func open(client: PostgresClient, configuration: Configuration = Configuration(),
                             logger: Logger = Logger(label: "recall.postgres")) async throws -> PostgresStorage {
-        try await PostgresSchema.migrate(client, logger: logger)
-        let secret = try await PostgresSchema.sharedSecret(client, logger: logger)
+        let secret: [UInt8]
+        do {
+            secret = try await Deadline.run(within: configuration.openTimeout) {
+                try await PostgresSchema.migrate(client, logger: logger)
+                return try await PostgresSchema.sharedSecret(client, logger: logger)
+            }
+        } catch let error as PostgresStorageError where error.code == .timedOut {
+            throw PostgresStorageError.unreachable(after: configuration.openTimeout)
+        }
         let storage = PostgresStorage(client: client, configuration: configuration, secret: secret, logger: logger)
         let listener = Task { await storage.listen() }
         storage.state.withLock { $0.listener = listener }

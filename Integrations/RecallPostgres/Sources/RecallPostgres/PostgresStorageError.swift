@@ -22,7 +22,7 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
     public var found: Int?
     /// For `schemaTooNew`: the newest schema version this code reads.
     public var supported: Int?
-    /// For `timedOut`: the limit that passed.
+    /// For `timedOut` and `unreachable`: the limit that passed.
     public var limit: Duration?
 
     /// The database holds a schema newer than this code reads: upgrade RecallPostgres on every
@@ -42,6 +42,16 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
         PostgresStorageError(code: .timedOut, reason: "the database did not answer within \(limit)", limit: limit)
     }
 
+    /// ``PostgresStorage/open(client:configuration:logger:)`` could not finish within `limit`
+    /// (``PostgresStorage/Configuration/openTimeout``): the database is down or unreachable, or
+    /// the client cannot connect to it.
+    public static func unreachable(after limit: Duration) -> PostgresStorageError {
+        PostgresStorageError(code: .unreachable,
+                             reason: "the database did not answer within \(limit) while opening Recall's cache storage "
+                                 + "(is PostgreSQL up, and the client's host, port and credentials right?)",
+                             limit: limit)
+    }
+
     /// What went wrong, in a sentence.
     public var description: String { reason }
 }
@@ -53,4 +63,6 @@ extension ErrorCode where Owner == PostgresStorageError {
     public static let missingSecret = Self("missingSecret")
     /// See ``PostgresStorageError/timedOut(_:)``.
     public static let timedOut = Self("timedOut")
+    /// See ``PostgresStorageError/unreachable(after:)``.
+    public static let unreachable = Self("unreachable")
 }

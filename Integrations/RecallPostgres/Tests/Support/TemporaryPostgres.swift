@@ -139,7 +139,7 @@ public final class TemporaryPostgres: Sendable {
     }
 
     /// A loopback TCP port nothing listens on now.
-    private static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         #if canImport(Glibc)
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Logging
 import PostgresNIO
 import Recall
 import RecallPostgres
@@ -22,5 +23,19 @@ enum ScaleOutSnippets {
         run.cancel()
         // end snippet
         return pipeline
+    }
+
+    static func startWhileDown(client: PostgresClient, logger: Logger) async throws -> HTTPCache {
+        // snippet: docs/scale-out.md
+        let cache: HTTPCache
+        do {
+            let storage = try await PostgresStorage.open(client: client)
+            cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: storage)
+        } catch let error as PostgresStorageError where error.code == .unreachable {
+            logger.warning("the cache's database is unreachable, caching in memory: \(error)")
+            cache = HTTPCache(storage: MemoryStorage())
+        }
+        // end snippet
+        return cache
     }
 }
