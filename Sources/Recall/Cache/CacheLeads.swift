@@ -36,7 +36,7 @@ final class CacheLeads: Sendable {
     /// (looking again when `changed()` says something was stored since its lookup) and claims
     /// the fetch from the ``FetchCoordinator`` under `fetchName()`, when there is one; the others
     /// wait for their leader — this process's, or another's — then look again (`coalesced()`
-    /// counts it). `look(later)` reads the record afresh and decides again (`later`: at the time
+    /// counts it when the look answers it; one that must fetch after all is a miss). `look(later)` reads the record afresh and decides again (`later`: at the time
     /// now, after a wait). Returns the decision to act on and the lead taken, if any.
     func share(_ flightKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
                coalesced: () -> Void,
@@ -56,15 +56,20 @@ final class CacheLeads: Sendable {
                 // Another process fetches it: wait for its answer, then look again; still
                 // missing (it failed, or its claim lapsed), fetch it here.
                 await coordinator.wait(for: name)
-                coalesced()
                 before = await look(true)
-                if case .send = before, await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
+                if case .send = before {
+                    if await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
+                } else {
+                    coalesced()
+                }
             }
             return (before, lead)
         case .follower:
             try Task.checkCancellation()
-            coalesced()
-            return (await look(true), nil)
+            let before = await look(true)
+            // A follower that must fetch itself after all (its leader failed) is a miss, not coalesced.
+            if case .send = before {} else { coalesced() }
+            return (before, nil)
         }
     }
 

@@ -25,7 +25,8 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var notStored: [NotStoredReason: Int] = [:]
     /// Stored responses removed by an unsafe request (POST, PUT, DELETE, PATCH).
     public var invalidations = 0
-    /// Requests that waited for an identical request in flight instead of contacting the origin.
+    /// Requests that waited for an identical request in flight and were answered by what it
+    /// stored, instead of contacting the origin (one that must fetch after all is a miss only).
     public var coalesced = 0
     /// Requests waiting right now for an identical request in flight (a gauge, not a count).
     public var waiting = 0

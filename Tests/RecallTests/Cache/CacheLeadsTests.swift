@@ -75,12 +75,27 @@ struct CacheLeadsTests {
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "release fetch-k"])
     }
 
-    @Test("with a coordinator that refuses: wait for the other process, look again; still missing, claim and fetch here")
+    @Test("a follower whose leader stored nothing (its answer was not storable) fetches itself: a miss, not coalesced (#40)")
+    func followerFetches() async throws {
+        let leads = CacheLeads(coordinator: nil)
+        let lead = try #require(leads.leadWithoutSuspending("k"))
+        let follower = Task { try await Self.share(leads, looks: [Self.miss]) }
+        while leads.waiting == 0 { await Task.yield() }
+        leads.finish(lead)
+        let (before, _, looked, coalesced) = try await follower.value
+        guard case .send = before else { Issue.record("still missing: send"); return }
+        #expect(looked == 1 && coalesced == 0)
+    }
+
+    @Test("with a coordinator that refuses: wait for the other process, look again; still missing, claim and fetch here (a miss, not coalesced)")
     func otherProcessFetches() async throws {
         let coordinator = Coordinator(grants: [false, true])
         let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss])
         guard case .send = before else { Issue.record("still missing: send"); return }
-        #expect(lead == .flight("k", claim: "fetch-k") && looked == 1 && coalesced == 1)
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 1 && coalesced == 0)
+        let (answered, _, _, counted) = try await Self.share(CacheLeads(coordinator: Coordinator(grants: [false])), looks: [Self.hit])
+        guard case .bypass = answered else { Issue.record("answered by the other process"); return }
+        #expect(counted == 1)
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k", "claim fetch-k"])
     }
 
