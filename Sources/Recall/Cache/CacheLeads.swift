@@ -35,10 +35,11 @@ final class CacheLeads: Sendable {
     /// Shares the miss of `flightKey`, which the strategy `decided` on: the first request leads
     /// (looking again when `changed()` says something was stored since its lookup) and claims
     /// the fetch from the ``FetchCoordinator`` under `fetchName()`, when there is one; the others
-    /// wait for their leader — this process's, or another's — then look again (`coalesced()`
+    /// wait for their leader — this process's, or another's (until its claim ends or it stores
+    /// under `storageKey`) — then look again (`coalesced()`
     /// counts it when the look answers it; one that must fetch after all is a miss). `look(later)` reads the record afresh and decides again (`later`: at the time
     /// now, after a wait). Returns the decision to act on and the lead taken, if any.
-    func share(_ flightKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
+    func share(_ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
                coalesced: () -> Void,
                look: (_ later: Bool) async -> CacheStrategy.Before) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?) {
         switch await flights.join(flightKey) {
@@ -55,7 +56,7 @@ final class CacheLeads: Sendable {
             } else {
                 // Another process fetches it: wait for its answer, then look again; still
                 // missing (it failed, or its claim lapsed), fetch it here.
-                await coordinator.wait(for: name)
+                await coordinator.wait(for: name, orStoreOf: storageKey)
                 before = await look(true)
                 if case .send = before {
                     if await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }

@@ -162,7 +162,7 @@ public final class HTTPCache: ServiceHook {
         let key = scheduling.location.key
         var record = found
         let (before, lead) = try await leads.share(
-            flightKey, decided: decided, changed: { writer.writes != writesBefore },
+            flightKey, storageKey: key, decided: decided, changed: { writer.writes != writesBefore },
             // (Named without the epoch, which is this process's own.)
             fetchName: { strategy.partitioner.fetchName(RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields)) },
             coalesced: { counts.count(.coalesced, context) { $0.coalesced += 1 } },

@@ -24,6 +24,18 @@ public protocol FetchCoordinator: Sendable {
     /// Returns when the claim on `name` is released or has lapsed (or the wait's own bound
     /// passed, or the task was cancelled).
     func wait(for name: String) async
+    /// Returns as ``wait(for:)`` does, or earlier when a response is stored under the storage key
+    /// `key` (the one the claimed fetch will store under) by another process: the answer is
+    /// there even if the claim's release is late or lost. The cache calls this one; the default
+    /// waits for the claim alone.
+    func wait(for name: String, orStoreOf key: String) async
     /// Releases this process's claim on `name`, after what it fetched is stored.
     func release(_ name: String) async
+}
+
+extension FetchCoordinator {
+    /// Waits for the claim alone (``wait(for:)``).
+    public func wait(for name: String, orStoreOf key: String) async {
+        await wait(for: name)
+    }
 }

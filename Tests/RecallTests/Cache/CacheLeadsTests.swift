@@ -18,6 +18,7 @@ struct CacheLeadsTests {
             return grants.withLock { $0.isEmpty ? false : $0.removeFirst() }
         }
         func wait(for name: String) async { calls.withLock { $0.append("wait \(name)") } }
+        func wait(for name: String, orStoreOf key: String) async { calls.withLock { $0.append("wait \(name) or \(key)") } }
         func release(_ name: String) async { calls.withLock { $0.append("release \(name)") } }
     }
 
@@ -28,7 +29,7 @@ struct CacheLeadsTests {
     static func share(_ leads: CacheLeads, _ key: String = "k", changed: Bool = false,
                       looks: [CacheStrategy.Before]) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
         var remaining = looks, looked = 0, coalesced = 0
-        let (before, lead) = try await leads.share(key, decided: miss, changed: { changed }, fetchName: { "fetch-" + key },
+        let (before, lead) = try await leads.share(key, storageKey: "s-" + key, decided: miss, changed: { changed }, fetchName: { "fetch-" + key },
                                                    coalesced: { coalesced += 1 }) { _ in
             looked += 1
             return remaining.isEmpty ? miss : remaining.removeFirst()
@@ -96,7 +97,7 @@ struct CacheLeadsTests {
         let (answered, _, _, counted) = try await Self.share(CacheLeads(coordinator: Coordinator(grants: [false])), looks: [Self.hit])
         guard case .bypass = answered else { Issue.record("answered by the other process"); return }
         #expect(counted == 1)
-        #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k", "claim fetch-k"])
+        #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k"])
     }
 
     @Test("a refresh is led once at a time per key")

@@ -177,6 +177,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         var claims: [String: UUID] = [:]
         /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
         var touching: Set<String> = []
+        /// The keys (or `#digest` of long keys) requests of this process wait to see stored by
+        /// another replica: how many wait, and how many such stores were announced since.
+        var storesAwaited: [String: (waiters: Int, stores: Int)] = [:]
         var shutDown = false
     }
 
@@ -461,8 +464,30 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Waits until the claim on `name` is released or lapses, checking every
     /// ``Configuration/leasePoll``, for ``Configuration/leaseTime`` at most.
     public func wait(for name: String) async {
+        await waitForClaim(name) { false }
+    }
+
+    /// Waits as ``wait(for:)`` does, or until another replica announces a store under `key`
+    /// (its notification, which this process's listener hears): the claim's holder stored its
+    /// answer, even if its release is late or lost.
+    public func wait(for name: String, orStoreOf key: String) async {
+        let token = key.utf8.count > LongKeyIndex.longerThan ? "#" + LongKeyIndex.digest(of: key) : key
+        state.withLock { $0.storesAwaited[token, default: (0, 0)].waiters += 1 }
+        defer {
+            state.withLock { state in
+                guard let awaited = state.storesAwaited[token] else { return }
+                state.storesAwaited[token] = awaited.waiters > 1 ? (awaited.waiters - 1, awaited.stores) : nil
+            }
+        }
+        let before = state.withLock { $0.storesAwaited[token]?.stores ?? 0 }
+        await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
+    }
+
+    /// Polls the claim on `name` until it is released or lapses, or `stored()` says the answer
+    /// is there, for ``Configuration/leaseTime`` at most.
+    private func waitForClaim(_ name: String, stored: () -> Bool) async {
         let end = ContinuousClock.now + configuration.leaseTime
-        while !Task.isCancelled, ContinuousClock.now < end, !paused() {
+        while !Task.isCancelled, ContinuousClock.now < end, !paused(), !stored() {
             guard let held = await attempt({ [client, logger] in
                 try await client.execute(PostgresStatements.Claimed(name: name), logger: logger).first()
             }), held != nil else { return }
@@ -527,6 +552,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         guard let separator = payload.firstIndex(where: { $0 == " " || $0 == "#" }), payload[..<separator] != instance.uuidString else { return }
         let rest = String(payload[payload.index(after: separator)...])
         count { $0.invalidationsReceived += 1 }
+        // A request of this process waiting for another's fetch of this key may look now.
+        let token = payload[separator] == "#" ? "#" + rest : rest
+        state.withLock { state in state.storesAwaited[token]?.stores += 1 }
         if payload[separator] == "#" {
             // A long key, by its digest: only a key this process may hold is dropped.
             for key in state.withLock({ $0.longKeys.keys(forDigest: rest) }) { await forgetTiers(key) }

@@ -50,6 +50,29 @@ struct PostgresStorageTests {
         }
     }
 
+    @Test("a replica waiting for another's fetch wakes when that one stores its answer, though it never releases its claim (#40)",
+          arguments: [String(repeating: "k", count: 12), String(repeating: "long-key/", count: 40)])
+    func waiterWakesOnStore(key: String) async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresFixture.patient
+            configuration.leaseTime = .seconds(45) // longer than the test may take: only the store can wake the waiter
+            let leader = try await PostgresFixture.open(client, configuration)
+            let waiter = try await PostgresFixture.open(client, configuration)
+            let listening = ContinuousClock.now + .seconds(30)
+            while waiter.fleetStatistics.listeningStarts == 0, ContinuousClock.now < listening { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(await leader.claim("fetch-1"))
+            #expect(!(await waiter.claim("fetch-1")))
+            let waiting = Task { await waiter.wait(for: "fetch-1", orStoreOf: key) }
+            await leader.write(Data("the answer".utf8), for: key, expires: nil)
+            await waiting.value
+            #expect(!(await waiter.claim("fetch-1")), "woken by the store: the claim is still held, not lapsed")
+            #expect(await waiter.bytes(for: key)?.data == Data("the answer".utf8))
+            await leader.release("fetch-1")
+            await leader.shutdown()
+            await waiter.shutdown()
+        }
+    }
+
     @Test("a response for a user, stored by one replica, matches only that user in another")
     func credentialsAcrossReplicas() async throws {
         try await PostgresFixture.withDatabase { client, _ in
