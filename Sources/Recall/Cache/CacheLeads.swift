@@ -8,6 +8,10 @@ final class CacheLeads: Sendable {
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
 
+    /// The most rounds a request waits for other processes' fetches of one key (each bounded by
+    /// the coordinator's lease) before it fetches without a claim.
+    static let maxTakeovers = 3
+
     init(coordinator: (any FetchCoordinator)?) {
         self.coordinator = coordinator
     }
@@ -54,14 +58,22 @@ final class CacheLeads: Sendable {
                 // Another process may have stored it between our lookup and our claim.
                 before = await look(false)
             } else {
-                // Another process fetches it: wait for its answer, then look again; still
-                // missing (it failed, or its claim lapsed), fetch it here.
-                await coordinator.wait(for: name, orStoreOf: storageKey)
-                before = await look(true)
-                if case .send = before {
-                    if await coordinator.claim(name) { lead = .flight(flightKey, claim: name) }
-                } else {
-                    coalesced()
+                // Another process fetches it: wait for its answer, then look again. Still missing
+                // (it failed, or its claim lapsed): claim it — and when another waiting process
+                // took the claim over first, wait for that one instead, so one process, not all,
+                // fetches after a leader died. After `maxTakeovers` such rounds, fetch here.
+                for round in 0... {
+                    await coordinator.wait(for: name, orStoreOf: storageKey)
+                    before = await look(true)
+                    guard case .send = before else {
+                        coalesced()
+                        break
+                    }
+                    if await coordinator.claim(name) {
+                        lead = .flight(flightKey, claim: name)
+                        break
+                    }
+                    if round + 1 >= Self.maxTakeovers { break }
                 }
             }
             return (before, lead)

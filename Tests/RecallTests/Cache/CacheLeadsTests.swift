@@ -100,6 +100,26 @@ struct CacheLeadsTests {
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k"])
     }
 
+    @Test("the fleet's leader died: when another waiting process took the claim over, wait for that one instead of fetching too (#40); at most three rounds")
+    func takeOver() async throws {
+        let coordinator = Coordinator(grants: [false, false, true])
+        let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss, Self.miss])
+        guard case .send = before else { Issue.record("still missing: send"); return }
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 2 && coalesced == 0)
+        #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k", "wait fetch-k or s-k", "claim fetch-k"])
+
+        let answered = Coordinator(grants: [false, false])
+        let (served, _, _, counted) = try await Self.share(CacheLeads(coordinator: answered), looks: [Self.miss, Self.hit])
+        guard case .bypass = served else { Issue.record("the process that took over answered"); return }
+        #expect(counted == 1)
+
+        let refusing = Coordinator(grants: [])
+        let (last, unclaimed, rounds, _) = try await Self.share(CacheLeads(coordinator: refusing), looks: [])
+        guard case .send = last else { Issue.record("fetches at last"); return }
+        #expect(unclaimed == .flight("k", claim: nil) && rounds == CacheLeads.maxTakeovers)
+        #expect(refusing.calls.withLock { $0.filter { $0.hasPrefix("wait") }.count } == CacheLeads.maxTakeovers)
+    }
+
     @Test("a refresh is led once at a time per key")
     func refreshes() {
         let leads = CacheLeads(coordinator: nil)
