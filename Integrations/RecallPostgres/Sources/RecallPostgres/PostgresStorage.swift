@@ -472,14 +472,16 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// answer, even if its release is late or lost.
     public func wait(for name: String, orStoreOf key: String) async {
         let token = key.utf8.count > LongKeyIndex.longerThan ? "#" + LongKeyIndex.digest(of: key) : key
-        state.withLock { $0.storesAwaited[token, default: (0, 0)].waiters += 1 }
+        let before = state.withLock { state -> Int in
+            state.storesAwaited[token, default: (0, 0)].waiters += 1
+            return state.storesAwaited[token]?.stores ?? 0
+        }
         defer {
             state.withLock { state in
                 guard let awaited = state.storesAwaited[token] else { return }
                 state.storesAwaited[token] = awaited.waiters > 1 ? (awaited.waiters - 1, awaited.stores) : nil
             }
         }
-        let before = state.withLock { $0.storesAwaited[token]?.stores ?? 0 }
         await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
     }
 
