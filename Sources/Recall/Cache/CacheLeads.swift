@@ -62,7 +62,13 @@ final class CacheLeads: Sendable {
                 // (it failed, or its claim lapsed): claim it — and when another waiting process
                 // took the claim over first, wait for that one instead, so one process, not all,
                 // fetches after a leader died. After `maxTakeovers` such rounds, fetch here.
+                // (Looked at first: it may have stored its answer already, its release late or lost.)
+                before = await look(true)
                 for round in 0... {
+                    guard case .send = before else {
+                        coalesced()
+                        break
+                    }
                     await coordinator.wait(for: name, orStoreOf: storageKey)
                     before = await look(true)
                     guard case .send = before else {

@@ -93,30 +93,36 @@ struct CacheLeadsTests {
         let coordinator = Coordinator(grants: [false, true])
         let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss])
         guard case .send = before else { Issue.record("still missing: send"); return }
-        #expect(lead == .flight("k", claim: "fetch-k") && looked == 1 && coalesced == 0)
-        let (answered, _, _, counted) = try await Self.share(CacheLeads(coordinator: Coordinator(grants: [false])), looks: [Self.hit])
-        guard case .bypass = answered else { Issue.record("answered by the other process"); return }
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 2 && coalesced == 0)
+        let answered = Coordinator(grants: [false])
+        let (served, _, _, counted) = try await Self.share(CacheLeads(coordinator: answered), looks: [Self.miss, Self.hit])
+        guard case .bypass = served else { Issue.record("answered by the other process"); return }
         #expect(counted == 1)
+        // Stored already when the claim was refused (its release late or lost): no wait at all.
+        let stored = Coordinator(grants: [false])
+        let (early, _, _, earlyCounted) = try await Self.share(CacheLeads(coordinator: stored), looks: [Self.hit])
+        guard case .bypass = early else { Issue.record("answered from what was stored"); return }
+        #expect(earlyCounted == 1 && stored.calls.withLock { $0 } == ["claim fetch-k"])
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k"])
     }
 
     @Test("the fleet's leader died: when another waiting process took the claim over, wait for that one instead of fetching too (#40); at most three rounds")
     func takeOver() async throws {
         let coordinator = Coordinator(grants: [false, false, true])
-        let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss, Self.miss])
+        let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss, Self.miss, Self.miss])
         guard case .send = before else { Issue.record("still missing: send"); return }
-        #expect(lead == .flight("k", claim: "fetch-k") && looked == 2 && coalesced == 0)
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 3 && coalesced == 0)
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k", "wait fetch-k or s-k", "claim fetch-k"])
 
         let answered = Coordinator(grants: [false, false])
-        let (served, _, _, counted) = try await Self.share(CacheLeads(coordinator: answered), looks: [Self.miss, Self.hit])
+        let (served, _, _, counted) = try await Self.share(CacheLeads(coordinator: answered), looks: [Self.miss, Self.miss, Self.hit])
         guard case .bypass = served else { Issue.record("the process that took over answered"); return }
         #expect(counted == 1)
 
         let refusing = Coordinator(grants: [])
         let (last, unclaimed, rounds, _) = try await Self.share(CacheLeads(coordinator: refusing), looks: [])
         guard case .send = last else { Issue.record("fetches at last"); return }
-        #expect(unclaimed == .flight("k", claim: nil) && rounds == CacheLeads.maxTakeovers)
+        #expect(unclaimed == .flight("k", claim: nil) && rounds == CacheLeads.maxTakeovers + 1)
         #expect(refusing.calls.withLock { $0.filter { $0.hasPrefix("wait") }.count } == CacheLeads.maxTakeovers)
     }
 
