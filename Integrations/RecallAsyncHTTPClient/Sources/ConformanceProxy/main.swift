@@ -56,7 +56,12 @@ let pipeline = Pipeline(transport: AgainOnLostConnection(inner: transport), hook
 let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "content-length", "host"]
 
 func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> (HTTPResponseHead, ByteBuffer) {
-    var request = URLRequest(url: URL(string: origin + head.uri)!)
+    guard let url = URL(string: origin + head.uri) else {
+        let text = "proxy: not a request target: \(head.uri)"
+        return (HTTPResponseHead(version: head.version, status: .badRequest, headers: ["Content-Length": String(text.utf8.count)]),
+                ByteBuffer(string: text))
+    }
+    var request = URLRequest(url: url)
     request.httpMethod = head.method == .MSEARCH ? "M-SEARCH" : head.method.rawValue // (NIO spells it MSEARCH)
     for (name, value) in head.headers where !hopByHop.contains(name.lowercased()) {
         request.addValue(value, forHTTPHeaderField: name)
