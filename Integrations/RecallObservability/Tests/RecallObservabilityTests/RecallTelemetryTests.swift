@@ -134,7 +134,7 @@ struct RecallTelemetryTests {
         #expect(try s.metrics.expectCounter("recall.attempts").totalValue == 2, "the refresh's attempt is counted")
     }
 
-    @Test("tracer nil: no spans; URLs redacted; a coalesced miss counted once; a cancellation is not a notice")
+    @Test("tracer nil: no spans; URLs redacted; a waiter that fetched itself is a miss, not coalesced; a cancellation is not a notice")
     func details() async throws {
         let logs = InMemoryLogHandler()
         let metrics = TestMetrics()
@@ -163,8 +163,26 @@ struct RecallTelemetryTests {
         gate.continuation.finish()
         _ = try await [first, second]
         #expect(tracer.finishedSpans.isEmpty && tracer.activeSpans.isEmpty, "tracer: nil means no spans, not the global tracer")
-        // Two requests: two results (both misses: no-store), the wait counted apart.
+        // Two requests: two results (both misses: no-store). The one that waited had to fetch itself
+        // after all (nothing was stored): a miss, not coalesced (issue #40).
         #expect(try metrics.expectCounter("recall.cache.requests", [("result", "miss")]).totalValue == 2)
+        #expect(((try? metrics.expectCounter("recall.cache.coalesced"))?.totalValue ?? 0) == 0)
+        // One the leader's stored answer serves is coalesced, counted once.
+        let stored = AsyncStream<Void>.makeStream()
+        mock.route("GET", "/kept") { _ in
+            var iterator = stored.stream.makeAsyncIterator()
+            await iterator.next()
+            return .text("kept", headers: ["Cache-Control": "max-age=60"])
+        }
+        let kept = URL(string: "https://api.test/kept")!
+        async let leader = pipeline.send(URLRequest(url: kept))
+        while mock.count(for: "/kept") == 0 { await Task.yield() }
+        async let follower = pipeline.send(URLRequest(url: kept))
+        while cache.statistics.waiting == 0 { await Task.yield() }
+        stored.continuation.yield()
+        stored.continuation.finish()
+        _ = try await [leader, follower]
+        #expect(mock.count(for: "/kept") == 1)
         #expect(try metrics.expectCounter("recall.cache.coalesced").totalValue == 1)
         #expect(!logs.entries.contains { "\($0.message)\($0.metadata)".contains("abc") || "\($0.message)".contains("pw@") })
         #expect(logs.entries.contains { "\($0.metadata)".contains("token=REDACTED&page=2") })
