@@ -58,38 +58,37 @@ final class CacheLeads: Sendable {
                 // Another process may have stored it between our lookup and our claim.
                 before = await look(false)
             } else {
-                // Another process fetches it: wait for its answer, then look again. Still missing
-                // (it failed, or its claim lapsed): claim it — and when another waiting process
-                // took the claim over first, wait for that one instead, so one process, not all,
-                // fetches after a leader died. After `maxTakeovers` such rounds, fetch here.
-                // (Looked at first: it may have stored its answer already, its release late or lost.)
+                // Another process fetches it: look again (it may have stored its answer already,
+                // its release late or lost), else wait for its answer and look again. Still
+                // missing (it failed, or its claim lapsed): claim it — and when another waiting
+                // process took the claim over first, wait for that one instead, so one process,
+                // not all, fetches after a leader died. After `maxTakeovers` rounds, fetch here.
                 before = await look(true)
-                for round in 0... {
-                    guard case .send = before else {
-                        coalesced()
-                        break
-                    }
+                for _ in 0..<Self.maxTakeovers where Self.sends(before) {
                     await coordinator.wait(for: name, orStoreOf: storageKey)
                     before = await look(true)
-                    guard case .send = before else {
-                        coalesced()
-                        break
-                    }
-                    if await coordinator.claim(name) {
+                    if Self.sends(before), await coordinator.claim(name) {
                         lead = .flight(flightKey, claim: name)
                         break
                     }
-                    if round + 1 >= Self.maxTakeovers { break }
                 }
+                if !Self.sends(before) { coalesced() }
             }
             return (before, lead)
         case .follower:
             try Task.checkCancellation()
             let before = await look(true)
             // A follower that must fetch itself after all (its leader failed) is a miss, not coalesced.
-            if case .send = before {} else { coalesced() }
+            if !Self.sends(before) { coalesced() }
             return (before, nil)
         }
+    }
+
+    /// Whether `before` sends the request to the origin (a request that waited and must fetch
+    /// after all).
+    private static func sends(_ before: CacheStrategy.Before) -> Bool {
+        if case .send = before { return true }
+        return false
     }
 
     /// Ends `lead`: wakes the requests waiting for its miss (and releases its claim on the

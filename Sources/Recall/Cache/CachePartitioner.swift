@@ -25,8 +25,9 @@ struct CachePartitioner: Sendable {
     /// serves what one stored in a storage they come to share (its `Set-Cookie`, its responses
     /// fetched with a cookie), nor the other way round; empty for many users.
     private let audienceMark: String
-    /// The partitions of a request without fields, key fields or user information.
-    private let plainPartition: String, plainUnseenPartition: String
+    /// The partition of a request without fields, key fields or user information whose
+    /// credentials may be added unseen (without them: ``audienceMark``).
+    private let plainUnseenPartition: String
     /// The UTF-8 lengths of the credential names: most field names are ruled out by length
     /// alone, without lowercasing them.
     private let credentialLengths: Set<Int>
@@ -41,7 +42,6 @@ struct CachePartitioner: Sendable {
         credentialNames = Set(configuration.credentialFields.map { $0.lowercased() })
         cookiePartitions = configuration.audience == .manyUsers
         audienceMark = configuration.audience == .oneUser ? "\naudience: one user" : ""
-        plainPartition = audienceMark
         plainUnseenPartition = Self.unseenPartition + audienceMark
         credentialLengths = Set(credentialNames.map(\.utf8.count))
         keyFields = configuration.keyPolicy.headersInKey
@@ -76,7 +76,7 @@ struct CachePartitioner: Sendable {
     /// ``partition(for:userinfo:inScope:)`` when whether `request` has any field is known
     /// (``RequestFacts``): a request without fields, key fields or user information reads nothing.
     func partition(for request: URLRequest, hasFields: Bool, userinfo: Bool, inScope: Set<String>) -> String {
-        if keyFields.isEmpty, !hasFields, !userinfo { return inScope.contains(Self.unseenCredentials) ? plainUnseenPartition : plainPartition }
+        if keyFields.isEmpty, !hasFields, !userinfo { return inScope.contains(Self.unseenCredentials) ? plainUnseenPartition : audienceMark }
         let fields = request.allHTTPHeaderFields ?? [:]
         var partition = ""
         for name in keyFields {
@@ -95,7 +95,8 @@ struct CachePartitioner: Sendable {
             partition += "credentials: " + hash(credentials.sorted().joined(separator: "\n"))
         }
         if inScope.contains(Self.unseenCredentials) { partition += Self.unseenPartition }
-        return partition + audienceMark
+        if !audienceMark.isEmpty { partition += audienceMark }
+        return partition
     }
 
     /// Stands in the credential names in scope when the request may gain credentials the cache

@@ -57,15 +57,10 @@ final class CacheRequestState: Sendable {
     /// The storage key of the request.
     var key: String { location.key }
 
-    /// Whether storing `entry` under `key` keeps none of what the lookup found: there was no
-    /// record, or only responses of the same partition that an entry without `Vary` replaces (a
-    /// piece without a strong validator replaces no full response: see
-    /// ``CacheStrategy/record(storing:key:over:)``).
-    func keepsNothing(storing entry: CacheEntry, key: String) -> Bool {
-        guard key == self.key else { return false }
-        guard let record else { return true }
-        if entry.isPieceWithoutStrongValidator, record.variants.contains(where: { $0.status != 206 }) { return false }
-        return entry.facts.varyNames.isEmpty && record.variants.allSatisfy { $0.partition == entry.partition }
+    /// Whether storing `entry` under `key` keeps none of what the lookup found
+    /// (``CacheStrategy/keepsNothing(of:storing:)``): the writer need not read the record again.
+    func keepsNothing(storing entry: CacheEntry, key: String, under strategy: CacheStrategy) -> Bool {
+        key == self.key && strategy.keepsNothing(of: record, storing: entry)
     }
 
     /// What a request leads for others.

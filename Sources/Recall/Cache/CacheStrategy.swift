@@ -170,7 +170,7 @@ struct CacheStrategy: Sendable {
         let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
             if onlyIfCached { return .gatewayTimeout(Self.onlyIfCachedMiss(request)) }
-            if let record, let completion = completion(request, facts, record: record, partition: partition, inScope: inScope) {
+            if let record, let completion = completion(request, facts, directives, record: record, partition: partition, inScope: inScope) {
                 return completion
             }
             // No stored variant matches the request's Vary fields; the origin may still say one
@@ -243,11 +243,11 @@ struct CacheStrategy: Sendable {
     /// completes them (RFC 9111 §3.4). `nil` — the request goes as it is — without such pieces,
     /// for a `HEAD`, when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`) or
     /// forbids storing (`no-store`), or for a representation longer than ``completionLimit``.
-    private func completion(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord, partition: String,
-                            inScope: Set<String>) -> Before? {
+    private func completion(_ request: URLRequest, _ facts: RequestFacts, _ directives: CacheDirectives, record: CacheRecord,
+                            partition: String, inScope: Set<String>) -> Before? {
         guard facts.method == .get, facts.cachePolicy != .reloadIgnoringLocalCacheData,
               facts.cachePolicy != .reloadIgnoringLocalAndRemoteCacheData,
-              !rules.requestDirectives(request, hasFields: facts.hasFields).noStore, // (its answer could not be combined)
+              !directives.noStore, // (its answer could not be combined)
               let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
               let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry), held.length <= completionLimit,
               let missing = held.missing(in: 0...(held.length - 1)) else { return nil }
@@ -432,9 +432,7 @@ struct CacheStrategy: Sendable {
         }
         // A 304 confirms what this cache validated wherever it comes from: a cache further in
         // (memory over disk) answers this cache's conditional request itself (RFC 9111 §4.3.2).
-        let notModified: Bool
-        if case .validating = mode { notModified = response.status == 304 } else { notModified = false }
-        guard response.source == .network || notModified else { return .pass }
+        guard response.source == .network || (mode.isValidating && response.status == 304) else { return .pass }
         switch mode {
         case .callerConditional:
             return response.status == 304 && !x.redirected ? .freshen : .pass
@@ -666,19 +664,26 @@ struct CacheStrategy: Sendable {
 
     // MARK: Records
 
-    /// The record of `key` with `entry` stored in it: first, then `existing`'s responses of the
-    /// other partitions and this partition's other `Vary` variants, at most
-    /// ``CacheConfiguration/maxVariants`` in all.
+    /// The record of `key` with `entry` stored in it: first, then the responses of `existing` it
+    /// keeps (``keeps(_:storing:)``), at most ``CacheConfiguration/maxVariants`` in all.
     func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
-        // (A piece without a strong validator says nothing of a full response beside it, which
-        // may still be revalidated.)
-        let weakPiece = entry.isPieceWithoutStrongValidator
-        let kept = existing?.variants.filter { old in
-            old.partition != entry.partition
-                || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
-                || (weakPiece && old.status != 206)
-        } ?? []
+        let kept = existing?.variants.filter { keeps($0, storing: entry) } ?? []
         return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(rules.configuration.maxVariants)))
+    }
+
+    /// Whether storing `entry` over `existing` keeps none of its responses: then the record need
+    /// not be read again before the write.
+    func keepsNothing(of existing: CacheRecord?, storing entry: CacheEntry) -> Bool {
+        existing?.variants.allSatisfy { !keeps($0, storing: entry) } ?? true
+    }
+
+    /// Whether `old` stays beside `entry` when `entry` is stored: a response of another partition,
+    /// of this partition's other `Vary` variants, or a full response beside a piece without a
+    /// strong validator (which says nothing of it: it may still be revalidated).
+    private func keeps(_ old: CacheEntry, storing entry: CacheEntry) -> Bool {
+        old.partition != entry.partition
+            || (!entry.facts.varyNames.isEmpty && old.facts.varyNames == entry.facts.varyNames && old.varyValues != entry.varyValues)
+            || (entry.isPieceWithoutStrongValidator && old.status != 206)
     }
 
     /// The hint a storage gets with `record` (``CacheStorage/store(_:expires:)``): when none of

@@ -38,7 +38,7 @@ extension HTTPCache {
         case .store(let stored) where state.method != .head, .storeAndAnswer(let stored, _) where state.method != .head:
             entry = stored // (the answer: the response as it streams)
         default:
-            // (Also an answer to HEAD that updates the stored GET response: that keeps its own body.)
+            // (An answer to HEAD has no body: a stored response it updates keeps its own.)
             defer { leads.finish(state.lead) }
             let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
             if answer.body != response.body { response.body.discard() }

@@ -257,7 +257,7 @@ public final class HTTPCache: ServiceHook {
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             locator.remember(target, for: exchange.answered.url)
-            await writer.store(entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key), since: state.since,
+            await writer.store(entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
                                context: recording)
         }
         switch after {

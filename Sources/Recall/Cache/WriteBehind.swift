@@ -92,7 +92,7 @@ final class WriteBehind: Sendable {
             return false
         }
         let key = state.key
-        let existing = state.keepsNothing(storing: entry, key: key) ? nil : memory.recordNow(for: key)
+        let existing = state.keepsNothing(storing: entry, key: key, under: strategy) ? nil : memory.recordNow(for: key)
         guard let evicted = memory.storeNow(strategy.record(storing: entry, key: key, over: existing), watched: true) else { return false }
         writer.stored(context: context, evicted: evicted.count)
         return true

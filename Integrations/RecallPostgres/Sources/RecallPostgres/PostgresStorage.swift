@@ -177,8 +177,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         var claims: [String: UUID] = [:]
         /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
         var touching: Set<String> = []
-        /// The keys (or `#digest` of long keys) requests of this process wait to see stored by
-        /// another replica: how many wait, and how many such stores were announced since.
+        /// The keys requests of this process wait to see stored by another replica, as notices
+        /// name them (``noticeName(of:)``): how many wait, and how many such stores were announced since.
         var storesAwaited: [String: (waiters: Int, stores: Int)] = [:]
         var shutDown = false
     }
@@ -471,7 +471,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// (its notification, which this process's listener hears): the claim's holder stored its
     /// answer, even if its release is late or lost.
     public func wait(for name: String, orStoreOf key: String) async {
-        let token = key.utf8.count > LongKeyIndex.longerThan ? "#" + LongKeyIndex.digest(of: key) : key
+        let token = Self.noticeName(of: key)
         let before = state.withLock { state -> Int in
             state.storesAwaited[token, default: (0, 0)].waiters += 1
             return state.storesAwaited[token]?.stores ?? 0
@@ -511,9 +511,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// `<id> *` for everything, or `<id>#<digest>` for a key too long for a notification (every
     /// replica can compute the digest of the keys it holds; a key nobody holds costs nothing).
     private func notice(for key: String?) -> String {
-        guard let key else { return instance.uuidString + " *" }
-        guard key.utf8.count <= LongKeyIndex.longerThan else { return instance.uuidString + "#" + LongKeyIndex.digest(of: key) }
-        return instance.uuidString + " " + key
+        instance.uuidString + (key.map(Self.noticeName) ?? " *")
+    }
+
+    /// How a notice names `key`, after the sender's id: ` <key>`, or `#<digest>` for a key too
+    /// long for a notification.
+    private static func noticeName(of key: String) -> String {
+        key.utf8.count <= LongKeyIndex.longerThan ? " " + key : "#" + LongKeyIndex.digest(of: key)
     }
 
     /// Remembers `key` as one the memory tiers may hold, when it is too long for a notification;
@@ -555,8 +559,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let rest = String(payload[payload.index(after: separator)...])
         count { $0.invalidationsReceived += 1 }
         // A request of this process waiting for another's fetch of this key may look now.
-        let token = payload[separator] == "#" ? "#" + rest : rest
-        state.withLock { state in state.storesAwaited[token]?.stores += 1 }
+        state.withLock { state in state.storesAwaited[String(payload[separator...])]?.stores += 1 }
         if payload[separator] == "#" {
             // A long key, by its digest: only a key this process may hold is dropped.
             for key in state.withLock({ $0.longKeys.keys(forDigest: rest) }) { await forgetTiers(key) }
