@@ -1,12 +1,16 @@
 // The fleet storage measured next to the single-process ones, in one run on one machine:
 //
-//   swift run -c release recall-postgres-benchmark [--hits N] [--bursts N]
+//   swift run -c release recall-postgres-benchmark [--hits N] [--bursts N] [--rounds N]
+//                                                   [--pgbench-hits N] [--pgbench-transactions N]
 //
 // 1. Hit latency (p50, p99) and throughput through a full Pipeline + HTTPCache, for 1 and 64
 //    concurrent tasks, over MemoryStorage (the baseline), DiskStorage, PostgresStorage and a
 //    memory tier in front of PostgresStorage. 1,000 keys of 2 KB bodies, read at random.
-// 2. Origin requests for bursts of identical misses from 4 processes (recall-postgres-fleet-worker)
-//    on one database, with and without the storage as FetchCoordinator.
+// 2. Next to pgbench on the same server, round after round (AgainstPgbench.swift): hit p50 and
+//    store p50 at 1 client, hits/s at 16 and 64, and the layers of a hit (driver, pool, storage,
+//    pipeline). Ends with the `pgbench-ratio NAME R` lines.
+// 3. Origin requests for bursts of identical misses from 4 processes (recall-postgres-fleet-worker)
+//    on one database, with and without the storage as FetchCoordinator (`--bursts 0`: skipped).
 //
 // It starts its own PostgreSQL (initdb + postgres on a free loopback port) and loopback origin,
 // and removes them at the end. Prints a Markdown report.
@@ -57,7 +61,7 @@ struct FixedOrigin: Transport {
 }
 
 /// Hits through a pipeline over `storage`: `hitsPerRun` in all, spread over `tasks` tasks.
-func measureHits(_ name: String, storage: any CacheStorage, tasks: Int) async throws -> Measured {
+func measureHits(_ name: String, storage: any CacheStorage, tasks: Int, hits hitsPerRun: Int = hitsPerRun) async throws -> Measured {
     let origin = FixedOrigin(body: Data(repeating: UInt8(ascii: "r"), count: 2_048))
     let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
     let requests = (0..<keys).map { URLRequest(url: URL(string: "https://origin.test/item/\($0)")!) }
@@ -105,25 +109,34 @@ defer { try? FileManager.default.removeItem(at: diskDirectory) }
 var storageConfiguration = PostgresStorage.Configuration()
 storageConfiguration.timeout = .seconds(5)   // measure the database, not the cut
 let postgres = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
-for tasks in [1, 64] {
-    results.append(try await measureHits("MemoryStorage (baseline)", storage: MemoryStorage(), tasks: tasks))
-    results.append(try await measureHits("DiskStorage", storage: try DiskStorage(directory: diskDirectory.appendingPathComponent("\(tasks)")), tasks: tasks))
+for tasks in [1, 16, 64] {
+    // 16 tasks: PostgreSQL only, for the throughput next to pgbench's 16 clients.
+    if tasks != 16 {
+        results.append(try await measureHits("MemoryStorage (baseline)", storage: MemoryStorage(), tasks: tasks))
+        results.append(try await measureHits("DiskStorage", storage: try DiskStorage(directory: diskDirectory.appendingPathComponent("\(tasks)")), tasks: tasks))
+    }
     await postgres.removeAll()
     results.append(try await measureHits("PostgresStorage", storage: postgres, tasks: tasks))
-    await postgres.removeAll()
-    results.append(try await measureHits("memory tier + PostgresStorage", storage: postgres.withMemoryTier(), tasks: tasks))
+    if tasks != 16 {
+        await postgres.removeAll()
+        results.append(try await measureHits("memory tier + PostgresStorage", storage: postgres.withMemoryTier(), tasks: tasks))
+    }
 }
 
 print("## Hits: PostgreSQL next to memory and disk\n")
 print("`swift run -c release recall-postgres-benchmark --hits \(hitsPerRun) --bursts \(bursts)`; \(keys) keys of 2 KB bodies read at random through Pipeline + HTTPCache; PostgreSQL 15 on loopback (fsync off), started by the program.\n")
 print("| storage | tasks | p50 µs | p99 µs | hits/s | p50 ÷ memory | hits/s ÷ memory |")
 print("|---|---|---|---|---|---|---|")
-for result in results {
+for result in results where result.tasks != 16 {
     let baseline = results.first { $0.tasks == result.tasks }!
     let ratio = Double(result.p50.components.attoseconds + result.p50.components.seconds * 1_000_000_000_000_000_000)
         / Double(baseline.p50.components.attoseconds + baseline.p50.components.seconds * 1_000_000_000_000_000_000)
     print("| \(result.name) | \(result.tasks) | \(microseconds(result.p50)) | \(microseconds(result.p99)) | \(Int(result.perSecond)) | \(String(format: "%.1f×", ratio)) | \(String(format: "%.3f×", result.perSecond / baseline.perSecond)) |")
 }
+
+let ratios = try await compareWithPgbench(server: server, client: client, storage: postgres, keys: keys,
+                                          rounds: option("--rounds", 3), hits: option("--pgbench-hits", 3_000),
+                                          transactions: option("--pgbench-transactions", 20_000), logger: logger)
 
 // MARK: Cross-process coalescing
 
@@ -154,17 +167,23 @@ func originRequests(coordinated: Bool) async throws -> (origin: Int, requests: I
     return (total, requests)
 }
 
-let without = try await originRequests(coordinated: false)
-let with = try await originRequests(coordinated: true)
-print("\n## Cross-process coalescing\n")
-print("\(bursts) bursts, each one request for a new URL from each of 4 processes at once (the origin takes 50 ms).\n")
-print("| coordinator | requests | reached the origin | saved |")
-print("|---|---|---|---|")
-print("| none (each process coalesces only its own) | \(without.requests) | \(without.origin) | \(without.requests - without.origin) |")
-print("| PostgresStorage (lease rows) | \(with.requests) | \(with.origin) | \(with.requests - with.origin) |")
+if bursts > 0 {
+    let without = try await originRequests(coordinated: false)
+    let with = try await originRequests(coordinated: true)
+    print("\n## Cross-process coalescing\n")
+    print("\(bursts) bursts, each one request for a new URL from each of 4 processes at once (the origin takes 50 ms).\n")
+    print("| coordinator | requests | reached the origin | saved |")
+    print("|---|---|---|---|")
+    print("| none (each process coalesces only its own) | \(without.requests) | \(without.origin) | \(without.requests - without.origin) |")
+    print("| PostgresStorage (lease rows) | \(with.requests) | \(with.origin) | \(with.requests - with.origin) |")
+}
 
 await postgres.shutdown()
 running.cancel()
+
+// The targets at a glance (issue #40): hit p50 ≤ 2, throughput ≥ 0.5.
+print("")
+for (name, ratio) in ratios { print("pgbench-ratio \(name) \(String(format: "%.2f", ratio))") }
 
 extension AsyncSequence where Self: Sendable {
     func all() async throws -> [Element] {

@@ -94,8 +94,8 @@ public final class TemporaryPostgres: Sendable {
 
     // MARK: Helpers
 
-    /// The path of PostgreSQL's program `name`.
-    private static func tool(_ name: String) throws -> String {
+    /// The path of PostgreSQL's program `name` (`pgbench`, say).
+    public static func tool(_ name: String) throws -> String {
         guard let path = which(name) else {
             throw Unavailable(description: "\(name) is not on the PATH nor in /usr/lib/postgresql/*/bin: install PostgreSQL to run these tests")
         }
