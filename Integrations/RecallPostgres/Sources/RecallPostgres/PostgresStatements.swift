@@ -4,12 +4,44 @@ import PostgresNIO
 /// Every statement on the request path, as a named prepared statement (prepared once per
 /// connection). Keys are hashed by the database (`sha256`), so a row is found by its primary key.
 enum PostgresStatements {
+    /// Opens the text of every statement on the request path (not maintenance's, which have a
+    /// longer limit): a comment naming this process, by which the storage finds
+    /// its own statements in `pg_stat_activity` and cancels those still running past their time
+    /// limit (``Reclaim``) — postgres-nio cannot cancel a statement it has sent.
+    static let tag = "/* recall \(UUID().uuidString) */ "
+
+    /// Cancels this process's statements (``tag``) that have run longer than `$1` seconds, so
+    /// their connections return to the pool; how many.
+    struct Reclaim: PostgresPreparedStatement {
+        static let name = "recall_reclaim_v1"
+        static let sql = """
+            WITH stuck AS MATERIALIZED (
+                SELECT pid FROM pg_stat_activity
+                WHERE state = 'active' AND pid <> pg_backend_pid() AND left(query, $1) = $2
+                    AND query_start < now() - make_interval(secs => $3)
+            )
+            SELECT count(*)::bigint FROM stuck WHERE pg_cancel_backend(pid)
+            """
+        typealias Row = Int64
+        var olderThan: Double
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(Int32(tag.count))
+            bindings.append(tag)
+            bindings.append(olderThan)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+    }
+
     /// The row of a key: its stored key, record — `NULL` when it is longer than the largest
     /// record the storage takes (checked by the database, so such a row is never sent) — and
     /// whether its use should be recorded (it was last touched longer ago than the touch interval).
     struct Lookup: PostgresPreparedStatement {
         static let name = "recall_lookup_v2"
-        static let sql = """
+        static let sql = tag + """
             SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
             FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8'))
             """
@@ -32,7 +64,7 @@ enum PostgresStatements {
     /// Records a use of a key: the recency eviction reads and the second chance it gives.
     struct Touch: PostgresPreparedStatement {
         static let name = "recall_touch_v1"
-        static let sql = """
+        static let sql = tag + """
             UPDATE recall_entries SET used_at = now(), uses = least(uses + 1, 1000)
             WHERE key_hash = sha256(convert_to($1, 'UTF8'))
             """
@@ -52,7 +84,7 @@ enum PostgresStatements {
     /// so memory tiers drop the version they hold.
     struct Upsert: PostgresPreparedStatement {
         static let name = "recall_upsert_v2"
-        static let sql = """
+        static let sql = tag + """
             WITH stored AS (
                 INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
                 VALUES (sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4)
@@ -84,7 +116,7 @@ enum PostgresStatements {
     /// Removes a key and tells the fleet (`NOTIFY`), so memory tiers drop it too.
     struct Delete: PostgresPreparedStatement {
         static let name = "recall_delete_v1"
-        static let sql = """
+        static let sql = tag + """
             WITH gone AS (DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) RETURNING 1)
             SELECT pg_notify('\(PostgresStorage.channel)', $2) FROM (SELECT count(*) FROM gone) AS counted
             """
@@ -106,7 +138,7 @@ enum PostgresStatements {
     /// writer with a larger limit): it could never be served, and every lookup would carry it.
     struct DeleteOversized: PostgresPreparedStatement {
         static let name = "recall_delete_oversized_v1"
-        static let sql = """
+        static let sql = tag + """
             DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND octet_length(record) > $2
             """
         typealias Row = ()
@@ -127,7 +159,7 @@ enum PostgresStatements {
     /// record stored since with them).
     struct DeleteIfStill: PostgresPreparedStatement {
         static let name = "recall_delete_if_still_v1"
-        static let sql = """
+        static let sql = tag + """
             DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND record = $2
             """
         typealias Row = ()
@@ -148,7 +180,7 @@ enum PostgresStatements {
     /// when the claim is this process's.
     struct Claim: PostgresPreparedStatement {
         static let name = "recall_claim_v1"
-        static let sql = """
+        static let sql = tag + """
             INSERT INTO recall_leases (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
             ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
                 WHERE recall_leases.expires_at < now()
@@ -173,7 +205,7 @@ enum PostgresStatements {
     /// Whether a live claim holds `name`.
     struct Claimed: PostgresPreparedStatement {
         static let name = "recall_claimed_v1"
-        static let sql = "SELECT 1 FROM recall_leases WHERE name = $1 AND expires_at > now()"
+        static let sql = tag + "SELECT 1 FROM recall_leases WHERE name = $1 AND expires_at > now()"
         typealias Row = Int32
         var name: String
 
@@ -189,7 +221,7 @@ enum PostgresStatements {
     /// Gives up this process's claim on `name`.
     struct Release: PostgresPreparedStatement {
         static let name = "recall_release_v1"
-        static let sql = "DELETE FROM recall_leases WHERE name = $1 AND holder = $2"
+        static let sql = tag + "DELETE FROM recall_leases WHERE name = $1 AND holder = $2"
         typealias Row = ()
         var name: String
         var holder: UUID
@@ -260,7 +292,7 @@ enum PostgresStatements {
     /// The rows and bytes of `recall_entries`, from the 16 counter rows the trigger keeps.
     struct Usage: PostgresPreparedStatement {
         static let name = "recall_usage_v1"
-        static let sql = "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(bytes), 0)::bigint FROM recall_usage"
+        static let sql = tag + "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(bytes), 0)::bigint FROM recall_usage"
         typealias Row = (Int64, Int64)
 
         func makeBindings() throws -> PostgresBindings { PostgresBindings() }

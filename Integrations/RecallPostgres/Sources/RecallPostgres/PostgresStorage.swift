@@ -133,6 +133,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var pendingRemovals = 0
         /// Removals dropped because too many were waiting (``Configuration/pendingRemovalLimit``).
         public var removalsLost = 0
+        /// Statements of this process the storage cancelled in the database because they ran
+        /// past ``Configuration/timeout`` (a locked table, say), so their connections returned
+        /// to the pool.
+        public var statementsCancelled = 0
     }
 
     /// The channel of the fleet's invalidations.
@@ -165,6 +169,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Its task, for ``PostgresStorage/shutdown()`` to wait on.
         var maintaining: Task<Void, Never>?
         var listener: Task<Void, Never>?
+        /// The listener's connection while it listens: where statements are cancelled from, so
+        /// that a pool whose connections all hang still gets them back.
+        var listening: PostgresConnection?
+        /// A cancellation of statements that ran too long is under way.
+        var reclaiming = false
         /// Who layers on this storage (memory tiers) and hears of the fleet's changes.
         var observers: [@Sendable (String?) async -> Void] = []
         /// The keys too long for a notification that this process read or stored (so its memory
@@ -534,6 +543,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
+                    self.state.withLock { $0.listening = connection }
+                    defer { self.state.withLock { $0.listening = nil } }
                     try await connection.listen(on: Self.channel) { notifications in
                         // Listening again: whatever was sent while not listening is lost.
                         await self.forgetTiers(nil)
@@ -627,6 +638,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             if replay { Task { await self.replayRemovals() } }
             return value
         } catch {
+            if !maintenance, (error as? PostgresStorageError)?.code == .timedOut { reclaimConnections() }
             // The caller going away, or maintenance, says nothing about the request path's database.
             if error is CancellationError || maintenance {
                 count { $0.failures += 1 }
@@ -642,6 +654,38 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             }
             logger.debug("recall postgres storage: \(error)\(pausing ? "; pausing for \(configuration.pause)" : "")")
             return nil
+        }
+    }
+}
+
+extension PostgresStorage {
+    /// After a statement was cut by the time limit: postgres-nio cannot cancel it, and its
+    /// connection stays leased until the database answers — for a statement waiting on a locked
+    /// table, maybe never. So the storage waits as long as the limit once more, then cancels in the
+    /// database (`pg_cancel_backend`) every statement of this process still running past the limit
+    /// (found by the tag its text starts with), from the listener's connection when it has one
+    /// (the pool's may all be hanging). One such pass at a time.
+    fileprivate func reclaimConnections() {
+        guard state.withLock({ state -> Bool in
+            guard !state.reclaiming, !state.shutDown else { return false }
+            state.reclaiming = true
+            return true
+        }) else { return }
+        Task { [client, logger, configuration] in
+            try? await Task.sleep(for: configuration.timeout)
+            let statement = PostgresStatements.Reclaim(olderThan: configuration.timeout.seconds)
+            let connection = state.withLock { $0.listening }
+            let cancelled = try? await Deadline.run(within: configuration.maintenanceTimeout) {
+                if let connection { return try await connection.execute(statement, logger: logger).first() ?? 0 }
+                return try await client.execute(statement, logger: logger).first() ?? 0
+            }
+            if let cancelled, cancelled > 0 {
+                logger.debug("recall postgres storage: cancelled \(cancelled) statements that ran past \(configuration.timeout)")
+            }
+            state.withLock { state in
+                state.statistics.statementsCancelled += Int(cancelled ?? 0)
+                state.reclaiming = false
+            }
         }
     }
 }

@@ -352,13 +352,17 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("a slow database (its table locked by another session): requests are answered by the origin within the timeout; then hits come back")
+    @Test("a slow database (its table locked by another session): requests are answered by the origin within the timeout, the hanging statements are cancelled and their connections come back; then hits come back")
     func slowDatabase() async throws {
-        try await PostgresFixture.withDatabase { client, _ in
+        try await PostgresFixture.withDatabase { client, database in
             var configuration = PostgresStorage.Configuration()
             configuration.timeout = .milliseconds(200)
             configuration.pause = .milliseconds(300)
-            let storage = try await PostgresFixture.open(client, configuration)
+            // The storage's own pool of three: without cancellation, three hanging lookups would hold all of it.
+            var small = PostgresFixture.configuration(try PostgresFixture.current, database: database)
+            small.options.maximumConnections = 3
+            try await PostgresFixture.withClient(small) { storageClient in
+            let storage = try await PostgresFixture.open(storageClient, configuration)
             let origin = MockTransport()
             origin.route("GET", "/s", .text("s", headers: ["Cache-Control": "max-age=60"]))
             let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
@@ -391,11 +395,27 @@ struct PostgresStorageTests {
             // that waited for the table would still be waiting (it is locked until just below).
             #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
             #expect(origin.count(for: "/s") >= 2, "lookups that could not finish were misses")
+            // While the table is still locked, the storage cancels its statements that wait on it
+            // (postgres-nio cannot): none of them is left holding a connection.
+            try await Self.eventually { storage.fleetStatistics.statementsCancelled >= 1 }
+            try await Self.eventually { try await Self.waitingOnLocks(client) == 0 }
+            #expect(storage.fleetStatistics.statementsCancelled >= 1)
+            #expect(try await Self.waitingOnLocks(client) == 0, "statements of the storage still hold connections")
             unlock.continuation.finish()
             try await locker.value
             try await Self.eventually { try await pipeline.send(request).source == .cache }
             await storage.shutdown()
+            }
         }
+    }
+
+    /// Statements of a storage (their text starts with its tag) waiting for a lock now.
+    static func waitingOnLocks(_ client: PostgresClient) async throws -> Int {
+        let rows = try await client.query("""
+            SELECT count(*)::bigint FROM pg_stat_activity
+            WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE '/* recall %'
+            """).all()
+        return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 
     @Test("a database with a newer schema is refused with a clear error")
