@@ -202,6 +202,29 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
     }
 
+    /// Extends this process's claim on `name` by `leaseTime` seconds from now, while it fetches; a
+    /// row comes back when the claim is still its own.
+    struct Renew: PostgresPreparedStatement {
+        static let name = "recall_renew_v1"
+        static let sql = tag + """
+            UPDATE recall_leases SET expires_at = now() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 RETURNING 1
+            """
+        typealias Row = Int32
+        var name: String
+        var holder: UUID
+        var leaseTime: Double
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(name)
+            bindings.append(holder)
+            bindings.append(leaseTime)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
+    }
+
     /// Whether a live claim holds `name`.
     struct Claimed: PostgresPreparedStatement {
         static let name = "recall_claimed_v1"

@@ -72,9 +72,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Statements per maintenance pass at most (50): a pass ends after `batchSize × 50` rows
         /// even if the table is still over its limits; the next pass goes on.
         public var batchesPerPass = 50
-        /// How long a claimed fetch holds before it lapses (5 s): a replica that crashed while
-        /// fetching delays the others by at most this much.
+        /// How long a claimed fetch holds before it lapses (5 s) unless renewed: a replica that
+        /// crashed while fetching delays the others by at most this much. A live replica renews
+        /// its claim every third of it while its fetch is under way (see ``longestFetch``).
         public var leaseTime: Duration = .seconds(5)
+        /// How long a replica renews a claim at most (2 min): a fetch slower than ``leaseTime``
+        /// keeps the fleet waiting for its answer, not fetching too; one that is still under way
+        /// after this long stops holding the others back (its claim lapses a lease later).
+        public var longestFetch: Duration = .seconds(120)
         /// How often a replica waiting for another's fetch checks whether it ended (10 ms).
         public var leasePoll: Duration = .milliseconds(10)
         /// The longest a maintenance statement may take (5 s). Maintenance failures do not count
@@ -123,6 +128,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var failures = 0
         /// Fetches this process claimed for the fleet, and claims it found held by another.
         public var claims = 0, claimsHeldElsewhere = 0
+        /// Times this process extended a claim of its own while its fetch was under way.
+        public var claimRenewals = 0
         /// Removals and stores by other replicas that reached this process's memory tiers.
         public var invalidationsReceived = 0
         /// Times the notification connection began listening, each after dropping what the
@@ -182,8 +189,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Keys removed while the database could not take it, to replay (see ``Configuration/pendingRemovalLimit``).
         var pendingRemovals: Set<String> = []
         var replaying = false
-        /// The holder token of each claim this process holds, by name.
-        var claims: [String: UUID] = [:]
+        /// Each claim this process holds, by name: its holder token and the task renewing it.
+        var claims: [String: (token: UUID, renewal: Task<Void, Never>)] = [:]
         /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
         var touching: Set<String> = []
         /// The keys requests of this process wait to see stored by another replica, as notices
@@ -236,6 +243,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public func shutdown() async {
         let (listener, maintaining) = state.withLock { state in
             state.shutDown = true
+            for claim in state.claims.values { claim.renewal.cancel() }
             return (state.listener, state.maintaining)
         }
         listener?.cancel()
@@ -459,15 +467,32 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         guard let claimed = await attempt({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
             return true
         }
+        guard claimed != nil else {
+            count { $0.claimsHeldElsewhere += 1 }
+            return false
+        }
+        let renewal = renew(name, token: token)
         state.withLock { state in
-            if claimed == nil {
-                state.statistics.claimsHeldElsewhere += 1
-            } else {
-                state.statistics.claims += 1
-                state.claims[name] = token
+            state.statistics.claims += 1
+            state.claims[name] = (token, renewal)
+        }
+        return true
+    }
+
+    /// Renews the claim `token` on `name` every third of the lease, until it is released, lost
+    /// (it lapsed and another replica took it), or ``Configuration/longestFetch`` passed.
+    private func renew(_ name: String, token: UUID) -> Task<Void, Never> {
+        Task { [client, logger, configuration] in
+            let end = ContinuousClock.now + configuration.longestFetch
+            let statement = PostgresStatements.Renew(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
+            while true {
+                try? await Task.sleep(for: configuration.leaseTime / 3)
+                guard !Task.isCancelled, ContinuousClock.now < end else { return }
+                let renewed = await attempt { try await client.execute(statement, logger: logger).first() }
+                if case .some(nil) = renewed { return }   // no longer this process's claim
+                if renewed != nil { count { $0.claimRenewals += 1 } }
             }
         }
-        return claimed != nil
     }
 
     /// Waits until the claim on `name` is released or lapses, checking every
@@ -509,8 +534,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Releases this process's claim on `name`.
     public func release(_ name: String) async {
         // Only this claim's row: a later claim of the same name (this one lapsed) stays.
-        guard let token = state.withLock({ $0.claims.removeValue(forKey: name) }) else { return }
-        let statement = PostgresStatements.Release(name: name, holder: token)
+        guard let claim = state.withLock({ $0.claims.removeValue(forKey: name) }) else { return }
+        claim.renewal.cancel()
+        let statement = PostgresStatements.Release(name: name, holder: claim.token)
         _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
     }
 

@@ -335,11 +335,13 @@ struct PostgresStorageTests {
             #expect(ContinuousClock.now - started < .seconds(20), "B's wait ended at its own bound (60 s), not at A's release")
             #expect(await b.claim("f.1"))
             await b.release("f.1")
-            // C "crashes" holding a claim of 1 s: A waits until it lapses (not A's own 60 s), then may claim.
+            // C "crashes" holding a claim of 1 s (its shutdown stops the renewal a live holder
+            // makes): A waits until it lapses (not A's own 60 s), then may claim.
             var brief = PostgresFixture.patient
             brief.leaseTime = .seconds(1)
             let c = try await PostgresFixture.open(client, brief)
             #expect(await c.claim("f.1"))
+            await c.shutdown()
             let before = ContinuousClock.now
             await a.wait(for: "f.1")
             #expect(ContinuousClock.now - before < .seconds(20), "A's wait ended at its own bound (60 s), not at the lapse")
@@ -348,7 +350,26 @@ struct PostgresStorageTests {
             #expect(b.fleetStatistics.claimsHeldElsewhere == 1)
             await a.shutdown()
             await b.shutdown()
-            await c.shutdown()
+        }
+    }
+
+    @Test("a claim is renewed while its fetch is under way: it outlives its lease until released (#40)")
+    func claimRenewal() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var brief = PostgresFixture.patient
+            brief.leaseTime = .seconds(2)
+            let a = try await PostgresFixture.open(client, brief)
+            let b = try await PostgresFixture.open(client, brief)
+            #expect(await a.claim("r.1"))
+            // Two and a half leases: without renewal the claim would have lapsed twice over.
+            try await Task.sleep(for: .seconds(5))
+            #expect(a.fleetStatistics.claimRenewals >= 1)
+            #expect(await b.claim("r.1") == false, "the claim lapsed though its holder was still fetching")
+            await a.release("r.1")
+            #expect(await b.claim("r.1"))
+            await b.release("r.1")
+            await a.shutdown()
+            await b.shutdown()
         }
     }
 
