@@ -12,10 +12,12 @@
 /// let cache = HTTPCache(storage: storage, coordinator: storage)
 /// ```
 ///
-/// Implementations must bound everything: a claim lapses by itself after a lease time (a process
-/// that crashed while holding one blocks nobody for longer), ``wait(for:)`` returns by then at
-/// the latest, and a coordinator that cannot reach its backend answers `true` from
-/// ``claim(_:)`` at once (fetching twice is better than not at all).
+/// Implementations must bound everything: a claim lapses by itself after a lease time unless
+/// its live holder renews it while its fetch is under way (a process that crashed while holding
+/// one blocks nobody for longer than a lease; a slow fetch holds it, for a bounded time),
+/// ``wait(for:)`` returns when the claim ends and within that bound at the latest, and a
+/// coordinator that cannot reach its backend answers `true` from ``claim(_:)`` at once
+/// (fetching twice is better than not at all).
 public protocol FetchCoordinator: Sendable {
     /// Claims the fetch named `name` (an opaque keyed hash of the request: its key and header
     /// fields). `true`: this process fetches, stores, then calls ``release(_:)``. `false`:

@@ -496,7 +496,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     /// Waits until the claim on `name` is released or lapses, checking every
-    /// ``Configuration/leasePoll``, for ``Configuration/leaseTime`` at most.
+    /// ``Configuration/leasePoll`` — while its holder renews it, as long as the holder may
+    /// (``Configuration/longestFetch``, plus a lease).
     public func wait(for name: String) async {
         await waitForClaim(name) { false }
     }
@@ -520,9 +521,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     /// Polls the claim on `name` until it is released or lapses, or `stored()` says the answer
-    /// is there, for ``Configuration/leaseTime`` at most.
+    /// is there — for ``Configuration/longestFetch`` plus a lease at most, the longest a live
+    /// holder keeps a claim.
     private func waitForClaim(_ name: String, stored: () -> Bool) async {
-        let end = ContinuousClock.now + configuration.leaseTime
+        let end = ContinuousClock.now + configuration.longestFetch + configuration.leaseTime
         while !Task.isCancelled, ContinuousClock.now < end, !paused(), !stored() {
             guard let held = await attempt({ [client, logger] in
                 try await client.execute(PostgresStatements.Claimed(name: name), logger: logger).first()

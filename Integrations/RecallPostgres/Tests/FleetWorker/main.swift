@@ -4,9 +4,13 @@
 //   get PATH   -> "<status> <source> <hit>"  (source: network, cache, revalidated, stale;
 //                  hit: the origin's request number from its JSON body, or -1)
 //   post PATH  -> "<status> <source> <hit>"
-//   stats      -> "coalesced=N claims=N held-elsewhere=N invalidations=N"
+//   burst N PATH QUERY -> N GETs at once, of PATH0?QUERY … PATH(N-1)?QUERY:
+//                  "network=N cache=N other=N" (other: any other source, or an error)
+//   stats      -> "coalesced=N claims=N held-elsewhere=N invalidations=N renewals=N"
 // With `no-coordinator` as a fourth argument it does not coordinate misses with the fleet (the
-// benchmark's baseline). It prints "ready" once the storage is open, and exits when its input closes.
+// benchmark's baseline). RECALL_LEASE_MS and RECALL_TIMEOUT_MS in its environment set the
+// storage's leaseTime (default 60 s) and timeout (default 10 s). It prints "ready" once the
+// storage is open, and exits when its input closes.
 import Foundation
 import Logging
 import PostgresNIO
@@ -27,7 +31,14 @@ var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port, 
                                                  database: arguments[2], tls: .disable)
 configuration.options.connectTimeout = .seconds(10)
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-let running = Task { await client.run() }
+// Started at once, before the storage asks for a connection (a plain Task may start later, and
+// postgres-nio then warns that it was asked before it ran).
+let running: Task<Void, Never>
+if #available(macOS 26, *) {
+    running = Task.immediate { await client.run() }
+} else {
+    running = Task { await client.run() }
+}
 
 /// Writes `line` to standard output at once (no buffering: the test waits for it).
 func say(_ line: String) {
@@ -43,8 +54,10 @@ func answer(_ response: RecallResponse) async -> String {
 
 do {
     var storageConfiguration = PostgresStorage.Configuration()
-    storageConfiguration.timeout = .seconds(10)          // a loaded CI machine: be patient, the test checks behaviour not speed
-    storageConfiguration.leaseTime = .seconds(60)        // no claim lapses while a slow fetch or a slow worker is under way
+    let environment = ProcessInfo.processInfo.environment
+    // A loaded CI machine: be patient, the tests check behaviour, not speed (unless they set it).
+    storageConfiguration.timeout = .milliseconds(Int(environment["RECALL_TIMEOUT_MS"] ?? "") ?? 10_000)
+    storageConfiguration.leaseTime = .milliseconds(Int(environment["RECALL_LEASE_MS"] ?? "") ?? 60_000)
     let storage = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
     let coordinated = arguments.count == 4
     let cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: coordinated ? storage : nil)
@@ -61,9 +74,29 @@ do {
             } catch {
                 say("error \(error)")
             }
+        case ("burst", 2):
+            let parts = words[1].split(separator: " ").map(String.init)
+            guard parts.count == 3, let count = Int(parts[0]) else {
+                say("error usage: burst N PATH QUERY")
+                continue
+            }
+            let sources = await withTaskGroup(of: String.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        let url = URL(string: "\(parts[1])\(index)?\(parts[2])", relativeTo: origin)!.absoluteURL
+                        guard let response = try? await pipeline.send(URLRequest(url: url)),
+                              (try? await response.body.collect(upTo: 1 << 20)) != nil else { return "other" }
+                        return response.source == .network || response.source == .cache ? "\(response.source)" : "other"
+                    }
+                }
+                var sources: [String: Int] = [:]
+                for await source in group { sources[source, default: 0] += 1 }
+                return sources
+            }
+            say("network=\(sources["network", default: 0]) cache=\(sources["cache", default: 0]) other=\(sources["other", default: 0])")
         case ("stats", _):
             let mine = storage.fleetStatistics
-            say("coalesced=\(cache.statistics.coalesced) claims=\(mine.claims) held-elsewhere=\(mine.claimsHeldElsewhere) invalidations=\(mine.invalidationsReceived)")
+            say("coalesced=\(cache.statistics.coalesced) claims=\(mine.claims) held-elsewhere=\(mine.claimsHeldElsewhere) invalidations=\(mine.invalidationsReceived) renewals=\(mine.claimRenewals)")
         default:
             say("error unknown command: \(line)")
         }

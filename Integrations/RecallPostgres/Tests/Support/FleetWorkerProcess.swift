@@ -11,8 +11,14 @@ public final class FleetWorkerProcess {
     private var buffer = Data()
 
     /// Starts a worker on `database` of the server at `port`, in front of `origin`; without
-    /// `coordinated`, it does not share misses with the fleet.
-    public init(port: Int, database: String, origin: URL, coordinated: Bool = true) throws {
+    /// `coordinated`, it does not share misses with the fleet. `lease` and `timeout` set its
+    /// storage's (defaults: a minute and 10 s, for tests of behaviour on a loaded machine).
+    public init(port: Int, database: String, origin: URL, coordinated: Bool = true,
+                lease: Duration? = nil, timeout: Duration? = nil) throws {
+        var environment = ProcessInfo.processInfo.environment
+        if let lease { environment["RECALL_LEASE_MS"] = "\(lease.components.seconds * 1_000 + lease.components.attoseconds / 1_000_000_000_000_000)" }
+        if let timeout { environment["RECALL_TIMEOUT_MS"] = "\(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)" }
+        process.environment = environment
         // Built next to the test bundle or the benchmark that runs it.
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("recall-postgres-fleet-worker")
@@ -51,6 +57,11 @@ public final class FleetWorkerProcess {
     public func ask(_ line: String) throws -> String {
         try send(line)
         return try self.line()
+    }
+
+    /// Kills it at once (SIGKILL): a replica that crashes, holding whatever it held.
+    public func crash() {
+        _ = kill(process.processIdentifier, SIGKILL)
     }
 
     /// Closes its input (it exits), killing it after 5 s.
