@@ -88,6 +88,15 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Added to every computed expiry (1 h): room for clocks that differ between the replicas
         /// and the database, and for requests that accept more staleness (`max-stale`).
         public var expiryMargin: Duration = .seconds(3_600)
+        /// How often the listener makes sure it still hears the fleet (1 s): it sends itself a
+        /// notification over its own connection.
+        public var heartbeat: Duration = .seconds(1)
+        /// How long the listener may go without hearing its heartbeat (3 s) before memory tiers
+        /// stop serving: they are emptied (again every heartbeat), keep nothing read from the
+        /// table, and the listener connects anew; once it hears again they serve again. A
+        /// connection that died without a reset (a failover, a partition) so costs memory tiers at
+        /// most about this plus a heartbeat of staleness, not the minutes TCP takes to notice.
+        public var silenceLimit: Duration = .seconds(3)
         /// The longest ``PostgresStorage/open(client:configuration:logger:)`` waits for the
         /// database to create or migrate the tables and read the fleet's secret (10 s). Past it,
         /// `open` throws ``PostgresStorageError/unreachable(after:)``: a service that starts while
@@ -140,6 +149,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var pendingRemovals = 0
         /// Removals dropped because too many were waiting (``Configuration/pendingRemovalLimit``).
         public var removalsLost = 0
+        /// Times the listener went without hearing its heartbeat for ``Configuration/silenceLimit``
+        /// (each logged as a warning): memory tiers were emptied and bypassed until it heard again.
+        public var silences = 0
+        /// The listener is silent now: memory tiers over this storage are emptied every heartbeat
+        /// and keep nothing they read.
+        public var listenerSilent = false
         /// Statements of this process the storage cancelled in the database because they ran
         /// past ``Configuration/timeout`` (a locked table, say), so their connections returned
         /// to the pool.
@@ -159,12 +174,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// alike, so a response stored for a user by one replica matches in the others.
     public let secret: [UInt8]
 
-    private let logger: Logger
+    let logger: Logger
     /// This process's storage, as named in its notifications (its own are ignored).
-    private let instance = UUID()
-    private let state = Mutex(State())
+    let instance = UUID()
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var statistics = Statistics()
         var failuresInARow = 0
         var pausedUntil: ContinuousClock.Instant?
@@ -179,8 +194,17 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// The listener's connection while it listens: where statements are cancelled from, so
         /// that a pool whose connections all hang still gets them back.
         var listening: PostgresConnection?
-        /// A cancellation of statements that ran too long is under way.
-        var reclaiming = false
+        /// When the listener's connection began listening.
+        var listeningSince: ContinuousClock.Instant?
+        /// When the listener last heard its own heartbeat (or began listening).
+        var lastHeard = ContinuousClock.now
+        /// The listener has not heard its heartbeat for ``Configuration/silenceLimit``: memory
+        /// tiers are not to be trusted (see ``PostgresStorage/watchListener()``).
+        var silent = false
+        /// The heartbeat's task.
+        var watcher: Task<Void, Never>?
+        /// A cancellation of statements that ran too long is under way, and another was asked for meanwhile.
+        var reclaiming = false, reclaimAgain = false
         /// Who layers on this storage (memory tiers) and hears of the fleet's changes.
         var observers: [@Sendable (String?) async -> Void] = []
         /// The keys too long for a notification that this process read or stored (so its memory
@@ -227,7 +251,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         let storage = PostgresStorage(client: client, configuration: configuration, secret: secret, logger: logger)
         let listener = Task { await storage.listen() }
-        storage.state.withLock { $0.listener = listener }
+        let watcher = Task { await storage.watchListener() }
+        storage.state.withLock { state in
+            state.listener = listener
+            state.watcher = watcher
+        }
         await storage.refreshStatistics()
         return storage
     }
@@ -241,12 +269,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Stops listening and waits for a maintenance pass under way; call it before the client
     /// stops. Lookups and stores after it still work (without the memory tiers' invalidations).
     public func shutdown() async {
-        let (listener, maintaining) = state.withLock { state in
+        let (listener, watcher, maintaining) = state.withLock { state in
             state.shutDown = true
             for claim in state.claims.values { claim.renewal.cancel() }
-            return (state.listener, state.maintaining)
+            return (state.listener, state.watcher, state.maintaining)
         }
+        watcher?.cancel()
         listener?.cancel()
+        await watcher?.value
         await listener?.value
         await maintaining?.value
     }
@@ -275,7 +305,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             _ = await attempt { [client, logger] in try await client.execute(removal, logger: logger).drain() }
             return nil
         }
-        count { $0.hits += 1 }
+        let silent = state.withLock { state in
+            state.statistics.hits += 1
+            return state.silent
+        }
+        // The listener cannot vouch for notifications: the tiers over this storage must not keep what they read.
+        if silent { await forgetTiers(key) }
         if needsTouch, state.withLock({ $0.touching.insert(key).inserted }) {
             // Recorded off the request path; a touch that fails only makes eviction less exact.
             Task { [client, logger] in
@@ -382,7 +417,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Every counter of this storage.
     public var fleetStatistics: Statistics {
-        state.withLock { $0.statistics }
+        state.withLock { state in
+            var statistics = state.statistics
+            statistics.listenerSilent = state.silent
+            return statistics
+        }
     }
 
     /// Reads the table's entries and bytes (16 counter rows) into the statistics.
@@ -571,12 +610,18 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
-                    self.state.withLock { $0.listening = connection }
+                    self.state.withLock { state in
+                        state.listening = connection
+                        state.listeningSince = .now
+                    }
                     defer { self.state.withLock { $0.listening = nil } }
                     try await connection.listen(on: Self.channel) { notifications in
                         // Listening again: whatever was sent while not listening is lost.
                         await self.forgetTiers(nil)
-                        self.count { $0.listeningStarts += 1 }
+                        self.state.withLock { state in
+                            state.statistics.listeningStarts += 1
+                            state.lastHeard = .now   // a new connection has a whole silence limit to carry a heartbeat
+                        }
                         delay = .milliseconds(50)
                         for try await notification in notifications {
                             await self.received(notification.payload)
@@ -593,7 +638,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     private func received(_ payload: String) async {
-        // (A replica's id is a UUID: neither a space nor a `#` is part of it.)
+        if payload.hasPrefix(instance.uuidString), payload.dropFirst(instance.uuidString.count).first == "!" {
+            return heardHeartbeat()
+        }
+        // (A replica's id is a UUID: neither a space nor a `#` is part of it; other replicas'
+        // heartbeats, `<id>!<n>`, have neither and are ignored here.)
         guard let separator = payload.firstIndex(where: { $0 == " " || $0 == "#" }), payload[..<separator] != instance.uuidString else { return }
         let rest = String(payload[payload.index(after: separator)...])
         count { $0.invalidationsReceived += 1 }
@@ -608,7 +657,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     /// Tells the observers (memory tiers) that `key` (nil: everything) changed elsewhere.
-    private func forgetTiers(_ key: String?) async {
+    func forgetTiers(_ key: String?) async {
         for observer in state.withLock({ $0.observers }) { await observer(key) }
     }
 
@@ -648,7 +697,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
     }
 
-    private func count(_ update: (inout Statistics) -> Void) {
+    func count(_ update: (inout Statistics) -> Void) {
         state.withLock { update(&$0.statistics) }
     }
 
@@ -695,25 +744,31 @@ extension PostgresStorage {
     /// (the pool's may all be hanging). One such pass at a time.
     fileprivate func reclaimConnections() {
         guard state.withLock({ state -> Bool in
-            guard !state.reclaiming, !state.shutDown else { return false }
+            guard !state.shutDown else { return false }
+            // A statement cut during a pass may have been too young for it: one more pass follows.
+            guard !state.reclaiming else { state.reclaimAgain = true; return false }
             state.reclaiming = true
             return true
         }) else { return }
         Task { [client, logger, configuration] in
-            try? await Task.sleep(for: configuration.timeout)
-            let statement = PostgresStatements.Reclaim(olderThan: configuration.timeout.seconds)
-            let connection = state.withLock { $0.listening }
-            let cancelled = try? await Deadline.run(within: configuration.maintenanceTimeout) {
-                if let connection { return try await connection.execute(statement, logger: logger).first() ?? 0 }
-                return try await client.execute(statement, logger: logger).first() ?? 0
-            }
-            if let cancelled, cancelled > 0 {
-                logger.debug("recall postgres storage: cancelled \(cancelled) statements that ran past \(configuration.timeout)")
-            }
-            state.withLock { state in
-                state.statistics.statementsCancelled += Int(cancelled ?? 0)
-                state.reclaiming = false
-            }
+            repeat {
+                try? await Task.sleep(for: configuration.timeout)
+                let statement = PostgresStatements.Reclaim(olderThan: configuration.timeout.seconds)
+                let connection = state.withLock { $0.listening }
+                let cancelled = try? await Deadline.run(within: configuration.maintenanceTimeout) {
+                    if let connection { return try await connection.execute(statement, logger: logger).first() ?? 0 }
+                    return try await client.execute(statement, logger: logger).first() ?? 0
+                }
+                if let cancelled, cancelled > 0 {
+                    logger.debug("recall postgres storage: cancelled \(cancelled) statements that ran past \(configuration.timeout)")
+                }
+                count { $0.statementsCancelled += Int(cancelled ?? 0) }
+            } while state.withLock({ state -> Bool in
+                let again = state.reclaimAgain && !state.shutDown
+                state.reclaimAgain = false
+                state.reclaiming = again
+                return again
+            })
         }
     }
 }

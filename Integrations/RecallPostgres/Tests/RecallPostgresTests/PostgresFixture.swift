@@ -41,21 +41,25 @@ enum PostgresFixture {
     /// A client configuration for `database` on `server`. Its connect timeout is long enough for
     /// a loaded machine (PostgreSQL forks a backend per connection) and short enough that an
     /// outage test does not wait long for one attempt (a server that is down refuses at once).
-    static func configuration(_ server: TemporaryPostgres, database: String) -> PostgresClient.Configuration {
-        var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: server.user,
+    /// With `port`, it connects there instead (a proxy in front of the server).
+    static func configuration(_ server: TemporaryPostgres, database: String, port: Int? = nil) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port ?? server.port, username: server.user,
                                                          password: nil, database: database, tls: .disable)
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }
 
     /// Storage settings for tests that check what the storage does, not how fast: a statement
-    /// may take 10 s (not 250 ms), maintenance 30 s, before it counts as failed — on a loaded
+    /// may take 10 s (not 250 ms), maintenance 30 s, before it counts as failed, and the
+    /// listener may go a minute without hearing its heartbeat — on a loaded
     /// machine a request-path statement over 250 ms made a lookup a miss or a claim "held by
     /// nobody". Tests of the timeouts themselves set theirs.
     static var patient: PostgresStorage.Configuration {
         var configuration = PostgresStorage.Configuration()
         configuration.timeout = .seconds(10)
         configuration.maintenanceTimeout = .seconds(30)
+        // A heartbeat late on a loaded machine would empty memory tiers the tests look into.
+        configuration.silenceLimit = .seconds(60)
         return configuration
     }
 

@@ -474,8 +474,12 @@ struct PostgresStorageTests {
         return try rows.first?.decode(Int.self) ?? 0
     }
 
+    /// The `pg_stat_activity` rows of storages' listening connections: their last statement was
+    /// `LISTEN` or a heartbeat.
+    static let listenerActivity = "(query LIKE 'LISTEN%' OR query LIKE '/* recall listener */%') AND datname = current_database()"
+
     static func listeners(_ client: PostgresClient) async throws -> Int {
-        let rows = try await client.query("SELECT count(*)::bigint FROM pg_stat_activity WHERE query LIKE 'LISTEN%'").all()
+        let rows = try await client.query("SELECT count(*)::bigint FROM pg_stat_activity WHERE \(unescaped: listenerActivity)").all()
         return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 
