@@ -53,7 +53,7 @@ final class CacheLeads: Sendable {
             var before = changed() ? await look(false) : decided
             guard case .send = before, let coordinator else { return (before, lead) }
             let name = fetchName()
-            if await coordinator.claim(name) {
+            if await coordinator.claim(name, storingUnder: storageKey) {
                 lead = .flight(flightKey, claim: name)
                 // Another process may have stored it between our lookup and our claim.
                 before = await look(false)
@@ -67,7 +67,7 @@ final class CacheLeads: Sendable {
                 for _ in 0..<Self.maxTakeovers where Self.sends(before) {
                     await coordinator.wait(for: name, orStoreOf: storageKey)
                     before = await look(true)
-                    if Self.sends(before), await coordinator.claim(name) {
+                    if Self.sends(before), await coordinator.claim(name, storingUnder: storageKey) {
                         lead = .flight(flightKey, claim: name)
                         break
                     }

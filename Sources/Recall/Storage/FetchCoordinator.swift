@@ -23,6 +23,10 @@ public protocol FetchCoordinator: Sendable {
     /// fields). `true`: this process fetches, stores, then calls ``release(_:)``. `false`:
     /// another process holds the claim; call ``wait(for:)``.
     func claim(_ name: String) async -> Bool
+    /// Claims as ``claim(_:)`` does, naming the storage key the fetch's answer will be stored
+    /// under: a coordinator may give that store the patience the other processes' wait for it
+    /// deserves. The cache calls this one; the default calls ``claim(_:)``.
+    func claim(_ name: String, storingUnder key: String) async -> Bool
     /// Returns when the claim on `name` is released or has lapsed (or the wait's own bound
     /// passed, or the task was cancelled).
     func wait(for name: String) async
@@ -36,6 +40,11 @@ public protocol FetchCoordinator: Sendable {
 }
 
 extension FetchCoordinator {
+    /// Claims by name alone (``claim(_:)``).
+    public func claim(_ name: String, storingUnder key: String) async -> Bool {
+        await claim(name)
+    }
+
     /// Waits for the claim alone (``wait(for:)``).
     public func wait(for name: String, orStoreOf key: String) async {
         await wait(for: name)

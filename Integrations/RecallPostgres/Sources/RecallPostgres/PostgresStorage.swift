@@ -80,6 +80,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// keeps the fleet waiting for its answer, not fetching too; one that is still under way
         /// after this long stops holding the others back (its claim lapses a lease later).
         public var longestFetch: Duration = .seconds(120)
+        /// The longest each statement of the fleet's coordination may take (2 s): a claim, a check
+        /// on another replica's claim, a renewal, a release, the look that follows a wait, and
+        /// the store of a claimed fetch's answer. Longer than ``timeout``: on a database that
+        /// answers slowly, one origin request per key for the whole fleet is worth the wait (the
+        /// other replicas wait for these anyway). While they answer, coordination goes on during
+        /// a ``pause`` too; once one fails or is cut, claims are granted at once (each replica
+        /// still coalesces its own requests) until coordination answers again.
+        public var coordinationTimeout: Duration = .seconds(2)
         /// How often a replica waiting for another's fetch checks whether it ended (10 ms).
         public var leasePoll: Duration = .milliseconds(10)
         /// The longest a maintenance statement may take (5 s). Maintenance failures do not count
@@ -213,8 +221,15 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Keys removed while the database could not take it, to replay (see ``Configuration/pendingRemovalLimit``).
         var pendingRemovals: Set<String> = []
         var replaying = false
-        /// Each claim this process holds, by name: its holder token and the task renewing it.
-        var claims: [String: (token: UUID, renewal: Task<Void, Never>)] = [:]
+        /// Each claim this process holds, by name: its holder token, the task renewing it, and
+        /// the storage key its answer is stored under (when the cache said).
+        var claims: [String: (token: UUID, renewal: Task<Void, Never>, key: String?)] = [:]
+        /// Storage keys whose store is a claimed fetch's answer (how many claims), and keys whose
+        /// next lookup follows a wait for another replica's fetch: both get
+        /// ``Configuration/coordinationTimeout`` and go on during a pause.
+        var claimedStores: [String: Int] = [:], lookAfterWait: Set<String> = []
+        /// Whether the last statement of the fleet's coordination answered in time.
+        var coordinationAnswers = true
         /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
         var touching: Set<String> = []
         /// The keys requests of this process wait to see stored by another replica, as notices
@@ -285,7 +300,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func bytes(for key: String) async -> StoredBytes? {
-        guard !paused(orPending: key) else {
+        // The look after waiting for another replica's fetch: the fleet paid for that answer.
+        let patient = state.withLock { state in
+            state.lookAfterWait.remove(key) != nil && state.coordinationAnswers && !state.pendingRemovals.contains(key)
+        }
+        guard patient || !paused(orPending: key) else {
             count { $0.misses += 1 }
             return nil
         }
@@ -293,7 +312,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         await noteHeld(key)
         let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds,
                                                   maxRecordBytes: configuration.maxRecordBytes)
-        let row = await attempt { [client, logger] in try await client.execute(statement, logger: logger).first() }
+        let lookup: @Sendable () async throws -> PostgresStatements.Lookup.Row? = { [client, logger] in
+            try await client.execute(statement, logger: logger).first()
+        }
+        let row = patient ? await coordinate(lookup) : await attempt(lookup)
         guard let (storedKey, found, needsTouch) = row ?? nil, storedKey == key else {
             count { $0.misses += 1 }
             return nil
@@ -500,10 +522,23 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Claims the fetch `name` for ``Configuration/leaseTime``; `true` also when the database
     /// cannot say (fetching twice beats not fetching).
     public func claim(_ name: String) async -> Bool {
-        guard !paused() else { return true }
+        await claim(name, storingUnder: nil)
+    }
+
+    /// Claims as ``claim(_:)`` does; while the claim holds, the store under `key` (its answer)
+    /// gets ``Configuration/coordinationTimeout`` and goes on during a pause.
+    public func claim(_ name: String, storingUnder key: String) async -> Bool {
+        await claim(name, storingUnder: Optional(key))
+    }
+
+    private func claim(_ name: String, storingUnder key: String?) async -> Bool {
+        guard coordinating() else { return true }
         let token = UUID()
         let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
-        guard let claimed = await attempt({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
+        guard let claimed = await coordinate({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
+            // Cut, it may still land: give it back, so no replica waits for a fetch nobody makes.
+            let release = PostgresStatements.Release(name: name, holder: token)
+            Task { [client, logger] in _ = await coordinate { try await client.execute(release, logger: logger).drain() } }
             return true
         }
         guard claimed != nil else {
@@ -513,7 +548,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let renewal = renew(name, token: token)
         state.withLock { state in
             state.statistics.claims += 1
-            state.claims[name] = (token, renewal)
+            state.claims[name] = (token, renewal, key)
+            if let key { state.claimedStores[key, default: 0] += 1 }
         }
         return true
     }
@@ -527,7 +563,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             while true {
                 try? await Task.sleep(for: configuration.leaseTime / 3)
                 guard !Task.isCancelled, ContinuousClock.now < end else { return }
-                let renewed = await attempt { try await client.execute(statement, logger: logger).first() }
+                let renewed = await coordinate { try await client.execute(statement, logger: logger).first() }
                 if case .some(nil) = renewed { return }   // no longer this process's claim
                 if renewed != nil { count { $0.claimRenewals += 1 } }
             }
@@ -557,6 +593,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             }
         }
         await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
+        state.withLock { _ = $0.lookAfterWait.insert(key) }
     }
 
     /// Polls the claim on `name` until it is released or lapses, or `stored()` says the answer
@@ -564,8 +601,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// holder keeps a claim.
     private func waitForClaim(_ name: String, stored: () -> Bool) async {
         let end = ContinuousClock.now + configuration.longestFetch + configuration.leaseTime
-        while !Task.isCancelled, ContinuousClock.now < end, !paused(), !stored() {
-            guard let held = await attempt({ [client, logger] in
+        while !Task.isCancelled, ContinuousClock.now < end, coordinating(), !stored() {
+            guard let held = await coordinate({ [client, logger] in
                 try await client.execute(PostgresStatements.Claimed(name: name), logger: logger).first()
             }), held != nil else { return }
             try? await Task.sleep(for: configuration.leasePoll)
@@ -575,10 +612,17 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Releases this process's claim on `name`.
     public func release(_ name: String) async {
         // Only this claim's row: a later claim of the same name (this one lapsed) stays.
-        guard let claim = state.withLock({ $0.claims.removeValue(forKey: name) }) else { return }
+        guard let claim = state.withLock({ state -> (token: UUID, renewal: Task<Void, Never>, key: String?)? in
+            guard let claim = state.claims.removeValue(forKey: name) else { return nil }
+            if let key = claim.key {
+                let left = (state.claimedStores[key] ?? 1) - 1
+                state.claimedStores[key] = left > 0 ? left : nil
+            }
+            return claim
+        }) else { return }
         claim.renewal.cancel()
         let statement = PostgresStatements.Release(name: name, holder: claim.token)
-        _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+        _ = await coordinate { [client, logger] in try await client.execute(statement, logger: logger).drain() }
     }
 
     // MARK: Invalidations
@@ -669,12 +713,15 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             count { $0.rejected += 1 }
             return
         }
-        guard !paused() else {
+        // The answer of a fetch this process claimed: the fleet waits for it.
+        let patient = state.withLock { $0.claimedStores[key] != nil && $0.coordinationAnswers }
+        guard patient || !paused() else {
             count { $0.writeFailures += 1 }
             return
         }
         let statement = PostgresStatements.Upsert(key: key, record: data, expires: expires, notice: notice(for: key))
-        if await attempt({ [client, logger] in try await client.execute(statement, logger: logger).drain() }) == nil {
+        let upsert: @Sendable () async throws -> Void = { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+        if await (patient ? coordinate(upsert) : attempt(upsert)) == nil {
             count { $0.writeFailures += 1 }
         } else {
             // A store replaces what a kept removal would have removed.
@@ -682,6 +729,33 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
                 if state.pendingRemovals.remove(key) != nil { state.statistics.pendingRemovals = state.pendingRemovals.count }
             }
             storeCounted()
+        }
+    }
+
+    /// Whether the fleet's coordination goes to the database: when the storage is not pausing,
+    /// or while coordination statements still answer (a slow database that answers within
+    /// ``Configuration/coordinationTimeout`` keeps the fleet's one request per key).
+    private func coordinating() -> Bool {
+        !paused() || state.withLock { $0.coordinationAnswers }
+    }
+
+    /// Runs a statement of the fleet's coordination within ``Configuration/coordinationTimeout``;
+    /// `nil` when it failed or was cut. Its outcome says whether coordination answers; it does
+    /// not count towards the request path's pause.
+    private func coordinate<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
+        do {
+            let value = try await Deadline.run(within: configuration.coordinationTimeout, operation)
+            state.withLock { $0.coordinationAnswers = true }
+            return value
+        } catch {
+            if error is CancellationError { return nil }
+            state.withLock { state in
+                state.coordinationAnswers = false
+                state.statistics.failures += 1
+            }
+            if (error as? PostgresStorageError)?.code == .timedOut { reclaimConnections() }
+            logger.debug("recall postgres storage: coordination: \(error)")
+            return nil
         }
     }
 
@@ -736,12 +810,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 }
 
 extension PostgresStorage {
-    /// After a statement was cut by the time limit: postgres-nio cannot cancel it, and its
+    /// After a statement was cut by its time limit: postgres-nio cannot cancel it, and its
     /// connection stays leased until the database answers — for a statement waiting on a locked
-    /// table, maybe never. So the storage waits as long as the limit once more, then cancels in the
-    /// database (`pg_cancel_backend`) every statement of this process still running past the limit
+    /// table, maybe never. So the storage waits as long as its longest limit
+    /// (``Configuration/timeout`` or ``Configuration/coordinationTimeout``), then cancels in the
+    /// database (`pg_cancel_backend`) every statement of this process still running past it
     /// (found by the tag its text starts with), from the listener's connection when it has one
-    /// (the pool's may all be hanging). One such pass at a time.
+    /// (the pool's may all be hanging). One pass at a time; a cut during a pass asks for another.
     fileprivate func reclaimConnections() {
         guard state.withLock({ state -> Bool in
             guard !state.shutDown else { return false }
@@ -751,9 +826,13 @@ extension PostgresStorage {
             return true
         }) else { return }
         Task { [client, logger, configuration] in
+            var failedPasses = 0
             repeat {
-                try? await Task.sleep(for: configuration.timeout)
-                let statement = PostgresStatements.Reclaim(olderThan: configuration.timeout.seconds)
+                // Past the longest limit any of its statements has (a coordination statement may
+                // rightly run longer than a lookup).
+                let limit = max(configuration.timeout, configuration.coordinationTimeout)
+                try? await Task.sleep(for: limit)
+                let statement = PostgresStatements.Reclaim(olderThan: limit.seconds)
                 let connection = state.withLock { $0.listening }
                 let cancelled = try? await Deadline.run(within: configuration.maintenanceTimeout) {
                     if let connection { return try await connection.execute(statement, logger: logger).first() ?? 0 }
@@ -763,8 +842,10 @@ extension PostgresStorage {
                     logger.debug("recall postgres storage: cancelled \(cancelled) statements that ran past \(configuration.timeout)")
                 }
                 count { $0.statementsCancelled += Int(cancelled ?? 0) }
+                // A pass that could not run (no connection free, the database slow) is tried again, a few times.
+                failedPasses = cancelled == nil ? failedPasses + 1 : 0
             } while state.withLock({ state -> Bool in
-                let again = state.reclaimAgain && !state.shutDown
+                let again = (state.reclaimAgain || (1...3).contains(failedPasses)) && !state.shutDown
                 state.reclaimAgain = false
                 state.reclaiming = again
                 return again

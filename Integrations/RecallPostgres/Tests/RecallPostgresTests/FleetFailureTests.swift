@@ -89,6 +89,32 @@ struct FleetFailureTests {
         }
     }
 
+    @Test("a slow database (each way 150 ms, a round trip past the 250 ms timeout): lookups pause, yet the fleet still makes one origin request per URL")
+    func slowDatabase() async throws {
+        let server = try PostgresFixture.current
+        let origin = try LoopbackOrigin(script: FleetTests.originScript)
+        try await PostgresFixture.withDatabase { _, database in
+            let proxy = try TCPProxy(target: server.port)
+            let workers = try (0..<4).map { _ in
+                try FleetWorkerProcess(port: proxy.port, database: database, origin: origin.url("/"), timeout: .milliseconds(250))
+            }
+            defer { workers.forEach { $0.stop() } }
+            for worker in workers { #expect(try worker.line() == "ready") }
+            // Connections opened while the database is fast (opening one through the slow proxy takes several round trips).
+            for worker in workers { try worker.send("burst 20 /warm cc=no-store") }
+            for worker in workers { _ = try worker.line() }
+            try proxy.delay(milliseconds: 150)
+            for worker in workers { try worker.send("burst 20 /slowdb cc=max-age%3D60&delay_ms=1000") }
+            let answers = try workers.map { try $0.line() }
+            var total = 0
+            for index in 0..<20 { total += try await FleetTests.hits(origin, "/slowdb\(index)") }
+            #expect(total == 20, "\(answers)")
+            #expect(answers.allSatisfy { $0.hasSuffix("other=0") }, "\(answers)")
+            Self.report("slow database: \(total) origin requests for 20 URLs from 4 processes: \(answers)")
+            try proxy.delay(milliseconds: 0)
+        }
+    }
+
     /// Prints `line` when `RECALL_REPORT=1` (the figures docs/scale-out.md quotes); a plain run stays quiet.
     static func report(_ line: String) {
         if ProcessInfo.processInfo.environment["RECALL_REPORT"] == "1" { print(line) }

@@ -379,6 +379,7 @@ struct PostgresStorageTests {
             var configuration = PostgresStorage.Configuration()
             configuration.timeout = .milliseconds(200)
             configuration.pause = .milliseconds(300)
+            configuration.silenceLimit = .seconds(60)   // (a late heartbeat would close the listener's connection, where cancellations run from)
             // The storage's own pool of three: without cancellation, three hanging lookups would hold all of it.
             var small = PostgresFixture.configuration(try PostgresFixture.current, database: database)
             small.options.maximumConnections = 3

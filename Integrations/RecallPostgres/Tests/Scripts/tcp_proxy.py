@@ -7,14 +7,17 @@ Usage: tcp_proxy.py TARGET_PORT. Prints its own port on the first line, then rea
 from standard input, one a line, answering each with "ok":
   stall    stop moving bytes, both ways, on every connection (new ones too)
   resume   move them again (what was held is delivered)
+  delay MS hold every chunk MS milliseconds before passing it on (0: none): a slow database
 Exits when its input closes.
 """
 import socket
 import sys
 import threading
+import time
 
 flowing = threading.Event()
 flowing.set()
+delay = [0.0]  # seconds each chunk is held
 
 
 def pump(source, destination):
@@ -24,6 +27,8 @@ def pump(source, destination):
             data = source.recv(65536)
             if not data:
                 break
+            if delay[0] > 0:
+                time.sleep(delay[0])
             flowing.wait()  # bytes read just before a stall are held until it ends
             destination.sendall(data)
     except OSError:
@@ -67,6 +72,8 @@ def main():
             flowing.clear()
         elif command == "resume":
             flowing.set()
+        elif command.startswith("delay "):
+            delay[0] = int(command.split()[1]) / 1000.0
         else:
             print("error unknown command: " + command, flush=True)
             continue

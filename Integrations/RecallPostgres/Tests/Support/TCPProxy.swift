@@ -33,6 +33,10 @@ public final class TCPProxy {
     /// Moves bytes again (what was held is delivered).
     public func resume() throws { try command("resume") }
 
+    /// Holds every chunk `milliseconds` before passing it on, each way (0: none): a slow
+    /// database, or a slow network to it.
+    public func delay(milliseconds: Int) throws { try command("delay \(milliseconds)") }
+
     private func command(_ text: String) throws {
         try input.fileHandleForWriting.write(contentsOf: Data((text + "\n").utf8))
         let answer = try Self.line(output)
