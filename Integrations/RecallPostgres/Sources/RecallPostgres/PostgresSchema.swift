@@ -94,8 +94,14 @@ enum PostgresSchema {
     private static func migrateInTransaction(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withTransaction(logger: logger) { connection in
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-            _ = try await connection.query("CREATE TABLE IF NOT EXISTS recall_meta (name text PRIMARY KEY, value bytea NOT NULL)",
-                                           logger: logger)
+            // Only when missing: `CREATE … IF NOT EXISTS` needs the right to create in the schema
+            // even when the table exists, and a runtime role without it must still open.
+            let metaExists = try await connection.query("SELECT to_regclass('recall_meta') IS NOT NULL", logger: logger)
+                .first()?.decode(Bool.self) ?? false
+            if !metaExists {
+                _ = try await connection.query("CREATE TABLE IF NOT EXISTS recall_meta (name text PRIMARY KEY, value bytea NOT NULL)",
+                                               logger: logger)
+            }
             let found = try await connection.query("SELECT value FROM recall_meta WHERE name = 'schema_version'", logger: logger)
                 .first()?.decode(Data.self)
             let current = found.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0

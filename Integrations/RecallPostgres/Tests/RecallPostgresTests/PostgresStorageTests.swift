@@ -440,6 +440,36 @@ struct PostgresStorageTests {
         return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 
+    @Test("a role that may only read and write the four tables opens a storage the owner migrated, and caches through it (docs/scale-out.md's grants)")
+    func restrictedRole() async throws {
+        let server = try PostgresFixture.current
+        try await PostgresFixture.withDatabase { client, database in
+            let owner = try await PostgresFixture.open(client)
+            await owner.shutdown()
+            let role = "runtime_" + database.suffix(8)
+            for statement in [
+                "CREATE ROLE \(role) LOGIN",
+                "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+                "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON recall_entries, recall_usage, recall_leases, recall_meta TO \(role)",
+            ] {
+                _ = try await client.query(PostgresQuery(unsafeSQL: statement)).all()
+            }
+            var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: role,
+                                                             password: nil, database: database, tls: .disable)
+            configuration.options.connectTimeout = .seconds(5)
+            try await PostgresFixture.withClient(configuration) { restricted in
+                let storage = try await PostgresFixture.open(restricted)
+                let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
+                await storage.store(record)
+                #expect(await storage.record(for: "k").map(Self.summary) == Self.summary(record))
+                #expect(await storage.claim("f"))
+                await storage.release("f")
+                #expect(storage.fleetStatistics.failures == 0)
+                await storage.shutdown()
+            }
+        }
+    }
+
     @Test("a database with a newer schema is refused with a clear error")
     func newerSchema() async throws {
         try await PostgresFixture.withDatabase { client, _ in
