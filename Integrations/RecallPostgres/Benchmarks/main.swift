@@ -1,7 +1,7 @@
 // The fleet storage measured next to the single-process ones, in one run on one machine:
 //
 //   swift run -c release recall-postgres-benchmark [--hits N] [--bursts N] [--rounds N]
-//                                                   [--pgbench-hits N] [--pgbench-transactions N]
+//                                                   [--pgbench-hits N] [--pgbench-transactions N] [--nio-executor]
 //
 // 1. Hit latency (p50, p99) and throughput through a full Pipeline + HTTPCache, for 1 and 64
 //    concurrent tasks, over MemoryStorage (the baseline), DiskStorage, PostgresStorage and a
@@ -16,6 +16,7 @@
 // and removes them at the end. Prints a Markdown report.
 import Foundation
 import Logging
+import NIOPosix
 import PostgresNIO
 import Recall
 import RecallPostgres
@@ -31,6 +32,10 @@ func option(_ name: String, _ fallback: Int) -> Int {
     return value
 }
 
+// `--nio-executor`: Swift concurrency's global executor is NIO's event loop group, the one the
+// PostgreSQL connections run on (a process-wide choice a server makes at start).
+let nioExecutor = CommandLine.arguments.contains("--nio-executor")
+    && NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 let hitsPerRun = option("--hits", 20_000)
 let bursts = option("--bursts", 20)
 let keys = 1_000
