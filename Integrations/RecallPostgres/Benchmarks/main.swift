@@ -129,6 +129,7 @@ for tasks in [1, 16, 64] {
 }
 
 print("## Hits: PostgreSQL next to memory and disk\n")
+if nioExecutor { print("Swift's global executor: NIO's event loop group (`--nio-executor`).\n") }
 print("`swift run -c release recall-postgres-benchmark --hits \(hitsPerRun) --bursts \(bursts)`; \(keys) keys of 2 KB bodies read at random through Pipeline + HTTPCache; PostgreSQL 15 on loopback (fsync off), started by the program.\n")
 print("| storage | tasks | p50 µs | p99 µs | hits/s | p50 ÷ memory | hits/s ÷ memory |")
 print("|---|---|---|---|---|---|---|")
