@@ -76,23 +76,8 @@ struct Pgbench {
     }
 
     private func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments + ["-h", "127.0.0.1", "-p", "\(server.port)", "-U", server.user, database]
-        process.currentDirectoryURL = directory
-        let outputFile = directory.appendingPathComponent("output-\(UUID().uuidString.prefix(8))")
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        let output = try FileHandle(forWritingTo: outputFile)
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        process.waitUntilExit()
-        try? output.close()
-        let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "pgbench \(arguments.joined(separator: " ")) failed: \(text)")
-        }
-        return text
+        try TemporaryPostgres.run(program, arguments + ["-h", "127.0.0.1", "-p", "\(server.port)", "-U", server.user, database],
+                                  in: directory)
     }
 
     struct Failure: Error, CustomStringConvertible {

@@ -178,7 +178,7 @@ enum PostgresStatements {
 
     /// Claims a fetch for `leaseTime` seconds unless a live claim holds it; a row comes back
     /// when the claim is this process's.
-    struct Claim: PostgresPreparedStatement {
+    struct Claim: LeaseStatement {
         static let name = "recall_claim_v1"
         static let sql = tag + """
             INSERT INTO recall_leases (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
@@ -191,20 +191,12 @@ enum PostgresStatements {
         var holder: UUID
         var leaseTime: Double
 
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings()
-            bindings.append(name)
-            bindings.append(holder)
-            bindings.append(leaseTime)
-            return bindings
-        }
-
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
     }
 
     /// Extends this process's claim on `name` by `leaseTime` seconds from now, while it fetches; a
     /// row comes back when the claim is still its own.
-    struct Renew: PostgresPreparedStatement {
+    struct Renew: LeaseStatement {
         static let name = "recall_renew_v1"
         static let sql = tag + """
             UPDATE recall_leases SET expires_at = now() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 RETURNING 1
@@ -213,14 +205,6 @@ enum PostgresStatements {
         var name: String
         var holder: UUID
         var leaseTime: Double
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings()
-            bindings.append(name)
-            bindings.append(holder)
-            bindings.append(leaseTime)
-            return bindings
-        }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
     }
@@ -321,5 +305,22 @@ enum PostgresStatements {
         func makeBindings() throws -> PostgresBindings { PostgresBindings() }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}
+
+/// A statement on one claim for a lease: its name, its holder's token, the lease in seconds.
+protocol LeaseStatement: PostgresPreparedStatement {
+    var name: String { get }
+    var holder: UUID { get }
+    var leaseTime: Double { get }
+}
+
+extension LeaseStatement {
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(name)
+        bindings.append(holder)
+        bindings.append(leaseTime)
+        return bindings
     }
 }

@@ -18,11 +18,8 @@ struct FleetFailureTests {
         let origin = try LoopbackOrigin(script: FleetTests.originScript)
         try await PostgresFixture.withDatabase { _, database in
             let lease = Duration.seconds(2)
-            let workers = try (0..<4).map { _ in
-                try FleetWorkerProcess(port: server.port, database: database, origin: origin.url("/"), lease: lease)
-            }
+            let workers = try FleetTests.startWorkers(4, port: server.port, database: database, origin: origin, lease: lease)
             defer { workers.forEach { $0.stop() } }
-            for worker in workers { #expect(try worker.line() == "ready") }
             let path = "/killed?cc=max-age%3D60&delay_ms=3000"
             // The leader claims and is fetching once its request reached the origin.
             try workers[0].send("get " + path)
@@ -53,11 +50,8 @@ struct FleetFailureTests {
         let server = try PostgresFixture.current
         let origin = try LoopbackOrigin(script: FleetTests.originScript)
         try await PostgresFixture.withDatabase { _, database in
-            let workers = try (0..<4).map { _ in
-                try FleetWorkerProcess(port: server.port, database: database, origin: origin.url("/"), lease: .seconds(1))
-            }
+            let workers = try FleetTests.startWorkers(4, port: server.port, database: database, origin: origin, lease: .seconds(1))
             defer { workers.forEach { $0.stop() } }
-            for worker in workers { #expect(try worker.line() == "ready") }
             let path = "/slow?cc=max-age%3D60&delay_ms=4000"
             try workers[0].send("get " + path)
             try await Self.eventually { try await FleetTests.hits(origin, "/slow") == 1 }
@@ -75,9 +69,8 @@ struct FleetFailureTests {
         let server = try PostgresFixture.current
         let origin = try LoopbackOrigin(script: FleetTests.originScript)
         try await PostgresFixture.withDatabase { _, database in
-            let workers = try (0..<8).map { _ in try FleetWorkerProcess(port: server.port, database: database, origin: origin.url("/")) }
+            let workers = try FleetTests.startWorkers(8, port: server.port, database: database, origin: origin)
             defer { workers.forEach { $0.stop() } }
-            for worker in workers { #expect(try worker.line() == "ready") }
             for worker in workers { try worker.send("burst 50 /u cc=max-age%3D60&delay_ms=500") }
             let answers = try workers.map { try $0.line() }
             var total = 0
@@ -95,11 +88,8 @@ struct FleetFailureTests {
         let origin = try LoopbackOrigin(script: FleetTests.originScript)
         try await PostgresFixture.withDatabase { _, database in
             let proxy = try TCPProxy(target: server.port)
-            let workers = try (0..<4).map { _ in
-                try FleetWorkerProcess(port: proxy.port, database: database, origin: origin.url("/"), timeout: .milliseconds(250))
-            }
+            let workers = try FleetTests.startWorkers(4, port: proxy.port, database: database, origin: origin, timeout: .milliseconds(250))
             defer { workers.forEach { $0.stop() } }
-            for worker in workers { #expect(try worker.line() == "ready") }
             // Connections opened while the database is fast (opening one through the slow proxy takes several round trips).
             for worker in workers { try worker.send("burst 20 /warm cc=no-store") }
             for worker in workers { _ = try worker.line() }

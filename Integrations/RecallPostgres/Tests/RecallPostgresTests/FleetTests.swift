@@ -20,9 +20,8 @@ struct FleetTests {
         let origin = try LoopbackOrigin(script: Self.originScript)
         try await PostgresFixture.withDatabase { _, database in
             // The four start together and race to create the tables (the migration lock).
-            let workers = try (0..<4).map { _ in try FleetWorkerProcess(port: server.port, database: database, origin: origin.url("/")) }
+            let workers = try Self.startWorkers(4, port: server.port, database: database, origin: origin)
             defer { workers.forEach { $0.stop() } }
-            for worker in workers { #expect(try worker.line() == "ready") }
 
             // A burst of identical misses, one from each process, while the origin takes 5 s: a
             // worker a loaded machine runs late still asks while the first one's fetch is under
@@ -59,6 +58,24 @@ struct FleetTests {
             let coalesced = try workers.map { try $0.ask("stats") }
             #expect(coalesced.filter { $0.hasPrefix("coalesced=1 ") }.count == 3, "\(coalesced)")
         }
+    }
+
+    /// Starts `count` workers on `database` (the server or a proxy at `port`) in front of
+    /// `origin`, all at once (they race to create the tables), and waits until each is ready.
+    /// The caller stops them.
+    static func startWorkers(_ count: Int, port: Int, database: String, origin: LoopbackOrigin,
+                             lease: Duration? = nil, timeout: Duration? = nil) throws -> [FleetWorkerProcess] {
+        let workers = try (0..<count).map { _ in
+            try FleetWorkerProcess(port: port, database: database, origin: origin.url("/"), lease: lease, timeout: timeout)
+        }
+        for worker in workers {
+            let line = try worker.line()
+            guard line == "ready" else {
+                workers.forEach { $0.stop() }
+                throw FleetWorkerProcess.WorkerError(description: "a worker did not start: \(line)")
+            }
+        }
+        return workers
     }
 
     static var originScript: URL {

@@ -75,5 +75,9 @@ public final class FleetWorkerProcess {
     /// A worker that did not answer.
     public struct WorkerError: Error, CustomStringConvertible {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 }

@@ -111,8 +111,10 @@ public final class TemporaryPostgres: Sendable {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Runs `tool` (as `postgres` with `asPostgres`), throwing with its output when it fails.
-    private static func run(_ tool: String, _ arguments: [String], asPostgres: Bool = false) throws {
+    /// Runs `tool` (as `postgres` with `asPostgres`, in `directory` when given) and returns its
+    /// output, throwing with it when it fails.
+    @discardableResult
+    public static func run(_ tool: String, _ arguments: [String], asPostgres: Bool = false, in directory: URL? = nil) throws -> String {
         let process = Process()
         if asPostgres {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
@@ -121,6 +123,7 @@ public final class TemporaryPostgres: Sendable {
             process.executableURL = URL(fileURLWithPath: tool)
             process.arguments = arguments
         }
+        process.currentDirectoryURL = directory
         // A file, not a pipe: a program that leaves a process running (it inherits the
         // descriptors) would keep a pipe from ever reaching its end.
         let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("recall-pg-\(UUID().uuidString).out")
@@ -136,6 +139,7 @@ public final class TemporaryPostgres: Sendable {
         guard process.terminationStatus == 0 else {
             throw Unavailable(description: "\((tool as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed: \(text)")
         }
+        return text
     }
 
     /// A loopback TCP port nothing listens on now.
