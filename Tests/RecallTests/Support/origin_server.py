@@ -19,6 +19,8 @@ Every path answers; the query string says how:
                       bytes short of its Content-Length and the connection closes; with
                       reset_mid=1, the connection is reset (TCP RST) half way
   delay_ms=N          wait N ms before answering
+  hold=NAME           wait before answering (before delay_ms) until GET /__open?gate=NAME
+                      (or 60 s): a fetch that is surely under way until the test says
   drop=1              close the connection without answering
   drop_first=N        the same for the first N requests to the path
   drop_after=N        the same for every request to the path after the first N
@@ -110,6 +112,8 @@ class Handler(BaseHTTPRequestHandler):
             hit = HITS[parts.path]
             LAST[parts.path] = (self.headers.get("Range"), self.headers.get("If-Range"))
 
+        if one("hold"):
+            gate(one("hold")).wait(60)
         if one("delay_ms"):
             time.sleep(int(one("delay_ms")) / 1000.0)
         if one("reset") == "1":

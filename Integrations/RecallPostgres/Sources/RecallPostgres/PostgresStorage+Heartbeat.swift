@@ -57,6 +57,7 @@ extension PostgresStorage {
             logger.notice("recall postgres storage: the listener heard nothing for \(configuration.silenceLimit); memory tiers stop serving until it hears again")
         }
         await forgetTiers(nil)
-        if let dead { try? await dead.close() }
+        // Only if it is still the listener's: it may have been handed back to the pool meanwhile.
+        if let dead, state.withLock({ $0.listening === dead }) { try? await dead.close() }
     }
 }

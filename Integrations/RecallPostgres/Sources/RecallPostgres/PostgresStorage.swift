@@ -169,6 +169,15 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var statementsCancelled = 0
     }
 
+    /// The longest statement limit of each storage of this process that is open (they share the
+    /// tag their statements carry, so a cancellation pass must spare the most patient one's).
+    private static let openLimits = Mutex<[UUID: Duration]>([:])
+
+    /// The longest limit of any storage open in this process.
+    static func longestLimitInProcess() -> Duration {
+        openLimits.withLock { $0.values.max() } ?? .seconds(2)
+    }
+
     /// The channel of the fleet's invalidations.
     static let channel = "recall_invalidations"
     /// The schema version this code writes and reads.
@@ -227,9 +236,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Storage keys whose store is a claimed fetch's answer (how many claims), and keys whose
         /// next lookup follows a wait for another replica's fetch: both get
         /// ``Configuration/coordinationTimeout`` and go on during a pause.
-        var claimedStores: [String: Int] = [:], lookAfterWait: Set<String> = []
-        /// Whether the last statement of the fleet's coordination answered in time.
-        var coordinationAnswers = true
+        var claimedStores: [String: Int] = [:], lookAfterWait: [String: ContinuousClock.Instant] = [:]
+        /// Whether the last statement of the fleet's coordination answered in time; while it
+        /// did not, a probe in the background asks until the database answers again.
+        var coordinationAnswers = true, probing = false
         /// Keys whose use is being recorded now (a hot key is touched once, not once per hit).
         var touching: Set<String> = []
         /// The keys requests of this process wait to see stored by another replica, as notices
@@ -265,6 +275,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             throw PostgresStorageError.unreachable(after: configuration.openTimeout)
         }
         let storage = PostgresStorage(client: client, configuration: configuration, secret: secret, logger: logger)
+        openLimits.withLock { $0[storage.instance] = storage.coordinationLimit }
         let listener = Task { await storage.listen() }
         let watcher = Task { await storage.watchListener() }
         storage.state.withLock { state in
@@ -287,6 +298,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let (listener, watcher, maintaining) = state.withLock { state in
             state.shutDown = true
             for claim in state.claims.values { claim.renewal.cancel() }
+            Self.openLimits.withLock { _ = $0.removeValue(forKey: instance) }
             return (state.listener, state.watcher, state.maintaining)
         }
         watcher?.cancel()
@@ -302,7 +314,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public func bytes(for key: String) async -> StoredBytes? {
         // The look after waiting for another replica's fetch: the fleet paid for that answer.
         let patient = state.withLock { state in
-            state.lookAfterWait.remove(key) != nil && state.coordinationAnswers && !state.pendingRemovals.contains(key)
+            guard let until = state.lookAfterWait.removeValue(forKey: key) else { return false }
+            return ContinuousClock.now < until && state.coordinationAnswers && !state.pendingRemovals.contains(key)
         }
         guard patient || !paused(orPending: key) else {
             count { $0.misses += 1 }
@@ -533,6 +546,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     private func claim(_ name: String, storingUnder key: String?) async -> Bool {
         guard coordinating() else { return true }
+        // This process holds it already (another flight of it, its own lease lapsed): wait for that one.
+        if state.withLock({ $0.claims[name] != nil }) {
+            count { $0.claimsHeldElsewhere += 1 }
+            return false
+        }
         let token = UUID()
         let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
         guard let claimed = await coordinate({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
@@ -593,7 +611,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             }
         }
         await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
-        state.withLock { _ = $0.lookAfterWait.insert(key) }
+        // The look that follows, if it reaches this storage soon (a memory tier may answer it).
+        let now = ContinuousClock.now
+        state.withLock { state in
+            if state.lookAfterWait.count >= 1_024 { state.lookAfterWait = state.lookAfterWait.filter { $0.value > now } }
+            if state.lookAfterWait.count < 1_024 { state.lookAfterWait[key] = now + coordinationLimit }
+        }
     }
 
     /// Polls the claim on `name` until it is released or lapses, or `stored()` says the answer
@@ -601,11 +624,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// holder keeps a claim.
     private func waitForClaim(_ name: String, stored: () -> Bool) async {
         let end = ContinuousClock.now + configuration.longestFetch + configuration.leaseTime
+        var poll = configuration.leasePoll
         while !Task.isCancelled, ContinuousClock.now < end, coordinating(), !stored() {
             guard let held = await coordinate({ [client, logger] in
                 try await client.execute(PostgresStatements.Claimed(name: name), logger: logger).first()
             }), held != nil else { return }
-            try? await Task.sleep(for: configuration.leasePoll)
+            try? await Task.sleep(for: poll)
+            // A long fetch is checked less often (its store's notice still wakes the wait at the next check).
+            poll = min(poll * 2, max(configuration.leasePoll, .milliseconds(250)))
         }
     }
 
@@ -682,6 +708,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     private func received(_ payload: String) async {
+        // Any notification shows the connection carries them.
+        state.withLock { $0.lastHeard = .now }
         if payload.hasPrefix(instance.uuidString), payload.dropFirst(instance.uuidString.count).first == "!" {
             return heardHeartbeat()
         }
@@ -736,26 +764,53 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// or while coordination statements still answer (a slow database that answers within
     /// ``Configuration/coordinationTimeout`` keeps the fleet's one request per key).
     private func coordinating() -> Bool {
-        !paused() || state.withLock { $0.coordinationAnswers }
+        state.withLock { $0.coordinationAnswers }
     }
+
+    /// The limit of a coordination statement: ``Configuration/coordinationTimeout``, or
+    /// ``Configuration/timeout`` if that is longer.
+    var coordinationLimit: Duration { max(configuration.timeout, configuration.coordinationTimeout) }
 
     /// Runs a statement of the fleet's coordination within ``Configuration/coordinationTimeout``;
     /// `nil` when it failed or was cut. Its outcome says whether coordination answers; it does
     /// not count towards the request path's pause.
     private func coordinate<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
         do {
-            let value = try await Deadline.run(within: configuration.coordinationTimeout, operation)
+            let value = try await Deadline.run(within: coordinationLimit, operation)
             state.withLock { $0.coordinationAnswers = true }
             return value
         } catch {
             if error is CancellationError { return nil }
-            state.withLock { state in
+            let probe = state.withLock { state -> Bool in
                 state.coordinationAnswers = false
                 state.statistics.failures += 1
+                guard !state.probing, !state.shutDown else { return false }
+                state.probing = true
+                return true
             }
+            if probe { Task { await self.probeCoordination() } }
             if (error as? PostgresStorageError)?.code == .timedOut { reclaimConnections() }
             logger.debug("recall postgres storage: coordination: \(error)")
             return nil
+        }
+    }
+
+    /// While coordination does not answer, no request waits for it (claims are granted at once):
+    /// this asks the database every ``Configuration/pause``, off the request path, until it
+    /// answers within the coordination limit again.
+    private func probeCoordination() async {
+        let statement = PostgresStatements.Claimed(name: "recall-probe")
+        while !Task.isCancelled, !state.withLock({ $0.shutDown }) {
+            try? await Task.sleep(for: configuration.pause)
+            if (try? await Deadline.run(within: coordinationLimit, { [client, logger] in
+                try await client.execute(statement, logger: logger).first()
+            })) != nil {
+                break
+            }
+        }
+        state.withLock { state in
+            state.coordinationAnswers = true
+            state.probing = false
         }
     }
 
@@ -830,7 +885,7 @@ extension PostgresStorage {
             repeat {
                 // Past the longest limit any of its statements has (a coordination statement may
                 // rightly run longer than a lookup).
-                let limit = max(configuration.timeout, configuration.coordinationTimeout)
+                let limit = Self.longestLimitInProcess()
                 try? await Task.sleep(for: limit)
                 let statement = PostgresStatements.Reclaim(olderThan: limit.seconds)
                 let connection = state.withLock { $0.listening }

@@ -26,7 +26,7 @@ guard arguments.count == 4 || (arguments.count == 5 && arguments[4] == "no-coord
     exit(2)
 }
 var logger = Logger(label: "recall.fleet-worker")
-logger.logLevel = .warning
+logger.logLevel = ProcessInfo.processInfo.environment["RECALL_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
 var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port, username: "recall", password: nil,
                                                  database: arguments[2], tls: .disable)
 configuration.options.connectTimeout = .seconds(10)

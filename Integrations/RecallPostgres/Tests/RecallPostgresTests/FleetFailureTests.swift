@@ -17,16 +17,20 @@ struct FleetFailureTests {
         let server = try PostgresFixture.current
         let origin = try LoopbackOrigin(script: FleetTests.originScript)
         try await PostgresFixture.withDatabase { _, database in
-            let lease = Duration.seconds(2)
+            // Renewed every second: a holder starved for two seconds on a loaded machine keeps its claim.
+            let lease = Duration.seconds(3)
             let workers = try FleetTests.startWorkers(4, port: server.port, database: database, origin: origin, lease: lease)
             defer { workers.forEach { $0.stop() } }
-            let path = "/killed?cc=max-age%3D60&delay_ms=3000"
+            // The origin holds every answer until the test opens the gate (after the kill: the leader
+            // surely dies mid-fetch, however slow the machine), then takes 3 s.
+            let path = "/killed?cc=max-age%3D60&delay_ms=3000&hold=killed"
             // The leader claims and is fetching once its request reached the origin.
             try workers[0].send("get " + path)
             try await Self.eventually { try await FleetTests.hits(origin, "/killed") == 1 }
             for worker in workers.dropFirst() { try worker.send("get " + path) }
             let killed = ContinuousClock.now
             workers[0].crash()
+            _ = try await URLSession.shared.data(from: origin.url("/__open", [("gate", "killed")]))
             var answers: [String] = []
             var waited: [Duration] = []
             for worker in workers.dropFirst() {
@@ -50,9 +54,10 @@ struct FleetFailureTests {
         let server = try PostgresFixture.current
         let origin = try LoopbackOrigin(script: FleetTests.originScript)
         try await PostgresFixture.withDatabase { _, database in
-            let workers = try FleetTests.startWorkers(4, port: server.port, database: database, origin: origin, lease: .seconds(1))
+            // Renewed every third of a 2 s lease while the origin takes 5 s.
+            let workers = try FleetTests.startWorkers(4, port: server.port, database: database, origin: origin, lease: .seconds(2))
             defer { workers.forEach { $0.stop() } }
-            let path = "/slow?cc=max-age%3D60&delay_ms=4000"
+            let path = "/slow?cc=max-age%3D60&delay_ms=5000"
             try workers[0].send("get " + path)
             try await Self.eventually { try await FleetTests.hits(origin, "/slow") == 1 }
             for worker in workers.dropFirst() { try worker.send("get " + path) }
