@@ -80,7 +80,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// keeps the fleet waiting for its answer, not fetching too; one that is still under way
         /// after this long stops holding the others back (its claim lapses a lease later).
         public var longestFetch: Duration = .seconds(120)
-        /// The longest each statement of the fleet's coordination may take (2 s): a claim, a check
+        /// The longest each statement of the fleet's coordination may take (2 s, or ``timeout``
+        /// if that is longer): a claim, a check
         /// on another replica's claim, a renewal, a release, the look that follows a wait, and
         /// the store of a claimed fetch's answer. Longer than ``timeout``: on a database that
         /// answers slowly, one origin request per key for the whole fleet is worth the wait (the
@@ -158,14 +159,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Removals dropped because too many were waiting (``Configuration/pendingRemovalLimit``).
         public var removalsLost = 0
         /// Times the listener went without hearing its heartbeat for ``Configuration/silenceLimit``
-        /// (each logged as a warning): memory tiers were emptied and bypassed until it heard again.
+        /// (each logged as a notice): memory tiers were emptied and bypassed until it heard again.
         public var silences = 0
         /// The listener is silent now: memory tiers over this storage are emptied every heartbeat
         /// and keep nothing they read.
         public var listenerSilent = false
         /// Statements of this process the storage cancelled in the database because they ran
-        /// past ``Configuration/timeout`` (a locked table, say), so their connections returned
-        /// to the pool.
+        /// past its longest limit (a locked table, say), so their connections returned to the pool.
         public var statementsCancelled = 0
     }
 
@@ -760,9 +760,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
     }
 
-    /// Whether the fleet's coordination goes to the database: when the storage is not pausing,
-    /// or while coordination statements still answer (a slow database that answers within
-    /// ``Configuration/coordinationTimeout`` keeps the fleet's one request per key).
+    /// Whether the fleet's coordination goes to the database: while its statements answer, also
+    /// during a pause (a slow database that answers within the coordination limit keeps the
+    /// fleet's one request per key); not after one failed, until the probe hears the database.
     private func coordinating() -> Bool {
         state.withLock { $0.coordinationAnswers }
     }
@@ -771,7 +771,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// ``Configuration/timeout`` if that is longer.
     var coordinationLimit: Duration { max(configuration.timeout, configuration.coordinationTimeout) }
 
-    /// Runs a statement of the fleet's coordination within ``Configuration/coordinationTimeout``;
+    /// Runs a statement of the fleet's coordination within ``coordinationLimit``;
     /// `nil` when it failed or was cut. Its outcome says whether coordination answers; it does
     /// not count towards the request path's pause.
     private func coordinate<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
