@@ -52,8 +52,9 @@ struct Measured {
     var perSecond: Double
 }
 
+/// `duration` in microseconds, one decimal (``micros(_:)``).
 func microseconds(_ duration: Duration) -> String {
-    String(format: "%.1f", Double(duration.components.attoseconds) / 1e12 + Double(duration.components.seconds) * 1e6)
+    String(format: "%.1f", micros(duration))
 }
 
 /// An origin that answers every request with the same cacheable 2 KB (only the fill reaches it).
@@ -95,7 +96,7 @@ func measureHits(_ name: String, storage: any CacheStorage, tasks: Int, hits hit
     }
     let elapsed = clock.now - started
     let sorted = latencies.sorted()
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let seconds = micros(elapsed) / 1e6
     return Measured(name: name, tasks: tasks, p50: sorted[sorted.count / 2], p99: sorted[sorted.count * 99 / 100],
                     perSecond: Double(sorted.count) / seconds)
 }
@@ -135,8 +136,7 @@ print("| storage | tasks | p50 µs | p99 µs | hits/s | p50 ÷ memory | hits/s �
 print("|---|---|---|---|---|---|---|")
 for result in results where result.tasks != 16 {
     let baseline = results.first { $0.tasks == result.tasks }!
-    let ratio = Double(result.p50.components.attoseconds + result.p50.components.seconds * 1_000_000_000_000_000_000)
-        / Double(baseline.p50.components.attoseconds + baseline.p50.components.seconds * 1_000_000_000_000_000_000)
+    let ratio = micros(result.p50) / micros(baseline.p50)
     print("| \(result.name) | \(result.tasks) | \(microseconds(result.p50)) | \(microseconds(result.p99)) | \(Int(result.perSecond)) | \(String(format: "%.1f×", ratio)) | \(String(format: "%.3f×", result.perSecond / baseline.perSecond)) |")
 }
 

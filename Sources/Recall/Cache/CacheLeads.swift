@@ -8,8 +8,8 @@ final class CacheLeads: Sendable {
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
 
-    /// The most rounds a request waits for other processes' fetches of one key (each bounded by
-    /// the coordinator's lease) before it fetches without a claim.
+    /// The most rounds a request waits for other processes' fetches of one key (each as long as
+    /// the coordinator lets a claim live) before it fetches without a claim.
     static let maxTakeovers = 3
 
     init(coordinator: (any FetchCoordinator)?) {

@@ -246,6 +246,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// name them (``noticeName(of:)``): how many wait, and how many such stores were announced since.
         var storesAwaited: [String: (waiters: Int, stores: Int)] = [:]
         var shutDown = false
+
+        /// Whether the storage is pausing now (a pause that ended is cleared).
+        mutating func pausing() -> Bool {
+            guard let until = pausedUntil else { return false }
+            if ContinuousClock.now < until { return true }
+            pausedUntil = nil
+            return false
+        }
     }
 
     private init(client: PostgresClient, configuration: Configuration, secret: [UInt8], logger: Logger) {
@@ -312,12 +320,16 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func bytes(for key: String) async -> StoredBytes? {
-        // The look after waiting for another replica's fetch: the fleet paid for that answer.
-        let patient = state.withLock { state in
-            guard let until = state.lookAfterWait.removeValue(forKey: key) else { return false }
-            return ContinuousClock.now < until && state.coordinationAnswers && !state.pendingRemovals.contains(key)
+        // One lock decides how the lookup goes: not at all (a removal of the key waits to be
+        // replayed, or the storage pauses), or patiently — the look after waiting for another
+        // replica's fetch, whose answer the fleet paid for — or as usual.
+        let patient = state.withLock { state -> Bool? in
+            let afterWait = state.lookAfterWait.removeValue(forKey: key).map { ContinuousClock.now < $0 } ?? false
+            if state.pendingRemovals.contains(key) { return nil }
+            if afterWait, state.coordinationAnswers { return true }
+            return state.pausing() ? nil : false
         }
-        guard patient || !paused(orPending: key) else {
+        guard let patient else {
             count { $0.misses += 1 }
             return nil
         }
@@ -340,13 +352,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             _ = await attempt { [client, logger] in try await client.execute(removal, logger: logger).drain() }
             return nil
         }
-        let silent = state.withLock { state in
+        let (silent, touch) = state.withLock { state in
             state.statistics.hits += 1
-            return state.silent
+            return (state.silent, needsTouch && state.touching.insert(key).inserted)
         }
         // The listener cannot vouch for notifications: the tiers over this storage must not keep what they read.
         if silent { await forgetTiers(key) }
-        if needsTouch, state.withLock({ $0.touching.insert(key).inserted }) {
+        if touch {
             // Recorded off the request path; a touch that fails only makes eviction less exact.
             Task { [client, logger] in
                 _ = await attempt { try await client.execute(PostgresStatements.Touch(key: key), logger: logger).drain() }
@@ -535,16 +547,16 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Claims the fetch `name` for ``Configuration/leaseTime``; `true` also when the database
     /// cannot say (fetching twice beats not fetching).
     public func claim(_ name: String) async -> Bool {
-        await claim(name, storingUnder: nil)
+        await claimFetch(name, storingUnder: nil)
     }
 
     /// Claims as ``claim(_:)`` does; while the claim holds, the store under `key` (its answer)
     /// gets ``Configuration/coordinationTimeout`` and goes on during a pause.
     public func claim(_ name: String, storingUnder key: String) async -> Bool {
-        await claim(name, storingUnder: Optional(key))
+        await claimFetch(name, storingUnder: key)
     }
 
-    private func claim(_ name: String, storingUnder key: String?) async -> Bool {
+    private func claimFetch(_ name: String, storingUnder key: String?) async -> Bool {
         guard coordinating() else { return true }
         // This process holds it already (another flight of it, its own lease lapsed): wait for that one.
         if state.withLock({ $0.claims[name] != nil }) {
@@ -814,16 +826,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
     }
 
-    /// Whether the storage is pausing after failures in a row — or, with `key`, whether a
-    /// removal of `key` is waiting to be replayed (one lock for both on the lookup path).
-    private func paused(orPending key: String? = nil) -> Bool {
-        state.withLock { state in
-            if let key, state.pendingRemovals.contains(key) { return true }
-            guard let until = state.pausedUntil else { return false }
-            if ContinuousClock.now < until { return true }
-            state.pausedUntil = nil
-            return false
-        }
+    /// Whether the storage is pausing after failures in a row.
+    private func paused() -> Bool {
+        state.withLock { $0.pausing() }
     }
 
     func count(_ update: (inout Statistics) -> Void) {

@@ -89,6 +89,13 @@ struct FleetTests {
         stats.split(separator: " ").first { $0.hasPrefix("invalidations=") }.flatMap { Int($0.dropFirst("invalidations=".count)) } ?? -1
     }
 
+    /// Requests that reached the origin for `prefix`0 … `prefix`(`count` − 1), together.
+    static func hits(_ origin: LoopbackOrigin, prefix: String, count: Int) async throws -> Int {
+        var total = 0
+        for index in 0..<count { total += try await hits(origin, "\(prefix)\(index)") }
+        return total
+    }
+
     /// Requests that reached the origin for `path`.
     static func hits(_ origin: LoopbackOrigin, _ path: String) async throws -> Int {
         struct Hits: Decodable { let hits: Int }

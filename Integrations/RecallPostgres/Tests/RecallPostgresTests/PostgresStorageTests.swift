@@ -386,49 +386,49 @@ struct PostgresStorageTests {
             var small = PostgresFixture.configuration(try PostgresFixture.current, database: database)
             small.options.maximumConnections = 3
             try await PostgresFixture.withClient(small) { storageClient in
-            let storage = try await PostgresFixture.open(storageClient, configuration)
-            let origin = MockTransport()
-            origin.route("GET", "/s", .text("s", headers: ["Cache-Control": "max-age=60"]))
-            let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
-            let request = Self.get("/s")
-            #expect(try await pipeline.send(request).source == .network)
-            #expect(try await pipeline.send(request).source == .cache)
-            let locked = AsyncStream<Void>.makeStream()
-            // The table stays locked until the test lets go (not for 2 s of real time, which a
-            // loaded machine could spend before the requests below were made).
-            let unlock = AsyncStream<Void>.makeStream()
-            defer { unlock.continuation.finish() }
-            let locker = Task {
-                try await client.withTransaction(logger: PostgresFixture.logger) { connection in
-                    _ = try await connection.query("LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE", logger: PostgresFixture.logger).all()
-                    locked.continuation.yield()
-                    var gate = unlock.stream.makeAsyncIterator()
-                    await gate.next()
+                let storage = try await PostgresFixture.open(storageClient, configuration)
+                let origin = MockTransport()
+                origin.route("GET", "/s", .text("s", headers: ["Cache-Control": "max-age=60"]))
+                let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
+                let request = Self.get("/s")
+                #expect(try await pipeline.send(request).source == .network)
+                #expect(try await pipeline.send(request).source == .cache)
+                let locked = AsyncStream<Void>.makeStream()
+                // The table stays locked until the test lets go (not for 2 s of real time, which a
+                // loaded machine could spend before the requests below were made).
+                let unlock = AsyncStream<Void>.makeStream()
+                defer { unlock.continuation.finish() }
+                let locker = Task {
+                    try await client.withTransaction(logger: PostgresFixture.logger) { connection in
+                        _ = try await connection.query("LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE", logger: PostgresFixture.logger).all()
+                        locked.continuation.yield()
+                        var gate = unlock.stream.makeAsyncIterator()
+                        await gate.next()
+                    }
                 }
-            }
-            var iterator = locked.stream.makeAsyncIterator()
-            await iterator.next()
-            var slowest = Duration.zero
-            for _ in 0..<5 {
-                let started = ContinuousClock.now
-                let answer = try await pipeline.send(request)
-                slowest = max(slowest, ContinuousClock.now - started)
-                #expect(answer.status == 200 && answer.bodyText == "s")
-            }
-            // Within the storage's 200 ms timeouts plus what a loaded machine adds; a request
-            // that waited for the table would still be waiting (it is locked until just below).
-            #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
-            #expect(origin.count(for: "/s") >= 2, "lookups that could not finish were misses")
-            // While the table is still locked, the storage cancels its statements that wait on it
-            // (postgres-nio cannot): none of them is left holding a connection.
-            try await Self.eventually { storage.fleetStatistics.statementsCancelled >= 1 }
-            try await Self.eventually { try await Self.waitingOnLocks(client) == 0 }
-            #expect(storage.fleetStatistics.statementsCancelled >= 1)
-            #expect(try await Self.waitingOnLocks(client) == 0, "statements of the storage still hold connections")
-            unlock.continuation.finish()
-            try await locker.value
-            try await Self.eventually { try await pipeline.send(request).source == .cache }
-            await storage.shutdown()
+                var iterator = locked.stream.makeAsyncIterator()
+                await iterator.next()
+                var slowest = Duration.zero
+                for _ in 0..<5 {
+                    let started = ContinuousClock.now
+                    let answer = try await pipeline.send(request)
+                    slowest = max(slowest, ContinuousClock.now - started)
+                    #expect(answer.status == 200 && answer.bodyText == "s")
+                }
+                // Within the storage's 200 ms timeouts plus what a loaded machine adds; a request
+                // that waited for the table would still be waiting (it is locked until just below).
+                #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
+                #expect(origin.count(for: "/s") >= 2, "lookups that could not finish were misses")
+                // While the table is still locked, the storage cancels its statements that wait on it
+                // (postgres-nio cannot): none of them is left holding a connection.
+                try await Self.eventually { storage.fleetStatistics.statementsCancelled >= 1 }
+                try await Self.eventually { try await Self.waitingOnLocks(client) == 0 }
+                #expect(storage.fleetStatistics.statementsCancelled >= 1)
+                #expect(try await Self.waitingOnLocks(client) == 0, "statements of the storage still hold connections")
+                unlock.continuation.finish()
+                try await locker.value
+                try await Self.eventually { try await pipeline.send(request).source == .cache }
+                await storage.shutdown()
             }
         }
     }
