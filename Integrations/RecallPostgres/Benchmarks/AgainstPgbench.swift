@@ -62,7 +62,7 @@ func micros(_ duration: Duration) -> Double {
 /// pgbench and Recall on one server, round after round (the host's speed drifts between runs by
 /// up to 3×: a ratio is taken within a round, then the median over rounds). Prints the figures
 /// and returns the `pgbench-ratio` lines' values.
-func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, storage: PostgresStorage, keys: Int,
+func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, storage: PostgresStorage, pooled: PostgresStorage, keys: Int,
                         rounds: Int, hits: Int, transactions: Int, logger: Logger) async throws -> [(String, Double)] {
     let pgbench = try Pgbench(server: server, database: server.database)
     try pgbench.initialize()
@@ -111,6 +111,7 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         figures["select p50", default: []].append(try pgbench.measure(clients: 1, transactions: transactions, log: true).p50)
         figures["lookup p50", default: []].append(try pgbench.measure(clients: 1, transactions: transactions, script: lookupScript, log: true).p50)
         figures["hit p50", default: []].append(micros(try await measureHits("PostgresStorage", storage: storage, tasks: 1, hits: hits).p50))
+        figures["pooled hit p50", default: []].append(micros(try await measureHits("PostgresStorage", storage: pooled, tasks: 1, hits: hits).p50))
         figures["storage p50", default: []].append(median(await latencies(hits) {
             guard await storage.bytes(for: picks[$0]) != nil else { fatalError("a miss in the storage's hit run") }
         }))
@@ -133,6 +134,7 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         for tasks in [16, 64] {
             figures["select \(tasks)", default: []].append(try pgbench.measure(clients: tasks, transactions: transactions).perSecond)
             figures["hits \(tasks)", default: []].append(try await measureHits("PostgresStorage", storage: storage, tasks: tasks, hits: hits * 4).perSecond)
+            figures["pooled hits \(tasks)", default: []].append(try await measureHits("PostgresStorage", storage: pooled, tasks: tasks, hits: hits * 4).perSecond)
         }
     }
 
@@ -145,10 +147,11 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         return "\(String(format: "%.0f", median(values))) \(unit) (\(String(format: "%.0f", values.min()!))–\(String(format: "%.0f", values.max()!)))"
     }
     print("\n## Next to pgbench\n")
-    print("\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections. Median of the rounds (range); ratios are taken within a round, then the median.\n")
+    print("\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections; the storage holds 8 of them (`requestConnections`). Median of the rounds (range); ratios are taken within a round, then the median.\n")
     print("| figure | pgbench | Recall | ratio |")
     print("|---|---|---|---|")
     print("| hit p50, 1 client: `-S` / pipeline hit | \(cell("select p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "select p50"))) |")
+    print("| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select p50", "µs")) | \(cell("pooled hit p50", "µs")) | \(String(format: "%.2f×", ratio("pooled hit p50", "select p50"))) |")
     print("| hit p50, 1 client: Recall-shaped / pipeline hit | \(cell("lookup p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "lookup p50"))) |")
     print("| … `PostgresStorage.bytes(for:)` | \(cell("lookup p50", "µs")) | \(cell("storage p50", "µs")) | \(String(format: "%.2f×", ratio("storage p50", "lookup p50"))) |")
     print("| … PostgresNIO alone, through its pool | \(cell("lookup p50", "µs")) | \(cell("driver p50", "µs")) | \(String(format: "%.2f×", ratio("driver p50", "lookup p50"))) |")
@@ -157,6 +160,7 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
     print("| store p50, 1 client: `INSERT … ON CONFLICT` / `write` | \(cell("upsert p50", "µs")) | \(cell("store p50", "µs")) | \(String(format: "%.2f×", ratio("store p50", "upsert p50"))) |")
     for tasks in [16, 64] {
         print("| throughput, \(tasks) clients / tasks: `-S` / pipeline hits | \(cell("select \(tasks)", "/s")) | \(cell("hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("hits \(tasks)", "select \(tasks)"))) |")
+        print("| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select \(tasks)", "/s")) | \(cell("pooled hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("pooled hits \(tasks)", "select \(tasks)"))) |")
     }
     return [
         ("hit-p50", ratio("hit p50", "select p50")),

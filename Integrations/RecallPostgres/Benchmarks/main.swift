@@ -114,6 +114,7 @@ let diskDirectory = FileManager.default.temporaryDirectory.appendingPathComponen
 defer { try? FileManager.default.removeItem(at: diskDirectory) }
 var storageConfiguration = PostgresStorage.Configuration()
 storageConfiguration.timeout = .seconds(5)   // measure the database, not the cut
+storageConfiguration.requestConnections = 8
 let postgres = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
 for tasks in [1, 16, 64] {
     // 16 tasks: PostgreSQL only, for the throughput next to pgbench's 16 clients.
@@ -140,7 +141,12 @@ for result in results where result.tasks != 16 {
     print("| \(result.name) | \(result.tasks) | \(microseconds(result.p50)) | \(microseconds(result.p99)) | \(Int(result.perSecond)) | \(String(format: "%.1f×", ratio)) | \(String(format: "%.3f×", result.perSecond / baseline.perSecond)) |")
 }
 
-let ratios = try await compareWithPgbench(server: server, client: client, storage: postgres, keys: keys,
+// The same, each statement leasing its connection from the pool (the storage before it held
+// connections of its own): the before of the lanes' before/after.
+var pooledConfiguration = storageConfiguration
+pooledConfiguration.requestConnections = 0
+let pooled = try await PostgresStorage.open(client: client, configuration: pooledConfiguration, logger: logger)
+let ratios = try await compareWithPgbench(server: server, client: client, storage: postgres, pooled: pooled, keys: keys,
                                           rounds: option("--rounds", 3), hits: option("--pgbench-hits", 3_000),
                                           transactions: option("--pgbench-transactions", 20_000), logger: logger)
 
@@ -185,6 +191,7 @@ if bursts > 0 {
 }
 
 await postgres.shutdown()
+await pooled.shutdown()
 running.cancel()
 
 // The targets at a glance (issue #40): hit p50 ≤ 2, throughput ≥ 0.5.

@@ -116,6 +116,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// when it answers again (10,000); meanwhile lookups of those keys are misses. Beyond
         /// this, removals are lost and counted (``Statistics/removalsLost``).
         public var pendingRemovalLimit = 10_000
+        /// Connections the storage keeps leased from its client for lookups, stores and the
+        /// fleet's coordination (4; 0: each statement leases one from the pool): leasing from
+        /// PostgresNIO's pool for every statement costs more than the statement itself. The
+        /// client's `maximumConnections` must be larger by at least 2 — one for the listener, one
+        /// for maintenance — plus whatever else the service runs on it (docs/scale-out.md, "Sizing").
+        public var requestConnections = 4
 
         /// The defaults.
         public init() {}
@@ -167,6 +173,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// Statements of this process the storage cancelled in the database because they ran
         /// past its longest limit (a locked table, say), so their connections returned to the pool.
         public var statementsCancelled = 0
+        /// The connections the storage holds for its statements now
+        /// (``Configuration/requestConnections`` once it is up; fewer while one is replaced).
+        public var connectionsHeld = 0
+        /// Statements that leased a connection from the pool because none of those held was
+        /// ready or all were stalled (none finished a statement for 20 ms): a database that
+        /// answers slowly, or too few ``Configuration/requestConnections`` for the load.
+        public var statementsThroughPool = 0
     }
 
     /// The longest statement limit of each storage of this process that is open (they share the
@@ -192,6 +205,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public let secret: [UInt8]
 
     let logger: Logger
+    /// The connections the request path's statements go down.
+    let lanes: ConnectionLanes
     /// This process's storage, as named in its notifications (its own are ignored).
     let instance = UUID()
     let state = Mutex(State())
@@ -261,6 +276,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         self.configuration = configuration
         self.secret = secret
         self.logger = logger
+        lanes = ConnectionLanes(client: client, count: max(0, configuration.requestConnections), logger: logger)
     }
 
     /// Opens the storage on `client` (which must be running): creates the tables or migrates
@@ -285,6 +301,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let storage = PostgresStorage(client: client, configuration: configuration, secret: secret, logger: logger)
         openLimits.withLock { $0[storage.instance] = storage.coordinationLimit }
         let listener = Task { await storage.listen() }
+        storage.lanes.start()
         let watcher = Task { await storage.watchListener() }
         storage.state.withLock { state in
             state.listener = listener
@@ -314,6 +331,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         await watcher?.value
         await listener?.value
         await maintaining?.value
+        await lanes.stop()
     }
 
     // MARK: CacheByteStore
@@ -337,8 +355,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         await noteHeld(key)
         let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds,
                                                   maxRecordBytes: configuration.maxRecordBytes)
-        let lookup: @Sendable () async throws -> PostgresStatements.Lookup.Row? = { [client, logger] in
-            try await client.execute(statement, logger: logger).first()
+        let lookup: @Sendable () async throws -> PostgresStatements.Lookup.Row? = { [lanes] in
+            try await lanes.first(statement, pooled: patient)
         }
         let row = patient ? await coordinate(lookup) : await attempt(lookup)
         guard let (storedKey, found, needsTouch) = row ?? nil, storedKey == key else {
@@ -349,7 +367,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             // Longer than any record this storage takes: a miss, and the row goes.
             count { $0.misses += 1; $0.corruptRemoved += 1 }
             let removal = PostgresStatements.DeleteOversized(key: key, maxRecordBytes: configuration.maxRecordBytes)
-            _ = await attempt { [client, logger] in try await client.execute(removal, logger: logger).drain() }
+            _ = await attempt { [lanes] in try await lanes.run(removal) }
             return nil
         }
         let (silent, touch) = state.withLock { state in
@@ -360,8 +378,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         if silent { await forgetTiers(key) }
         if touch {
             // Recorded off the request path; a touch that fails only makes eviction less exact.
-            Task { [client, logger] in
-                _ = await attempt { try await client.execute(PostgresStatements.Touch(key: key), logger: logger).drain() }
+            Task { [lanes] in
+                _ = await attempt { try await lanes.run(PostgresStatements.Touch(key: key)) }
                 _ = state.withLock { $0.touching.remove(key) }
             }
         }
@@ -395,7 +413,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Deletes `key` in the database and tells the fleet; whether it was done.
     private func delete(_ key: String) async -> Bool {
         let statement = PostgresStatements.Delete(key: key, notice: notice(for: key))
-        return await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() } != nil
+        return await attempt { [lanes] in try await lanes.run(statement) } != nil
     }
 
     /// Keeps a removal the database could not take, to replay it when it answers again.
@@ -442,7 +460,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public func removeCorrupt(_ key: String, ifStill data: Data) async {
         count { $0.corruptRemoved += 1; $0.hits -= 1; $0.misses += 1 }
         let statement = PostgresStatements.DeleteIfStill(key: key, record: data)
-        _ = await attempt { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+        _ = await attempt { [lanes] in try await lanes.run(statement) }
     }
 
     /// ``Configuration/maxRecordBytes``: a streamed body longer than it is passed to the caller
@@ -464,9 +482,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Every counter of this storage.
     public var fleetStatistics: Statistics {
-        state.withLock { state in
+        let lanes = lanes.usage
+        return state.withLock { state in
             var statistics = state.statistics
             statistics.listenerSilent = state.silent
+            (statistics.connectionsHeld, statistics.statementsThroughPool) = lanes
             return statistics
         }
     }
@@ -565,10 +585,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         let token = UUID()
         let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
-        guard let claimed = await coordinate({ [client, logger] in try await client.execute(statement, logger: logger).first() }) else {
+        guard let claimed = await coordinate({ [lanes] in try await lanes.first(statement, pooled: true) }) else {
             // Cut, it may still land: give it back, so no replica waits for a fetch nobody makes.
             let release = PostgresStatements.Release(name: name, holder: token)
-            Task { [client, logger] in _ = await coordinate { try await client.execute(release, logger: logger).drain() } }
+            Task { [lanes] in _ = await coordinate { try await lanes.run(release, pooled: true) } }
             return true
         }
         guard claimed != nil else {
@@ -587,13 +607,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Renews the claim `token` on `name` every third of the lease, until it is released, lost
     /// (it lapsed and another replica took it), or ``Configuration/longestFetch`` passed.
     private func renew(_ name: String, token: UUID) -> Task<Void, Never> {
-        Task { [client, logger, configuration] in
+        Task { [lanes, configuration] in
             let end = ContinuousClock.now + configuration.longestFetch
             let statement = PostgresStatements.Renew(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
             while true {
                 try? await Task.sleep(for: configuration.leaseTime / 3)
                 guard !Task.isCancelled, ContinuousClock.now < end else { return }
-                let renewed = await coordinate { try await client.execute(statement, logger: logger).first() }
+                let renewed = await coordinate { try await lanes.first(statement, pooled: true) }
                 if case .some(nil) = renewed { return }   // no longer this process's claim
                 if renewed != nil { count { $0.claimRenewals += 1 } }
             }
@@ -638,8 +658,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let end = ContinuousClock.now + configuration.longestFetch + configuration.leaseTime
         var poll = configuration.leasePoll
         while !Task.isCancelled, ContinuousClock.now < end, coordinating(), !stored() {
-            guard let held = await coordinate({ [client, logger] in
-                try await client.execute(PostgresStatements.Claimed(name: name), logger: logger).first()
+            guard let held = await coordinate({ [lanes] in
+                try await lanes.first(PostgresStatements.Claimed(name: name), pooled: true)
             }), held != nil else { return }
             try? await Task.sleep(for: poll)
             // A long fetch is checked less often (its store's notice still wakes the wait at the next check).
@@ -660,7 +680,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }) else { return }
         claim.renewal.cancel()
         let statement = PostgresStatements.Release(name: name, holder: claim.token)
-        _ = await coordinate { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+        _ = await coordinate { [lanes] in try await lanes.run(statement, pooled: true) }
     }
 
     // MARK: Invalidations
@@ -760,7 +780,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             return
         }
         let statement = PostgresStatements.Upsert(key: key, record: data, expires: expires, notice: notice(for: key))
-        let upsert: @Sendable () async throws -> Void = { [client, logger] in try await client.execute(statement, logger: logger).drain() }
+        let upsert: @Sendable () async throws -> Void = { [lanes] in try await lanes.run(statement, pooled: patient) }
         if await (patient ? coordinate(upsert) : attempt(upsert)) == nil {
             count { $0.writeFailures += 1 }
         } else {
@@ -814,8 +834,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let statement = PostgresStatements.Claimed(name: "recall-probe")
         while !Task.isCancelled, !state.withLock({ $0.shutDown }) {
             try? await Task.sleep(for: configuration.pause)
-            if (try? await Deadline.run(within: coordinationLimit, { [client, logger] in
-                try await client.execute(statement, logger: logger).first()
+            if (try? await Deadline.run(within: coordinationLimit, { [lanes] in
+                try await lanes.first(statement, pooled: true)
             })) != nil {
                 break
             }
@@ -886,7 +906,7 @@ extension PostgresStorage {
             return true
         }) else { return }
         Task { [client, logger, configuration] in
-            var failedPasses = 0
+            var failedPasses = 0, cancelledLast = false
             repeat {
                 // Past the longest limit any of its statements has (a coordination statement may
                 // rightly run longer than a lookup).
@@ -902,10 +922,13 @@ extension PostgresStorage {
                     logger.debug("recall postgres storage: cancelled \(cancelled) statements that ran past \(configuration.timeout)")
                 }
                 count { $0.statementsCancelled += Int(cancelled ?? 0) }
-                // A pass that could not run (no connection free, the database slow) is tried again, a few times.
+                // A pass that could not run (no connection free, the database slow) is tried again,
+                // a few times; one that cancelled statements looks again (a statement that waited
+                // behind one cancelled may hang in turn).
                 failedPasses = cancelled == nil ? failedPasses + 1 : 0
+                cancelledLast = (cancelled ?? 0) > 0
             } while state.withLock({ state -> Bool in
-                let again = (state.reclaimAgain || (1...3).contains(failedPasses)) && !state.shutDown
+                let again = (state.reclaimAgain || cancelledLast || (1...3).contains(failedPasses)) && !state.shutDown
                 state.reclaimAgain = false
                 state.reclaiming = again
                 return again

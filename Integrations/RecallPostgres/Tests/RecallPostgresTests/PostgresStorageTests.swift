@@ -382,7 +382,9 @@ struct PostgresStorageTests {
             configuration.timeout = .milliseconds(200)
             configuration.pause = .milliseconds(300)
             configuration.silenceLimit = .seconds(60)   // (a late heartbeat would close the listener's connection, where cancellations run from)
-            // The storage's own pool of three: without cancellation, three hanging lookups would hold all of it.
+            // The storage's own pool of three (the listener's, one kept for lookups, one more):
+            // without cancellation, hanging lookups would hold all of it.
+            configuration.requestConnections = 1
             var small = PostgresFixture.configuration(try PostgresFixture.current, database: database)
             small.options.maximumConnections = 3
             try await PostgresFixture.withClient(small) { storageClient in
@@ -431,6 +433,46 @@ struct PostgresStorageTests {
                 await storage.shutdown()
             }
         }
+    }
+
+    @Test("lookups go down the connections the storage holds (requestConnections), not the pool; one the database terminated is replaced; shutdown gives them back")
+    func heldConnections() async throws {
+        try await PostgresFixture.withDatabase { client, database in
+            var configuration = PostgresFixture.patient
+            configuration.requestConnections = 2
+            var own = PostgresFixture.configuration(try PostgresFixture.current, database: database)
+            own.options.maximumConnections = 6
+            try await PostgresFixture.withClient(own) { storageClient in
+                let storage = try await PostgresFixture.open(storageClient, configuration)
+                try await Self.eventually { storage.fleetStatistics.connectionsHeld == 2 }
+                let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
+                await storage.store(record)
+                // One at a time: a lane is never stalled, so nothing goes through the pool.
+                for _ in 0..<20 { #expect(await storage.record(for: "k").map(Self.summary) == Self.summary(record)) }
+                #expect(storage.fleetStatistics.statementsThroughPool == 0)
+                let first = try await Self.lookupBackends(client)
+                #expect(first.count == 2, "lookups ran on \(first.count) connections, not the 2 held")
+                // The database ends them (a failover, an administrator): the storage holds new ones.
+                for pid in first { _ = try await client.query("SELECT pg_terminate_backend(\(pid))").all() }
+                try await Self.eventually {
+                    guard await storage.record(for: "k") != nil else { return false }
+                    return Set(try await Self.lookupBackends(client)).isDisjoint(with: first)
+                }
+                try await Self.eventually { storage.fleetStatistics.connectionsHeld == 2 }
+                await storage.shutdown()
+                #expect(storage.fleetStatistics.connectionsHeld == 0)
+                // Lookups after shutdown still work, through the pool.
+                #expect(await storage.record(for: "k") != nil)
+            }
+        }
+    }
+
+    /// The backends whose last statement was a storage's lookup.
+    static func lookupBackends(_ client: PostgresClient) async throws -> [Int32] {
+        try await client.query("""
+            SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND query LIKE '/* recall %' AND query LIKE '%FROM recall_entries WHERE key_hash%'
+            """).all().map { try $0.decode(Int32.self) }
     }
 
     /// Statements of a storage (their text starts with its tag) waiting for a lock now.
