@@ -31,6 +31,10 @@ import Synchronization
 ///   counted. After ``Configuration/failuresToPause`` failures in a row the storage stops asking
 ///   the database for ``Configuration/pause`` (lookups are immediate misses), then tries again:
 ///   it recovers by itself when the database is back.
+/// - **Connections**: the storage holds ``Configuration/requestConnections`` of the client's
+///   connections for its lookups and stores (leasing one from the pool per statement cost a hit
+///   more than its SQL); the client's `maximumConnections` must leave room for them, the listener
+///   and maintenance (docs/scale-out.md, "Connections").
 /// - **Bad rows** — bytes that are not a record, or a record of another key — are misses and
 ///   are removed (only if still the same bytes).
 /// - **Memory tiers** made by ``withMemoryTier(_:)`` drop a key when any replica removes it
