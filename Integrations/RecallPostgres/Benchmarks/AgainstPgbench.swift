@@ -147,7 +147,7 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         return "\(String(format: "%.0f", median(values))) \(unit) (\(String(format: "%.0f", values.min()!))–\(String(format: "%.0f", values.max()!)))"
     }
     print("\n## Next to pgbench\n")
-    print("\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections; the storage holds 8 of them (`requestConnections`). Median of the rounds (range); ratios are taken within a round, then the median.\n")
+    print("\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections; the storage holds \(storage.configuration.requestConnections) of them (`requestConnections`). Median of the rounds (range); ratios are taken within a round, then the median.\n")
     print("| figure | pgbench | Recall | ratio |")
     print("|---|---|---|---|")
     print("| hit p50, 1 client: `-S` / pipeline hit | \(cell("select p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "select p50"))) |")

@@ -2,6 +2,7 @@
 //
 //   swift run -c release recall-postgres-benchmark [--hits N] [--bursts N] [--rounds N]
 //                                                   [--pgbench-hits N] [--pgbench-transactions N] [--nio-executor]
+//                                                   [--request-connections N]
 //
 // 1. Hit latency (p50, p99) and throughput through a full Pipeline + HTTPCache, for 1 and 64
 //    concurrent tasks, over MemoryStorage (the baseline), DiskStorage, PostgresStorage and a
@@ -114,7 +115,7 @@ let diskDirectory = FileManager.default.temporaryDirectory.appendingPathComponen
 defer { try? FileManager.default.removeItem(at: diskDirectory) }
 var storageConfiguration = PostgresStorage.Configuration()
 storageConfiguration.timeout = .seconds(5)   // measure the database, not the cut
-storageConfiguration.requestConnections = 8
+storageConfiguration.requestConnections = option("--request-connections", storageConfiguration.requestConnections)
 let postgres = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
 for tasks in [1, 16, 64] {
     // 16 tasks: PostgreSQL only, for the throughput next to pgbench's 16 clients.

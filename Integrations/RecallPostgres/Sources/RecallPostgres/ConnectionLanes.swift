@@ -13,19 +13,44 @@ import Synchronization
 /// or locked database: statements do not queue behind one that hangs (the pool opens more
 /// connections, as before there were lanes), and the storage cancels the hanging one in the
 /// database.
+///
+/// **Lookups that wait share a statement.** A lookup that finds its lane's connection busy with
+/// a statement does not queue behind it as a statement of its own: it joins the lane's
+/// ``LookupBatch``, and when a statement of the lane finishes, the batch goes down the connection
+/// as one statement for all its keys (``PostgresStatements/LookupMany``). Under load a round trip
+/// answers several hits; a lookup that finds its lane idle is sent at once, as one statement.
 final class ConnectionLanes: Sendable {
+    private struct Lane {
+        var connection: PostgresConnection?
+        /// Requests on the lane not yet answered: statements sent down it, and lookups waiting in its batch.
+        var busy = 0
+        /// Statements sent down the connection and not yet finished.
+        var sent = 0
+        /// When a statement last finished on the lane, or its first request came.
+        var progress = ContinuousClock.now
+        /// Lookups waiting for a statement of the lane to finish, and their keys (by slot).
+        var batch: LookupBatch?
+        var batchKeys: [String] = []
+    }
+
     private struct State {
-        var connections: [PostgresConnection?]
-        /// Statements under way on each lane.
-        var busy: [Int]
-        /// When a statement last finished on each lane, or its first one started.
-        var progress: [ContinuousClock.Instant]
+        var lanes: [Lane]
         /// Where the search for the least busy lane starts (turns, so that ties spread).
         var next = 0
-        /// Statements that went through the pool.
-        var throughPool = 0
+        /// Statements that went through the pool, and lookups answered by a statement shared with others.
+        var throughPool = 0, batched = 0
         var holders: [Task<Void, Never>] = []
         var stopped = false
+    }
+
+    /// Where a request goes.
+    private enum Route {
+        /// No lane is ready or all are stalled: a connection leased from the pool.
+        case pool
+        /// Down lane `lane`'s connection, now.
+        case send(lane: Int, PostgresConnection)
+        /// Into lane `lane`'s batch, at `slot` (slot 0 leads: it sends the batch).
+        case batch(lane: Int, LookupBatch, slot: Int)
     }
 
     /// How long a lane with statements under way may go without finishing one before new
@@ -40,15 +65,14 @@ final class ConnectionLanes: Sendable {
     init(client: PostgresClient, count: Int, logger: Logger) {
         self.client = client
         self.logger = logger
-        state = Mutex(State(connections: Array(repeating: nil, count: count), busy: Array(repeating: 0, count: count),
-                             progress: Array(repeating: .now, count: count)))
+        state = Mutex(State(lanes: Array(repeating: Lane(), count: count)))
     }
 
     /// Starts leasing the lanes' connections (in the background).
     func start() {
         state.withLock { state in
             guard !state.stopped, state.holders.isEmpty else { return }
-            state.holders = state.connections.indices.map { lane in Task { await self.hold(lane) } }
+            state.holders = state.lanes.indices.map { lane in Task { await self.hold(lane) } }
         }
     }
 
@@ -62,9 +86,10 @@ final class ConnectionLanes: Sendable {
         for holder in holders { await holder.value }
     }
 
-    /// The connections held now, and the statements that went through the pool so far.
-    var usage: (held: Int, throughPool: Int) {
-        state.withLock { state in (state.connections.count { $0 != nil }, state.throughPool) }
+    /// The connections held now, the statements that went through the pool so far, and the
+    /// lookups answered by a statement shared with others.
+    var usage: (held: Int, throughPool: Int, batched: Int) {
+        state.withLock { state in (state.lanes.count { $0.connection != nil }, state.throughPool, state.batched) }
     }
 
     /// Runs `statement` and returns its first row (reading the rest). `pooled`: on a connection
@@ -73,10 +98,13 @@ final class ConnectionLanes: Sendable {
     /// database makes time out one after another.
     func first<Statement: PostgresPreparedStatement>(_ statement: Statement, pooled: Bool = false) async throws -> Statement.Row?
     where Statement.Row: Sendable {
-        let (lane, connection) = pooled ? (nil, nil) : pick()
-        defer { done(lane) }
-        if let connection { return try await connection.execute(statement, logger: logger).first() }
-        return try await client.execute(statement, logger: logger).first()
+        switch pooled ? .pool : route(batching: nil) {
+        case .send(let lane, let connection):
+            defer { finished(lane, answered: 1) }
+            return try await connection.execute(statement, logger: logger).first()
+        case .pool, .batch:
+            return try await client.execute(statement, logger: logger).first()
+        }
     }
 
     /// Runs `statement`, reading its rows to the end (`pooled`: as for ``first(_:pooled:)``).
@@ -84,37 +112,90 @@ final class ConnectionLanes: Sendable {
         _ = try await first(statement, pooled: pooled)
     }
 
-    /// The least busy lane with a connection that is not stalled, counted as one statement
-    /// busier; nil when there is none.
-    private func pick() -> (Int?, PostgresConnection?) {
-        let now = ContinuousClock.now
-        return state.withLock { state in
-            var chosen: Int?
-            let count = state.connections.count
-            for offset in 0..<count {
-                let lane = (state.next + offset) % count
-                guard state.connections[lane] != nil, state.busy[lane] == 0 || now - state.progress[lane] < Self.stall else { continue }
-                if chosen.map({ state.busy[lane] < state.busy[$0] }) ?? true { chosen = lane }
-                if state.busy[lane] == 0 { break }
+    /// Looks `lookup`'s key up: at once when its lane is idle, else with the other lookups
+    /// waiting on the lane, as one statement (`pooled`: as for ``first(_:pooled:)``, alone).
+    func lookup(_ lookup: PostgresStatements.Lookup, pooled: Bool = false) async throws -> PostgresStatements.Lookup.Row? {
+        switch pooled ? .pool : route(batching: lookup.key) {
+        case .pool:
+            return try await client.execute(lookup, logger: logger).first()
+        case .send(let lane, let connection):
+            defer { finished(lane, answered: 1) }
+            return try await connection.execute(lookup, logger: logger).first()
+        case .batch(_, let batch, let slot) where slot > 0:
+            return try await batch.answer(slot)
+        case .batch(let lane, let batch, _):
+            // The leader: when a statement of the lane finishes, it takes the batch (later
+            // lookups start another) and sends it.
+            await batch.waitForTurn()
+            let (keys, connection) = state.withLock { state in
+                let keys = state.lanes[lane].batchKeys
+                state.lanes[lane].batch = nil
+                state.lanes[lane].batchKeys = []
+                state.lanes[lane].sent += 1
+                if keys.count > 1 { state.batched += keys.count }
+                return (keys, state.lanes[lane].connection)
             }
-            guard let chosen else {
-                if count > 0 { state.throughPool += 1 }
-                return (nil, nil)
+            defer { finished(lane, answered: keys.count) }
+            if keys.count == 1 {
+                if let connection { return try await connection.execute(lookup, logger: logger).first() }
+                return try await client.execute(lookup, logger: logger).first()
             }
-            state.next = (chosen + 1) % count
-            if state.busy[chosen] == 0 { state.progress[chosen] = now }
-            state.busy[chosen] += 1
-            return (chosen, state.connections[chosen])
+            let many = PostgresStatements.LookupMany(keys: keys, touchInterval: lookup.touchInterval, maxRecordBytes: lookup.maxRecordBytes)
+            // In a task of its own: the leader's caller may give up (its time limit), the others'
+            // answers must still come.
+            let rows = await Task { [client, logger] () async throws -> [PostgresStatements.Lookup.Row] in
+                if let connection { return try await connection.execute(many, logger: logger).all() }
+                return try await client.execute(many, logger: logger).all()
+            }.result
+            let found = rows.map { rows in Dictionary(rows.map { ($0.0, $0) }) { first, _ in first } }
+            let answers = keys.map { key in found.map { $0[key] } }
+            batch.deliver(answers)
+            return try answers[0].get()
         }
     }
 
-    private func done(_ lane: Int?) {
-        guard let lane else { return }
+    /// Where a request goes: the least busy lane with a connection that is not stalled, counted
+    /// as one request busier — sent at once, or into the lane's batch when it is a lookup
+    /// (`batching` its key) and the lane's connection is busy; the pool when no lane will do.
+    private func route(batching key: String?) -> Route {
         let now = ContinuousClock.now
-        state.withLock { state in
-            state.busy[lane] -= 1
-            state.progress[lane] = now
+        return state.withLock { state in
+            var chosen: Int?
+            let count = state.lanes.count
+            for offset in 0..<count {
+                let lane = (state.next + offset) % count, candidate = state.lanes[lane]
+                guard candidate.connection != nil, candidate.busy == 0 || now - candidate.progress < Self.stall else { continue }
+                if chosen.map({ candidate.busy < state.lanes[$0].busy }) ?? true { chosen = lane }
+                if candidate.busy == 0 { break }
+            }
+            guard let chosen, let connection = state.lanes[chosen].connection else {
+                if count > 0 { state.throughPool += 1 }
+                return .pool
+            }
+            state.next = (chosen + 1) % count
+            if state.lanes[chosen].busy == 0 { state.lanes[chosen].progress = now }
+            state.lanes[chosen].busy += 1
+            guard let key, state.lanes[chosen].sent > 0 else {
+                state.lanes[chosen].sent += 1
+                return .send(lane: chosen, connection)
+            }
+            let batch = state.lanes[chosen].batch ?? LookupBatch()
+            state.lanes[chosen].batch = batch
+            state.lanes[chosen].batchKeys.append(key)
+            return .batch(lane: chosen, batch, slot: state.lanes[chosen].batchKeys.count - 1)
         }
+    }
+
+    /// A statement of lane `lane` finished, answering `answered` requests: the lane's batch may go.
+    private func finished(_ lane: Int, answered: Int) {
+        let now = ContinuousClock.now
+        let batch = state.withLock { state in
+            state.lanes[lane].busy -= answered
+            state.lanes[lane].sent -= 1
+            state.lanes[lane].progress = now
+            return state.lanes[lane].batch
+        }
+        batch?.turn()
     }
 
     /// Lane `lane`: leases a connection and holds it until it closes or the lanes stop, again and again.
@@ -123,8 +204,8 @@ final class ConnectionLanes: Sendable {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
-                    self.state.withLock { $0.connections[lane] = connection }
-                    defer { self.state.withLock { $0.connections[lane] = nil } }
+                    self.state.withLock { $0.lanes[lane].connection = connection }
+                    defer { self.state.withLock { $0.lanes[lane].connection = nil } }
                     delay = .milliseconds(50)
                     await Self.closedOrCancelled(connection)
                 }

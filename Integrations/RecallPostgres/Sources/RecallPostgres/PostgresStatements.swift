@@ -61,6 +61,30 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
+    /// ``Lookup`` for several keys at once (lookups that waited for the same connection,
+    /// ``LookupBatch``): a row for each key found, in no order.
+    struct LookupMany: PostgresPreparedStatement {
+        static let name = "recall_lookup_many_v1"
+        static let sql = tag + """
+            SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
+            FROM recall_entries WHERE key_hash = ANY (ARRAY(SELECT sha256(convert_to(k, 'UTF8')) FROM unnest($1::text[]) AS k))
+            """
+        typealias Row = Lookup.Row
+        var keys: [String]
+        var touchInterval: Double
+        var maxRecordBytes: Int
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(keys)
+            bindings.append(touchInterval)
+            bindings.append(maxRecordBytes)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
     /// Records a use of a key: the recency eviction reads and the second chance it gives.
     struct Touch: PostgresPreparedStatement {
         static let name = "recall_touch_v1"

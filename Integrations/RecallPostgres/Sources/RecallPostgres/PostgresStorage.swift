@@ -184,6 +184,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// ready or all were stalled (none finished a statement for 20 ms): a database that
         /// answers slowly, or too few ``Configuration/requestConnections`` for the load.
         public var statementsThroughPool = 0
+        /// Lookups that waited for a held connection and went down it with others, as one
+        /// statement (each counted): under load, a round trip answers several hits.
+        public var lookupsBatched = 0
     }
 
     /// The longest statement limit of each storage of this process that is open (they share the
@@ -360,7 +363,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds,
                                                   maxRecordBytes: configuration.maxRecordBytes)
         let lookup: @Sendable () async throws -> PostgresStatements.Lookup.Row? = { [lanes] in
-            try await lanes.first(statement, pooled: patient)
+            try await lanes.lookup(statement, pooled: patient)
         }
         let row = patient ? await coordinate(lookup) : await attempt(lookup)
         guard let (storedKey, found, needsTouch) = row ?? nil, storedKey == key else {
@@ -490,7 +493,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         return state.withLock { state in
             var statistics = state.statistics
             statistics.listenerSilent = state.silent
-            (statistics.connectionsHeld, statistics.statementsThroughPool) = lanes
+            (statistics.connectionsHeld, statistics.statementsThroughPool, statistics.lookupsBatched) = lanes
             return statistics
         }
     }
@@ -945,6 +948,13 @@ extension AsyncSequence where Self: Sendable {
     /// Reads the sequence to its end (a statement's rows, so its connection is released).
     func drain() async throws {
         for try await _ in self {}
+    }
+
+    /// Every element (a statement's rows).
+    func all() async throws -> [Element] {
+        var elements: [Element] = []
+        for try await element in self { elements.append(element) }
+        return elements
     }
 
     /// The first element, reading the rest (so the connection is released); nil when there is none.

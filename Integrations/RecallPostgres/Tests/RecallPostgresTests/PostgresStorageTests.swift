@@ -467,6 +467,34 @@ struct PostgresStorageTests {
         }
     }
 
+    @Test("lookups that wait for a held connection go down it together, as one statement, and each gets its own answer")
+    func batchedLookups() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            var configuration = PostgresFixture.patient
+            configuration.requestConnections = 1
+            let storage = try await PostgresFixture.open(client, configuration)
+            try await Self.eventually { storage.fleetStatistics.connectionsHeld == 1 }
+            let records = (0..<20).map { CacheRecord(key: "k\($0)", variants: [Self.entry("v\($0)")]) }
+            for record in records { await storage.store(record) }
+            // Bursts of 40 lookups at once — the 20 stored keys and 20 never stored — until some
+            // had to wait for the connection (each burst does, unless the machine runs them one by one).
+            try await Self.eventually {
+                let answers = await withTaskGroup(of: (Int, [String]?).self) { group in
+                    for index in 0..<40 {
+                        group.addTask { (index, await storage.record(for: "k\(index)").map(Self.summary)) }
+                    }
+                    return await group.reduce(into: [Int: [String]?]()) { $0[$1.0] = $1.1 }
+                }
+                for index in 0..<40 {
+                    #expect(answers[index]! == (index < 20 ? Self.summary(records[index]) : nil), "lookup of k\(index)")
+                }
+                return storage.fleetStatistics.lookupsBatched > 0
+            }
+            #expect(storage.fleetStatistics.failures == 0)
+            await storage.shutdown()
+        }
+    }
+
     /// The backends whose last statement was a storage's lookup.
     static func lookupBackends(_ client: PostgresClient) async throws -> [Int32] {
         try await client.query("""
