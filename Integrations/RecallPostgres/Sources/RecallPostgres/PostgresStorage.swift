@@ -122,7 +122,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var pendingRemovalLimit = 10_000
         /// Connections the storage keeps leased from its client for lookups, stores and the
         /// fleet's coordination (4; 0: each statement leases one from the pool): leasing from
-        /// PostgresNIO's pool for every statement costs more than the statement itself. The
+        /// PostgresNIO's pool for every statement costs more than the statement itself, and
+        /// lookups that find theirs busy go down it together as one statement. The
         /// client's `maximumConnections` must be larger by at least 2 — one for the listener, one
         /// for maintenance — plus whatever else the service runs on it (docs/scale-out.md, "Sizing").
         public var requestConnections = 4
