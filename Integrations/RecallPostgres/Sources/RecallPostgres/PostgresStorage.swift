@@ -120,12 +120,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// when it answers again (10,000); meanwhile lookups of those keys are misses. Beyond
         /// this, removals are lost and counted (``Statistics/removalsLost``).
         public var pendingRemovalLimit = 10_000
-        /// Connections the storage keeps leased from its client for lookups, stores and the
-        /// fleet's coordination (4; 0: each statement leases one from the pool): leasing from
-        /// PostgresNIO's pool for every statement costs more than the statement itself, and
-        /// lookups that find theirs busy go down it together as one statement. The
-        /// client's `maximumConnections` must be larger by at least 2 — one for the listener, one
-        /// for maintenance — plus whatever else the service runs on it (docs/scale-out.md, "Sizing").
+        /// Connections the storage keeps leased from its client for lookups and stores (4; 0:
+        /// each statement leases one from the pool): leasing from PostgresNIO's pool for every
+        /// statement costs more than the statement itself, and lookups that find theirs busy go
+        /// down it together as one statement. The fleet's coordination and maintenance lease from
+        /// the pool, so the client's `maximumConnections` must be larger by at least 2 — one for
+        /// the listener, one for the rest — plus whatever else the service runs on it
+        /// (docs/scale-out.md, "Connections").
         public var requestConnections = 4
 
         /// The defaults.
