@@ -28,7 +28,7 @@ enum Deadline {
         private struct State {
             var continuation: CheckedContinuation<Value, any Error>?
             var work: Task<Void, Never>?
-            var timer: Scheduled<Void>?
+            var timer: Timer?
             var finished = false
             var pending: Result<Value, any Error>?
         }
@@ -49,9 +49,7 @@ enum Deadline {
             let work = Task {
                 do { self.finish(with: .success(try await operation())) } catch { self.finish(with: .failure(error)) }
             }
-            let timer = NIOSingletons.posixEventLoopGroup.any().scheduleTask(in: TimeAmount(limit)) {
-                self.finish(with: .failure(PostgresStorageError.timedOut(limit)))
-            }
+            let timer = Timer(after: limit) { self.finish(with: .failure(PostgresStorageError.timedOut(limit))) }
             let late = state.withLock { state -> Bool in
                 state.work = work
                 state.timer = timer
@@ -61,7 +59,7 @@ enum Deadline {
         }
 
         func finish(with result: Result<Value, any Error>) {
-            let (continuation, work, timer) = state.withLock { state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?, Scheduled<Void>?) in
+            let (continuation, work, timer) = state.withLock { state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?, Timer?) in
                 guard !state.finished else { return (nil, nil, nil) }
                 state.finished = true
                 if state.continuation == nil { state.pending = result }
@@ -73,11 +71,38 @@ enum Deadline {
             continuation?.resume(with: result)
         }
     }
+
+    /// Calls `action` after `delay`: on one of NIO's shared event loops (cheap to schedule and to
+    /// cancel), or — when the application turned NIO's singletons off — in a sleeping task.
+    private struct Timer: Sendable {
+        private let scheduled: Scheduled<Void>?
+        private let task: Task<Void, Never>?
+
+        init(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+            if NIOSingletons.singletonsEnabledSuggestion {
+                scheduled = NIOSingletons.posixEventLoopGroup.any().scheduleTask(in: TimeAmount(delay), action)
+                task = nil
+            } else {
+                scheduled = nil
+                task = Task {
+                    try? await Task.sleep(for: delay)
+                    if !Task.isCancelled { action() }
+                }
+            }
+        }
+
+        func cancel() {
+            scheduled?.cancel()
+            task?.cancel()
+        }
+    }
 }
 
 extension TimeAmount {
-    /// `duration`, to the nanosecond.
+    /// `duration`, to the nanosecond (saturating: a limit of centuries is "never").
     init(_ duration: Duration) {
-        self = .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        let (seconds, overflow) = duration.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (nanoseconds, overflowAgain) = seconds.addingReportingOverflow(duration.components.attoseconds / 1_000_000_000)
+        self = .nanoseconds(overflow || overflowAgain ? (duration < .zero ? .min : .max) : nanoseconds)
     }
 }

@@ -1,13 +1,20 @@
 import Synchronization
 
 /// Lookups waiting on one of ``ConnectionLanes``' connections, to go down it as one statement:
-/// the first (slot 0) leads — it waits for its turn (a statement of the lane finished), sends the
-/// batch, and hands each of the others its answer (they wait in ``answer(_:)``).
+/// the first (slot 0) leads — it waits for its turn (a statement of the lane finished), takes the
+/// keys (``close()``: no one joins after), sends them, and hands each of the others its answer
+/// as its row arrives (they wait in ``answer(_:)``).
 final class LookupBatch: Sendable {
     typealias Row = PostgresStatements.Lookup.Row
 
+    /// The most keys one statement carries: a batch is a shared fate (one slow record or one
+    /// failure reaches all of it), so it stays small.
+    static let limit = 32
+
     private struct State {
-        var turned = false
+        var keys: [String] = []
+        var closed = false
+        var turned = false, late = false
         var leader: CheckedContinuation<Void, Never>?
         /// Answers delivered before their lookup waited for them, and lookups waiting, by slot.
         var answers: [Int: Result<Row?, any Error>] = [:]
@@ -16,8 +23,25 @@ final class LookupBatch: Sendable {
 
     private let state = Mutex(State())
 
-    /// The leader: returns once ``turn()`` was called (before or after).
-    func waitForTurn() async {
+    /// Adds `key`; its slot, or nil when the batch is full or already taken.
+    func join(_ key: String) -> Int? {
+        state.withLock { state in
+            guard !state.closed, state.keys.count < Self.limit else { return nil }
+            state.keys.append(key)
+            return state.keys.count - 1
+        }
+    }
+
+    /// The leader takes the keys: no one joins after.
+    func close() -> [String] {
+        state.withLock { state in
+            state.closed = true
+            return state.keys
+        }
+    }
+
+    /// The leader: returns once ``turn(late:)`` was called (before or after), and whether late.
+    func waitForTurn() async -> Bool {
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> Bool in
                 if state.turned { return true }
@@ -26,13 +50,16 @@ final class LookupBatch: Sendable {
             }
             if now { continuation.resume() }
         }
+        return state.withLock { $0.late }
     }
 
-    /// A statement of the lane finished: the leader may send (once; later calls do nothing).
-    func turn() {
+    /// The leader may send: a statement of the lane finished, the lane's connection changed, or
+    /// (`late`) the wait went on too long (the first call counts; later ones do nothing).
+    func turn(late: Bool = false) {
         let leader = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.turned else { return nil }
             state.turned = true
+            state.late = late
             defer { state.leader = nil }
             return state.leader
         }
@@ -51,19 +78,14 @@ final class LookupBatch: Sendable {
         }
     }
 
-    /// The leader hands out `answers`, by slot (its own, slot 0, it keeps).
-    func deliver(_ answers: [Result<Row?, any Error>]) {
-        let waiting = state.withLock { state -> [(CheckedContinuation<Row?, any Error>, Result<Row?, any Error>)] in
-            var ready: [(CheckedContinuation<Row?, any Error>, Result<Row?, any Error>)] = []
-            for (slot, answer) in answers.enumerated().dropFirst() {
-                if let continuation = state.waiting.removeValue(forKey: slot) {
-                    ready.append((continuation, answer))
-                } else {
-                    state.answers[slot] = answer
-                }
-            }
-            return ready
+    /// The leader hands `answer` to the lookup at `slot` (slot 0, its own, is not delivered).
+    func deliver(_ answer: Result<Row?, any Error>, to slot: Int) {
+        guard slot > 0 else { return }
+        let waiting = state.withLock { state -> CheckedContinuation<Row?, any Error>? in
+            if let continuation = state.waiting.removeValue(forKey: slot) { return continuation }
+            state.answers[slot] = answer
+            return nil
         }
-        for (continuation, answer) in waiting { continuation.resume(with: answer) }
+        waiting?.resume(with: answer)
     }
 }

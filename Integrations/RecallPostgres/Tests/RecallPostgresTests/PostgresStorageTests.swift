@@ -495,11 +495,46 @@ struct PostgresStorageTests {
         }
     }
 
+    @Test("the held connection is terminated again and again under bursts of lookups: no lookup gets another key's record, and the lane serves again after (its load is not left behind)")
+    func laneSurvivesTermination() async throws {
+        try await PostgresFixture.withDatabase { client, database in
+            var configuration = PostgresFixture.patient
+            configuration.requestConnections = 1
+            try await PostgresFixture.withClient(PostgresFixture.configuration(try PostgresFixture.current, database: database)) { storageClient in
+                let storage = try await PostgresFixture.open(storageClient, configuration)
+                try await Self.eventually { storage.fleetStatistics.connectionsHeld == 1 }
+                let records = (0..<20).map { CacheRecord(key: "k\($0)", variants: [Self.entry("v\($0)")]) }
+                for record in records { await storage.store(record) }
+                for _ in 0..<3 {
+                    async let answers = withTaskGroup(of: (Int, [String]?).self) { group in
+                        for index in 0..<40 {
+                            group.addTask { (index, await storage.record(for: "k\(index % 20)").map(Self.summary)) }
+                        }
+                        return await group.reduce(into: [Int: [String]?]()) { $0[$1.0] = $1.1 }
+                    }
+                    for pid in try await Self.lookupBackends(client) { _ = try await client.query("SELECT pg_terminate_backend(\(pid))").all() }
+                    for (index, answer) in await answers {
+                        // A lookup cut by the termination is a miss; none may be another key's record.
+                        #expect(answer == nil || answer == Self.summary(records[index % 20]), "lookup \(index)")
+                    }
+                    try await Self.eventually { storage.fleetStatistics.connectionsHeld == 1 }
+                }
+                let pooled = storage.fleetStatistics.statementsThroughPool
+                for index in 0..<20 {
+                    #expect(await storage.record(for: "k\(index)").map(Self.summary) == Self.summary(records[index]))
+                }
+                #expect(storage.fleetStatistics.statementsThroughPool == pooled, "the lane was left loaded: lookups went through the pool")
+                await storage.shutdown()
+            }
+        }
+    }
+
     /// The backends whose last statement was a storage's lookup.
     static func lookupBackends(_ client: PostgresClient) async throws -> [Int32] {
         try await client.query("""
             SELECT pid FROM pg_stat_activity
-            WHERE datname = current_database() AND query LIKE '/* recall %' AND query LIKE '%FROM recall_entries WHERE key_hash%'
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+              AND query LIKE '/* recall %' AND query LIKE '%FROM recall_entries WHERE key_hash%'
             """).all().map { try $0.decode(Int32.self) }
     }
 
