@@ -330,7 +330,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             if let error {
                 continuation.resume(throwing: Self.transportError(error, url: url))
             } else if let response = task.response {
-                continuation.resume(returning: (response, Self.bodyNeverDelivered(response, task: task)))
+                let body = Self.bodyNeverDelivered(response, task: task)
+                // Made after the lock above was let go: taking it again orders the making before
+                // the caller's settle() (see send(_:)), also for ThreadSanitizer.
+                settle()
+                continuation.resume(returning: (response, body))
             } else {
                 continuation.resume(throwing: TransportError(.other, url: url, message: "the task finished without a response"))
             }
