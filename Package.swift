@@ -2,7 +2,7 @@
 import PackageDescription
 
 let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(
@@ -13,7 +13,7 @@ let package = Package(
         .library(name: "RecallServices", targets: ["RecallServices"]),
         .library(name: "RecallTesting", targets: ["RecallTesting"]),
         .library(name: "RecallReplay", targets: ["RecallReplay"]),
-        .executable(name: "recall", targets: ["RecallCLI"]),
+        .executable(name: "recall", targets: ["RecallCLI"])
     ],
     targets: [
         .target(name: "Recall", swiftSettings: strict),
@@ -32,7 +32,7 @@ let package = Package(
             dependencies: ["Recall", "RecallServices", "RecallTesting", "RecallReplay"],
             resources: [.copy("Support/origin_server.py")],
             swiftSettings: strict
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

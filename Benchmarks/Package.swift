@@ -11,7 +11,7 @@ let package = Package(
         .package(name: "Recall", path: ".."),
         .package(name: "RecallAsyncHTTPClient", path: "../Integrations/RecallAsyncHTTPClient"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2")
     ],
     targets: [
         .executableTarget(
@@ -19,7 +19,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Recall", package: "Recall"),
-                .product(name: "RecallTesting", package: "Recall"),
+                .product(name: "RecallTesting", package: "Recall")
             ],
             path: "Benchmarks/RecallBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -49,7 +49,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                "MissPathParts",
+                "MissPathParts"
             ],
             path: "Tools/ConcurrentLoad"
         ),
@@ -59,7 +59,7 @@ let package = Package(
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "RecallTesting", package: "Recall"),
                 .product(name: "RecallAsyncHTTPClient", package: "RecallAsyncHTTPClient"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ],
             path: "Tools/StreamingDownload"
         ),
@@ -72,7 +72,7 @@ let package = Package(
             name: "MissPathParts",
             dependencies: [.product(name: "Recall", package: "Recall")],
             path: "Tools/MissPathParts"
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

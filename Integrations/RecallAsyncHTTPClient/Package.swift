@@ -7,12 +7,12 @@ let package = Package(
     name: "RecallAsyncHTTPClient",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "RecallAsyncHTTPClient", targets: ["RecallAsyncHTTPClient"]),
+        .library(name: "RecallAsyncHTTPClient", targets: ["RecallAsyncHTTPClient"])
     ],
     dependencies: [
         .package(name: "Recall", path: "../.."),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2")
     ],
     targets: [
         .target(
@@ -22,7 +22,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
@@ -34,7 +34,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ]
         ),
         .testTarget(
@@ -43,9 +43,9 @@ let package = Package(
                 "RecallAsyncHTTPClient",
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "RecallTesting", package: "Recall"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,7 +11,7 @@ let package = Package(
         .package(name: "Recall", path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2")
     ],
     targets: [
         .testTarget(
@@ -21,9 +21,9 @@ let package = Package(
                 .product(name: "RecallServices", package: "Recall"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,7 +8,7 @@ let package = Package(
     name: "RecallOpenAPI",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .library(name: "RecallOpenAPI", targets: ["RecallOpenAPI"]),
+        .library(name: "RecallOpenAPI", targets: ["RecallOpenAPI"])
     ],
     dependencies: [
         .package(name: "Recall", path: "../.."),
@@ -17,7 +17,7 @@ let package = Package(
         // Tests only: the generated client runs over the URLSession transport, and over
         // AsyncHTTPClient's, which streams bodies on Linux too (URLSession's buffers them there).
         .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
-        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0")
     ],
     targets: [
         .target(
@@ -25,7 +25,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypes", package: "swift-http-types")
             ],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
@@ -38,10 +38,10 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypes", package: "swift-http-types")
             ],
             exclude: ["openapi.yaml", "openapi-generator-config.yaml", "Generated/README.md"]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,13 +7,13 @@ let package = Package(
     name: "RecallPostgres",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "RecallPostgres", targets: ["RecallPostgres"]),
+        .library(name: "RecallPostgres", targets: ["RecallPostgres"])
     ],
     dependencies: [
         .package(name: "Recall", path: "../.."),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.65.0")
     ],
     targets: [
         .target(
@@ -23,7 +23,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
@@ -40,7 +40,7 @@ let package = Package(
                 .product(name: "RecallTesting", package: "Recall"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ],
             path: "Benchmarks"
         ),
@@ -51,7 +51,7 @@ let package = Package(
                 "RecallPostgres",
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/FleetWorker"
         ),
@@ -63,9 +63,9 @@ let package = Package(
                 .product(name: "Recall", package: "Recall"),
                 .product(name: "RecallTesting", package: "Recall"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,7 +3,7 @@ import Recall
 import RecallServices
 import Synchronization
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `recall demo`: a scripted workload through a full pipeline against ``DemoService``.
@@ -26,7 +26,7 @@ enum DemoCommand {
         Step(path: "/news", note: "origin 500: stale-if-error serves the stored copy"),
         Step(path: "/down", note: "always 503: backoff, then give up"),
         Step(path: "/items/3", note: "burst of 8 concurrent misses: coalesced", concurrency: 8),
-        Step(path: "/items/2", note: "fresh: answered from cache"),
+        Step(path: "/items/2", note: "fresh: answered from cache")
     ]
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -70,8 +70,9 @@ enum DemoCommand {
         let pipeline = Pipeline(
             transport: router,
             hooks: [cache],
-            retrierFactory: .exponentialBackoff(base: .milliseconds(20), cap: .milliseconds(200), maxAttempts: 3,
-                                                random: SeededRandomSource(seed: seed))
+            retrierFactory: .exponentialBackoff(
+                base: .milliseconds(20), cap: .milliseconds(200), maxAttempts: 3,
+                random: SeededRandomSource(seed: seed))
         )
         let clock = ContinuousClock()
         let start = clock.now
@@ -92,19 +93,25 @@ enum DemoCommand {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             let statuses = Set(outcomes.map { $0.0.status }).sorted().map(String.init).joined(separator: "/")
-            let sources = Dictionary(grouping: outcomes, by: { outcome(of: $0.0) }).map { "\($0.value.count == 1 && step.concurrency == 1 ? "" : "\($0.value.count)× ")\($0.key)" }.sorted().joined(separator: ", ")
+            let sources = Dictionary(grouping: outcomes, by: { outcome(of: $0.0) }).map {
+                "\($0.value.count == 1 && step.concurrency == 1 ? "" : "\($0.value.count)× ")\($0.key)"
+            }.sorted().joined(separator: ", ")
             let attempts = outcomes.map { $0.1.attempts }.reduce(0, +)
             retries += outcomes.map { $0.1.retries }.reduce(0, +)
-            rows.append(["\(number + 1)", "GET \(step.path)" + (step.concurrency > 1 ? " ×\(step.concurrency)" : ""), statuses, sources,
-                         "\(attempts)", step.note])
+            rows.append([
+                "\(number + 1)", "GET \(step.path)" + (step.concurrency > 1 ? " ×\(step.concurrency)" : ""), statuses, sources,
+                "\(attempts)", step.note
+            ])
         }
         // The same service through the typed API: an OutEndpoint decoded from the cached entry.
         let hitsBefore = cache.statistics.hits
         let originBefore = service.totalHits
         let item = try await DemoAPI.GetItem(id: 2).call(on: DemoAPI(router: router, cache: cache))
-        rows.append(["\(workload.count + 1)", "GetItem(id: 2) (typed endpoint)", "200",
-                     cache.statistics.hits > hitsBefore ? "hit" : "network", "\(service.totalHits - originBefore)",
-                     "decoded Item(name: \"\(item.name)\") from the same cache"])
+        rows.append([
+            "\(workload.count + 1)", "GetItem(id: 2) (typed endpoint)", "200",
+            cache.statistics.hits > hitsBefore ? "hit" : "network", "\(service.totalHits - originBefore)",
+            "decoded Item(name: \"\(item.name)\") from the same cache"
+        ])
         let elapsed = start.duration(to: clock.now)
         let statistics = cache.statistics
         let requests = workload.reduce(0) { $0 + $1.concurrency } + 1
@@ -114,15 +121,16 @@ enum DemoCommand {
             print("")
         }
         let ratio = String(format: "%.1f", statistics.hitRatio * 100)
-        print("""
-        summary
-          requests            \(requests)
-          reached the origin  \(service.totalHits)
-          cache               \(statistics.hits) hits, \(statistics.misses) misses, \(statistics.revalidated) revalidated, \(statistics.stale) stale, \(statistics.coalesced) coalesced
-          hit ratio           \(ratio) %
-          retries             \(retries)
-          elapsed             \(String(format: "%.1f", Double(elapsed.components.attoseconds) * 1e-15 + Double(elapsed.components.seconds) * 1000)) ms
-        """)
+        print(
+            """
+            summary
+              requests            \(requests)
+              reached the origin  \(service.totalHits)
+              cache               \(statistics.hits) hits, \(statistics.misses) misses, \(statistics.revalidated) revalidated, \(statistics.stale) stale, \(statistics.coalesced) coalesced
+              hit ratio           \(ratio) %
+              retries             \(retries)
+              elapsed             \(String(format: "%.1f", Double(elapsed.components.attoseconds) * 1e-15 + Double(elapsed.components.seconds) * 1000)) ms
+            """)
     }
 
     static func outcome(of response: RecallResponse) -> String {

@@ -27,27 +27,30 @@ final class DemoService: ServiceProtocol {
         let segments = request.path.split(separator: "/").map(String.init)
         switch segments.first {
         case "items" where segments.count == 2:
-            try await Task.sleep(for: .milliseconds(10)) // a little latency, so concurrent misses overlap
+            try await Task.sleep(for: .milliseconds(10))  // a little latency, so concurrent misses overlap
             let tag = "\"item-\(segments[1])-v1\""
             if request.headers["If-None-Match"] == tag {
                 return createResponse(status: 304, headers: ["ETag": tag, "Cache-Control": "max-age=30"])
             }
-            return try createResponse(headers: ["Cache-Control": "max-age=30", "ETag": tag, "Date": HTTPDate.format(Date())],
-                                      json: ["id": segments[1], "name": "Item \(segments[1])"])
+            return try createResponse(
+                headers: ["Cache-Control": "max-age=30", "ETag": tag, "Date": HTTPDate.format(Date())],
+                json: ["id": segments[1], "name": "Item \(segments[1])"])
         case "prices":
             let tag = "\"prices-7\""
             if request.headers["If-None-Match"] == tag {
                 return createResponse(status: 304, headers: ["ETag": tag, "Cache-Control": "no-cache"])
             }
-            return try createResponse(headers: ["Cache-Control": "no-cache", "ETag": tag, "Date": HTTPDate.format(Date())],
-                                      json: ["currency": "EUR", "rate": "1.08"])
+            return try createResponse(
+                headers: ["Cache-Control": "no-cache", "ETag": tag, "Date": HTTPDate.format(Date())],
+                json: ["currency": "EUR", "rate": "1.08"])
         case "flaky":
             if count <= 2 { return respondWithErrorStatus(503, text: "busy, try again", headers: ["Retry-After": "0"]) }
             return try createResponse(headers: ["Date": HTTPDate.format(Date())], json: ["status": "recovered"])
         case "news":
             if count > 1 { return respondWithErrorStatus(500, text: "news database unavailable") }
-            return try createResponse(headers: ["Cache-Control": "max-age=1, stale-if-error=300", "Date": HTTPDate.format(Date().addingTimeInterval(-5))],
-                                      json: ["headline": "Recall ships"])
+            return try createResponse(
+                headers: ["Cache-Control": "max-age=1, stale-if-error=300", "Date": HTTPDate.format(Date().addingTimeInterval(-5))],
+                json: ["headline": "Recall ships"])
         case "down":
             return respondWithErrorStatus(503, text: "maintenance")
         default:

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `recall get URL`: one request through a pipeline, printing what came back and what the
@@ -53,8 +53,11 @@ enum GetCommand {
                 outputPath = text
             case "-H":
                 guard let text = value(), let colon = text.firstIndex(of: ":") else { return usage("-H needs 'Name: value'") }
-                fields.append((String(text[..<colon]).trimmingCharacters(in: .whitespaces),
-                               String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+                fields.append(
+                    (
+                        String(text[..<colon]).trimmingCharacters(in: .whitespaces),
+                        String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    ))
             default:
                 guard urlText == nil, !argument.hasPrefix("-") else { return usage("unexpected argument '\(argument)'") }
                 urlText = argument
@@ -62,10 +65,11 @@ enum GetCommand {
         }
         guard let urlText else { return usage("a URL is required") }
         guard var components = URLComponents(string: urlText), let scheme = components.scheme?.lowercased(),
-              ["http", "https"].contains(scheme), components.host?.isEmpty == false else {
+            ["http", "https"].contains(scheme), components.host?.isEmpty == false
+        else {
             return usage("'\(urlText)' is not an http(s) URL")
         }
-        components.scheme = scheme // `HTTP://…` is valid, but not every transport accepts it
+        components.scheme = scheme  // `HTTP://…` is valid, but not every transport accepts it
         guard let url = components.url else { return usage("'\(urlText)' is not an http(s) URL") }
 
         let storage: any CacheStorage
@@ -103,14 +107,16 @@ enum GetCommand {
             if verbose { context.events.forEach { print("  \($0)") } }
         } catch let error as TransportError where error.code == .other && error.message.contains("maxResponseBodyBytes") {
             let limit = maxBodyGiven ? "the --max-body of" : "the default limit of"
-            printError("recall get: the response body is larger than \(limit) \(sizeText(maxBody)) (\(maxBody) bytes); "
-                + "nothing was kept. Allow more with --max-body SIZE (up to 4 GB; the body is held in memory)")
+            printError(
+                "recall get: the response body is larger than \(limit) \(sizeText(maxBody)) (\(maxBody) bytes); "
+                    + "nothing was kept. Allow more with --max-body SIZE (up to 4 GB; the body is held in memory)")
             if verbose { context.events.forEach { printError("  \($0)") } }
             status = 1
         } catch let error as TransportError where error.code == .timedOut {
             let limit = timeoutGiven ? "the --timeout of" : "the default per-attempt timeout of"
-            printError("recall get: no response within \(limit) \(seconds(timeout)) s (\(context.attempts) attempt\(context.attempts == 1 ? "" : "s")); "
-                + "the server may be down or slow: try again later, or allow more time with --timeout SECONDS")
+            printError(
+                "recall get: no response within \(limit) \(seconds(timeout)) s (\(context.attempts) attempt\(context.attempts == 1 ? "" : "s")); "
+                    + "the server may be down or slow: try again later, or allow more time with --timeout SECONDS")
             if verbose { context.events.forEach { printError("  \($0)") } }
             status = 1
         } catch {
@@ -151,7 +157,7 @@ enum GetCommand {
             print("<\(body.count) bytes of binary data, not written to a terminal: use --output FILE, or redirect standard output>")
             return true
         }
-        fflush(nil) // what print has buffered goes first
+        fflush(nil)  // what print has buffered goes first
         try FileHandle.standardOutput.write(contentsOf: body)
         print("")
         return true
@@ -181,7 +187,8 @@ enum GetCommand {
         let units: [(String, Int)] = [("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
         let (number, scale) = units.first { upper.hasSuffix($0.0) }.map { (String(upper.dropLast($0.0.count)), $0.1) } ?? (upper, 1)
         guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0,
-              value * Double(scale) < Double(1 << 50) else { return nil }
+            value * Double(scale) < Double(1 << 50)
+        else { return nil }
         return Int((value * Double(scale)).rounded())
     }
 

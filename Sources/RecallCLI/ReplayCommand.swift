@@ -38,8 +38,10 @@ enum ReplayCommand {
         }
         guard let path else { return usage("a HAR capture or an access log is required (- reads standard input)") }
         do {
-            print(try await TrafficReplay.report(path: path, format: format, fractions: fractions, bytes: absoluteSizes,
-                                                 chartPath: chartPath))
+            print(
+                try await TrafficReplay.report(
+                    path: path, format: format, fractions: fractions, bytes: absoluteSizes,
+                    chartPath: chartPath))
             return 0
         } catch let error as ReplayInputError {
             // A file-level error (no such file, a directory) names the file itself: name it once.
@@ -63,4 +65,3 @@ enum ReplayCommand {
         return 2
     }
 }
-

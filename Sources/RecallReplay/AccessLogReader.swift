@@ -55,7 +55,8 @@ public struct AccessLogReader {
             throw fail("no quoted request line after the time")
         }
         guard scanner.skipSpace(), let statusText = scanner.token(), statusText.count == 3,
-              let status = Int(String(decoding: statusText, as: UTF8.self)), (100...599).contains(status) else {
+            let status = Int(String(decoding: statusText, as: UTF8.self)), (100...599).contains(status)
+        else {
             throw fail("no three-digit status after the request line")
         }
         guard scanner.skipSpace(), let sizeText = scanner.token() else { throw fail("no size after the status") }

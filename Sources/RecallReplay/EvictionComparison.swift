@@ -75,10 +75,13 @@ public struct EvictionComparison: Sendable {
     /// An SVG chart: cache size on x, hit ratio on y, one line per policy; objects on the left,
     /// bytes on the right.
     public var svg: String {
-        HitRatioChart(title: traceName, xLabels: sizes.map(\.label), panels: [
-            .init(title: "object hit ratio", series: policies.enumerated().map { ($0.element, results[$0.offset].map { $0.objectRatio * 100 }) }),
-            .init(title: "byte hit ratio", series: policies.enumerated().map { ($0.element, results[$0.offset].map { $0.byteRatio * 100 }) }),
-        ]).svg
+        HitRatioChart(
+            title: traceName, xLabels: sizes.map(\.label),
+            panels: [
+                .init(title: "object hit ratio", series: policies.enumerated().map { ($0.element, results[$0.offset].map { $0.objectRatio * 100 }) }),
+                .init(title: "byte hit ratio", series: policies.enumerated().map { ($0.element, results[$0.offset].map { $0.byteRatio * 100 }) })
+            ]
+        ).svg
     }
 }
 

@@ -11,8 +11,9 @@ public enum EvictionReplay {
     /// evicting with `eviction`.
     public static func run(_ trace: Trace, capacity: Int, eviction: Eviction) -> HitCount {
         let keys = objectKeys(count: trace.sizes.count)
-        let storage = MemoryStorage(byteLimit: byteLimit(trace, capacity: capacity, keys: keys),
-                                    countLimit: Int.max, entryLimit: Int.max, eviction: eviction)
+        let storage = MemoryStorage(
+            byteLimit: byteLimit(trace, capacity: capacity, keys: keys),
+            countLimit: Int.max, entryLimit: Int.max, eviction: eviction)
         var count = HitCount()
         for id in trace.requests {
             let index = Int(id)
@@ -76,7 +77,7 @@ public enum EvictionReplay {
         }
         last = []
         var heap = MaxHeap()
-        var cached = [Int32](repeating: -1, count: trace.sizes.count) // id → its current next use, -1 when not held
+        var cached = [Int32](repeating: -1, count: trace.sizes.count)  // id → its current next use, -1 when not held
         var held = 0
         var used = 0
         var result = HitCount()
@@ -92,7 +93,7 @@ public enum EvictionReplay {
             cached[Int(id)] = nextUse[index]
             heap.push(nextUse[index], id)
             while used > capacity, let (next, victim) = heap.pop() {
-                guard cached[Int(victim)] == next else { continue } // a stale heap entry
+                guard cached[Int(victim)] == next else { continue }  // a stale heap entry
                 cached[Int(victim)] = -1
                 used -= trace.sizes[Int(victim)]
                 held -= 1
@@ -118,8 +119,9 @@ public enum EvictionReplay {
     /// up to 1 MiB are slices of one view of them, larger ones views of their own).
     static func entry(size: Int) -> CacheEntry {
         let body = size <= blob.count ? blob.prefix(size) : ZeroBytes.data(count: size)
-        return CacheEntry(status: 200, headers: [:], body: body, url: nil,
-                          requestTime: Date(timeIntervalSince1970: 0), responseTime: Date(timeIntervalSince1970: 0))
+        return CacheEntry(
+            status: 200, headers: [:], body: body, url: nil,
+            requestTime: Date(timeIntervalSince1970: 0), responseTime: Date(timeIntervalSince1970: 0))
     }
 }
 

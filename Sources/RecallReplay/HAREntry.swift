@@ -34,9 +34,11 @@ public struct HAREntry: Sendable, Hashable {
     public var line: Int
 
     /// Creates an entry.
-    public init(started: Date, method: String, url: String, requestHeaders: [(name: String, value: String)] = [],
-                status: Int, responseHeaders: [(name: String, value: String)] = [], bodySize: Int?,
-                clientCache: ClientCache = .network, line: Int = 0) {
+    public init(
+        started: Date, method: String, url: String, requestHeaders: [(name: String, value: String)] = [],
+        status: Int, responseHeaders: [(name: String, value: String)] = [], bodySize: Int?,
+        clientCache: ClientCache = .network, line: Int = 0
+    ) {
         self.started = started
         self.method = method
         self.url = url

@@ -54,8 +54,10 @@ public struct HARReader {
         return entries.enumerated().sorted { ($0.element.started, $0.offset) < ($1.element.started, $1.offset) }.map(\.element)
     }
 
-    private static func entry(_ value: JSONValue, number: Int, line: Int,
-                              dates: (ISO8601DateFormatter, ISO8601DateFormatter)) throws -> HAREntry {
+    private static func entry(
+        _ value: JSONValue, number: Int, line: Int,
+        dates: (ISO8601DateFormatter, ISO8601DateFormatter)
+    ) throws -> HAREntry {
         func fail(_ reason: String) -> ReplayInputError {
             ReplayInputError(line: line, "entry \(number): \(reason)")
         }
@@ -79,28 +81,33 @@ public struct HARReader {
         default:
             if let before = value["cache"]?["beforeRequest"], case .object = before { clientCache = .disk }
         }
-        return HAREntry(started: started, method: method.uppercased(), url: url,
-                        requestHeaders: try fields(request["headers"], of: "request", fail),
-                        status: status, responseHeaders: try fields(response["headers"], of: "response", fail), bodySize: size,
-                        clientCache: clientCache, line: line)
+        return HAREntry(
+            started: started, method: method.uppercased(), url: url,
+            requestHeaders: try fields(request["headers"], of: "request", fail),
+            status: status, responseHeaders: try fields(response["headers"], of: "response", fail), bodySize: size,
+            clientCache: clientCache, line: line)
     }
 
     /// The longest string kept (a longer one is only its length: ``JSONValue/omittedString(_:)``).
     static let stringLimit = 1 << 20
 
-    private static func fields(_ value: JSONValue?, of message: String,
-                               _ fail: (String) -> ReplayInputError) throws -> [(name: String, value: String)] {
+    private static func fields(
+        _ value: JSONValue?, of message: String,
+        _ fail: (String) -> ReplayInputError
+    ) throws -> [(name: String, value: String)] {
         guard let value, value != .null else { return [] }
         guard let items = value.array else { throw fail("\(message).headers is not an array") }
         return try items.compactMap { item in
             if case .omittedString(let length)? = item["name"] {
-                throw fail("a \(message) header field name of \(length) bytes, longer than the \(stringLimit >> 20) MiB "
-                    + "this tool reads in a string: not a capture it can replay")
+                throw fail(
+                    "a \(message) header field name of \(length) bytes, longer than the \(stringLimit >> 20) MiB "
+                        + "this tool reads in a string: not a capture it can replay")
             }
             if case .omittedString(let length)? = item["value"] {
                 let name = item["name"]?.string.map { "'\($0.prefix(64))'" } ?? "without a name"
-                throw fail("the \(message) header field \(name) has a value of \(length) bytes, longer than the "
-                    + "\(stringLimit >> 20) MiB this tool reads in a string (no server sends or accepts such a field)")
+                throw fail(
+                    "the \(message) header field \(name) has a value of \(length) bytes, longer than the "
+                        + "\(stringLimit >> 20) MiB this tool reads in a string (no server sends or accepts such a field)")
             }
             guard let name = item["name"]?.string, let text = item["value"]?.string else {
                 throw fail("a \(message) header field without a name or a value (each needs both, as strings)")

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Replays a HAR capture through Recall's real `HTTPCache` and a pipeline, as if the
@@ -23,8 +23,10 @@ public enum HTTPCacheReplay {
     /// records, in effect keeps every response a cache may store (eviction is what
     /// ``EvictionComparison`` measures). Range requests are therefore not replayed (a cache
     /// cannot cut a range from a size): they are counted in ``HTTPReplayReport/rangeRequests``.
-    public static func run(_ entries: [HAREntry], storage: any CacheStorage = MemoryStorage(byteLimit: 1 << 30, countLimit: 1 << 20),
-                           configuration: CacheConfiguration = CacheConfiguration()) async -> HTTPReplayReport {
+    public static func run(
+        _ entries: [HAREntry], storage: any CacheStorage = MemoryStorage(byteLimit: 1 << 30, countLimit: 1 << 20),
+        configuration: CacheConfiguration = CacheConfiguration()
+    ) async -> HTTPReplayReport {
         let clock = Locked(Date(timeIntervalSince1970: 0))
         let cache = HTTPCache(storage: storage, configuration: configuration, now: { clock.withLock { $0 } })
         let origin = CaptureOrigin(for: entries)
@@ -52,7 +54,7 @@ public enum HTTPCacheReplay {
                 report.bodyBytes += CaptureOrigin.bodySize(of: response, method: entry.method)
             }
         }
-        await cache.flush() // the last misses' stores land after their answers (write-behind)
+        await cache.flush()  // the last misses' stores land after their answers (write-behind)
         report.cache = cache.statistics
         (report.originRequests, report.originBodyBytes) = origin.counts
         return report
@@ -61,7 +63,8 @@ public enum HTTPCacheReplay {
     /// The request an application would have sent for `entry`; nil for URLs that are not http(s).
     static func request(for entry: HAREntry) -> URLRequest? {
         guard let url = URL(string: entry.url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              url.host?.isEmpty == false else { return nil }
+            url.host?.isEmpty == false
+        else { return nil }
         var request = URLRequest(url: url)
         request.httpMethod = entry.method
         for field in entry.requestHeaders

@@ -36,9 +36,10 @@ public struct HitRateStudy: Sendable {
     /// The policies the study replays: every one Recall ships, and S3-FIFO with the paper's
     /// parameters (a 10 % small queue, a ghost as large as the main queue), which Recall's
     /// defaults were tuned against.
-    public static let evictions: [Eviction] = EvictionComparison.policies + [
-        Eviction(name: "S3-FIFO (paper)") { S3FIFOPolicy(smallRatio: 0.1, ghostRatio: 0.9) },
-    ]
+    public static let evictions: [Eviction] =
+        EvictionComparison.policies + [
+            Eviction(name: "S3-FIFO (paper)") { S3FIFOPolicy(smallRatio: 0.1, ghostRatio: 0.9) }
+        ]
 
     /// The cases, in the order reported.
     public let cases: [Case]
@@ -51,18 +52,25 @@ public struct HitRateStudy: Sendable {
         let shares = [0.001, 0.01, 0.1]
         let catalogue = objects * 1024
         cases = [
-            Case(trace: .zipf(name: "Zipf α=0.8", alpha: 0.8, objects: objects, count: requests, seed: 1, sizes: uniform),
-                 fractions: shares, base: catalogue),
-            Case(trace: .zipf(name: "Zipf α=1.0", alpha: 1.0, objects: objects, count: requests, seed: 2, sizes: uniform),
-                 fractions: shares, base: catalogue),
-            Case(trace: .zipf(name: "Zipf α=0.9, varied sizes", alpha: 0.9, objects: objects, count: requests, seed: 3, sizes: varied),
-                 fractions: shares, base: varied.reduce(0, +)),
-            Case(trace: .zipfWithScans(name: "Zipf α=1.0 with scans", alpha: 1.0, objects: objects, count: requests,
-                                       scanLength: max(1, objects / 20), scanEvery: max(1, objects / 5), seed: 4, objectSize: 1024),
-                 fractions: shares, base: catalogue),
+            Case(
+                trace: .zipf(name: "Zipf α=0.8", alpha: 0.8, objects: objects, count: requests, seed: 1, sizes: uniform),
+                fractions: shares, base: catalogue),
+            Case(
+                trace: .zipf(name: "Zipf α=1.0", alpha: 1.0, objects: objects, count: requests, seed: 2, sizes: uniform),
+                fractions: shares, base: catalogue),
+            Case(
+                trace: .zipf(name: "Zipf α=0.9, varied sizes", alpha: 0.9, objects: objects, count: requests, seed: 3, sizes: varied),
+                fractions: shares, base: varied.reduce(0, +)),
+            Case(
+                trace: .zipfWithScans(
+                    name: "Zipf α=1.0 with scans", alpha: 1.0, objects: objects, count: requests,
+                    scanLength: max(1, objects / 20), scanEvery: max(1, objects / 5), seed: 4, objectSize: 1024),
+                fractions: shares, base: catalogue),
             Case(trace: .loop(name: "Loop", objects: max(1, objects / 10), count: requests, objectSize: 1024), fractions: [0.5, 0.8, 0.9]),
-            Case(trace: .drifting(name: "Drifting popularity", alpha: 1.0, live: max(1, objects / 10), newEvery: 10,
-                                  count: requests, seed: 5, objectSize: 1024), fractions: shares),
+            Case(
+                trace: .drifting(
+                    name: "Drifting popularity", alpha: 1.0, live: max(1, objects / 10), newEvery: 10,
+                    count: requests, seed: 5, objectSize: 1024), fractions: shares)
         ]
     }
 

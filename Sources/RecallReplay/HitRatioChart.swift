@@ -41,7 +41,9 @@ struct HitRatioChart {
             func y(_ value: Double) -> Double { top + plotHeight * (1 - value / maximum) }
             out += #"<text x="\#(f(origin + left + plotWidth / 2))" y="40" text-anchor="middle">\#(escape(panel.title))</text>"# + "\n"
             for tick in stride(from: 0.0, through: maximum, by: step) {
-                out += #"<line x1="\#(f(origin + left))" y1="\#(f(y(tick)))" x2="\#(f(origin + left + plotWidth))" y2="\#(f(y(tick)))" stroke="\#(Self.gridColor)"/>"# + "\n"
+                out +=
+                    #"<line x1="\#(f(origin + left))" y1="\#(f(y(tick)))" x2="\#(f(origin + left + plotWidth))" y2="\#(f(y(tick)))" stroke="\#(Self.gridColor)"/>"#
+                    + "\n"
                 out += #"<text x="\#(f(origin + left - 6))" y="\#(f(y(tick) + 4))" text-anchor="end">\#(Int(tick)) %</text>"# + "\n"
             }
             for (index, label) in xLabels.enumerated() {
@@ -60,7 +62,9 @@ struct HitRatioChart {
         }
         for (offset, name) in names.enumerated() {
             let legendX = panelWidth * Double(panels.count) + 8, legendY = top + 10 + Double(offset) * 20
-            out += #"<line x1="\#(f(legendX))" y1="\#(f(legendY))" x2="\#(f(legendX + 20))" y2="\#(f(legendY))" stroke="\#(color(name))" stroke-width="2"/>"# + "\n"
+            out +=
+                #"<line x1="\#(f(legendX))" y1="\#(f(legendY))" x2="\#(f(legendX + 20))" y2="\#(f(legendY))" stroke="\#(color(name))" stroke-width="2"/>"#
+                + "\n"
             out += #"<text x="\#(f(legendX + 26))" y="\#(f(legendY + 4))">\#(escape(name))</text>"# + "\n"
         }
         return out + "</svg>\n"

@@ -34,8 +34,10 @@ struct StreamingJSONReader {
         return found
     }
 
-    private mutating func walk(path: ArraySlice<String>, depth: Int, found: inout Bool,
-                               _ body: (JSONValue, Int) throws -> Void) throws {
+    private mutating func walk(
+        path: ArraySlice<String>, depth: Int, found: inout Bool,
+        _ body: (JSONValue, Int) throws -> Void
+    ) throws {
         try skipSpaceChecked()
         guard let first = path.first else {
             // At the array: hand out its elements.
@@ -167,8 +169,9 @@ struct StreamingJSONReader {
             } else {
                 guard byte >= 0x20 else {
                     // (reading a newline already counted the next line)
-                    throw ReplayInputError(line: reader.line - (byte == 0x0A ? 1 : 0),
-                                           "a control character (\(byte)) inside a string; is the line cut?")
+                    throw ReplayInputError(
+                        line: reader.line - (byte == 0x0A ? 1 : 0),
+                        "a control character (\(byte)) inside a string; is the line cut?")
                 }
                 decoded = [byte]
             }
@@ -207,8 +210,10 @@ struct StreamingJSONReader {
 
     private mutating func number() throws -> JSONValue {
         var text = ""
-        while let byte = try reader.peek(), byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".")
-            || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+        while let byte = try reader.peek(),
+            byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        {
             _ = try reader.next()
             text.unicodeScalars.append(Unicode.Scalar(byte))
             guard text.utf8.count <= 64 else { throw error("a number longer than 64 characters") }

@@ -16,8 +16,10 @@ extension Trace {
     /// are mixed: every `scanEvery` Zipf requests, a scan of `scanLength` objects never seen
     /// before (a crawler, a backup, a report that touches everything once). Scans are what
     /// recency-only policies lose to: each pushes the popular objects out.
-    public static func zipfWithScans(name: String, alpha: Double, objects: Int, count: Int, scanLength: Int,
-                                     scanEvery: Int, seed: UInt64, objectSize: Int) -> Trace {
+    public static func zipfWithScans(
+        name: String, alpha: Double, objects: Int, count: Int, scanLength: Int,
+        scanEvery: Int, seed: UInt64, objectSize: Int
+    ) -> Trace {
         var rng = SeededRandomSource(seed: seed)
         let sampler = ZipfSampler(alpha: alpha, objects: objects)
         let permutation = Array(0..<objects).shuffled(using: &rng)
@@ -45,13 +47,15 @@ extension Trace {
     /// newest) with probability proportional to 1/(r+1)^α among the `live` newest. Recency is all
     /// that matters here: LRU is near the optimum, and a frequency filter must adapt (a policy
     /// that keeps yesterday's favourites loses).
-    public static func drifting(name: String, alpha: Double, live: Int, newEvery: Int, count: Int, seed: UInt64,
-                                objectSize: Int) -> Trace {
+    public static func drifting(
+        name: String, alpha: Double, live: Int, newEvery: Int, count: Int, seed: UInt64,
+        objectSize: Int
+    ) -> Trace {
         var rng = SeededRandomSource(seed: seed)
         let sampler = ZipfSampler(alpha: alpha, objects: live)
         var requests: [Int32] = []
         requests.reserveCapacity(count)
-        var newest = live - 1 // the trace starts with `live` objects published
+        var newest = live - 1  // the trace starts with `live` objects published
         for index in 0..<count {
             if index > 0, index % max(1, newEvery) == 0 { newest += 1 }
             requests.append(Int32(newest - sampler.next(using: &rng)))

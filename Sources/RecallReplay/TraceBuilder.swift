@@ -12,7 +12,7 @@ public struct TraceBuilder: Sendable {
 
     /// Creates an empty builder.
     public init(requestLimit: Int = 50_000_000) {
-        self.requestLimit = min(max(1, requestLimit), Int(Int32.max)) // objects are numbered with Int32
+        self.requestLimit = min(max(1, requestLimit), Int(Int32.max))  // objects are numbered with Int32
     }
 
     /// The number of requests added so far.

@@ -25,8 +25,10 @@ public enum TrafficReplay {
     /// - Throws: ``ReplayInputError`` naming the line of malformed input; file errors;
     ///   ``ReplayOutputError`` for a chart path that cannot be written — checked before the
     ///   replay, and if the write fails all the same, with the report.
-    public static func report(path: String, format: Format? = nil, fractions: [Double] = defaultFractions, bytes: [Int] = [],
-                              chartPath: String? = nil) async throws -> String {
+    public static func report(
+        path: String, format: Format? = nil, fractions: [Double] = defaultFractions, bytes: [Int] = [],
+        chartPath: String? = nil
+    ) async throws -> String {
         if let chartPath { try checkWritable(chartPath) }
         var lines: [String] = []
         let trace: Trace
@@ -46,9 +48,10 @@ public enum TrafficReplay {
             trace = Trace.objects(of: entries, name: name)
         case .log:
             let (logTrace, count) = try Trace.objects(of: AccessLogReader(reader: reader), name: name)
-            lines.append("\(name): access log, \(count) lines, \(logTrace.requests.count) GET requests answered 200, 203 or 304 "
-                + "(\(logTrace.objectCount) distinct targets). An access log has no Cache-Control or validators: only the "
-                + "eviction policies are compared.")
+            lines.append(
+                "\(name): access log, \(count) lines, \(logTrace.requests.count) GET requests answered 200, 203 or 304 "
+                    + "(\(logTrace.objectCount) distinct targets). An access log has no Cache-Control or validators: only the "
+                    + "eviction policies are compared.")
             trace = logTrace
         }
         let (objects, workingSet) = trace.workingSet
@@ -56,20 +59,23 @@ public enum TrafficReplay {
             lines.append("\nNo GET requests answered 200, 203 or 304 with a known size: no eviction replay.")
             return lines.joined(separator: "\n")
         }
-        let sizes = EvictionComparison.shares(fractions, of: trace)
+        let sizes =
+            EvictionComparison.shares(fractions, of: trace)
             + bytes.map { EvictionComparison.CacheSize(label: byteText($0), bytes: $0) }
-        lines.append("\nEviction policies at cache sizes given as shares of the working set (\(byteText(workingSet)) in "
-            + "\(objects) objects): Recall's MemoryStorage with each policy, next to Belady's offline optimum (exact "
-            + "for equal sizes, the usual heuristic otherwise), over the \(trace.requests.count) GET requests answered 200, 203 "
-            + "or 304; freshness not considered.\n")
+        lines.append(
+            "\nEviction policies at cache sizes given as shares of the working set (\(byteText(workingSet)) in "
+                + "\(objects) objects): Recall's MemoryStorage with each policy, next to Belady's offline optimum (exact "
+                + "for equal sizes, the usual heuristic otherwise), over the \(trace.requests.count) GET requests answered 200, 203 "
+                + "or 304; freshness not considered.\n")
         let comparison = EvictionComparison(trace: trace, sizes: sizes, evictions: EvictionComparison.policies)
         lines.append(comparison.markdown)
         if let chartPath {
             do {
                 try comparison.svg.write(toFile: chartPath, atomically: true, encoding: .utf8)
             } catch {
-                throw ReplayOutputError(path: chartPath, reason: "the chart could not be written (\(error.localizedDescription))",
-                                        report: lines.joined(separator: "\n"))
+                throw ReplayOutputError(
+                    path: chartPath, reason: "the chart could not be written (\(error.localizedDescription))",
+                    report: lines.joined(separator: "\n"))
             }
             lines.append("\nwrote \(chartPath)")
         }
@@ -123,7 +129,8 @@ public enum TrafficReplay {
             }
             let units: [(String, Int)] = [("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10), ("B", 1)]
             guard let (suffix, scale) = units.first(where: { part.hasSuffix($0.0) }),
-                  let value = Double(part.dropLast(suffix.count)), value > 0, value * Double(scale) < Double(1 << 50) else { return nil }
+                let value = Double(part.dropLast(suffix.count)), value > 0, value * Double(scale) < Double(1 << 50)
+            else { return nil }
             bytes.append(Int(value * Double(scale)))
         }
         return fractions.isEmpty && bytes.isEmpty ? nil : (fractions, bytes)
@@ -135,21 +142,21 @@ public enum TrafficReplay {
         }
         let cache = report.cache
         return """
-        \(name): HAR capture, \(report.entries) entries (\(report.replayed) replayed; \(report.skipped) skipped: not http(s), or no response\
-        \(report.rangeRequests == 0 ? "" : "; \(report.rangeRequests) range requests not replayed: sizes are replayed, not bytes"))
+            \(name): HAR capture, \(report.entries) entries (\(report.replayed) replayed; \(report.skipped) skipped: not http(s), or no response\
+            \(report.rangeRequests == 0 ? "" : "; \(report.rangeRequests) range requests not replayed: sizes are replayed, not bytes"))
 
-        Through Recall's HTTPCache (memory storage, a clock following the capture's times):
-          hits \(cache.hits), stale \(cache.stale), revalidated \(cache.revalidated) (+\(cache.revalidatedChanged) changed), \
-        misses \(cache.misses), not cacheable by method \(cache.bypassed); stored \(cache.stores)
-          hit ratio \(percent(cache.hitRatio * 100)) % of \(cache.lookups) lookups
-          origin requests \(report.originRequests) of \(report.replayed) (\(report.originRequestsSaved) saved, \
-        \(share(report.originRequestsSaved, report.replayed)))
-          body bytes from the origin \(byteText(report.originBodyBytes)) of \(byteText(report.bodyBytes)) \
-        (\(byteText(report.bytesSaved)) saved, \(share(report.bytesSaved, report.bodyBytes)))
-        The capturing client's own cache, as the HAR says: \(report.clientMemoryHits) from memory, \(report.clientDiskHits) \
-        from disk, \(report.clientRevalidated) revalidated (304): \(share(report.clientSaved, report.replayed)) of requests \
-        without a body from the network
-        """
+            Through Recall's HTTPCache (memory storage, a clock following the capture's times):
+              hits \(cache.hits), stale \(cache.stale), revalidated \(cache.revalidated) (+\(cache.revalidatedChanged) changed), \
+            misses \(cache.misses), not cacheable by method \(cache.bypassed); stored \(cache.stores)
+              hit ratio \(percent(cache.hitRatio * 100)) % of \(cache.lookups) lookups
+              origin requests \(report.originRequests) of \(report.replayed) (\(report.originRequestsSaved) saved, \
+            \(share(report.originRequestsSaved, report.replayed)))
+              body bytes from the origin \(byteText(report.originBodyBytes)) of \(byteText(report.bodyBytes)) \
+            (\(byteText(report.bytesSaved)) saved, \(share(report.bytesSaved, report.bodyBytes)))
+            The capturing client's own cache, as the HAR says: \(report.clientMemoryHits) from memory, \(report.clientDiskHits) \
+            from disk, \(report.clientRevalidated) revalidated (304): \(share(report.clientSaved, report.replayed)) of requests \
+            without a body from the network
+            """
     }
 }
 

@@ -1,10 +1,10 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Zero bytes of any length up to ``AccessLogReader/sizeLimit`` that cost no memory: views of
@@ -19,7 +19,8 @@ enum ZeroBytes {
     /// The mapping's address (an integer: a pointer is not Sendable); 0 when it could not be made.
     private static let address: UInt = {
         guard let pointer = mmap(nil, capacity, PROT_READ, MAP_PRIVATE | MAP_ANON | MAP_NORESERVE, -1, 0),
-              pointer != UnsafeMutableRawPointer(bitPattern: -1) else { return 0 }
+            pointer != UnsafeMutableRawPointer(bitPattern: -1)
+        else { return 0 }
         return UInt(bitPattern: pointer)
     }()
 

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// How an endpoint's input travels.
@@ -148,8 +148,9 @@ extension Endpoint {
         let own = header.asHeaderFields
         for field in own { fields[field.name] = nil }
         for field in own { fields.add(field.name, field.value) }
-        var request = try service.makeRequest(method: Self.method.asRequestMethod, path: path, query: query,
-                                              header: fields, body: body, scheme: Self.scheme)
+        var request = try service.makeRequest(
+            method: Self.method.asRequestMethod, path: path, query: query,
+            header: fields, body: body, scheme: Self.scheme)
         request.cachePolicy = Self.cachePolicy
         return request
     }
@@ -164,10 +165,11 @@ extension Endpoint {
             let context = RecallContext(originalRequest: request)
             if let lifetime = Self.cacheLifetime { context[HTTPCache.RequestLifetime.self] = lifetime }
             // A credential in a field of the service's choosing partitions the cache like `Authorization`.
-            let credentialFields: Set<String> = switch service.authorization {
-            case .header(let name, _)? where Self.authorizationRequirement != .none: [name]
-            default: []
-            }
+            let credentialFields: Set<String> =
+                switch service.authorization {
+                case .header(let name, _)? where Self.authorizationRequirement != .none: [name]
+                default: []
+                }
             let response: RecallResponse
             do {
                 response = try await HTTPCache.$credentialFieldsInScope.withValue(HTTPCache.credentialFieldsInScope.union(credentialFields)) {
@@ -190,7 +192,8 @@ extension Endpoint {
     private func badStatus(_ response: RecallResponse, service: Service) -> ServiceError {
         let body = response.body.bytes ?? Data()
         guard Service.ErrorResponse.self != NoErrorResponse.self, !body.isEmpty,
-              let decoded = try? decodeBody(Service.ErrorResponse.self, from: response, service: service) else {
+            let decoded = try? decodeBody(Service.ErrorResponse.self, from: response, service: service)
+        else {
             return .badStatus(response.status, body: body)
         }
         return .badStatus(response.status, body: body, errorResponse: decoded)
@@ -209,7 +212,7 @@ extension Endpoint {
     }
 
     private func decodeBody<Output: Decodable>(_ type: Output.Type, from response: RecallResponse, service: Service) throws -> Output {
-        let body = response.body.bytes ?? Data() // (collected by ``perform(on:input:)``)
+        let body = response.body.bytes ?? Data()  // (collected by ``perform(on:input:)``)
         if let raw = body as? Output { return raw }
         if Output.self == String.self {
             guard let text = response.text as? Output else {

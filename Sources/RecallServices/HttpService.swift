@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A description of a remote API, as in Squid: where it lives, the header fields every
@@ -91,12 +91,16 @@ extension HttpService {
     /// The URL of `path` (and query items) on this service; `scheme` overrides the service's.
     public func url(path: String, query: [URLQueryItem] = [], scheme: String? = nil) throws -> URL {
         var base = apiUrl.trimmingOWS
-        if !base.contains("://") { base = "\(scheme ?? self.scheme)://" + base }
-        else if let scheme, let range = base.range(of: "://") { base = scheme + base[range.lowerBound...] }
+        if !base.contains("://") {
+            base = "\(scheme ?? self.scheme)://" + base
+        } else if let scheme, let range = base.range(of: "://") {
+            base = scheme + base[range.lowerBound...]
+        }
         while base.hasSuffix("/") { base.removeLast() }
         let trimmedPath = path.drop { $0 == "/" }
         guard var components = URLComponents(string: trimmedPath.isEmpty ? base : base + "/" + trimmedPath),
-              components.host?.isEmpty == false else {
+            components.host?.isEmpty == false
+        else {
             throw ServiceError.invalidURL(base + "/" + trimmedPath)
         }
         if !query.isEmpty { components.percentEncodedQuery = QueryEncoding.encode(query) }
@@ -105,8 +109,10 @@ extension HttpService {
     }
 
     /// A request to `path` with the service's header fields merged under `header`.
-    public func makeRequest(method: RequestMethod, path: String, query: [URLQueryItem] = [], header: HeaderFields = [:],
-                            body: Data? = nil, scheme: String? = nil) throws -> URLRequest {
+    public func makeRequest(
+        method: RequestMethod, path: String, query: [URLQueryItem] = [], header: HeaderFields = [:],
+        body: Data? = nil, scheme: String? = nil
+    ) throws -> URLRequest {
         var request = URLRequest(url: try url(path: path, query: query, scheme: scheme))
         request.httpMethod = method.rawValue
         request.httpBody = body

@@ -52,9 +52,9 @@ package enum QueryEncoding {
 
     private static func isBoolean(_ number: NSNumber) -> Bool {
         #if canImport(Darwin)
-        return CFGetTypeID(number) == CFBooleanGetTypeID()
+            return CFGetTypeID(number) == CFBooleanGetTypeID()
         #else
-        return String(cString: number.objCType) == "c"
+            return String(cString: number.objCType) == "c"
         #endif
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An in-process service reachable through a ``ServiceRouter`` at
@@ -42,16 +42,20 @@ extension ServiceProtocol {
     /// A response whose body streams: `produce` writes its chunks, in a task of its own, as the
     /// caller reads them (the caller leaving cancels it); `Content-Length` is set when `length`
     /// is given, and the body must reach it.
-    public func createResponse(status: Int = 200, headers: HeaderFields = [:], length: Int? = nil,
-                               streaming produce: @escaping @Sendable (ResponseBody.Writer) async throws -> Void) -> RecallResponse {
+    public func createResponse(
+        status: Int = 200, headers: HeaderFields = [:], length: Int? = nil,
+        streaming produce: @escaping @Sendable (ResponseBody.Writer) async throws -> Void
+    ) -> RecallResponse {
         var headers = headers
         if let length { headers["Content-Length"] = String(length) }
         return RecallResponse(status: status, headers: headers, body: ResponseBody.producing(expectedLength: length, produce))
     }
 
     /// A `200` (or `status`) response whose body is `value` encoded as JSON.
-    public func createResponse<Body: Encodable>(status: Int = 200, headers: HeaderFields = [:], json value: Body,
-                                                encoder: JSONEncoder = JSONEncoder()) throws -> RecallResponse {
+    public func createResponse<Body: Encodable>(
+        status: Int = 200, headers: HeaderFields = [:], json value: Body,
+        encoder: JSONEncoder = JSONEncoder()
+    ) throws -> RecallResponse {
         var headers = headers
         if !headers.contains("Content-Type") { headers.add("Content-Type", "application/json") }
         return createResponse(status: status, headers: headers, body: try encoder.encode(value))

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A request as an in-process service sees it: the identifier it was addressed to and the

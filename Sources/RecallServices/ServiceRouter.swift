@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A ``Transport`` that answers requests from in-process services, addressed as
@@ -64,8 +64,10 @@ public final class ServiceRouter: Transport {
     }
 
     /// Registers a closure as a service under `identifier`.
-    public func register(as identifier: String,
-                         handler: @escaping @Sendable (ServiceRequest) async throws -> RecallResponse) async throws {
+    public func register(
+        as identifier: String,
+        handler: @escaping @Sendable (ServiceRequest) async throws -> RecallResponse
+    ) async throws {
         try await register(ClosureService(handler: handler), as: identifier)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A client in the style of Echo's `WebServiceProxy`: `invoke` a method on a path with
@@ -58,8 +58,10 @@ public final class WebServiceProxy: Sendable {
 
     /// Creates a proxy sending through `pipeline` (by default a plain URLSession pipeline) that
     /// collects response bodies of at most `maxResponseBodyBytes`.
-    public init(baseURL: URL, pipeline: Pipeline = Pipeline(transport: URLSessionTransport()), headers: [String: String] = [:],
-                maxResponseBodyBytes: Int = 32 << 20) {
+    public init(
+        baseURL: URL, pipeline: Pipeline = Pipeline(transport: URLSessionTransport()), headers: [String: String] = [:],
+        maxResponseBodyBytes: Int = 32 << 20
+    ) {
         self.baseURL = baseURL
         self.maxResponseBodyBytes = maxResponseBodyBytes
         self.pipeline = pipeline
@@ -102,39 +104,52 @@ public final class WebServiceProxy: Sendable {
     // MARK: invoke
 
     /// Invokes a method that returns nothing.
-    public func invoke(_ method: Method, path: String, arguments: [String: Any?] = [:],
-                       content: Data? = nil, contentType: String? = nil) async throws {
+    public func invoke(
+        _ method: Method, path: String, arguments: [String: Any?] = [:],
+        content: Data? = nil, contentType: String? = nil
+    ) async throws {
         _ = try await send(method, path: path, items: Self.queryItems(arguments), content: content, contentType: contentType)
     }
 
     /// Invokes a method and decodes its JSON result.
-    public func invoke<Result: Decodable>(_ method: Method, path: String, arguments: [String: Any?] = [:],
-                                          content: Data? = nil, contentType: String? = nil) async throws -> Result {
+    public func invoke<Result: Decodable>(
+        _ method: Method, path: String, arguments: [String: Any?] = [:],
+        content: Data? = nil, contentType: String? = nil
+    ) async throws -> Result {
         let (data, _) = try await send(method, path: path, items: Self.queryItems(arguments), content: content, contentType: contentType)
         return try Self.decodeJSON(Result.self, from: data)
     }
 
     /// Invokes a method with a JSON body and no result.
-    public func invoke<Body: Encodable>(_ method: Method, path: String, arguments: [String: Any?] = [:],
-                                        body: Body) async throws {
-        _ = try await send(method, path: path, items: Self.queryItems(arguments), content: try Self.encodeJSON(body),
-                           contentType: "application/json")
+    public func invoke<Body: Encodable>(
+        _ method: Method, path: String, arguments: [String: Any?] = [:],
+        body: Body
+    ) async throws {
+        _ = try await send(
+            method, path: path, items: Self.queryItems(arguments), content: try Self.encodeJSON(body),
+            contentType: "application/json")
     }
 
     /// Invokes a method with a JSON body and decodes its JSON result.
-    public func invoke<Body: Encodable, Result: Decodable>(_ method: Method, path: String, arguments: [String: Any?] = [:],
-                                                           body: Body) async throws -> Result {
-        let (data, _) = try await send(method, path: path, items: Self.queryItems(arguments), content: try Self.encodeJSON(body),
-                                       contentType: "application/json")
+    public func invoke<Body: Encodable, Result: Decodable>(
+        _ method: Method, path: String, arguments: [String: Any?] = [:],
+        body: Body
+    ) async throws -> Result {
+        let (data, _) = try await send(
+            method, path: path, items: Self.queryItems(arguments), content: try Self.encodeJSON(body),
+            contentType: "application/json")
         return try Self.decodeJSON(Result.self, from: data)
     }
 
     /// Invokes a method and hands the raw result and its MIME type to `responseHandler`.
-    public func invoke<Result>(_ method: Method, path: String, arguments: [String: Any?] = [:],
-                               content: Data? = nil, contentType: String? = nil,
-                               responseHandler: (_ content: Data, _ contentType: String?) throws -> Result) async throws -> Result {
-        let (data, type) = try await send(method, path: path, items: Self.queryItems(arguments), content: content,
-                                          contentType: contentType)
+    public func invoke<Result>(
+        _ method: Method, path: String, arguments: [String: Any?] = [:],
+        content: Data? = nil, contentType: String? = nil,
+        responseHandler: (_ content: Data, _ contentType: String?) throws -> Result
+    ) async throws -> Result {
+        let (data, type) = try await send(
+            method, path: path, items: Self.queryItems(arguments), content: content,
+            contentType: contentType)
         return try responseHandler(data, type)
     }
 
@@ -168,8 +183,9 @@ public final class WebServiceProxy: Sendable {
         case let raw as any RawRepresentable: return try text(of: raw.rawValue, name: name)
         case let text as any LosslessStringConvertible: return text.description
         default:
-            throw ServiceError.coding("argument '\(name)' is a \(type(of: value)), which has no text form for a query: "
-                + "pass a string, number, Boolean, date, URL, UUID, an enumeration with such raw values, or an array of these")
+            throw ServiceError.coding(
+                "argument '\(name)' is a \(type(of: value)), which has no text form for a query: "
+                    + "pass a string, number, Boolean, date, URL, UUID, an enumeration with such raw values, or an array of these")
         }
     }
 
@@ -181,10 +197,13 @@ public final class WebServiceProxy: Sendable {
         return mirror.children.first.flatMap { unwrapped($0.value) }
     }
 
-    private func send(_ method: Method, path: String, items: [URLQueryItem], content: Data?,
-                      contentType: String?) async throws -> (Data, String?) {
+    private func send(
+        _ method: Method, path: String, items: [URLQueryItem], content: Data?,
+        contentType: String?
+    ) async throws -> (Data, String?) {
         guard let url = URL(string: path, relativeTo: baseURL.hasDirectoryPath ? baseURL : baseURL.appendingPathComponent(""))?.absoluteURL,
-              var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        else {
             throw ServiceError.invalidURL(path)
         }
         if !items.isEmpty { components.percentEncodedQuery = QueryEncoding.encode(items) }

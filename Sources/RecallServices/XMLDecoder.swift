@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// Decodes XML into `Decodable` types with Foundation's `XMLParser` (no packages).
@@ -21,8 +21,11 @@ public struct XMLDecoder: Sendable {
         parser.delegate = builder
         // corelibs' parser accepts a document cut short, so also require every element closed.
         guard parser.parse(), builder.isComplete, let root = builder.root else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription:
-                "invalid XML: \(parser.parserError?.localizedDescription ?? "no root element")"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: [],
+                    debugDescription:
+                        "invalid XML: \(parser.parserError?.localizedDescription ?? "no root element")"))
         }
         return try T(from: NodeDecoder(node: root, codingPath: []))
     }
@@ -52,8 +55,10 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     /// Whether a root element was read and every element was closed.
     var isComplete: Bool { root != nil && stack.isEmpty }
 
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+        qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+    ) {
         let node = XMLNode(name: elementName, attributes: attributeDict)
         if let parent = stack.last { parent.children.append(node) } else { root = node }
         stack.append(node)
@@ -103,8 +108,9 @@ private struct NodeDecoder: Decoder {
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        Single(text: text ?? node?.trimmedText ?? "", isEmpty: text == nil && (node.map { $0.trimmedText.isEmpty && $0.children.isEmpty } ?? true),
-               decoder: self, codingPath: codingPath)
+        Single(
+            text: text ?? node?.trimmedText ?? "", isEmpty: text == nil && (node.map { $0.trimmedText.isEmpty && $0.children.isEmpty } ?? true),
+            decoder: self, codingPath: codingPath)
     }
 
     func mismatch(_ expected: String) -> DecodingError {
@@ -132,7 +138,8 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         if T.self is any XMLArray.Type {
             // Repeated elements, or one wrapper element whose children are the items.
             if matches.count == 1, let wrapper = matches.first, !wrapper.children.isEmpty,
-               Set(wrapper.children.map(\.name)).count == 1, wrapper.trimmedText.isEmpty {
+                Set(wrapper.children.map(\.name)).count == 1, wrapper.trimmedText.isEmpty
+            {
                 return try T(from: NodeDecoder(node: nil, items: wrapper.children, codingPath: path))
             }
             return try T(from: NodeDecoder(node: nil, items: matches, codingPath: path))

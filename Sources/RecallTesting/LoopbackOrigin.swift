@@ -58,9 +58,11 @@ public final class LoopbackOrigin: Sendable {
         if !query.isEmpty {
             var allowed = CharacterSet.alphanumerics
             allowed.insert(charactersIn: "-._~")
-            text += "?" + query.map { name, value in
-                "\(name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
-            }.joined(separator: "&")
+            text +=
+                "?"
+                + query.map { name, value in
+                    "\(name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
+                }.joined(separator: "&")
         }
         return URL(string: text)!
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A scriptable ``Transport`` for tests: routes by method and path to canned responses,
@@ -76,8 +76,10 @@ public final class MockTransport: Transport {
     }
 
     /// Routes `method` and `path` to a closure.
-    public func route(_ method: String? = "GET", _ path: String,
-                      handler: @escaping @Sendable (URLRequest) async throws -> RecallResponse) {
+    public func route(
+        _ method: String? = "GET", _ path: String,
+        handler: @escaping @Sendable (URLRequest) async throws -> RecallResponse
+    ) {
         route(method, path, .handler(handler))
     }
 
@@ -105,9 +107,11 @@ public final class MockTransport: Transport {
         let method = (request.httpMethod ?? "GET").uppercased()
         let reply = state.withLock { state -> Reply? in
             state.requests.append(request)
-            guard let index = state.routes.lastIndex(where: {
-                ($0.method == nil || $0.method == method) && Self.matches($0.path, request.url)
-            }) else { return nil }
+            guard
+                let index = state.routes.lastIndex(where: {
+                    ($0.method == nil || $0.method == method) && Self.matches($0.path, request.url)
+                })
+            else { return nil }
             let route = state.routes[index]
             state.routes[index].played += 1
             return route.replies[min(route.played, route.replies.count - 1)]

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A transport that ignores cancellation: it answers `"late"` whatever happens to the task that
@@ -75,10 +75,11 @@ public final class StubbornTransport: Transport {
 
     /// Waits `delay` seconds, or until released, ignoring cancellation; then answers `200 late`.
     public func send(_ request: URLRequest) async throws -> RecallResponse {
-        resume(state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.started += 1
-            return state.ready()
-        })
+        resume(
+            state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.started += 1
+                return state.ready()
+            })
         if delay.isFinite {
             let delay = self.delay
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -87,10 +88,11 @@ public final class StubbornTransport: Transport {
         } else {
             await gate.wait()
         }
-        resume(state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.finished += 1
-            return state.ready()
-        })
+        resume(
+            state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.finished += 1
+                return state.ready()
+            })
         return .text("late")
     }
 

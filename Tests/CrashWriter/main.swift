@@ -10,7 +10,7 @@
 import Foundation
 import Recall
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The body of version `version` of entry `index`: its size and bytes follow from both, so a
@@ -21,11 +21,14 @@ func body(index: Int, version: Int) -> Data {
 }
 
 func record(index: Int, version: Int) -> CacheRecord {
-    CacheRecord(key: "https://crash.test/entry/\(index)", variants: [
-        CacheEntry(status: 200, headers: ["X-Index": String(index), "X-Version": String(version)],
-                   body: body(index: index, version: version), url: nil,
-                   requestTime: Date(timeIntervalSince1970: 0), responseTime: Date(timeIntervalSince1970: 0)),
-    ])
+    CacheRecord(
+        key: "https://crash.test/entry/\(index)",
+        variants: [
+            CacheEntry(
+                status: 200, headers: ["X-Index": String(index), "X-Version": String(version)],
+                body: body(index: index, version: version), url: nil,
+                requestTime: Date(timeIntervalSince1970: 0), responseTime: Date(timeIntervalSince1970: 0))
+        ])
 }
 
 let arguments = CommandLine.arguments
@@ -36,7 +39,7 @@ guard arguments.count >= 3, let seed = Int(arguments[2]) else {
 let directory = URL(fileURLWithPath: arguments[1])
 
 if arguments.count >= 5, arguments[3] == "--fsize-limit", let limit = Int(arguments[4]) {
-    signal(SIGXFSZ, SIG_IGN) // a write past the limit then fails with EFBIG instead of killing us
+    signal(SIGXFSZ, SIG_IGN)  // a write past the limit then fails with EFBIG instead of killing us
     var rlimit = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
     setrlimit(Int32(RLIMIT_FSIZE.rawValue), &rlimit)
     let storage = try DiskStorage(directory: directory)

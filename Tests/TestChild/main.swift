@@ -48,7 +48,7 @@ import Foundation
 import Recall
 import RecallTesting
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 let arguments = CommandLine.arguments
@@ -74,7 +74,7 @@ func race(base: URL, workers: Int, requests: Int) async {
                         _ = try await pipeline.send(URLRequest(url: components.url!))
                         answered.withLock { $0 += 1 }
                     } catch {
-                        timedOut.withLock { $0 += 1 } // the attempt timeout fired (the only failure this loop meets)
+                        timedOut.withLock { $0 += 1 }  // the attempt timeout fired (the only failure this loop meets)
                     }
                     finished.withLock { $0 += 1 }
                 }
@@ -91,10 +91,10 @@ func residentBytes() -> Int {
 
 func memory() {
     let shapes: [(name: String, body: Int, fields: Int, valueLength: Int)] = [
-        ("tiny", 0, 2, 8), ("small", 10, 3, 12), ("typical", 100, 6, 24), ("headers", 0, 20, 40), ("1KB", 1000, 10, 20), ("10KB", 10_000, 12, 20),
+        ("tiny", 0, 2, 8), ("small", 10, 3, 12), ("typical", 100, 6, 24), ("headers", 0, 20, 40), ("1KB", 1000, 10, 20), ("10KB", 10_000, 12, 20)
     ]
     let count = 10_000
-    var kept: [MemoryStorage] = [] // never freed, so every shape grows the heap afresh
+    var kept: [MemoryStorage] = []  // never freed, so every shape grows the heap afresh
     let pattern = (0..<16_384).map { UInt8(truncatingIfNeeded: $0 &* 31) }
     for shape in shapes {
         let storage = MemoryStorage(byteLimit: 1 << 40, countLimit: 1 << 30, entryLimit: 1 << 30)
@@ -165,7 +165,7 @@ func limits(slowURL: URL?) async {
     transports.append(ignoring)
     let pipeline = Pipeline(transport: ignoring)
     let call = Task { try await pipeline.send(request) }
-    await ignoring.waitUntilStarted() // the attempt is under way
+    await ignoring.waitUntilStarted()  // the attempt is under way
     let cancelledAt = ContinuousClock.now
     call.cancel()
     let cancelled = await call.result
@@ -380,13 +380,14 @@ func tee(directory: URL, url: URL, hold: Bool, fsizeLimit: Int?) async {
         for try await chunk in response.body {
             received += chunk.count
             if hold {
-                FileHandle.standardOutput.write(Data("teeing \(received)\n".utf8)) // (unbuffered: the parent waits for it)
+                FileHandle.standardOutput.write(Data("teeing \(received)\n".utf8))  // (unbuffered: the parent waits for it)
                 while true { try await Task.sleep(for: .seconds(60)) }
             }
         }
         await storage.flush()
-        print("received \(received) stores \(cache.statistics.stores) tooLarge \(cache.statistics.notStored[.tooLarge] ?? 0) "
-            + "writeFailures \(storage.statistics.writeFailures)")
+        print(
+            "received \(received) stores \(cache.statistics.stores) tooLarge \(cache.statistics.notStored[.tooLarge] ?? 0) "
+                + "writeFailures \(storage.statistics.writeFailures)")
     } catch {
         fail("tee: \(error)")
     }
@@ -396,12 +397,14 @@ switch arguments.dropFirst().first {
 case "stalled-uploads":
     await stalledUploads(count: arguments.count > 2 ? Int(arguments[2]) ?? 300 : 300)
 case "protocol-cancel":
-    await protocolCancel(tasks: arguments.count > 2 ? Int(arguments[2]) ?? 3_000 : 3_000,
-                         maxDelay: arguments.count > 3 ? Int(arguments[3]) ?? 3_000 : 3_000, kinds: arguments.count > 4 ? arguments[4] : "both")
+    await protocolCancel(
+        tasks: arguments.count > 2 ? Int(arguments[2]) ?? 3_000 : 3_000,
+        maxDelay: arguments.count > 3 ? Int(arguments[3]) ?? 3_000 : 3_000, kinds: arguments.count > 4 ? arguments[4] : "both")
 case "race":
     guard arguments.count >= 3, let base = URL(string: arguments[2]) else { fail("usage: race URL [WORKERS] [REQUESTS]") }
-    await race(base: base, workers: arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4,
-               requests: arguments.count > 4 ? Int(arguments[4]) ?? 150 : 150)
+    await race(
+        base: base, workers: arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4,
+        requests: arguments.count > 4 ? Int(arguments[4]) ?? 150 : 150)
 case "tee":
     guard arguments.count >= 4, let url = URL(string: arguments[3]) else { fail("usage: tee DIR URL [--hold] [--fsize-limit BYTES]") }
     let limit = arguments.firstIndex(of: "--fsize-limit").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil }
@@ -411,5 +414,7 @@ case "memory":
 case "limits":
     await limits(slowURL: arguments.count > 2 ? URL(string: arguments[2]) : nil)
 default:
-    fail("usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async] | stalled-uploads [N] | tee DIR URL [--hold] [--fsize-limit BYTES]")
+    fail(
+        "usage: recall-test-child race URL [WORKERS] [REQUESTS] | memory | limits [SLOW_URL] | protocol-cancel [TASKS] [MAX_DELAY_US] [both|handler|async] | stalled-uploads [N] | tee DIR URL [--hold] [--fsize-limit BYTES]"
+    )
 }

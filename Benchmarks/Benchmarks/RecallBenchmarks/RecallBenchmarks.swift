@@ -3,7 +3,7 @@ import Foundation
 import Recall
 import RecallTesting
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Each benchmark does `scaledIterations` operations per sample, so that sub-microsecond work
@@ -11,12 +11,14 @@ import FoundationNetworking
 // operation in docs/benchmarks.md, always next to a baseline measured in the same run.
 
 let benchmarks: @Sendable () -> Void = {
-    let batch = Benchmark.Configuration(metrics: [.wallClock, .throughput, .mallocCountTotal],
-                                        scalingFactor: .kilo, maxDuration: .seconds(3))
+    let batch = Benchmark.Configuration(
+        metrics: [.wallClock, .throughput, .mallocCountTotal],
+        scalingFactor: .kilo, maxDuration: .seconds(3))
     let single = Benchmark.Configuration(metrics: [.wallClock, .throughput], scalingFactor: .one, maxDuration: .seconds(3))
     // Disk reads of large bodies: batches small enough to give a few dozen samples.
-    let hundred = Benchmark.Configuration(metrics: [.wallClock, .throughput], scalingFactor: .kilo, maxDuration: .seconds(5),
-                                          maxIterations: 20)
+    let hundred = Benchmark.Configuration(
+        metrics: [.wallClock, .throughput], scalingFactor: .kilo, maxDuration: .seconds(5),
+        maxIterations: 20)
 
     let url = URL(string: "https://bench.test/items/42?b=2&a=1")!
     let request = URLRequest(url: url)
@@ -48,7 +50,7 @@ let benchmarks: @Sendable () -> Void = {
     let missCache = HTTPCache(storage: MemoryStorage())
     let missPipeline = Pipeline(transport: mock, hooks: [missCache])
     var noStore = request
-    noStore.setValue("no-cache", forHTTPHeaderField: "Cache-Control") // forces the origin and a store every time
+    noStore.setValue("no-cache", forHTTPHeaderField: "Cache-Control")  // forces the origin and a store every time
     Benchmark("MissWithStore", configuration: batch) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try? await missPipeline.send(noStore))
@@ -89,8 +91,9 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: Foundation's URLCache, the baseline a user would otherwise reach for
 
     let urlCache = URLCache(memoryCapacity: 64 << 20, diskCapacity: 0, diskPath: nil)
-    let foundationResponse = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
-                                             headerFields: ["Cache-Control": "max-age=86400"])!
+    let foundationResponse = HTTPURLResponse(
+        url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+        headerFields: ["Cache-Control": "max-age=86400"])!
     urlCache.storeCachedResponse(CachedURLResponse(response: foundationResponse, data: body), for: request)
     Benchmark("URLCacheLookup", configuration: batch) { benchmark in
         for _ in benchmark.scaledIterations {
@@ -117,10 +120,13 @@ let benchmarks: @Sendable () -> Void = {
     // The store half of the same work: a response for the request, keyed and stored.
     let storeStorage = MemoryStorage()
     let storeCache = HTTPCache(storage: storeStorage)
-    let storedRecord = CacheRecord(key: storeCache.key(for: request)!, variants: [
-        CacheEntry(status: 200, headers: ["Cache-Control": "max-age=86400"], body: body, url: url,
-                   requestTime: Date(), responseTime: Date()),
-    ])
+    let storedRecord = CacheRecord(
+        key: storeCache.key(for: request)!,
+        variants: [
+            CacheEntry(
+                status: 200, headers: ["Cache-Control": "max-age=86400"], body: body, url: url,
+                requestTime: Date(), responseTime: Date())
+        ])
     Benchmark("RecallStore", configuration: batch) { benchmark in
         for _ in benchmark.scaledIterations {
             var record = storedRecord
@@ -136,8 +142,12 @@ let benchmarks: @Sendable () -> Void = {
         try? FileManager.default.removeItem(at: directory)
         guard let disk = try? DiskStorage(directory: directory) else { continue }
         let diskMock = MockTransport()
-        diskMock.route("GET", "/items/42", .response(RecallResponse(status: 200, headers: ["Cache-Control": "max-age=86400"],
-                                                              body: Data(repeating: 0x62, count: size))))
+        diskMock.route(
+            "GET", "/items/42",
+            .response(
+                RecallResponse(
+                    status: 200, headers: ["Cache-Control": "max-age=86400"],
+                    body: Data(repeating: 0x62, count: size))))
         let diskPipeline = Pipeline(transport: diskMock, hooks: [HTTPCache(storage: disk)])
         Benchmark("DiskHit\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
             for _ in benchmark.scaledIterations {
@@ -155,7 +165,8 @@ let benchmarks: @Sendable () -> Void = {
         // The baseline of the disk hit: open, read and close the very file the hit reads, with
         // POSIX calls into a buffer of its size, nothing else.
         Benchmark("PosixRead\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
-            let path = try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".rce") }
+            let path =
+                try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".rce") }
                 .map { directory.appendingPathComponent($0).path } ?? ""
             var buffer = [UInt8](repeating: 0, count: size + 4096)
             benchmark.startMeasurement()

@@ -7,7 +7,7 @@ import MissPathParts
 import Recall
 import RecallAsyncHTTPClient
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Throughput under concurrency, with and without Recall, in one run: many callers send at once
@@ -48,7 +48,9 @@ struct Settings {
                 let mode = arguments.next() ?? "both"
                 modes = mode == "both" ? ["miss", "hit"] : [mode]
             default:
-                print("usage: ConcurrentLoad [--callers N] [--seconds S] [--rounds N] [--mode miss|hit|both] [--variant cache|pipeline|no-write-behind|no-coalescing|minimal|raw-table] [--only bare|recall]")
+                print(
+                    "usage: ConcurrentLoad [--callers N] [--seconds S] [--rounds N] [--mode miss|hit|both] [--variant cache|pipeline|no-write-behind|no-coalescing|minimal|raw-table] [--only bare|recall]"
+                )
                 exit(2)
             }
         }
@@ -104,14 +106,14 @@ let allSides = [
         var configuration = CacheConfiguration()
         switch settings.variant {
         case "pipeline": return Pipeline(transport: transport)
-        case "minimal": return Pipeline(transport: transport, hooks: [MinimalCache()]) // a floor for any cache
-        case "raw-table": return Pipeline(transport: transport, hooks: [MinimalCache(key: Keying.urlText)]) // the same, keyed by the URL's text
+        case "minimal": return Pipeline(transport: transport, hooks: [MinimalCache()])  // a floor for any cache
+        case "raw-table": return Pipeline(transport: transport, hooks: [MinimalCache(key: Keying.urlText)])  // the same, keyed by the URL's text
         case "no-write-behind": configuration.writesBehind = false
         case "no-coalescing": configuration.coalescesRequests = false
         default: break
         }
         return Pipeline(transport: transport, hooks: [HTTPCache(storage: MemoryStorage(), configuration: configuration)])
-    },
+    }
 ]
 
 let sides = allSides.filter { settings.only == nil || $0.name == settings.only }
@@ -119,7 +121,7 @@ let sides = allSides.filter { settings.only == nil || $0.name == settings.only }
 /// Requests completed by `callers` callers in `seconds`, with the median latency.
 func round(_ target: any Transport, mode: String, round: Int) async throws -> (perSecond: Double, p50: Double) {
     let base = "http://127.0.0.1:\(port)"
-    if mode == "hit" { // the cache holds the 100 URLs before the clock starts
+    if mode == "hit" {  // the cache holds the 100 URLs before the clock starts
         for index in 0..<100 { _ = try await target.send(URLRequest(url: URL(string: "\(base)/hot/\(index)")!)) }
     }
     let clock = ContinuousClock()
@@ -168,8 +170,10 @@ for mode in modes {
     for side in sides {
         let measured = results[side.name] ?? []
         let each = measured.map { String(format: "%.1f", $0.perSecond / 1000) }.joined(separator: ", ")
-        print(String(format: "| %@ | %@ | %.0f | %.3f | %@ |", mode, side.name, median(measured.map(\.perSecond)),
-                     median(measured.map(\.p50)) * 1000, each))
+        print(
+            String(
+                format: "| %@ | %@ | %.0f | %.3f | %@ |", mode, side.name, median(measured.map(\.perSecond)),
+                median(measured.map(\.p50)) * 1000, each))
     }
     if let recall = results["recall"], let bare = results["bare"] {
         ratios[mode] = median(recall.map(\.perSecond)) / median(bare.map(\.perSecond))

@@ -16,8 +16,10 @@ var sizes: (fractions: [Double], bytes: [Int]) = (TrafficReplay.defaultFractions
 var chart: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("HitRates: \(message)\nusage: HitRates [--requests N] [--objects N] [--out DIR]\n"
-        .appending("       HitRates --har FILE | --log FILE [--sizes 1%,10%,64MB] [--chart FILE.svg]\n").utf8))
+    FileHandle.standardError.write(
+        Data(
+            "HitRates: \(message)\nusage: HitRates [--requests N] [--objects N] [--out DIR]\n"
+                .appending("       HitRates --har FILE | --log FILE [--sizes 1%,10%,64MB] [--chart FILE.svg]\n").utf8))
     exit(2)
 }
 @MainActor func next(_ message: String) -> String {
@@ -44,8 +46,10 @@ while let argument = arguments.next() {
 }
 do {
     if let traffic {
-        print(try await TrafficReplay.report(path: traffic.path, format: traffic.format, fractions: sizes.fractions,
-                                             bytes: sizes.bytes, chartPath: chart))
+        print(
+            try await TrafficReplay.report(
+                path: traffic.path, format: traffic.format, fractions: sizes.fractions,
+                bytes: sizes.bytes, chartPath: chart))
     } else {
         print(try HitRateStudy(requests: requestCount, objects: objectCount).report(chartsIn: outDirectory))
     }

@@ -2,7 +2,7 @@ import Foundation
 import Recall
 import RecallTesting
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Throughput of memory hits through the full pipeline (Pipeline + HTTPCache + MemoryStorage,
@@ -149,7 +149,7 @@ func measure(tasks: Int, seconds: Double, keyCount: Int, sharing: Sharing) async
 var results: [Int: [Double]] = [:]
 var machine: [Int: [Double]] = [:]
 let roundTripBefore = await CrossCoreProbe.roundTrip()
-_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount, sharing: sharing) // warm up
+_ = await measure(tasks: 2, seconds: seconds, keyCount: keyCount, sharing: sharing)  // warm up
 for _ in 0..<rounds {
     for tasks in counts {
         results[tasks, default: []].append(await measure(tasks: tasks, seconds: seconds, keyCount: keyCount, sharing: sharing))
@@ -164,16 +164,24 @@ print("| tasks | hits/s (median of \(rounds)) | \(unit) | machine ceiling: share
 print("|---|---|---|---|---|")
 for tasks in counts {
     let values = results[tasks]!
-    print("| \(tasks) | \(Int(median(values))) | \(String(format: "%.2f", median(values) / base)) | "
-        + "\(String(format: "%.2f", median(machine[tasks]!) / machineBase)) | "
-        + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
+    print(
+        "| \(tasks) | \(Int(median(values))) | \(String(format: "%.2f", median(values) / base)) | "
+            + "\(String(format: "%.2f", median(machine[tasks]!) / machineBase)) | "
+            + values.map { String(Int($0 / 1000)) + " k" }.joined(separator: ", ") + " |")
 }
 let roundTripAfter = await CrossCoreProbe.roundTrip()
-let shares = [Sharing.all: "one pipeline", .cache: "one cache, a pipeline per task", .storage: "one storage, a pipeline and cache per task", .none: "a pipeline, cache and storage per task"]
-print("(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"); \(shares[sharing]!); copyBytesPerCore \(configuration.copyBytesPerCore))")
+let shares = [
+    Sharing.all: "one pipeline", .cache: "one cache, a pipeline per task", .storage: "one storage, a pipeline and cache per task",
+    .none: "a pipeline, cache and storage per task"
+]
+print(
+    "(\(ProcessInfo.processInfo.activeProcessorCount) cores; \(keyCount) key\(keyCount == 1 ? "" : "s"); \(shares[sharing]!); copyBytesPerCore \(configuration.copyBytesPerCore))"
+)
 if let before = roundTripBefore, let after = roundTripAfter {
-    print(String(format: "(a cache line's round trip between two cores: %.0f ns before the rounds, %.0f ns after;"
-                 + " here ~90 ns with the VM's cores near each other, ~400 ns far apart: see docs/benchmarks.md)", before, after))
+    print(
+        String(
+            format: "(a cache line's round trip between two cores: %.0f ns before the rounds, %.0f ns after;"
+                + " here ~90 ns with the VM's cores near each other, ~400 ns far apart: see docs/benchmarks.md)", before, after))
 } else {
     print("(a cache line's round trip between two cores: not measured here, as threads cannot be pinned to two cores)")
 }

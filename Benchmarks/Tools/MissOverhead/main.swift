@@ -4,7 +4,7 @@ import Recall
 import RecallTesting
 import MissPathParts
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // What a cache miss adds to a real loopback round trip: the same kind of request, sent in
@@ -46,22 +46,23 @@ while let argument = arguments.next() {
     if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
         pairs = value
     } else if argument == "--no-cache" {
-        withCache = false // the pipeline alone, to separate its cost from the cache's
+        withCache = false  // the pipeline alone, to separate its cost from the cache's
         variant = "none"
     } else if argument == "--stages" {
-        stages = true // time stamps around the transport: before it, in it, after it
+        stages = true  // time stamps around the transport: before it, in it, after it
     } else if argument == "--cold", let value = arguments.next().flatMap(Int.init) {
-        cold = (value, cold?.thrashMB ?? 4) // misses in-process, each after evicting the core's caches
+        cold = (value, cold?.thrashMB ?? 4)  // misses in-process, each after evicting the core's caches
     } else if argument == "--thrash", let value = arguments.next().flatMap(Int.init) {
         cold = (cold?.count ?? 2000, value)
     } else if argument == "--keys-only" {
-        keysOnly = true // only the cache key of new URLs, in-process: see docs/benchmarks.md, "A miss over loopback"
+        keysOnly = true  // only the cache key of new URLs, in-process: see docs/benchmarks.md, "A miss over loopback"
     } else if argument == "--variant", let value = arguments.next(), variants.contains(value) {
-        variant = value // parts of the miss path, to find what costs: see docs/benchmarks.md, "A miss over loopback"
+        variant = value  // parts of the miss path, to find what costs: see docs/benchmarks.md, "A miss over loopback"
         withCache = cacheVariants.contains(value)
     } else {
-        print("usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
-              + " [--cold N [--thrash MB]]")
+        print(
+            "usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
+                + " [--cold N [--thrash MB]]")
         exit(2)
     }
 }
@@ -113,7 +114,9 @@ final class StampingTransport: Transport, @unchecked Sendable {
         let start = ContinuousClock.now
         defer {
             let end = ContinuousClock.now
-            lock.withLock { began = start; ended = end }
+            lock.withLock {
+                began = start; ended = end
+            }
         }
         return try await inner.send(request)
     }
@@ -149,7 +152,8 @@ if keysOnly {
     var total = 0
     for request in requests { total &+= keyCache.key(for: request)?.utf8.count ?? 0 }
     let elapsed = ContinuousClock.now - start
-    print("key(for:) of a new URL: \(Double(elapsed.components.attoseconds) * 1e-12 / 20_000 + Double(elapsed.components.seconds) * 1e6 / 20_000) µs (\(total))")
+    print(
+        "key(for:) of a new URL: \(Double(elapsed.components.attoseconds) * 1e-12 / 20_000 + Double(elapsed.components.seconds) * 1e6 / 20_000) µs (\(total))")
     exit(0)
 }
 /// Answers every request at once, as the origin does: a new response each time (1 KB,
@@ -157,8 +161,9 @@ if keysOnly {
 struct InstantTransport: Transport {
     var respondsToCancellation: Bool { true }
     func send(_ request: URLRequest) async throws -> RecallResponse {
-        let http = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
-                                   headerFields: ["Cache-Control": "max-age=600", "Content-Length": "1024"])!
+        let http = HTTPURLResponse(
+            url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+            headerFields: ["Cache-Control": "max-age=600", "Content-Length": "1024"])!
         return RecallResponse(http, body: Data(repeating: 0x61, count: 1024))
     }
 }
@@ -167,24 +172,26 @@ struct InstantTransport: Transport {
 var configuration = CacheConfiguration()
 configuration.coalescesRequests = variant != "no-coalescing"
 configuration.writesBehind = variant != "no-write-behind"
-let storage: any CacheStorage = switch variant {
-case "no-store": DroppingStorage()
-case "full": MemoryStorage(countLimit: 500) // full from the start: every store evicts one (steady state)
-default: MemoryStorage()
-}
+let storage: any CacheStorage =
+    switch variant {
+    case "no-store": DroppingStorage()
+    case "full": MemoryStorage(countLimit: 500)  // full from the start: every store evicts one (steady state)
+    default: MemoryStorage()
+    }
 let cache = HTTPCache(storage: storage, configuration: configuration)
 let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
-let hooks: [any ServiceHook] = switch variant {
-case "none": []
-case "noop-hook": [NoopHook()]
-case "minimal": [MinimalCache()]
-case "raw-table": [MinimalCache(key: Keying.urlText)]
-case "url-text": [KeyingHook(key: Keying.urlText)]
-case "canonical": [KeyingHook(key: Keying.canonical)]
-case "key": [KeyingHook(key: Keying.cacheKey)]
-case "timed", "timed-noop": [timed]
-default: [cache]
-}
+let hooks: [any ServiceHook] =
+    switch variant {
+    case "none": []
+    case "noop-hook": [NoopHook()]
+    case "minimal": [MinimalCache()]
+    case "raw-table": [MinimalCache(key: Keying.urlText)]
+    case "url-text": [KeyingHook(key: Keying.urlText)]
+    case "canonical": [KeyingHook(key: Keying.canonical)]
+    case "key": [KeyingHook(key: Keying.cacheKey)]
+    case "timed", "timed-noop": [timed]
+    default: [cache]
+    }
 
 if let (count, thrashMB) = cold {
     // What a miss costs when the core's caches hold something else, as they do after waiting
@@ -207,7 +214,7 @@ if let (count, thrashMB) = cold {
                 _ = try await sides[side].send(request)
                 let elapsed = start.duration(to: clock.now)
                 if number >= 200 { times[side].append(Double(elapsed.components.attoseconds) * 1e-12) }
-                if side == 1 { await cache.flush() } // the store lands before the next request, as it does between network waits
+                if side == 1 { await cache.flush() }  // the store lands before the next request, as it does between network waits
             }
         }
         return times
@@ -215,8 +222,10 @@ if let (count, thrashMB) = cold {
     let times = try await run()
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     await cache.flush()
-    print(String(format: "cold miss, %d MB thrashed: bare %.2f µs, pipeline %.2f µs, difference %.2f µs (medians of %d)",
-                 thrashMB, median(times[0]), median(times[1]), median(times[1]) - median(times[0]), count))
+    print(
+        String(
+            format: "cold miss, %d MB thrashed: bare %.2f µs, pipeline %.2f µs, difference %.2f µs (medians of %d)",
+            thrashMB, median(times[0]), median(times[1]), median(times[1]) - median(times[0]), count))
     exit(0)
 }
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -242,8 +251,10 @@ func measure(_ stamps: StampingTransport, _ body: () async throws -> Void) async
     try await body()
     let end = clock.now
     let (began, ended) = stamps.lock.withLock { (stamps.began, stamps.ended) }
-    return (microseconds(start.duration(to: end)),
-            (microseconds(start.duration(to: began)), microseconds(began.duration(to: ended)), microseconds(ended.duration(to: end))))
+    return (
+        microseconds(start.duration(to: end)),
+        (microseconds(start.duration(to: began)), microseconds(began.duration(to: ended)), microseconds(ended.duration(to: end)))
+    )
 }
 var bareStages: [Stages] = [], cachedStages: [Stages] = []
 
@@ -267,9 +278,10 @@ for number in 0..<pairs {
         }
     }
 }
-await cache.flush() // misses are stored just after their answers (write-behind)
-precondition(!withCache || (cache.statistics.misses >= pairs && (cache.statistics.stores >= pairs || variant == "no-store")),
-             "every cached request must be a miss that stores")
+await cache.flush()  // misses are stored just after their answers (write-behind)
+precondition(
+    !withCache || (cache.statistics.misses >= pairs && (cache.statistics.stores >= pairs || variant == "no-store")),
+    "every cached request must be a miss that stores")
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
@@ -279,8 +291,10 @@ print("| | p25 (µs) | p50 (µs) | p75 (µs) | mean (µs) |")
 print("|---|---|---|---|---|")
 let cachedName = variant == "cache" ? "Pipeline + HTTPCache (miss, store)" : "Pipeline, variant \(variant)"
 for (name, values) in [("bare URLSessionTransport", bareTimes), (cachedName, cachedTimes)] {
-    print(String(format: "| %@ | %.0f | %.0f | %.0f | %.0f |", name, percentile(values, 0.25), percentile(values, 0.5),
-                 percentile(values, 0.75), values.reduce(0, +) / Double(values.count)))
+    print(
+        String(
+            format: "| %@ | %.0f | %.0f | %.0f | %.0f |", name, percentile(values, 0.25), percentile(values, 0.5),
+            percentile(values, 0.75), values.reduce(0, +) / Double(values.count)))
 }
 /// A 95 % interval of the p50 ratio, by the bootstrap: the pairs resampled with replacement
 /// 1,000 times, a pair's two times kept together (so that drift stays matched), with a fixed
@@ -307,17 +321,25 @@ func ratioInterval(_ bare: [Double], _ cached: [Double], resamples: Int = 1000) 
 }
 let ratio = percentile(cachedTimes, 0.5) / percentile(bareTimes, 0.5)
 let interval = ratioInterval(bareTimes, cachedTimes)
-print(String(format: "\nmiss / bare at p50: %.3f (%+.1f %%; 95 %% interval %+.1f to %+.1f %%), %d pairs",
-             ratio, (ratio - 1) * 100, (interval.low - 1) * 100, (interval.high - 1) * 100, pairs)
-    + (withCache ? ", \(cache.statistics.stores) misses stored" : "") + " (variant: \(variant))")
+print(
+    String(
+        format: "\nmiss / bare at p50: %.3f (%+.1f %%; 95 %% interval %+.1f to %+.1f %%), %d pairs",
+        ratio, (ratio - 1) * 100, (interval.low - 1) * 100, (interval.high - 1) * 100, pairs)
+        + (withCache ? ", \(cache.statistics.stores) misses stored" : "") + " (variant: \(variant))")
 if stages {
     print("\nmedians (µs) | before the transport | in it | after it")
     print("|---|---|---|---|")
     for (name, times) in [("bare", bareStages), ("pipeline", cachedStages)] {
-        print(String(format: "| %@ | %.1f | %.1f | %.1f |", name, percentile(times.map(\.before), 0.5),
-                     percentile(times.map(\.inside), 0.5), percentile(times.map(\.after), 0.5)))
+        print(
+            String(
+                format: "| %@ | %.1f | %.1f | %.1f |", name, percentile(times.map(\.before), 0.5),
+                percentile(times.map(\.inside), 0.5), percentile(times.map(\.after), 0.5)))
     }
 }
 let calls = Double(cachedTimes.count + 200)
-if variant.hasPrefix("timed") { print(String(format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs (thread CPU time: %.1f µs, %.1f µs)",
-             timed.schedule.wall / calls, timed.success.wall / calls, timed.schedule.cpu / calls, timed.success.cpu / calls)) }
+if variant.hasPrefix("timed") {
+    print(
+        String(
+            format: "time inside the cache per miss: onSchedule %.1f µs, onSuccess %.1f µs (thread CPU time: %.1f µs, %.1f µs)",
+            timed.schedule.wall / calls, timed.success.wall / calls, timed.schedule.cpu / calls, timed.success.cpu / calls))
+}

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Parts of a miss path, for the tools that find where a miss spends (MissOverhead,
@@ -50,7 +50,7 @@ public final class MinimalCache: ServiceHook, @unchecked Sendable {
                 table[key] = response
                 return dropped
             }
-            _ = dropped // released outside the lock
+            _ = dropped  // released outside the lock
         }
         return response
     }

@@ -4,7 +4,7 @@ import Recall
 import RecallAsyncHTTPClient
 import RecallTesting
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Large downloads, side by side in one run, from the loopback origin (origin_server.py's
@@ -65,8 +65,9 @@ struct Measure {
     var throughput: Double { Double(bytes) / seconds / 1_048_576 }
 
     func line(_ name: String) -> String {
-        String(format: "%-14@ first byte %8.2f ms  %8.1f MiB/s  %6.2f s  peak +%6.1f MiB  %@",
-               name as NSString, firstByte * 1000, throughput, seconds, peakAddedMiB, note as NSString)
+        String(
+            format: "%-14@ first byte %8.2f ms  %8.1f MiB/s  %6.2f s  peak +%6.1f MiB  %@",
+            name as NSString, firstByte * 1000, throughput, seconds, peakAddedMiB, note as NSString)
     }
 }
 
@@ -152,16 +153,19 @@ final class FloorProtocol: URLProtocol {
 
     override func startLoading() {
         guard let url = request.url, let client,
-              let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "file" })?.value
+            let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "file" })?.value
         else { return }
         let descriptor = open(path, O_RDONLY)
         defer { close(descriptor) }
         var info = stat()
         fstat(descriptor, &info)
         let size = Int(info.st_size)
-        client.urlProtocol(self, didReceive: HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
-                                                             headerFields: ["Content-Length": "\(size)"])!,
-                           cacheStoragePolicy: .notAllowed)
+        client.urlProtocol(
+            self,
+            didReceive: HTTPURLResponse(
+                url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                headerFields: ["Content-Length": "\(size)"])!,
+            cacheStoragePolicy: .notAllowed)
         var offset = 0
         while offset < size {
             let count = min(Self.pieceSize, size - offset)
@@ -184,7 +188,7 @@ let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletin
 let origin = try LoopbackOrigin(script: script)
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-streaming-\(UUID().uuidString.prefix(8))")
 defer { try? FileManager.default.removeItem(at: directory) }
-let disk = try DiskStorage(directory: directory, byteLimit: 4 << 30) // (room for the body: it is written in pieces, never held whole)
+let disk = try DiskStorage(directory: directory, byteLimit: 4 << 30)  // (room for the body: it is written in pieces, never held whole)
 let cache = HTTPCache(storage: disk)
 let innerTransport: any Transport = settings.inner == "urlsession" ? URLSessionTransport() : AsyncHTTPClientTransport(client: .shared)
 let pipeline = Pipeline(transport: innerTransport, hooks: [cache])
@@ -210,8 +214,9 @@ func phase(_ session: URLSession, _ delegate: Download, _ url: URL) async -> Mea
     await withCheckedContinuation { (idle: CheckedContinuation<Void, Never>) in session.getAllTasks { _ in idle.resume() } }
     var result: (firstByte: Double, seconds: Double, bytes: Int, failure: String) = (0, 0, 0, "")
     let peak = await Resident.peakAdded { result = await delegate.run(session, url) }
-    return Measure(firstByte: result.firstByte, seconds: result.seconds, bytes: result.bytes, peakAddedMiB: peak,
-                   note: result.failure.isEmpty ? "" : "failed: \(result.failure)")
+    return Measure(
+        firstByte: result.firstByte, seconds: result.seconds, bytes: result.bytes, peakAddedMiB: peak,
+        note: result.failure.isEmpty ? "" : "failed: \(result.failure)")
 }
 
 /// Reads `path` sequentially in 64 KiB reads, as `cat` does.
@@ -255,7 +260,8 @@ func median(_ values: [Double]) -> Double {
     return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
 }
 
-print("StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
+print(
+    "StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
 var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
 var floors: [Measure] = [], pipelineHits: [Measure] = []
 for round in 1...settings.rounds {

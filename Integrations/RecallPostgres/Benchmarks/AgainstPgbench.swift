@@ -62,8 +62,10 @@ func micros(_ duration: Duration) -> Double {
 /// pgbench and Recall on one server, round after round (the host's speed drifts between runs by
 /// up to 3×: a ratio is taken within a round, then the median over rounds). Prints the figures
 /// and returns the `pgbench-ratio` lines' values.
-func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, storage: PostgresStorage, pooled: PostgresStorage, keys: Int,
-                        rounds: Int, hits: Int, transactions: Int, logger: Logger) async throws -> [(String, Double)] {
+func compareWithPgbench(
+    server: TemporaryPostgres, client: PostgresClient, storage: PostgresStorage, pooled: PostgresStorage, keys: Int,
+    rounds: Int, hits: Int, transactions: Int, logger: Logger
+) async throws -> [(String, Double)] {
     let pgbench = try Pgbench(server: server, database: server.database)
     try pgbench.initialize()
     // A copy of Recall's table as the hit runs left it (1,000 of its records), keyed by names
@@ -78,16 +80,20 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         SELECT sha256(convert_to('item-' || n, 'UTF8')), 'item-' || n, record, size, stored_at, used_at, uses, expires_at
         FROM (SELECT row_number() OVER () - 1 AS n, * FROM recall_entries) AS numbered
         """,
-        "VACUUM ANALYZE bench_entries",
+        "VACUUM ANALYZE bench_entries"
     ] {
         _ = try await client.query(PostgresQuery(unsafeSQL: statement), logger: logger).all()
     }
     let record = try await client.query("SELECT record FROM recall_entries LIMIT 1", logger: logger).all()[0].decode(Data.self)
-    let lookupScript = try pgbench.script("lookup.sql", """
+    let lookupScript = try pgbench.script(
+        "lookup.sql",
+        """
         \\set id random(0, \(keys - 1))
         SELECT key, CASE WHEN octet_length(record) <= 8388608 THEN record END, used_at < now() - make_interval(secs => 60) FROM bench_entries WHERE key_hash = sha256(convert_to('item-' || :id, 'UTF8'));
         """)
-    let upsertScript = try pgbench.script("upsert.sql", """
+    let upsertScript = try pgbench.script(
+        "upsert.sql",
+        """
         \\set id random(0, 999)
         INSERT INTO bench_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at) VALUES (sha256(convert_to('store-' || :id, 'UTF8')), 'store-' || :id, decode(:record, 'hex'), :size, now(), now(), 0, now() + interval '1 hour') ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size, stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at;
         """)
@@ -95,8 +101,9 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
 
     // The driver on a one-thread event loop group, to measure it without thread switches.
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    var pinnedConfiguration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: server.user,
-                                                           password: nil, database: server.database, tls: .disable)
+    var pinnedConfiguration = PostgresClient.Configuration(
+        host: "127.0.0.1", port: server.port, username: server.user,
+        password: nil, database: server.database, tls: .disable)
     pinnedConfiguration.options.maximumConnections = 4
     let pinnedClient = PostgresClient(configuration: pinnedConfiguration, eventLoopGroup: group, backgroundLogger: logger)
     let pinnedRun = Task { await pinnedClient.run() }
@@ -112,29 +119,43 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         figures["lookup p50", default: []].append(try pgbench.measure(clients: 1, transactions: transactions, script: lookupScript, log: true).p50)
         figures["hit p50", default: []].append(micros(try await measureHits("PostgresStorage", storage: storage, tasks: 1, hits: hits).p50))
         figures["pooled hit p50", default: []].append(micros(try await measureHits("PostgresStorage", storage: pooled, tasks: 1, hits: hits).p50))
-        figures["storage p50", default: []].append(median(await latencies(hits) {
-            guard await storage.bytes(for: picks[$0]) != nil else { fatalError("a miss in the storage's hit run") }
-        }))
-        figures["driver p50", default: []].append(median(try await latencies(hits) {
-            _ = try await client.execute(RawLookup(key: picks[$0]), logger: logger).all()
-        }))
-        figures["connection p50", default: []].append(median(try await client.withConnection { connection in
-            try await latencies(hits) { _ = try await connection.execute(RawLookup(key: picks[$0]), logger: logger).all() }
-        }))
-        figures["loop p50", default: []].append(median(try await withTaskExecutorPreference(loop) {
-            try await pinnedClient.withConnection { connection in
-                try await latencies(hits) { _ = try await connection.execute(RawLookup(key: picks[$0]), logger: logger).all() }
-            }
-        }))
-        figures["upsert p50", default: []].append(try pgbench.measure(clients: 1, transactions: transactions, script: upsertScript,
-                                                                      defines: recordDefines, log: true).p50)
-        figures["store p50", default: []].append(median(await latencies(min(hits, 2_000)) {
-            await storage.write(record, for: storeKeys[$0], expires: Date().addingTimeInterval(3_600))
-        }))
+        figures["storage p50", default: []].append(
+            median(
+                await latencies(hits) {
+                    guard await storage.bytes(for: picks[$0]) != nil else { fatalError("a miss in the storage's hit run") }
+                }))
+        figures["driver p50", default: []].append(
+            median(
+                try await latencies(hits) {
+                    _ = try await client.execute(RawLookup(key: picks[$0]), logger: logger).all()
+                }))
+        figures["connection p50", default: []].append(
+            median(
+                try await client.withConnection { connection in
+                    try await latencies(hits) { _ = try await connection.execute(RawLookup(key: picks[$0]), logger: logger).all() }
+                }))
+        figures["loop p50", default: []].append(
+            median(
+                try await withTaskExecutorPreference(loop) {
+                    try await pinnedClient.withConnection { connection in
+                        try await latencies(hits) { _ = try await connection.execute(RawLookup(key: picks[$0]), logger: logger).all() }
+                    }
+                }))
+        figures["upsert p50", default: []].append(
+            try pgbench.measure(
+                clients: 1, transactions: transactions, script: upsertScript,
+                defines: recordDefines, log: true
+            ).p50)
+        figures["store p50", default: []].append(
+            median(
+                await latencies(min(hits, 2_000)) {
+                    await storage.write(record, for: storeKeys[$0], expires: Date().addingTimeInterval(3_600))
+                }))
         for tasks in [16, 64] {
             figures["select \(tasks)", default: []].append(try pgbench.measure(clients: tasks, transactions: transactions).perSecond)
             figures["hits \(tasks)", default: []].append(try await measureHits("PostgresStorage", storage: storage, tasks: tasks, hits: hits * 4).perSecond)
-            figures["pooled hits \(tasks)", default: []].append(try await measureHits("PostgresStorage", storage: pooled, tasks: tasks, hits: hits * 4).perSecond)
+            figures["pooled hits \(tasks)", default: []].append(
+                try await measureHits("PostgresStorage", storage: pooled, tasks: tasks, hits: hits * 4).perSecond)
         }
     }
 
@@ -147,26 +168,48 @@ func compareWithPgbench(server: TemporaryPostgres, client: PostgresClient, stora
         return "\(String(format: "%.0f", median(values))) \(unit) (\(String(format: "%.0f", values.min()!))–\(String(format: "%.0f", values.max()!)))"
     }
     print("\n## Next to pgbench\n")
-    print("\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections; the storage holds \(storage.configuration.requestConnections) of them (`requestConnections`). Median of the rounds (range); ratios are taken within a round, then the median.\n")
+    print(
+        "\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections; the storage holds \(storage.configuration.requestConnections) of them (`requestConnections`). Median of the rounds (range); ratios are taken within a round, then the median.\n"
+    )
     print("| figure | pgbench | Recall | ratio |")
     print("|---|---|---|---|")
-    print("| hit p50, 1 client: `-S` / pipeline hit | \(cell("select p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "select p50"))) |")
-    print("| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select p50", "µs")) | \(cell("pooled hit p50", "µs")) | \(String(format: "%.2f×", ratio("pooled hit p50", "select p50"))) |")
-    print("| hit p50, 1 client: Recall-shaped / pipeline hit | \(cell("lookup p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "lookup p50"))) |")
-    print("| … `PostgresStorage.bytes(for:)` | \(cell("lookup p50", "µs")) | \(cell("storage p50", "µs")) | \(String(format: "%.2f×", ratio("storage p50", "lookup p50"))) |")
-    print("| … PostgresNIO alone, through its pool | \(cell("lookup p50", "µs")) | \(cell("driver p50", "µs")) | \(String(format: "%.2f×", ratio("driver p50", "lookup p50"))) |")
-    print("| … PostgresNIO alone, one connection | \(cell("lookup p50", "µs")) | \(cell("connection p50", "µs")) | \(String(format: "%.2f×", ratio("connection p50", "lookup p50"))) |")
-    print("| … PostgresNIO alone, one connection, run on its event loop | \(cell("lookup p50", "µs")) | \(cell("loop p50", "µs")) | \(String(format: "%.2f×", ratio("loop p50", "lookup p50"))) |")
-    print("| store p50, 1 client: `INSERT … ON CONFLICT` / `write` | \(cell("upsert p50", "µs")) | \(cell("store p50", "µs")) | \(String(format: "%.2f×", ratio("store p50", "upsert p50"))) |")
+    print(
+        "| hit p50, 1 client: `-S` / pipeline hit | \(cell("select p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "select p50"))) |"
+    )
+    print(
+        "| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select p50", "µs")) | \(cell("pooled hit p50", "µs")) | \(String(format: "%.2f×", ratio("pooled hit p50", "select p50"))) |"
+    )
+    print(
+        "| hit p50, 1 client: Recall-shaped / pipeline hit | \(cell("lookup p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "lookup p50"))) |"
+    )
+    print(
+        "| … `PostgresStorage.bytes(for:)` | \(cell("lookup p50", "µs")) | \(cell("storage p50", "µs")) | \(String(format: "%.2f×", ratio("storage p50", "lookup p50"))) |"
+    )
+    print(
+        "| … PostgresNIO alone, through its pool | \(cell("lookup p50", "µs")) | \(cell("driver p50", "µs")) | \(String(format: "%.2f×", ratio("driver p50", "lookup p50"))) |"
+    )
+    print(
+        "| … PostgresNIO alone, one connection | \(cell("lookup p50", "µs")) | \(cell("connection p50", "µs")) | \(String(format: "%.2f×", ratio("connection p50", "lookup p50"))) |"
+    )
+    print(
+        "| … PostgresNIO alone, one connection, run on its event loop | \(cell("lookup p50", "µs")) | \(cell("loop p50", "µs")) | \(String(format: "%.2f×", ratio("loop p50", "lookup p50"))) |"
+    )
+    print(
+        "| store p50, 1 client: `INSERT … ON CONFLICT` / `write` | \(cell("upsert p50", "µs")) | \(cell("store p50", "µs")) | \(String(format: "%.2f×", ratio("store p50", "upsert p50"))) |"
+    )
     for tasks in [16, 64] {
-        print("| throughput, \(tasks) clients / tasks: `-S` / pipeline hits | \(cell("select \(tasks)", "/s")) | \(cell("hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("hits \(tasks)", "select \(tasks)"))) |")
-        print("| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select \(tasks)", "/s")) | \(cell("pooled hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("pooled hits \(tasks)", "select \(tasks)"))) |")
+        print(
+            "| throughput, \(tasks) clients / tasks: `-S` / pipeline hits | \(cell("select \(tasks)", "/s")) | \(cell("hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("hits \(tasks)", "select \(tasks)"))) |"
+        )
+        print(
+            "| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select \(tasks)", "/s")) | \(cell("pooled hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("pooled hits \(tasks)", "select \(tasks)"))) |"
+        )
     }
     return [
         ("hit-p50", ratio("hit p50", "select p50")),
         ("hit-p50-recall-shaped", ratio("hit p50", "lookup p50")),
         ("throughput-16", ratio("hits 16", "select 16")),
         ("throughput-64", ratio("hits 64", "select 64")),
-        ("store-p50", ratio("store p50", "upsert p50")),
+        ("store-p50", ratio("store p50", "upsert p50"))
     ]
 }

@@ -39,8 +39,10 @@ struct Pgbench {
     /// several) with prepared statements; `-S` (its select-only transaction) unless `script` names a
     /// file. With `log`, every transaction's latency is read from pgbench's log. (A count, not a
     /// time: `-T` did not end on this machine's virtual clock.)
-    func measure(clients: Int, transactions: Int, script: String? = nil, defines: [String: String] = [:],
-                 log: Bool = false) throws -> Result {
+    func measure(
+        clients: Int, transactions: Int, script: String? = nil, defines: [String: String] = [:],
+        log: Bool = false
+    ) throws -> Result {
         let perClient = max(transactions / clients, 100)
         var arguments = ["-n", "-M", "prepared", "-c", "\(clients)", "-j", clients > 1 ? "2" : "1", "-t", "\(perClient)"]
         arguments += script.map { ["-f", $0] } ?? ["-S"]
@@ -49,7 +51,8 @@ struct Pgbench {
         if log { arguments += ["-l", "--log-prefix=\(logPrefix)"] }
         let output = try run(arguments)
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
-              let perSecond = Double(line.dropFirst("tps = ".count).prefix { $0 != " " }) else {
+            let perSecond = Double(line.dropFirst("tps = ".count).prefix { $0 != " " })
+        else {
             throw Failure(description: "pgbench printed no tps: \(output)")
         }
         var latencies: [Double] = []
@@ -76,8 +79,9 @@ struct Pgbench {
     }
 
     private func run(_ arguments: [String]) throws -> String {
-        try TemporaryPostgres.run(program, arguments + ["-h", "127.0.0.1", "-p", "\(server.port)", "-U", server.user, database],
-                                  in: directory)
+        try TemporaryPostgres.run(
+            program, arguments + ["-h", "127.0.0.1", "-p", "\(server.port)", "-U", server.user, database],
+            in: directory)
     }
 
     struct Failure: Error, CustomStringConvertible {

@@ -24,18 +24,20 @@ import RecallPostgres
 import RecallPostgresTestSupport
 import RecallTesting
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 func option(_ name: String, _ fallback: Int) -> Int {
     guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count,
-          let value = Int(CommandLine.arguments[index + 1]) else { return fallback }
+        let value = Int(CommandLine.arguments[index + 1])
+    else { return fallback }
     return value
 }
 
 // `--nio-executor`: Swift concurrency's global executor is NIO's event loop group, the one the
 // PostgreSQL connections run on (a process-wide choice a server makes at start).
-let nioExecutor = CommandLine.arguments.contains("--nio-executor")
+let nioExecutor =
+    CommandLine.arguments.contains("--nio-executor")
     && NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 let hitsPerRun = option("--hits", 20_000)
 let bursts = option("--bursts", 20)
@@ -72,9 +74,9 @@ func measureHits(_ name: String, storage: any CacheStorage, tasks: Int, hits hit
     let origin = FixedOrigin(body: Data(repeating: UInt8(ascii: "r"), count: 2_048))
     let pipeline = Pipeline(transport: origin, hooks: [HTTPCache(storage: storage)])
     let requests = (0..<keys).map { URLRequest(url: URL(string: "https://origin.test/item/\($0)")!) }
-    for request in requests { _ = try await pipeline.send(request) }   // fill
+    for request in requests { _ = try await pipeline.send(request) }  // fill
     await storage.flush()
-    for request in requests.prefix(200) { _ = try await pipeline.send(request) }   // warm
+    for request in requests.prefix(200) { _ = try await pipeline.send(request) }  // warm
     let clock = ContinuousClock()
     let started = clock.now
     let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
@@ -98,14 +100,16 @@ func measureHits(_ name: String, storage: any CacheStorage, tasks: Int, hits hit
     let elapsed = clock.now - started
     let sorted = latencies.sorted()
     let seconds = micros(elapsed) / 1e6
-    return Measured(name: name, tasks: tasks, p50: sorted[sorted.count / 2], p99: sorted[sorted.count * 99 / 100],
-                    perSecond: Double(sorted.count) / seconds)
+    return Measured(
+        name: name, tasks: tasks, p50: sorted[sorted.count / 2], p99: sorted[sorted.count * 99 / 100],
+        perSecond: Double(sorted.count) / seconds)
 }
 
 let server = try TemporaryPostgres()
 defer { server.stop() }
-var clientConfiguration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: server.user,
-                                                       password: nil, database: server.database, tls: .disable)
+var clientConfiguration = PostgresClient.Configuration(
+    host: "127.0.0.1", port: server.port, username: server.user,
+    password: nil, database: server.database, tls: .disable)
 clientConfiguration.options.maximumConnections = 64
 let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
 let running = Task { await client.run() }
@@ -114,14 +118,15 @@ var results: [Measured] = []
 let diskDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-bench-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: diskDirectory) }
 var storageConfiguration = PostgresStorage.Configuration()
-storageConfiguration.timeout = .seconds(5)   // measure the database, not the cut
+storageConfiguration.timeout = .seconds(5)  // measure the database, not the cut
 storageConfiguration.requestConnections = option("--request-connections", storageConfiguration.requestConnections)
 let postgres = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
 for tasks in [1, 16, 64] {
     // 16 tasks: PostgreSQL only, for the throughput next to pgbench's 16 clients.
     if tasks != 16 {
         results.append(try await measureHits("MemoryStorage (baseline)", storage: MemoryStorage(), tasks: tasks))
-        results.append(try await measureHits("DiskStorage", storage: try DiskStorage(directory: diskDirectory.appendingPathComponent("\(tasks)")), tasks: tasks))
+        results.append(
+            try await measureHits("DiskStorage", storage: try DiskStorage(directory: diskDirectory.appendingPathComponent("\(tasks)")), tasks: tasks))
     }
     await postgres.removeAll()
     results.append(try await measureHits("PostgresStorage", storage: postgres, tasks: tasks))
@@ -133,13 +138,17 @@ for tasks in [1, 16, 64] {
 
 print("## Hits: PostgreSQL next to memory and disk\n")
 if nioExecutor { print("Swift's global executor: NIO's event loop group (`--nio-executor`).\n") }
-print("`swift run -c release recall-postgres-benchmark --hits \(hitsPerRun) --bursts \(bursts)`; \(keys) keys of 2 KB bodies read at random through Pipeline + HTTPCache; PostgreSQL 15 on loopback (fsync off), started by the program.\n")
+print(
+    "`swift run -c release recall-postgres-benchmark --hits \(hitsPerRun) --bursts \(bursts)`; \(keys) keys of 2 KB bodies read at random through Pipeline + HTTPCache; PostgreSQL 15 on loopback (fsync off), started by the program.\n"
+)
 print("| storage | tasks | p50 µs | p99 µs | hits/s | p50 ÷ memory | hits/s ÷ memory |")
 print("|---|---|---|---|---|---|---|")
 for result in results where result.tasks != 16 {
     let baseline = results.first { $0.tasks == result.tasks }!
     let ratio = micros(result.p50) / micros(baseline.p50)
-    print("| \(result.name) | \(result.tasks) | \(microseconds(result.p50)) | \(microseconds(result.p99)) | \(Int(result.perSecond)) | \(String(format: "%.1f×", ratio)) | \(String(format: "%.3f×", result.perSecond / baseline.perSecond)) |")
+    print(
+        "| \(result.name) | \(result.tasks) | \(microseconds(result.p50)) | \(microseconds(result.p99)) | \(Int(result.perSecond)) | \(String(format: "%.1f×", ratio)) | \(String(format: "%.3f×", result.perSecond / baseline.perSecond)) |"
+    )
 }
 
 // The same, each statement leasing its connection from the pool (the storage before it held
@@ -147,9 +156,10 @@ for result in results where result.tasks != 16 {
 var pooledConfiguration = storageConfiguration
 pooledConfiguration.requestConnections = 0
 let pooled = try await PostgresStorage.open(client: client, configuration: pooledConfiguration, logger: logger)
-let ratios = try await compareWithPgbench(server: server, client: client, storage: postgres, pooled: pooled, keys: keys,
-                                          rounds: option("--rounds", 3), hits: option("--pgbench-hits", 3_000),
-                                          transactions: option("--pgbench-transactions", 20_000), logger: logger)
+let ratios = try await compareWithPgbench(
+    server: server, client: client, storage: postgres, pooled: pooled, keys: keys,
+    rounds: option("--rounds", 3), hits: option("--pgbench-hits", 3_000),
+    transactions: option("--pgbench-transactions", 20_000), logger: logger)
 
 // MARK: Cross-process coalescing
 

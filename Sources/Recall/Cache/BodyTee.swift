@@ -34,9 +34,11 @@ enum BodyTee {
     /// bytes, and appended to `writing` when given (a body declared larger than the limit) or,
     /// once it outgrows the limit, to the record `spill` begins (the bytes so far first) — `nil`
     /// from `spill`, and the body is too large to keep.
-    static func body(passing upstream: ResponseBody, keepingUpTo limit: Int, into writing: (any RecordWriting)? = nil,
-                     spill: (@Sendable () async -> (any RecordWriting)?)? = nil, url: URL?,
-                     ended: @escaping @Sendable (Kept) async -> Void) -> ResponseBody {
+    static func body(
+        passing upstream: ResponseBody, keepingUpTo limit: Int, into writing: (any RecordWriting)? = nil,
+        spill: (@Sendable () async -> (any RecordWriting)?)? = nil, url: URL?,
+        ended: @escaping @Sendable (Kept) async -> Void
+    ) -> ResponseBody {
         let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
         let pump = TaskCensus.task {
             var memory: Data? = writing == nil ? Data() : nil
@@ -51,7 +53,7 @@ enum BodyTee {
                             memory = nil
                             if let spill, let record = await spill() { spool = Spool(record) }
                             if let started = spool, !(await started.write(kept)) { spool = await started.abandon() }
-                            if spool == nil { await ended(.tooLarge) } // (at once: nobody need wait for the end)
+                            if spool == nil { await ended(.tooLarge) }  // (at once: nobody need wait for the end)
                         }
                     }
                     if let current = spool, !(await current.write(chunk)) {
@@ -62,7 +64,7 @@ enum BodyTee {
                 }
             } catch {
                 if let spool { await spool.abandon() }
-                if memory != nil || spool != nil { await ended(.incomplete) } // (else it ended as too large)
+                if memory != nil || spool != nil { await ended(.incomplete) }  // (else it ended as too large)
                 writer.finish(throwing: error)
                 return
             }

@@ -95,13 +95,13 @@ public struct CacheConfiguration: Sendable {
     /// `Authorization`, `Proxy-Authorization`, `Cookie` and the common API-key fields.
     public static let defaultCredentialFields = [
         "Authorization", "Proxy-Authorization", "Cookie",
-        "X-API-Key", "Api-Key", "X-Auth-Token", "X-Access-Token", "X-Amz-Security-Token",
+        "X-API-Key", "Api-Key", "X-Auth-Token", "X-Access-Token", "X-Amz-Security-Token"
     ]
 
     /// Common names of query parameters that carry secrets.
     public static let defaultSecretQueryParameters = [
         "access_token", "id_token", "refresh_token", "token", "auth", "api_key", "apikey", "key",
         "client_secret", "secret", "password", "passwd", "pwd", "signature", "sig", "code", "session", "sessionid",
-        "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+        "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential"
     ]
 }

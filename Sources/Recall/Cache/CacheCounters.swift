@@ -53,7 +53,7 @@ final class CacheCounters: Sendable {
         case .serveAndRefresh:
             count(.stale(.staleWhileRevalidate), context) { $0.staleServed[.staleWhileRevalidate, default: 0] += 1 }
         case .send(_, .fetching), .send(_, .ranging), .send(_, .completing): miss(context)
-        case .send(_, .callerConditional): bypass(context) // (the origin evaluates the caller's conditions)
+        case .send(_, .callerConditional): bypass(context)  // (the origin evaluates the caller's conditions)
         case .send: break
         case .bypass: bypass(context)
         case .gatewayTimeout: count(.gatewayTimeout, context) { $0.gatewayTimeouts += 1 }
@@ -72,8 +72,10 @@ final class CacheCounters: Sendable {
 
     /// Counts what the strategy decided for an answer to a request in `mode` and of `method`
     /// (nothing for a background refresh, which serves nobody).
-    func count(_ after: CacheStrategy.After, response: RecallResponse, mode: CacheStrategy.Mode, method: RequestMethod,
-               isRefresh: Bool, context: RecallContext) {
+    func count(
+        _ after: CacheStrategy.After, response: RecallResponse, mode: CacheStrategy.Mode, method: RequestMethod,
+        isRefresh: Bool, context: RecallContext
+    ) {
         guard !isRefresh else { return }
         switch after {
         case .revalidated:
@@ -83,7 +85,11 @@ final class CacheCounters: Sendable {
         case .refetch:
             // A validation answered with a 304 for something else (a range completion that came
             // back short is sent again too, and counts nothing more: it was a miss already).
-            if mode.isValidating { count(.changed, context) { $0.refetched += 1; $0.revalidatedChanged += 1 } }
+            if mode.isValidating {
+                count(.changed, context) {
+                    $0.refetched += 1; $0.revalidatedChanged += 1
+                }
+            }
         case .store, .storeAndAnswer, .remove, .discard, .pass:
             // A validation answered with a new representation (HEAD answers update, not replace).
             if mode.isValidating, method != .head, response.source == .network {

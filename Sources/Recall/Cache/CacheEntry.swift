@@ -24,8 +24,10 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         /// The body, when it stays in its store (``body`` is then empty).
         var storedBody: StoredBodyFile?
 
-        init(status: Int, headers: HeaderFields, facts: Facts, url: URL?, requestTime: Date, responseTime: Date,
-             varyValues: [HeaderFields.Field], partition: String, assignedLifetime: Double?) {
+        init(
+            status: Int, headers: HeaderFields, facts: Facts, url: URL?, requestTime: Date, responseTime: Date,
+            varyValues: [HeaderFields.Field], partition: String, assignedLifetime: Double?
+        ) {
             self.status = status
             self.headers = headers
             self.facts = facts
@@ -38,8 +40,9 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         }
 
         func copy() -> Storage {
-            let copy = Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
-                               responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: assignedLifetime)
+            let copy = Storage(
+                status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
+                responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: assignedLifetime)
             copy.storedBody = storedBody
             return copy
         }
@@ -131,17 +134,23 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     }
 
     /// Creates an entry.
-    public init(status: Int, headers: HeaderFields, body: Data, url: URL?, requestTime: Date, responseTime: Date,
-                varyValues: [HeaderFields.Field] = [], partition: String = "") {
-        self.init(status: status, headers: headers, facts: Facts(headers), body: body, url: url,
-                  requestTime: requestTime, responseTime: responseTime, varyValues: varyValues, partition: partition)
+    public init(
+        status: Int, headers: HeaderFields, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+        varyValues: [HeaderFields.Field] = [], partition: String = ""
+    ) {
+        self.init(
+            status: status, headers: headers, facts: Facts(headers), body: body, url: url,
+            requestTime: requestTime, responseTime: responseTime, varyValues: varyValues, partition: partition)
     }
 
     /// Creates an entry whose header facts were already parsed from `headers`.
-    init(status: Int, headers: HeaderFields, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
-         varyValues: [HeaderFields.Field], partition: String) {
-        storage = Storage(status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
-                          responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: nil)
+    init(
+        status: Int, headers: HeaderFields, facts: Facts, body: Data, url: URL?, requestTime: Date, responseTime: Date,
+        varyValues: [HeaderFields.Field], partition: String
+    ) {
+        storage = Storage(
+            status: status, headers: headers, facts: facts, url: url, requestTime: requestTime,
+            responseTime: responseTime, varyValues: varyValues, partition: partition, assignedLifetime: nil)
         self.body = body
     }
 
@@ -158,10 +167,14 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
 
     /// The entry's fields, as `print`, `dump` and test failures show them.
     public var customMirror: Mirror {
-        Mirror(self, children: ["status": status, "headers": headers, "body": body, "url": url as Any,
-                                "requestTime": requestTime, "responseTime": responseTime, "varyValues": varyValues,
-                                "partition": partition, "assignedLifetime": assignedLifetime as Any],
-               displayStyle: .struct)
+        Mirror(
+            self,
+            children: [
+                "status": status, "headers": headers, "body": body, "url": url as Any,
+                "requestTime": requestTime, "responseTime": responseTime, "varyValues": varyValues,
+                "partition": partition, "assignedLifetime": assignedLifetime as Any
+            ],
+            displayStyle: .struct)
     }
 
     /// Hashes the fields `==` compares.
@@ -206,7 +219,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
                 let name = field.name
                 func named(_ candidate: String) -> Bool { HeaderFields.namesEqual(name, candidate) }
                 switch name.utf8.count {
-                case 3 where named("Age"): if age == nil { age = field.value } // only the first counts
+                case 3 where named("Age"): if age == nil { age = field.value }  // only the first counts
                 case 4 where named("Date"): join(field.value, to: &date)
                 case 4 where named("Vary"): join(field.value, to: &vary)
                 case 4 where named("ETag"): join(field.value, to: &etag)
@@ -251,7 +264,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     /// copied, and its header facts parsed anew), for ``PerCoreCopies``; nil when the URL cannot
     /// be copied exactly (it is relative to a base URL).
     func unsharedCopy() -> CacheEntry? {
-        guard storedBody == nil else { return nil } // (a body in a store: nothing to copy)
+        guard storedBody == nil else { return nil }  // (a body in a store: nothing to copy)
         var url: URL?
         if let original = self.url {
             guard original.baseURL == nil, let copy = URL(string: original.absoluteString.unsharedCopy), copy == original else { return nil }
@@ -261,9 +274,10 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             fields.map { HeaderFields.Field(name: $0.name.unsharedCopy, trimmedValue: $0.value.unsharedCopy) }
         }
         let body = self.body.isEmpty ? Data() : self.body.withUnsafeBytes { Data($0) }
-        var copy = CacheEntry(status: status, headers: HeaderFields(copied(headers.fields)), body: body, url: url,
-                              requestTime: requestTime, responseTime: responseTime, varyValues: copied(varyValues),
-                              partition: partition.unsharedCopy)
+        var copy = CacheEntry(
+            status: status, headers: HeaderFields(copied(headers.fields)), body: body, url: url,
+            requestTime: requestTime, responseTime: responseTime, varyValues: copied(varyValues),
+            partition: partition.unsharedCopy)
         copy.assignedLifetime = assignedLifetime
         return copy
     }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// How a `URLRequest` becomes a cache key: a canonical form of its URL, so that equivalent
@@ -68,11 +68,12 @@ public struct CacheKeyPolicy: Sendable, Hashable {
     /// before: every miss.
     private func canonical(_ input: UnsafeBufferPointer<UInt8>) -> String? {
         let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?")
-        let end = input.firstIndex(of: UInt8(ascii: "#")) ?? input.count // the fragment is dropped
+        let end = input.firstIndex(of: UInt8(ascii: "#")) ?? input.count  // the fragment is dropped
         guard let colon = input[..<end].firstIndex(of: UInt8(ascii: ":")), colon == 4 || colon == 5,
-              Self.lower(input[0]) == UInt8(ascii: "h"), Self.lower(input[1]) == UInt8(ascii: "t"),
-              Self.lower(input[2]) == UInt8(ascii: "t"), Self.lower(input[3]) == UInt8(ascii: "p"),
-              colon == 4 || Self.lower(input[4]) == UInt8(ascii: "s") else { return nil }
+            Self.lower(input[0]) == UInt8(ascii: "h"), Self.lower(input[1]) == UInt8(ascii: "t"),
+            Self.lower(input[2]) == UInt8(ascii: "t"), Self.lower(input[3]) == UInt8(ascii: "p"),
+            colon == 4 || Self.lower(input[4]) == UInt8(ascii: "s")
+        else { return nil }
         let https = colon == 5
         guard end - colon >= 3, input[colon + 1] == slash, input[colon + 2] == slash else { return nil }
         let authorityStart = colon + 3
@@ -275,7 +276,7 @@ public struct CacheKeyPolicy: Sendable, Hashable {
         let dot = UInt8(ascii: "."), slash = UInt8(ascii: "/")
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
-        var starts: [Int] = [] // where each output segment (with its leading slash) begins
+        var starts: [Int] = []  // where each output segment (with its leading slash) begins
         let absolute = bytes.first == slash
         var index = absolute ? 1 : 0
         while index <= bytes.count {

@@ -43,9 +43,11 @@ final class CacheLeads: Sendable {
     /// under `storageKey`) — then look again (`coalesced()`
     /// counts it when the look answers it; one that must fetch after all is a miss). `look(later)` reads the record afresh and decides again (`later`: at the time
     /// now, after a wait). Returns the decision to act on and the lead taken, if any.
-    func share(_ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
-               coalesced: () -> Void,
-               look: (_ later: Bool) async -> CacheStrategy.Before) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?) {
+    func share(
+        _ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
+        coalesced: () -> Void,
+        look: (_ later: Bool) async -> CacheStrategy.Before
+    ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?) {
         switch await flights.join(flightKey) {
         case .leader:
             var lead = CacheRequestState.Lead.flight(flightKey, claim: nil)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Works out where an ``HTTPCache`` stores a request's responses — the storage key (the
@@ -51,9 +51,10 @@ final class CacheLocator: Sendable {
             guard key.utf8.count <= keyPolicy.maximumLength else { return nil }
             let namespaced = namespace.isEmpty ? key : namespace + "|" + key
             let hash = namespaced.hashValue
-            return Location(key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
-                            generationStripe: hash & (RecordGenerations.stripeCount - 1),
-                            epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
+            return Location(
+                key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
+                generationStripe: hash & (RecordGenerations.stripeCount - 1),
+                epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
         }
     }
 
@@ -70,11 +71,14 @@ final class CacheLocator: Sendable {
     /// The exchange `response` ends, for `request` sent as `sent` and answered at `date` to a
     /// request in `state`, and where the answer belongs: the URL that answered (`nil` when it
     /// cannot be cached or the answer is not the network's), in the partition of what was sent.
-    func exchange(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
-                  state: CacheRequestState) -> (CacheStrategy.Exchange, Location?) {
-        var exchange = CacheStrategy.Exchange(request: request, sent: sent, answered: sent, inScope: state.inScope,
-                                              method: state.method, requestTime: state.requestTime, now: date,
-                                              requestLifetime: lifetime)
+    func exchange(
+        _ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+        state: CacheRequestState
+    ) -> (CacheStrategy.Exchange, Location?) {
+        var exchange = CacheStrategy.Exchange(
+            request: request, sent: sent, answered: sent, inScope: state.inScope,
+            method: state.method, requestTime: state.requestTime, now: date,
+            requestLifetime: lifetime)
         guard state.mode != .invalidating, response.source == .network else { return (exchange, nil) }
         var target = sent.url == request.url ? state.location : location(of: sent)
         if let url = response.url, url != sent.url {

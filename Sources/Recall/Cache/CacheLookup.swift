@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The first step of an ``HTTPCache``: what it knows of a request before deciding — its route
@@ -44,8 +44,10 @@ final class CacheLookup: Sendable {
     private let unownedMemory: Unmanaged<MemoryReads>?
     private let now: @Sendable () -> Date
 
-    init(strategy: CacheStrategy, locator: CacheLocator, partitioner: CachePartitioner, storage: any CacheStorage,
-         memory: MemoryReads?, writer: CacheWriter, behind: WriteBehind?, now: @escaping @Sendable () -> Date) {
+    init(
+        strategy: CacheStrategy, locator: CacheLocator, partitioner: CachePartitioner, storage: any CacheStorage,
+        memory: MemoryReads?, writer: CacheWriter, behind: WriteBehind?, now: @escaping @Sendable () -> Date
+    ) {
         self.strategy = strategy
         self.locator = locator
         self.partitioner = partitioner
@@ -75,10 +77,13 @@ final class CacheLookup: Sendable {
         guard route != .bypass, let text, let location = copy?.hit?.location ?? locator.location(ofText: text) else { return .bypass }
         let inScope = HTTPCache.inScope
         // Every route that reads a record or stores a state reads the partition, but invalidation.
-        let partition = route == .invalidate ? ""
+        let partition =
+            route == .invalidate
+            ? ""
             : partitioner.partition(for: request, hasFields: facts.hasFields, userinfo: location.userinfo, inScope: inScope)
-        let scheduling = CacheScheduling(facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
-                                         partition: partition, since: writer.epochs.snapshot(stripe: location.epochStripe))
+        let scheduling = CacheScheduling(
+            facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
+            partition: partition, since: writer.epochs.snapshot(stripe: location.epochStripe))
         // A store made after its answer lands before anything else reads or writes its key.
         if behind?.mayHold(stripe: location.stripe) == true { return .wait(Waiting(scheduling: scheduling, afterWrite: true)) }
         return look(scheduling, copy: copy)
@@ -89,7 +94,7 @@ final class CacheLookup: Sendable {
     @inline(__always) private func look(_ scheduling: consuming CacheScheduling, copy: MemoryReads.Lookup?) -> Outcome {
         let location = scheduling.location
         switch scheduling.route {
-        case .bypass: return .bypass // (sorted out before)
+        case .bypass: return .bypass  // (sorted out before)
         case .invalidate: return .pass(scheduling, .invalidating)
         case .callerConditional:
             // Conditions the cache evaluates from what is stored (RFC 9111 §4.3.2): read the record.

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Decides who a stored response belongs to, and keeps secrets out of what is stored.
@@ -118,7 +118,7 @@ struct CachePartitioner: Sendable {
         var text = text
         return text.withUTF8 { bytes in
             var index = 0, slashes = 0
-            while index < bytes.count, slashes < 2 { // past "scheme://"
+            while index < bytes.count, slashes < 2 {  // past "scheme://"
                 if bytes[index] == UInt8(ascii: "/") { slashes += 1 }
                 index += 1
             }

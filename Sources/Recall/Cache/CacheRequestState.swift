@@ -24,8 +24,10 @@ final class CacheRequestState: Sendable {
     /// nothing and answers no 504 — also when it is refetched.
     let isRefresh: Bool
 
-    init(location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
-         since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false) {
+    init(
+        location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
+        since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false
+    ) {
         self.location = location
         self.method = method
         self.partition = partition
@@ -40,8 +42,9 @@ final class CacheRequestState: Sendable {
 
     /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
     func asRefresh() -> CacheRequestState {
-        CacheRequestState(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-              since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
+        CacheRequestState(
+            location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+            since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
     }
 
     /// This state for the request sent again after an answer that could not serve it (an
@@ -50,8 +53,9 @@ final class CacheRequestState: Sendable {
     /// the key's record was removed first (else what the lookup found is still there, and a store
     /// keeps the other partitions' responses).
     func refetching(since: InvalidationEpochs.Snapshot, removed: Bool) -> CacheRequestState {
-        CacheRequestState(location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-              since: since, record: removed ? nil : record, mode: .refetching, lead: nil, isRefresh: isRefresh)
+        CacheRequestState(
+            location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+            since: since, record: removed ? nil : record, mode: .refetching, lead: nil, isRefresh: isRefresh)
     }
 
     /// The storage key of the request.

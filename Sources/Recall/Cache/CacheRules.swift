@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The decisions of RFC 9111 and RFC 5861 as pure functions of (entry, request, now):
@@ -63,12 +63,14 @@ package struct CacheRules: Sendable {
     /// combined with another, §3.4; a positive lifetime: `max-age=0` or a past `Expires` would
     /// store a piece nothing can use), and the rules every stored response follows. `nil` otherwise.
     func storablePiece(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest, now: Date)
-        -> (bounds: ClosedRange<Int>, length: Int)? {
+        -> (bounds: ClosedRange<Int>, length: Int)?
+    {
         guard response.status == 206, facts.etag.map(Self.isStrong) == true || hasExplicitFreshness(response, facts: facts, now: now),
-              response.headers.values(for: "Content-Range").count == 1,
-              let range = response.headers["Content-Range"].flatMap(PartialContent.contentRange),
-              response.wholeBody.count == range.bounds.count, !response.headers.contains("Content-Encoding"),
-              mayStore(response, facts: facts, for: request) else { return nil }
+            response.headers.values(for: "Content-Range").count == 1,
+            let range = response.headers["Content-Range"].flatMap(PartialContent.contentRange),
+            response.wholeBody.count == range.bounds.count, !response.headers.contains("Content-Encoding"),
+            mayStore(response, facts: facts, for: request)
+        else { return nil }
         return range
     }
 
@@ -78,8 +80,9 @@ package struct CacheRules: Sendable {
     /// (`now`: when it was received, standing in for a missing `Date`.)
     private func hasExplicitFreshness(_ response: RecallResponse, facts: CacheEntry.Facts, now: Date) -> Bool {
         guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty else { return false }
-        let entry = CacheEntry(status: response.status, headers: response.headers, facts: facts, body: Data(), url: nil,
-                               requestTime: now, responseTime: now, varyValues: [], partition: "")
+        let entry = CacheEntry(
+            status: response.status, headers: response.headers, facts: facts, body: Data(), url: nil,
+            requestTime: now, responseTime: now, varyValues: [], partition: "")
         return freshnessLifetime(entry) > 0
     }
 
@@ -119,7 +122,7 @@ package struct CacheRules: Sendable {
     /// (``CacheAudience/oneUser``) stores the ``userFields`` among them.
     package static let unstoredFields: Set<String> = [
         "set-cookie", "set-cookie2", "authentication-info", "proxy-authentication-info",
-        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer"
     ]
 
     /// The fields of ``unstoredFields`` that are secret only between users: a cache for one
@@ -254,7 +257,8 @@ package struct CacheRules: Sendable {
         }
         if let assigned = entry.assignedLifetime { return assigned }
         guard Self.heuristicallyCacheable.contains(entry.status) || directives.isPublic,
-              let modified = entry.facts.lastModifiedDate else { return 0 }
+            let modified = entry.facts.lastModifiedDate
+        else { return 0 }
         let interval = dateValue(entry).timeIntervalSince(modified)
         guard interval > 0 else { return 0 }
         return min(interval * configuration.heuristicFraction, configuration.heuristicCap)
@@ -284,8 +288,10 @@ package struct CacheRules: Sendable {
 
     /// ``use(of:for:now:)`` for a request whose cache policy and directives are already read (the
     /// cache reads them once per lookup).
-    func use(of entry: CacheEntry, cachePolicy: URLRequest.CachePolicy, directives requestDirectives: CacheDirectives,
-             now: Date) -> Use {
+    func use(
+        of entry: CacheEntry, cachePolicy: URLRequest.CachePolicy, directives requestDirectives: CacheDirectives,
+        now: Date
+    ) -> Use {
         let responseDirectives = entry.cacheControl
         let age = currentAge(entry, now: now)
         let lifetime = freshnessLifetime(entry)
@@ -308,7 +314,7 @@ package struct CacheRules: Sendable {
         if let maxAge = requestDirectives.maxAge, maxAge == 0 || age > Double(maxAge) { acceptable = false }
         if let minFresh = requestDirectives.minFresh, lifetime - age < Double(minFresh) { acceptable = false }
         if acceptable { return .fresh }
-        guard age >= lifetime else { return .validate } // fresh, but the request wants fresher
+        guard age >= lifetime else { return .validate }  // fresh, but the request wants fresher
         let staleness = age - lifetime
         if responseDirectives.mustRevalidate { return .validate }
         if case .some(let limit) = requestDirectives.maxStale, limit.map({ staleness <= Double($0) }) ?? true {
@@ -339,7 +345,8 @@ package struct CacheRules: Sendable {
         guard configuration.servesStaleWhenDisconnected else { return false }
         let responseDirectives = entry.cacheControl, requestDirectives = requestDirectives(request)
         guard !responseDirectives.mustRevalidate, !responseDirectives.noCache, responseDirectives.noCacheFields.isEmpty,
-              !requestDirectives.noCache else { return false }
+            !requestDirectives.noCache
+        else { return false }
         let staleness = max(0, currentAge(entry, now: now) - freshnessLifetime(entry))
         if case .some(.some(let limit)) = requestDirectives.maxStale, staleness > Double(limit) { return false }
         return staleness <= configuration.maxDisconnectedStaleness
@@ -426,8 +433,9 @@ package struct CacheRules: Sendable {
 
     /// ``response(from:for:now:source:)`` for a request whose ``RequestFacts`` are read.
     func response(from entry: CacheEntry, for request: RequestFacts, now: Date, source: RecallResponse.Source) -> RecallResponse {
-        RecallResponse(status: entry.status, headers: servedHeaders(entry, now: now),
-                       body: request.method == .head ? ResponseBody() : entry.responseBody, url: entry.url ?? request.url, source: source)
+        RecallResponse(
+            status: entry.status, headers: servedHeaders(entry, now: now),
+            body: request.method == .head ? ResponseBody() : entry.responseBody, url: entry.url ?? request.url, source: source)
     }
 
     /// The fields of `entry` as served at `now`: with a current `Age`.
@@ -515,8 +523,10 @@ package struct CacheRules: Sendable {
 
     /// The `206` answering `bounds` from the stored `pieces` of `entry` (which hold every byte
     /// of it), with a current `Age`.
-    func response(from entry: CacheEntry, pieces: PartialContent, bounds: ClosedRange<Int>, for request: URLRequest,
-                  now: Date, source: RecallResponse.Source) -> RecallResponse {
+    func response(
+        from entry: CacheEntry, pieces: PartialContent, bounds: ClosedRange<Int>, for request: URLRequest,
+        now: Date, source: RecallResponse.Source
+    ) -> RecallResponse {
         var headers = entry.headers
         headers["Content-Range"] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(pieces.length)"
         headers["Content-Length"] = String(bounds.count)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// What scheduling knows of a request the cache looks up.
@@ -17,8 +17,9 @@ struct CacheScheduling: Sendable {
 
     /// The request's state, in `mode`, for what goes to the origin.
     func state(record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil) -> CacheRequestState {
-        CacheRequestState(location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-                          since: since, record: record, mode: mode, lead: lead)
+        CacheRequestState(
+            location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
+            since: since, record: record, mode: mode, lead: lead)
     }
 
     /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found.

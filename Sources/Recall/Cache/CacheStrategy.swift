@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Every decision the cache makes about one request, as pure functions of values — the
@@ -152,20 +152,24 @@ struct CacheStrategy: Sendable {
     func before(_ request: URLRequest, _ scheduling: CacheScheduling, record: CacheRecord?, now: Date? = nil) -> Before {
         let now = now ?? scheduling.requestTime
         if case .callerConditional = scheduling.route {
-            return beforeConditional(request, scheduling.facts, record: record, partition: scheduling.partition,
-                                     inScope: scheduling.inScope, now: now)
+            return beforeConditional(
+                request, scheduling.facts, record: record, partition: scheduling.partition,
+                inScope: scheduling.inScope, now: now)
         }
         if case .range(let range) = scheduling.route {
-            return before(request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
-                          inScope: scheduling.inScope, now: now)
+            return before(
+                request, scheduling.facts, range: range, record: record, partition: scheduling.partition,
+                inScope: scheduling.inScope, now: now)
         }
         return before(request, scheduling.facts, record: record, partition: scheduling.partition, inScope: scheduling.inScope, now: now)
     }
 
     /// What `request` does with `record` (the stored responses of its key; `nil`: none) at
     /// `now`, for the request's `partition`.
-    func before(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
-                now: Date) -> Before {
+    func before(
+        _ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
+        now: Date
+    ) -> Before {
         let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
         let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else {
@@ -217,10 +221,13 @@ struct CacheStrategy: Sendable {
     /// it when it is a `2xx` and unchanged, the stored response itself otherwise; `only-if-cached`
     /// with nothing usable stored gets a `504`; otherwise the request goes to the origin as it is
     /// (and a `304` freshens what is stored).
-    func beforeConditional(_ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
-                           now: Date) -> Before {
+    func beforeConditional(
+        _ request: URLRequest, _ facts: RequestFacts, record: CacheRecord?, partition: String, inScope: Set<String>,
+        now: Date
+    ) -> Before {
         let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
-        let pass: Before = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
+        let pass: Before =
+            directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
             ? .gatewayTimeout(Self.onlyIfCachedMiss(request)) : .send(request, .callerConditional)
         guard let entry = record.flatMap({ variant(in: $0, for: request, partition: partition, inScope: inScope) }) else { return pass }
         let stale: StaleReason?
@@ -243,14 +250,17 @@ struct CacheStrategy: Sendable {
     /// completes them (RFC 9111 §3.4). `nil` — the request goes as it is — without such pieces,
     /// for a `HEAD`, when the caller ignores what is stored (`.reloadIgnoringLocalCacheData`) or
     /// forbids storing (`no-store`), or for a representation longer than ``completionLimit``.
-    private func completion(_ request: URLRequest, _ facts: RequestFacts, _ directives: CacheDirectives, record: CacheRecord,
-                            partition: String, inScope: Set<String>) -> Before? {
+    private func completion(
+        _ request: URLRequest, _ facts: RequestFacts, _ directives: CacheDirectives, record: CacheRecord,
+        partition: String, inScope: Set<String>
+    ) -> Before? {
         guard facts.method == .get, facts.cachePolicy != .reloadIgnoringLocalCacheData,
-              facts.cachePolicy != .reloadIgnoringLocalAndRemoteCacheData,
-              !directives.noStore, // (its answer could not be combined)
-              let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
-              let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry), held.length <= completionLimit,
-              let missing = held.missing(in: 0...(held.length - 1)) else { return nil }
+            facts.cachePolicy != .reloadIgnoringLocalAndRemoteCacheData,
+            !directives.noStore,  // (its answer could not be combined)
+            let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
+            let tag = entry.etag, CacheRules.isStrong(tag), let held = PartialContent(entry), held.length <= completionLimit,
+            let missing = held.missing(in: 0...(held.length - 1))
+        else { return nil }
         var outgoing = request
         outgoing.setValue("bytes=\(missing.lowerBound)-\(missing.upperBound)", forHTTPHeaderField: "Range")
         outgoing.setValue(CacheRules.quotedEntityTag(tag), forHTTPHeaderField: "If-Range")
@@ -267,8 +277,10 @@ struct CacheStrategy: Sendable {
     ///   naming their strong entity tag; for the range with `If-Range` naming a full response
     ///   that needs validation (a `206` then confirms it); or for the range as it is (pieces
     ///   without a strong entity tag are never combined: the answer replaces them).
-    func before(_ request: URLRequest, _ facts: RequestFacts, range: ByteRange, record: CacheRecord?, partition: String,
-                inScope: Set<String>, now: Date) -> Before {
+    func before(
+        _ request: URLRequest, _ facts: RequestFacts, range: ByteRange, record: CacheRecord?, partition: String,
+        inScope: Set<String>, now: Date
+    ) -> Before {
         let whole = before(request, facts, record: record, partition: partition, inScope: inScope, now: now)
         switch whole {
         case .serve(let full, let stale) where full.status == 200:
@@ -282,15 +294,17 @@ struct CacheStrategy: Sendable {
         let directives = rules.requestDirectives(request, hasFields: facts.hasFields)
         let onlyIfCached = directives.onlyIfCached || facts.cachePolicy == .returnCacheDataDontLoad
         if let record, let entry = pieces(in: record, for: request, partition: partition, inScope: inScope),
-           let pieces = PartialContent(entry) {
+            let pieces = PartialContent(entry)
+        {
             let use = rules.use(of: entry, cachePolicy: facts.cachePolicy, directives: directives, now: now)
             let bounds = range.bounds(length: pieces.length)
             if case .reload = use { return .send(request, .ranging(range, stored: nil)) }
-            let stale: StaleReason?? = switch use {
-            case .fresh: .some(nil)
-            case .stale(let reason): .some(reason)
-            default: nil
-            }
+            let stale: StaleReason?? =
+                switch use {
+                case .fresh: .some(nil)
+                case .stale(let reason): .some(reason)
+                default: nil
+                }
             if let stale {
                 if let bounds, pieces.covers(bounds) {
                     let source: RecallResponse.Source = stale == nil ? .cache : .stale
@@ -347,7 +361,8 @@ struct CacheStrategy: Sendable {
         return record.variants.first { entry in
             let names = entry.facts.varyNames
             guard entry.status != 206, entry.partition == partition, names.contains("accept-language"), !names.contains("*"),
-                  rules.prefersLanguage(of: entry, accepted: accepted) else { return false }
+                rules.prefersLanguage(of: entry, accepted: accepted)
+            else { return false }
             let others = names.filter { $0 != "accept-language" }
             return varyValues(for: others, in: request, inScope: inScope) == entry.varyValues.filter { $0.name != "accept-language" }
         }
@@ -439,7 +454,8 @@ struct CacheStrategy: Sendable {
         case .validating(let stored, let alternates) where response.status == 304:
             // The stored response the 304 confirms: the one validated, or (RFC 9111 §4.3.1) the
             // one of this partition's other variants whose entity tag it names.
-            let confirmed = stored.flatMap { rules.notModified(response, matches: $0) ? $0 : nil }
+            let confirmed =
+                stored.flatMap { rules.notModified(response, matches: $0) ? $0 : nil }
                 ?? alternates.first { response.headers["ETag"] != nil && rules.notModified(response, matches: $0) }
             guard !x.redirected, let confirmed else {
                 // The origin is healthy; only the stored response is not the one it means.
@@ -471,7 +487,8 @@ struct CacheStrategy: Sendable {
         }
         let stored = mode.stored
         if Self.staleIfErrorStatuses.contains(response.status), let stored,
-           rules.allowsStaleIfError(stored, for: x.request, now: x.now) {
+            rules.allowsStaleIfError(stored, for: x.request, now: x.now)
+        {
             return .serveStale(rules.response(from: stored, for: x.request, now: x.now, source: .stale), .staleIfError)
         }
         if x.method == .head {
@@ -511,7 +528,8 @@ struct CacheStrategy: Sendable {
         guard CachePartitioner.hasUnseenCredentials(x.inScope) else { return true }
         let directives = facts.cacheControl
         guard !directives.isPrivate, !directives.contains("s-maxage"), !directives.contains("proxy-revalidate"),
-              !facts.varyNames.contains(where: { partitioner.isCredential($0, inScope: x.inScope) }) else { return false }
+            !facts.varyNames.contains(where: { partitioner.isCredential($0, inScope: x.inScope) })
+        else { return false }
         return directives.isPublic || directives.mustRevalidate
     }
 
@@ -549,7 +567,8 @@ struct CacheStrategy: Sendable {
                 return askedAsIs ? .pass : .refetch(callers, removing: false)
             }
             if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, facts.etag),
-               (stored.storedBody?.count ?? stored.body.count) == piece.length {
+                (stored.storedBody?.count ?? stored.body.count) == piece.length
+            {
                 return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
             }
             guard let (combined, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x) else {
@@ -563,8 +582,11 @@ struct CacheStrategy: Sendable {
             // never stored), with the range cut from the combined bytes.
             var answering = combined
             answering.headers = response.headers
-            return .storeAndAnswer(combined, rules.response(from: answering, pieces: pieces, bounds: bounds, for: x.request,
-                                                             now: x.now, source: .network))
+            return .storeAndAnswer(
+                combined,
+                rules.response(
+                    from: answering, pieces: pieces, bounds: bounds, for: x.request,
+                    now: x.now, source: .network))
         case 416 where stored?.status == 206:
             return stored.map { .discard($0) } ?? .pass
         default:
@@ -584,8 +606,9 @@ struct CacheStrategy: Sendable {
         let whole = Self.asWhole(x.request)
         let facts = CacheEntry.Facts(response.headers)
         guard !x.redirected, response.status == 206, CacheRules.strongMatch(stored.etag, facts.etag),
-              let piece = rules.storablePiece(response, facts: facts, for: x.answered, now: x.now), mayShare(facts, x),
-              let (full, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x), pieces.isComplete else {
+            let piece = rules.storablePiece(response, facts: facts, for: x.answered, now: x.now), mayShare(facts, x),
+            let (full, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x), pieces.isComplete
+        else {
             return .refetch(whole, removing: false)
         }
         var fields = response.headers
@@ -599,8 +622,10 @@ struct CacheStrategy: Sendable {
     /// byte is held), and the pieces. The stored fields are updated with the answer's (RFC 9111
     /// §3.4, §3.2: a field only the older pieces had is kept). `nil` when the piece cannot be added
     /// (``PartialContent/maxPieces``).
-    private func combining(_ response: RecallResponse, piece: (bounds: ClosedRange<Int>, length: Int), facts: CacheEntry.Facts,
-                           with stored: CacheEntry?, exchange x: Exchange) -> (entry: CacheEntry, pieces: PartialContent)? {
+    private func combining(
+        _ response: RecallResponse, piece: (bounds: ClosedRange<Int>, length: Int), facts: CacheEntry.Facts,
+        with stored: CacheEntry?, exchange x: Exchange
+    ) -> (entry: CacheEntry, pieces: PartialContent)? {
         var template = entry(from: response, facts: facts, for: x.answered, partition: x.partition, exchange: x)
         let old = stored.flatMap { old -> (entry: CacheEntry, pieces: PartialContent)? in
             guard CacheRules.strongMatch(old.etag, facts.etag), let pieces = PartialContent(old), pieces.length == piece.length else { return nil }
@@ -719,11 +744,14 @@ struct CacheStrategy: Sendable {
 
     /// The stored response of `record` that the 304 `response` to the caller's own conditional
     /// `request` freshens, merged with it; `nil` when it matches none or carries no validator.
-    func freshened(_ record: CacheRecord, with response: RecallResponse, for request: URLRequest, partition: String, inScope: Set<String>,
-                   requestTime: Date, responseTime: Date) -> CacheEntry? {
+    func freshened(
+        _ record: CacheRecord, with response: RecallResponse, for request: URLRequest, partition: String, inScope: Set<String>,
+        requestTime: Date, responseTime: Date
+    ) -> CacheEntry? {
         guard let entry = variant(in: record, for: request, partition: partition, inScope: inScope),
-              rules.notModified(response, matches: entry),
-              response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil else { return nil }
+            rules.notModified(response, matches: entry),
+            response.headers["ETag"] != nil || response.headers["Last-Modified"] != nil
+        else { return nil }
         return rules.merge(entry, with: response, requestTime: requestTime, responseTime: responseTime)
     }
 
@@ -733,13 +761,16 @@ struct CacheStrategy: Sendable {
     // MARK: Entries and targets
 
     /// The entry stored for `response` to `request` (whose header `facts` are parsed).
-    private func entry(from response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest, partition: String,
-                       exchange x: Exchange) -> CacheEntry {
+    private func entry(
+        from response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest, partition: String,
+        exchange x: Exchange
+    ) -> CacheEntry {
         let headers = rules.storedHeaders(response.headers)
-        var entry = CacheEntry(status: response.status, headers: headers,
-                               facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
-                               body: response.wholeBody.exactlySized, url: nil, requestTime: x.requestTime, responseTime: x.now,
-                               varyValues: varyValues(for: facts.varyNames, in: request, inScope: x.inScope), partition: partition)
+        var entry = CacheEntry(
+            status: response.status, headers: headers,
+            facts: headers.count == response.headers.count ? facts : CacheEntry.Facts(headers),
+            body: response.wholeBody.exactlySized, url: nil, requestTime: x.requestTime, responseTime: x.now,
+            varyValues: varyValues(for: facts.varyNames, in: request, inScope: x.inScope), partition: partition)
         entry.assignedLifetime = assignedLifetime(facts, status: response.status, url: request.url, exchange: x)
         return entry
     }
@@ -749,7 +780,8 @@ struct CacheStrategy: Sendable {
     /// that is not cacheable by default.
     private func assignedLifetime(_ facts: CacheEntry.Facts, status: Int, url: URL?, exchange x: Exchange) -> Double? {
         guard facts.cacheControl.maxAge == nil, facts.expires.isEmpty,
-              CacheRules.heuristicallyCacheable.contains(status) else { return nil }
+            CacheRules.heuristicallyCacheable.contains(status)
+        else { return nil }
         return (x.requestLifetime ?? configuration.lifetimes.lifetime(for: url)).map(\.finiteOrZero)
     }
 
@@ -758,13 +790,15 @@ struct CacheStrategy: Sendable {
     /// entry that answers a later `GET` of it, or `nil`.
     func postEntry(_ response: RecallResponse, exchange x: Exchange) -> CacheEntry? {
         guard [200, 203].contains(response.status), let location = response.headers["Content-Location"],
-              let url = x.sent.url, let target = URL(string: location, relativeTo: url)?.absoluteURL,
-              let here = configuration.keyPolicy.canonicalURL(text: url.absoluteString),
-              configuration.keyPolicy.canonicalURL(text: target.absoluteString) == here else { return nil }
+            let url = x.sent.url, let target = URL(string: location, relativeTo: url)?.absoluteURL,
+            let here = configuration.keyPolicy.canonicalURL(text: url.absoluteString),
+            configuration.keyPolicy.canonicalURL(text: target.absoluteString) == here
+        else { return nil }
         let asGet = Self.asGet(x.sent)
         let facts = CacheEntry.Facts(response.headers)
         guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty,
-              rules.isStorable(response, facts: facts, for: asGet), mayShare(facts, x) else { return nil }
+            rules.isStorable(response, facts: facts, for: asGet), mayShare(facts, x)
+        else { return nil }
         let partition = partitioner.partition(for: asGet, userinfo: CachePartitioner.hasUserinfo(url.absoluteString), inScope: x.inScope)
         return entry(from: response, facts: facts, for: asGet, partition: partition, exchange: x)
     }
@@ -784,8 +818,9 @@ struct CacheStrategy: Sendable {
         var targets = [url]
         for name in ["Location", "Content-Location"] {
             guard let value = response.headers[name], let target = URL(string: value, relativeTo: url)?.absoluteURL,
-                  target.scheme?.lowercased() == url.scheme?.lowercased(), target.host?.lowercased() == url.host?.lowercased(),
-                  target.port == url.port else { continue }
+                target.scheme?.lowercased() == url.scheme?.lowercased(), target.host?.lowercased() == url.host?.lowercased(),
+                target.port == url.port
+            else { continue }
             targets.append(target)
         }
         return targets

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Writes an ``HTTPCache``'s records in order: one write of a key at a time (``KeyedLock``),
@@ -56,8 +56,10 @@ final class CacheWriter: Sendable {
     /// Stores nothing when a removal of the key came after `since` (the removal counts when the
     /// request began; `nil` for the answer of the write that removed): that answer may predate
     /// the write. Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
-    func store(_ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
-               context: RecallContext?) async {
+    func store(
+        _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
+        context: RecallContext?
+    ) async {
         let key = location.key
         await keys.lock(key)
         defer { keys.unlock(key) }
@@ -75,8 +77,10 @@ final class CacheWriter: Sendable {
     /// Commits a record stored in pieces at `location` (``CacheStorage/beginStoring(_:expires:)``),
     /// in order with the key's other writes — unless a removal of the key came after `since`
     /// (then it is abandoned). Whether it was stored; records ``CacheEvent/stored`` in `context`.
-    func commit(_ writing: any RecordWriting, at location: CacheLocator.Location, since: InvalidationEpochs.Snapshot?,
-                context: RecallContext?) async -> Bool {
+    func commit(
+        _ writing: any RecordWriting, at location: CacheLocator.Location, since: InvalidationEpochs.Snapshot?,
+        context: RecallContext?
+    ) async -> Bool {
         await keys.lock(location.key)
         defer { keys.unlock(location.key) }
         guard since.map({ epochs.isCurrent($0, stripe: location.epochStripe) }) ?? true else {
@@ -95,11 +99,15 @@ final class CacheWriter: Sendable {
 
     /// Merges the 304 `response` into the stored response of `location` it freshens (for the
     /// request of `state`), if any.
-    func freshen(_ location: CacheLocator.Location, partition: String, request: URLRequest, with response: RecallResponse,
-                 state: CacheRequestState, at date: Date, context: RecallContext?) async {
+    func freshen(
+        _ location: CacheLocator.Location, partition: String, request: URLRequest, with response: RecallResponse,
+        state: CacheRequestState, at date: Date, context: RecallContext?
+    ) async {
         guard let record = await lookup(location.key),
-              let merged = strategy.freshened(record, with: response, for: request, partition: partition, inScope: state.inScope,
-                                              requestTime: state.requestTime, responseTime: date) else { return }
+            let merged = strategy.freshened(
+                record, with: response, for: request, partition: partition, inScope: state.inScope,
+                requestTime: state.requestTime, responseTime: date)
+        else { return }
         await store(merged, at: location, keepsNothing: false, since: state.since, context: context)
     }
 

@@ -54,7 +54,7 @@ final class CanonicalURLMemo<Value: Sendable>: Sendable {
     }
 
     private func remember(_ value: Value, forText text: String, size: Int) {
-        let cost = text.utf8.count + size + 64 // the strings plus the table slot
+        let cost = text.utf8.count + size + 64  // the strings plus the table slot
         table.write { table in
             guard table.keys[text] == nil else { return }
             if table.keys.count >= capacity || table.bytes + cost > byteLimit {

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Responses whose bodies stream: decided on their heads, their bodies kept as they pass.
@@ -13,8 +13,10 @@ extension HTTPCache {
     /// carried out at once, and an answer other than the response drops its body (the download
     /// stops). A piece of a range, which the rules read, is collected first when its declared
     /// length fits the entry limit.
-    func streamed(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?,
-                  state: CacheRequestState, context: RecallContext) async throws -> RecallResponse {
+    func streamed(
+        _ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?,
+        state: CacheRequestState, context: RecallContext
+    ) async throws -> RecallResponse {
         let limit = storage.entryLimit
         let length = response.body.expectedLength
         // (A 206 without Content-Length is as long as its Content-Range says.)
@@ -24,7 +26,7 @@ extension HTTPCache {
             do {
                 whole = try await response.collected(upTo: limit)
             } catch {
-                leads.abandon(state.lead) // (one waiting request fetches in its place)
+                leads.abandon(state.lead)  // (one waiting request fetches in its place)
                 throw error
             }
             defer { leads.finish(state.lead) }
@@ -36,7 +38,7 @@ extension HTTPCache {
         let entry: CacheEntry
         switch after {
         case .store(let stored) where state.method != .head, .storeAndAnswer(let stored, _) where state.method != .head:
-            entry = stored // (the answer: the response as it streams)
+            entry = stored  // (the answer: the response as it streams)
         default:
             // (An answer to HEAD has no body: a stored response it updates keeps its own.)
             defer { leads.finish(state.lead) }
@@ -58,12 +60,17 @@ extension HTTPCache {
             writing = started
         }
         let storage = self.storage
-        let spill: (@Sendable () async -> (any RecordWriting)?)? = target == nil ? nil : { @Sendable in
-            await storage.beginStoring(record, expires: expires)
-        }
+        let spill: (@Sendable () async -> (any RecordWriting)?)? =
+            target == nil
+            ? nil
+            : { @Sendable in
+                await storage.beginStoring(record, expires: expires)
+            }
         var answer = response
-        answer.body = BodyTee.body(passing: response.body, keepingUpTo: limit, into: writing, spill: spill,
-                                   url: response.url ?? request.url) { [self] kept in
+        answer.body = BodyTee.body(
+            passing: response.body, keepingUpTo: limit, into: writing, spill: spill,
+            url: response.url ?? request.url
+        ) { [self] kept in
             switch kept {
             case .complete(let body):
                 var whole = entry

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A private HTTP cache (RFC 9111, with RFC 5861's `stale-while-revalidate` and
@@ -53,8 +53,10 @@ public final class HTTPCache: ServiceHook {
     /// - Parameter coordinator: for a storage several processes share, lets one of them fetch a
     ///   missing response for all (see ``FetchCoordinator``); used only when
     ///   ``CacheConfiguration/coalescesRequests`` is on.
-    public init(storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
-                coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
+        coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.storage = storage
         self.configuration = configuration
         self.coordinator = coordinator
@@ -63,8 +65,9 @@ public final class HTTPCache: ServiceHook {
         let partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         let locator = CacheLocator(configuration: configuration, partitioner: partitioner)
         self.locator = locator
-        let strategy = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner,
-                                     completionLimit: storage.entryLimit)
+        let strategy = CacheStrategy(
+            rules: CacheRules(configuration: configuration), partitioner: partitioner,
+            completionLimit: storage.entryLimit)
         self.strategy = strategy
         // The one place the cache asks for a storage's type: over memory it copies hits per core
         // and stores after answering (each a speed-up in a type of its own).
@@ -73,9 +76,10 @@ public final class HTTPCache: ServiceHook {
         self.writer = writer
         let behind = configuration.writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
         self.behind = behind
-        self.lookup = CacheLookup(strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
-                                  memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) },
-                                  writer: writer, behind: behind, now: now)
+        self.lookup = CacheLookup(
+            strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
+            memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) },
+            writer: writer, behind: behind, now: now)
     }
 
     // MARK: Before the network: lookup, decide, act
@@ -100,8 +104,9 @@ public final class HTTPCache: ServiceHook {
             case .lookup(let waiting):
                 if let action = decide(await lookup.resume(waiting), request, context: context) { return action }
             case .coalesce(let scheduling, let flightKey, let record, let before, let writesBefore):
-                return try await coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
-                                          request, context: context)
+                return try await coalesce(
+                    scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
+                    request, context: context)
             }
             next = context.take(suspended)
         }
@@ -135,8 +140,10 @@ public final class HTTPCache: ServiceHook {
     /// A miss with coalescing on, decided `before` on `record`: over a memory storage, with no
     /// other process to ask, a miss nobody leads yet is led without suspending; else `nil`, to
     /// ``coalesce(_:flightKey:record:before:writesBefore:_:context:)`` once suspended.
-    private func lead(_ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64,
-                      _ request: URLRequest, context: RecallContext) -> HookAction? {
+    private func lead(
+        _ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64,
+        _ request: URLRequest, context: RecallContext
+    ) -> HookAction? {
         let key = scheduling.location.key
         // A request that starts after an invalidation of its key never waits for a fetch
         // that began before it: the epoch is part of what requests coalesce on.
@@ -157,8 +164,10 @@ public final class HTTPCache: ServiceHook {
 
     /// A miss with coalescing on: shared with the concurrent misses of its key (``CacheLeads``),
     /// then decided on what the leader (of this process or another) left.
-    private func coalesce(_ scheduling: CacheScheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
-                          writesBefore: UInt64, _ request: URLRequest, context: RecallContext) async throws -> HookAction {
+    private func coalesce(
+        _ scheduling: CacheScheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
+        writesBefore: UInt64, _ request: URLRequest, context: RecallContext
+    ) async throws -> HookAction {
         let key = scheduling.location.key
         var record = found
         let (before, lead) = try await leads.share(
@@ -176,10 +185,12 @@ public final class HTTPCache: ServiceHook {
     /// Carries out what the strategy decided before the network for the request `scheduling`
     /// describes, which found `record`, and counts it. `lead` is what the request leads, ended
     /// here unless the request goes to the origin (then its state holds it).
-    private func act(on before: consuming CacheStrategy.Before, request: URLRequest, _ scheduling: CacheScheduling, record: CacheRecord?,
-                     lead: CacheRequestState.Lead?, context: RecallContext) -> HookAction {
+    private func act(
+        on before: consuming CacheStrategy.Before, request: URLRequest, _ scheduling: CacheScheduling, record: CacheRecord?,
+        lead: CacheRequestState.Lead?, context: RecallContext
+    ) -> HookAction {
         counts.count(before, context: context)
-        switch consume before { // (moved, not copied: a response copy retains each of its parts)
+        switch consume before {  // (moved, not copied: a response copy retains each of its parts)
         case .serve(let response, _):
             leads.finish(lead)
             return .respond(response)
@@ -221,8 +232,9 @@ public final class HTTPCache: ServiceHook {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             behind?.run { [self] in
-                let (after, exchange, target) = decide(response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
-                                                       context: context)
+                let (after, exchange, target) = decide(
+                    response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
+                    context: context)
                 if let stored = behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket) {
                     locator.remember(stored, for: exchange.answered.url)
                 }
@@ -237,9 +249,12 @@ public final class HTTPCache: ServiceHook {
 
     /// What the strategy decides for `response`, answered at `date` for `request` (which went out
     /// as `sent`), counted; with the exchange and where the answer belongs (``CacheLocator/exchange(_:for:sent:lifetime:at:state:)``).
-    func decide(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
-                        state: CacheRequestState, context: RecallContext)
-        -> (CacheStrategy.After, CacheStrategy.Exchange, CacheLocator.Location?) {
+    func decide(
+        _ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?, at date: Date,
+        state: CacheRequestState, context: RecallContext
+    )
+        -> (CacheStrategy.After, CacheStrategy.Exchange, CacheLocator.Location?)
+    {
         let (exchange, target) = locator.exchange(response, for: request, sent: sent, lifetime: lifetime, at: date, state: state)
         let after = strategy.after(response, mode: state.mode, exchange: exchange)
         counts.count(after, response: response, mode: state.mode, method: state.method, isRefresh: state.isRefresh, context: context)
@@ -248,17 +263,20 @@ public final class HTTPCache: ServiceHook {
 
     /// Carries out what the strategy decided after the network, for `response` to `request`
     /// (sent as `sent`) in `exchange`; `target` is where the answer belongs.
-    func act(on after: CacheStrategy.After, _ response: RecallResponse, for request: URLRequest, sent: URLRequest,
-                     exchange: CacheStrategy.Exchange, target: CacheLocator.Location?, state: CacheRequestState,
-                     context: RecallContext) async throws -> RecallResponse {
+    func act(
+        on after: CacheStrategy.After, _ response: RecallResponse, for request: URLRequest, sent: URLRequest,
+        exchange: CacheStrategy.Exchange, target: CacheLocator.Location?, state: CacheRequestState,
+        context: RecallContext
+    ) async throws -> RecallResponse {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
         // Stores `entry` where the answer belongs, and remembers that URL's location.
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             locator.remember(target, for: exchange.answered.url)
-            await writer.store(entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
-                               context: recording)
+            await writer.store(
+                entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
+                context: recording)
         }
         switch after {
         case .pass:
@@ -287,18 +305,20 @@ public final class HTTPCache: ServiceHook {
         case .refetch(let unconditional, let removing):
             if removing { await writer.remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
-            context[states] = state.refetching(since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since,
-                                               removed: removing)
+            context[states] = state.refetching(
+                since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since,
+                removed: removing)
             do {
                 return try await onSuccess(try await again(unconditional), for: unconditional, context: context)
             } catch {
-                context[states] = nil // (nothing of the request is left to answer)
+                context[states] = nil  // (nothing of the request is left to answer)
                 throw error
             }
         case .freshen:
             if let target {
-                await writer.freshen(target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
-                              at: exchange.now, context: recording)
+                await writer.freshen(
+                    target, partition: exchange.partition, request: exchange.answered, with: response, state: state,
+                    at: exchange.now, context: recording)
             }
             return response
         }

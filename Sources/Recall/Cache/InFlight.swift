@@ -1,4 +1,3 @@
-
 /// One origin request that other requests wait for (coalescing), resumed when it finishes.
 final class InFlight: Sendable {
     private struct State {

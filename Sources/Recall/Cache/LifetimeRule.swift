@@ -46,7 +46,8 @@ public struct LifetimeRule: Sendable, Hashable, CustomStringConvertible {
             hostPattern = pattern[...]
             pathPattern = nil
         }
-        let hostMatches = Self.glob(hostPattern.utf8, host.utf8)
+        let hostMatches =
+            Self.glob(hostPattern.utf8, host.utf8)
             || url.port.map { Self.glob(hostPattern.utf8, "\(host):\($0)".utf8) } == true
         guard hostMatches else { return false }
         guard let pathPattern else { return true }

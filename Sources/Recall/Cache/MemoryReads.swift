@@ -34,12 +34,13 @@ final class MemoryReads: Sendable {
     func record(at location: Location, copy: Lookup?) -> CacheRecord? {
         // (Plain values into the check: the lookup itself would be retained with its parts.)
         if let copy, let hit = copy.hit, let (stripe, generation) = copy.copied,
-           unownedCopies?._withUnsafeGuaranteedRef({ $0.isCurrent(stripe: stripe, generation: generation) }) == true {
+            unownedCopies?._withUnsafeGuaranteedRef({ $0.isCurrent(stripe: stripe, generation: generation) }) == true
+        {
             if copy.reportsRead { memory.recordRead(location.key) }
             return hit.record
         }
         guard let copy, copy.admits, let copies else { return memory.recordNow(for: location.key) }
-        let generation = memory.generations.current(location.generationStripe) // before the read
+        let generation = memory.generations.current(location.generationStripe)  // before the read
         guard let record = memory.recordNow(for: location.key) else { return nil }
         copies.offer(record, for: copy.key, stripe: location.generationStripe, generation: generation) {
             guard let record = record.unsharedCopy() else { return nil }

@@ -44,8 +44,9 @@ struct PartialContent: Sendable, Equatable {
         var pieces: [Piece] = []
         for value in ranges {
             guard let (bounds, total) = Self.contentRange(value), length == nil || length == total,
-                  pieces.last.map({ $0.bounds.upperBound + 1 < bounds.lowerBound }) ?? true,
-                  entry.body.endIndex - offset >= bounds.count else { return nil }
+                pieces.last.map({ $0.bounds.upperBound + 1 < bounds.lowerBound }) ?? true,
+                entry.body.endIndex - offset >= bounds.count
+            else { return nil }
             length = total
             // A slice shares the entry's bytes: reading the pieces of a hit copies nothing.
             pieces.append(Piece(bounds: bounds, bytes: entry.body[offset..<(offset + bounds.count)]))
@@ -69,7 +70,8 @@ struct PartialContent: Sendable, Equatable {
             return Int(part)
         }
         guard let first = number(spec[..<dash]), let last = number(spec[spec.index(after: dash)..<slash]),
-              let length = number(spec[spec.index(after: slash)...]), first <= last, last < length else { return nil }
+            let length = number(spec[spec.index(after: slash)...]), first <= last, last < length
+        else { return nil }
         return (first...last, length)
     }
 
@@ -123,8 +125,9 @@ struct PartialContent: Sendable, Equatable {
             if piece.bounds.upperBound > merged.bounds.upperBound {
                 bytes.append(piece.bytes.suffix(piece.bounds.upperBound - merged.bounds.upperBound))
             }
-            merged = Piece(bounds: min(piece.bounds.lowerBound, merged.bounds.lowerBound)...max(piece.bounds.upperBound, merged.bounds.upperBound),
-                           bytes: bytes)
+            merged = Piece(
+                bounds: min(piece.bounds.lowerBound, merged.bounds.lowerBound)...max(piece.bounds.upperBound, merged.bounds.upperBound),
+                bytes: bytes)
         }
         kept.append(merged)
         guard kept.count <= Self.maxPieces else { return false }

@@ -29,10 +29,11 @@ final class PendingWrites: Sendable {
     /// a needless check of the key's lock).
     static func stripe(of key: String) -> Int {
         let count = key.utf8.count
-        let mixed = key.utf8.withContiguousStorageIfAvailable { bytes -> Int in
-            guard count > 0 else { return 0 }
-            return Int(bytes[count - 1]) &+ Int(bytes[count / 2]) &* 31 &+ Int(bytes[count / 3]) &* 961
-        } ?? 0
+        let mixed =
+            key.utf8.withContiguousStorageIfAvailable { bytes -> Int in
+                guard count > 0 else { return 0 }
+                return Int(bytes[count - 1]) &+ Int(bytes[count / 2]) &* 31 &+ Int(bytes[count / 3]) &* 961
+            } ?? 0
         return (mixed &+ count &* 29_791) & (stripeCount - 1)
     }
 

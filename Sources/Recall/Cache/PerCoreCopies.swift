@@ -1,10 +1,10 @@
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Copies of the records a cache serves most, one small table per processor core, so that cores
@@ -227,7 +227,7 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
         init(_ text: String) {
             self.text = text
             let odd = text.hashValue | 1
-            hash = odd == 1 ? 3 : odd // odd: never 0 (an empty slot), and not 1, whose second-sight mark would be 0
+            hash = odd == 1 ? 3 : odd  // odd: never 0 (an empty slot), and not 1, whose second-sight mark would be 0
         }
 
         init(text: String, hash: Int) {
@@ -289,10 +289,11 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
                 if let reportsRead = table.copies.values[index].hit(current: generations) {
                     count(served: true)
                     let copy = table.copies.values[index]
-                    return Lookup(key: key, hit: copy.held, reportsRead: reportsRead, admits: false,
-                                  copied: (copy.stripe, copy.generation))
+                    return Lookup(
+                        key: key, hit: copy.held, reportsRead: reportsRead, admits: false,
+                        copied: (copy.stripe, copy.generation))
                 }
-                table.remove(key) // the storage changed the record since: copy it again
+                table.remove(key)  // the storage changed the record since: copy it again
                 count(served: false)
                 return Lookup(key: key, hit: nil, reportsRead: false, admits: true)
             }
@@ -326,19 +327,22 @@ final class PerCoreCopies<Location: Sendable>: @unchecked Sendable {
     /// its key's `stripe` counting `generation` (loaded before the record was read), into the
     /// calling core's table, if it is small enough and the table has room. `copy` makes the
     /// copies (nil: the record cannot be copied exactly).
-    func offer(_ record: CacheRecord, for key: Key, stripe: Int, generation: UInt64,
-               copy: () -> (location: Location, record: CacheRecord, text: String)?) {
+    func offer(
+        _ record: CacheRecord, for key: Key, stripe: Int, generation: UInt64,
+        copy: () -> (location: Location, record: CacheRecord, text: String)?
+    ) {
         let bytes = record.byteCount + key.text.utf8.count
         guard bytes <= largestRecord else { return }
         _ = withCurrentTable { (table: inout Table) -> Void? in
-            guard table.copies[key] == nil else { return nil } // (another task on this core was first)
+            guard table.copies[key] == nil else { return nil }  // (another task on this core was first)
             func full() -> Bool { table.bytes + bytes > bytesPerCore || table.copies.count >= maximumCopies }
             if full() {
                 guard sweep(&table), !full() else { return nil }
             }
             guard let made = copy() else { return nil }
-            table.copies[Key(text: made.text, hash: key.hash)] = Copy(held: Held(location: made.location, record: made.record),
-                                                                    bytes: bytes, stripe: stripe, generation: generation)
+            table.copies[Key(text: made.text, hash: key.hash)] = Copy(
+                held: Held(location: made.location, record: made.record),
+                bytes: bytes, stripe: stripe, generation: generation)
             table.bytes += bytes
             return nil
         }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 /// Lets concurrent requests for one key share one origin request: the first to ``join(_:)``
 /// leads (it goes to the origin), the others wait until the leader calls ``finish(_:)`` and then

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Stores made after their answers (``CacheConfiguration/writesBehind``): over a
@@ -50,7 +50,7 @@ final class WriteBehind: Sendable {
     /// (nothing begun: store the usual way) for another answer or when another write holds the key.
     func begin(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: CacheRequestState) -> UInt64? {
         guard response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode else { return nil }
-        let sentURL = sent.url // (each read of a request's URL goes through Foundation's object)
+        let sentURL = sent.url  // (each read of a request's URL goes through Foundation's object)
         guard sentURL == request.url, response.url == nil || response.url == sentURL else { return nil }
         return begin(state)
     }
@@ -70,8 +70,10 @@ final class WriteBehind: Sendable {
     /// Lands the write begun with `ticket` for the request of `state`, decided `after` for an
     /// answer that belongs at `target`: stores the entry of a `.store` there when it is the key
     /// looked up (the one locked). Where it stored, or `nil`.
-    func land(_ after: CacheStrategy.After, at target: CacheLocator.Location?, state: CacheRequestState, context: RecallContext?,
-              ticket: UInt64) -> CacheLocator.Location? {
+    func land(
+        _ after: CacheStrategy.After, at target: CacheLocator.Location?, state: CacheRequestState, context: RecallContext?,
+        ticket: UInt64
+    ) -> CacheLocator.Location? {
         guard case .store(let entry) = after, let target, target.key == state.key else {
             _ = land(nil, state: state, context: context, ticket: ticket)
             return nil

@@ -32,7 +32,7 @@ public enum HTTPDate {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         var days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let weekday = Int((days % 7 + 11) % 7) // 1970-01-01 was a Thursday
+        let weekday = Int((days % 7 + 11) % 7)  // 1970-01-01 was a Thursday
         // Civil-from-days (Howard Hinnant's algorithm).
         days += 719_468
         let era = (days >= 0 ? days : days - 146_096) / 146_097
@@ -53,29 +53,33 @@ public enum HTTPDate {
     /// `Www, DD Mmm YYYY HH:MM:SS GMT` at fixed offsets, without allocating strings.
     private static func parseIMFFixdate(_ b: [UInt8], anyCase: Bool) -> Date? {
         guard b.count == 29, b[3] == UInt8(ascii: ","), b[4] == 0x20, b[7] == 0x20, b[11] == 0x20, b[16] == 0x20,
-              b[25] == 0x20, spelled("GMT", b[26..<29], anyCase),
-              dayNames.contains(where: { spelled($0, b[0..<3], anyCase) }),
-              let day = number(b, 5..<7), let year = number(b, 12..<16), let clock = time(b, at: 17) else { return nil }
+            b[25] == 0x20, spelled("GMT", b[26..<29], anyCase),
+            dayNames.contains(where: { spelled($0, b[0..<3], anyCase) }),
+            let day = number(b, 5..<7), let year = number(b, 12..<16), let clock = time(b, at: 17)
+        else { return nil }
         return make(day: day, month: monthNumber(b[8..<11], anyCase), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
     }
 
     /// `Www Mmm DD HH:MM:SS YYYY`, the day as two digits or a space and a digit.
     private static func parseAsctime(_ b: [UInt8], anyCase: Bool) -> Date? {
         guard b.count == 24, b[3] == 0x20, b[7] == 0x20, b[10] == 0x20, b[19] == 0x20,
-              dayNames.contains(where: { spelled($0, b[0..<3], anyCase) }),
-              let day = b[8] == 0x20 ? number(b, 9..<10) : number(b, 8..<10),
-              let year = number(b, 20..<24), let clock = time(b, at: 11) else { return nil }
+            dayNames.contains(where: { spelled($0, b[0..<3], anyCase) }),
+            let day = b[8] == 0x20 ? number(b, 9..<10) : number(b, 8..<10),
+            let year = number(b, 20..<24), let clock = time(b, at: 11)
+        else { return nil }
         return make(day: day, month: monthNumber(b[4..<7], anyCase), year: year, hour: clock.hour, minute: clock.minute, second: clock.second)
     }
 
     /// `Weekday, DD-Mmm-YY HH:MM:SS GMT`, the weekday spelled out.
     private static func parseRFC850(_ b: [UInt8], now: Date, anyCase: Bool) -> Date? {
         guard let comma = b.firstIndex(of: UInt8(ascii: ",")), b.count == comma + 24,
-              longDayNames.contains(where: { spelled($0, b[0..<comma], anyCase) }) else { return nil }
-        let rest = Array(b[(comma + 1)...]) // " DD-Mmm-YY HH:MM:SS GMT"
+            longDayNames.contains(where: { spelled($0, b[0..<comma], anyCase) })
+        else { return nil }
+        let rest = Array(b[(comma + 1)...])  // " DD-Mmm-YY HH:MM:SS GMT"
         guard rest[0] == 0x20, rest[3] == UInt8(ascii: "-"), rest[7] == UInt8(ascii: "-"), rest[10] == 0x20, rest[19] == 0x20,
-              spelled("GMT", rest[20..<23], anyCase),
-              let day = number(rest, 1..<3), let yy = number(rest, 8..<10), let clock = time(rest, at: 11) else { return nil }
+            spelled("GMT", rest[20..<23], anyCase),
+            let day = number(rest, 1..<3), let yy = number(rest, 8..<10), let clock = time(rest, at: 11)
+        else { return nil }
         let thisYear = Calendar(identifier: .gregorian).component(.year, from: now)
         var year = (thisYear / 100) * 100 + yy
         if year > thisYear + 50 { year -= 100 }
@@ -106,8 +110,9 @@ public enum HTTPDate {
     /// `HH:MM:SS` at `offset`, two digits each.
     private static func time(_ b: [UInt8], at offset: Int) -> (hour: Int, minute: Int, second: Int)? {
         guard b[offset + 2] == UInt8(ascii: ":"), b[offset + 5] == UInt8(ascii: ":"),
-              let hour = number(b, offset..<(offset + 2)), let minute = number(b, (offset + 3)..<(offset + 5)),
-              let second = number(b, (offset + 6)..<(offset + 8)) else { return nil }
+            let hour = number(b, offset..<(offset + 2)), let minute = number(b, (offset + 3)..<(offset + 5)),
+            let second = number(b, (offset + 6)..<(offset + 8))
+        else { return nil }
         return (hour, minute, second)
     }
 
@@ -118,7 +123,8 @@ public enum HTTPDate {
 
     private static func make(day: Int?, month: Int?, year: Int?, hour: Int, minute: Int, second: Int) -> Date? {
         guard let day, let month, let year, (1...31).contains(day), (1...9999).contains(year),
-              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
+            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
         let daysInMonth = [31, (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
         guard day <= daysInMonth[month - 1] else { return nil }
         // Days-from-civil (Howard Hinnant's algorithm).

@@ -15,8 +15,10 @@ struct AttemptRace: Sendable {
     struct TimedOut: Error {}
 
     /// Runs `send` within `timeout` (none when `nil`) measured on `time`.
-    static func run<Value: Sendable>(timeout: Duration?, time: TimeSource,
-                                     _ send: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    static func run<Value: Sendable>(
+        timeout: Duration?, time: TimeSource,
+        _ send: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
         if let timeout, timeout <= .zero { throw TimedOut() }
         let answer = Answer<Value>()
         let cut = AttemptCut()
@@ -31,7 +33,7 @@ struct AttemptRace: Sendable {
         }
         let timer = timeout.map { timeout in
             TaskCensus.task {
-                do { try await time.sleep(for: timeout) } catch { return } // cancelled: the attempt answered first
+                do { try await time.sleep(for: timeout) } catch { return }  // cancelled: the attempt answered first
                 // The breaker hears of the cut before the caller resumes and may start another attempt.
                 answer.finish(with: .failure(TimedOut())) { cut.cut(.timedOut) }
             }
@@ -44,7 +46,7 @@ struct AttemptRace: Sendable {
                 answer.finish(with: .failure(CancellationError())) { cut.cut(.cancelled) }
             }
         } catch {
-            work.cancel() // timed out or cancelled: stop a transport that listens; one that does not finishes unheard
+            work.cancel()  // timed out or cancelled: stop a transport that listens; one that does not finishes unheard
             throw error
         }
     }
@@ -52,8 +54,10 @@ struct AttemptRace: Sendable {
     /// Runs `send` — of a transport that returns promptly once cancelled — within `timeout`, as
     /// a child task racing a timer: the loser is cancelled and, the transport being prompt, the
     /// group ends at once. A transport wrapper hears of the cut through ``AttemptCut`` first.
-    static func runCooperative(timeout: Duration, time: TimeSource,
-                               _ send: @escaping @Sendable () async throws -> RecallResponse) async throws -> RecallResponse {
+    static func runCooperative(
+        timeout: Duration, time: TimeSource,
+        _ send: @escaping @Sendable () async throws -> RecallResponse
+    ) async throws -> RecallResponse {
         guard timeout > .zero else { throw TimedOut() }
         let cut = AttemptCut()
         return try await withThrowingTaskGroup(of: RecallResponse.self) { group in

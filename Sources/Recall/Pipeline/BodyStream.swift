@@ -35,7 +35,6 @@ final class BodyStream: Sendable {
         /// Runs when the reader leaves before the end.
         var termination: (@Sendable () -> Void)?
 
-
         /// What the reader gets now: a chunk — the chunks waiting, joined up to ``joinedUpTo``
         /// bytes, so that a reader behind its producer catches up in fewer, larger reads — the
         /// end, or nil (it must wait).
@@ -54,7 +53,7 @@ final class BodyStream: Sendable {
                     chunks.removeAll(keepingCapacity: true)
                     head = 0
                 } else if head >= 1024, head * 2 >= chunks.count {
-                    chunks.removeFirst(head) // (a reader that never drains the buffer: keep it compact)
+                    chunks.removeFirst(head)  // (a reader that never drains the buffer: keep it compact)
                     head = 0
                 }
                 return .success(chunk)
@@ -108,7 +107,7 @@ final class BodyStream: Sendable {
             if let expected = expectedLength, state.received > expected { return .overLength }
             if let reader = state.reader {
                 state.reader = nil
-                return .accepted(reader) // (a reader waits only on an empty buffer)
+                return .accepted(reader)  // (a reader waits only on an empty buffer)
             }
             state.chunks.append(chunk)
             state.buffered += chunk.count
@@ -219,7 +218,9 @@ final class BodyStream: Sendable {
     /// `CancellationError`, and the termination action runs unless the reader had the end.
     func leave() {
         let (reader, writers, termination) = state.withLock { state in
-            guard !state.readerLeft else { return (CheckedContinuation<Data?, any Error>?.none, [CheckedContinuation<Void, any Error>](), (@Sendable () -> Void)?.none) }
+            guard !state.readerLeft else {
+                return (CheckedContinuation<Data?, any Error>?.none, [CheckedContinuation<Void, any Error>](), (@Sendable () -> Void)?.none)
+            }
             state.readerLeft = true
             state.chunks = []
             state.head = 0

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The processor core the calling thread runs on, where the C library can tell
@@ -19,11 +19,11 @@ enum CurrentCore {
     /// `sched_getcpu`, or nil where the C library lacks it.
     static let function: Function? = {
         #if canImport(Glibc) || canImport(Musl)
-        // Not in the Glibc module's headers (it needs _GNU_SOURCE); nil is RTLD_DEFAULT.
-        guard let symbol = dlsym(nil, "sched_getcpu") else { return nil }
-        return unsafeBitCast(symbol, to: Function.self)
+            // Not in the Glibc module's headers (it needs _GNU_SOURCE); nil is RTLD_DEFAULT.
+            guard let symbol = dlsym(nil, "sched_getcpu") else { return nil }
+            return unsafeBitCast(symbol, to: Function.self)
         #else
-        return nil
+            return nil
         #endif
     }()
 

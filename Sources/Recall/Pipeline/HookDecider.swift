@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Asks one hook of a pipeline to decide without suspending
@@ -10,7 +10,7 @@ import FoundationNetworking
 /// hook: a write to a reference count every core shares, on every hit. A subclass made for the
 /// hook's own type borrows it instead; the pipeline keeps one for its first hook and calls it
 /// through an unmanaged reference (see ``Pipeline``).
-class HookDecider: @unchecked Sendable { // (no state of its own; its one subclass is immutable)
+class HookDecider: @unchecked Sendable {  // (no state of its own; its one subclass is immutable)
     /// The hook's decision, or `nil` when it has to suspend.
     func decide(_ request: URLRequest, context: RecallContext) -> HookAction? { nil }
 

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The request pipeline: service hooks around a retrier around a transport.
@@ -63,8 +63,10 @@ public struct Pipeline: Transport {
         /// to make, no clock to read and no decision to wait for.
         let singleAttempt: Bool
 
-        init(transport: any Transport, hooks: [any ServiceHook], retrierFactory: any RetrierFactory, time: TimeSource,
-             observer: (@Sendable (RecallEvent, RecallContext) -> Void)?) {
+        init(
+            transport: any Transport, hooks: [any ServiceHook], retrierFactory: any RetrierFactory, time: TimeSource,
+            observer: (@Sendable (RecallEvent, RecallContext) -> Void)?
+        ) {
             self.transport = transport
             self.hooks = hooks
             self.retrierFactory = retrierFactory
@@ -128,8 +130,10 @@ public struct Pipeline: Transport {
 
     /// Runs the hook at `index` and the stages inside it. `decided`: what the hook's
     /// ``ServiceHook/decideWithoutSuspending(_:context:)`` answered, when the caller asked it.
-    private func run(hookAt index: Int, _ request: URLRequest, context: RecallContext,
-                     decided: HookAction?? = nil) async throws -> RecallResponse {
+    private func run(
+        hookAt index: Int, _ request: URLRequest, context: RecallContext,
+        decided: HookAction?? = nil
+    ) async throws -> RecallResponse {
         guard index < hooks.count else { return try await attempt(request, context: context) }
         let hook = hooks[index]
         let action: HookAction
@@ -187,8 +191,10 @@ public struct Pipeline: Transport {
         let response: RecallResponse
         do {
             // (The innermost hook calls the retrier at once: one async frame fewer.)
-            response = index + 1 < hooks.count ? try await run(hookAt: index + 1, forwarded, context: context)
-                                               : try await attempt(forwarded, context: context)
+            response =
+                index + 1 < hooks.count
+                ? try await run(hookAt: index + 1, forwarded, context: context)
+                : try await attempt(forwarded, context: context)
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
@@ -213,10 +219,10 @@ public struct Pipeline: Transport {
     }
 
     private func attempt(_ request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        if parts.singleAttempt { // (the retrier would stop after the first attempt)
+        if parts.singleAttempt {  // (the retrier would stop after the first attempt)
             try Task.checkCancellation()
             context.recordAttempt(request)
-            return try await send(request, timeout: nil) // (a cancellation's spelling is mended outside, as every error's)
+            return try await send(request, timeout: nil)  // (a cancellation's spelling is mended outside, as every error's)
         }
         var retrier = retrierFactory.makeRetrier(for: request)
         var current = request
@@ -232,8 +238,10 @@ public struct Pipeline: Transport {
                 if Task.isCancelled || error.isCancellation { throw CancellationError() }
                 if let timeout, error is AttemptRace.TimedOut {
                     context.record(.attemptTimedOut(number: number, after: timeout))
-                    outcome = .failure(TransportError(.timedOut, url: current.url,
-                                                      message: "the attempt took longer than its \(timeout.formatted) timeout"))
+                    outcome = .failure(
+                        TransportError(
+                            .timedOut, url: current.url,
+                            message: "the attempt took longer than its \(timeout.formatted) timeout"))
                 } else {
                     outcome = .failure(error)
                 }
@@ -247,8 +255,9 @@ public struct Pipeline: Transport {
                 var response = try outcome.get()
                 if response.body.isStreamed {
                     let elapsed = time.now() - start
-                    response.body = TimedBody.body(response.body, silence: retrier.attemptTimeout(elapsed: elapsed),
-                                                   remaining: retrier.remainingTime(elapsed: elapsed), time: time, url: current.url)
+                    response.body = TimedBody.body(
+                        response.body, silence: retrier.attemptTimeout(elapsed: elapsed),
+                        remaining: retrier.remainingTime(elapsed: elapsed), time: time, url: current.url)
                 }
                 return response
             case .fail(let error):

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A value many threads read at once and few write: readers share the lock and never wait for
@@ -43,14 +43,14 @@ package final class ReadWriteLocked<State>: @unchecked Sendable {
             let lock = (locks + stripe * Self.lockStride).bindMemory(to: pthread_rwlock_t.self, capacity: 1)
             lock.initialize(to: pthread_rwlock_t())
             #if canImport(Glibc)
-            var attributes = pthread_rwlockattr_t()
-            pthread_rwlockattr_init(&attributes)
-            // glibc prefers readers by default: a steady stream of hits would hold off every store.
-            pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
-            pthread_rwlock_init(lock, &attributes)
-            pthread_rwlockattr_destroy(&attributes)
+                var attributes = pthread_rwlockattr_t()
+                pthread_rwlockattr_init(&attributes)
+                // glibc prefers readers by default: a steady stream of hits would hold off every store.
+                pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+                pthread_rwlock_init(lock, &attributes)
+                pthread_rwlockattr_destroy(&attributes)
             #else
-            pthread_rwlock_init(lock, nil) // Darwin's rwlock already lets waiting writers go first; musl's too
+                pthread_rwlock_init(lock, nil)  // Darwin's rwlock already lets waiting writers go first; musl's too
             #endif
         }
     }
@@ -73,7 +73,7 @@ package final class ReadWriteLocked<State>: @unchecked Sendable {
     /// calling core's alone).
     private var currentStripe: Int {
         guard stripes > 1, let core = CurrentCore.function?() else { return 0 }
-        return (Int(core) & Int.max) % stripes // (-1, an error, is a stripe too)
+        return (Int(core) & Int.max) % stripes  // (-1, an error, is a stripe too)
     }
 
     /// Runs `body` with shared, read-only access; other readers may run at the same time.

@@ -93,8 +93,10 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     ///     for try await chunk in download { try await writer.write(Data(chunk)) }
     /// }
     /// ```
-    public static func producing(expectedLength: Int? = nil, url: URL? = nil,
-                                 _ produce: @escaping @Sendable (Writer) async throws -> Void) -> ResponseBody {
+    public static func producing(
+        expectedLength: Int? = nil, url: URL? = nil,
+        _ produce: @escaping @Sendable (Writer) async throws -> Void
+    ) -> ResponseBody {
         let (body, writer) = makeStream(expectedLength: expectedLength, url: url)
         let task = TaskCensus.task {
             do {
@@ -114,10 +116,11 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     /// `identity`) or `Transfer-Encoding` is present, or when the field is not one number.
     public static func declaredLength(status: Int, headers: HeaderFields, requestMethod: String?) -> Int? {
         guard requestMethod?.uppercased() != "HEAD", status >= 200, status != 204, status != 304,
-              !headers.contains("Transfer-Encoding"),
-              headers.values(for: "Content-Encoding").allSatisfy({ $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }),
-              let values = Optional(headers.values(for: "Content-Length")), values.count == 1,
-              let length = Int(values[0].trimmingCharacters(in: .whitespaces)), length >= 0 else { return nil }
+            !headers.contains("Transfer-Encoding"),
+            headers.values(for: "Content-Encoding").allSatisfy({ $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }),
+            let values = Optional(headers.values(for: "Content-Length")), values.count == 1,
+            let length = Int(values[0].trimmingCharacters(in: .whitespaces)), length >= 0
+        else { return nil }
         return length
     }
 
@@ -163,7 +166,7 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
         if let expected = expectedLength { data.reserveCapacity(Swift.min(expected, 16 << 20)) }
         for try await chunk in self {
             guard data.count + chunk.count <= maxBytes else {
-                discard() // (a body read from a store stops when its iterator goes)
+                discard()  // (a body read from a store stops when its iterator goes)
                 throw ResponseBodyError.tooLarge(limit: maxBytes)
             }
             data.append(chunk)
@@ -221,7 +224,7 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
                 }
                 return try await reader.stream.next()
             case .stored(var cursor):
-                source = .whole(nil) // (the cursor stays unique while it reads)
+                source = .whole(nil)  // (the cursor stays unique while it reads)
                 defer { source = .stored(cursor) }
                 return try await cursor.next()
             }

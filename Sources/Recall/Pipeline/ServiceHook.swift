@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A middleware step in a ``Pipeline``: the HTTP cache, request coalescing, logging, metrics

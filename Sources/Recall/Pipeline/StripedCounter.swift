@@ -1,10 +1,10 @@
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A counter that many threads add to at once without contending: each thread adds to one of
@@ -39,9 +39,9 @@ package final class StripedCounter: Sendable {
 
     private static func cellIndex() -> Int {
         #if canImport(Glibc)
-        let thread = UInt(pthread_self()) // an integer on glibc
+            let thread = UInt(pthread_self())  // an integer on glibc
         #else
-        let thread = UInt(bitPattern: pthread_self()) // a pointer on Darwin and musl
+            let thread = UInt(bitPattern: pthread_self())  // a pointer on Darwin and musl
         #endif
         // Thread handles are far apart and aligned: mix them (Fibonacci hashing), keep the top bits.
         return Int(truncatingIfNeeded: (UInt64(thread) &* 0x9E37_79B9_7F4A_7C15) >> 60) & (cellCount - 1)

@@ -21,7 +21,8 @@ enum TimedBody {
                 do {
                     chunk = try await AttemptRace.run(timeout: limit, time: time) { try await chunks.next() }
                 } catch is AttemptRace.TimedOut {
-                    let passed = left.map { $0 == limit } ?? false
+                    let passed =
+                        left.map { $0 == limit } ?? false
                         ? "the deadline passed while the body streamed"
                         : "no body bytes arrived for \(silence?.formatted ?? "")"
                     throw TransportError(.timedOut, url: url, message: passed)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Anything that can answer a `URLRequest`: URLSession, an in-process `ServiceRouter` (RecallServices),

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A retrier that answers a `401 Unauthorized` by refreshing the credential once and
@@ -17,8 +17,10 @@ public struct AuthRefreshRetrier: Retrier {
     private var refreshed = false
 
     /// Creates a retrier around `inner`.
-    public init(inner: any Retrier, statuses: Set<Int> = [401],
-                refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest) {
+    public init(
+        inner: any Retrier, statuses: Set<Int> = [401],
+        refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest
+    ) {
         self.inner = inner
         self.statuses = statuses
         self.refresh = refresh
@@ -78,8 +80,10 @@ public struct AuthRefreshRetrierFactory: RetrierFactory {
     public let refresh: @Sendable (URLRequest) async throws -> URLRequest
 
     /// Creates a factory.
-    public init(inner: any RetrierFactory, statuses: Set<Int> = [401],
-                refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest) {
+    public init(
+        inner: any RetrierFactory, statuses: Set<Int> = [401],
+        refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest
+    ) {
         self.inner = inner
         self.statuses = statuses
         self.refresh = refresh
@@ -101,8 +105,10 @@ extension RetrierFactory {
     ///     return request
     /// }
     /// ```
-    public func refreshingAuth(on statuses: Set<Int> = [401],
-                               _ refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest) -> AuthRefreshRetrierFactory {
+    public func refreshingAuth(
+        on statuses: Set<Int> = [401],
+        _ refresh: @escaping @Sendable (URLRequest) async throws -> URLRequest
+    ) -> AuthRefreshRetrierFactory {
         AuthRefreshRetrierFactory(inner: self, statuses: statuses, refresh: refresh)
     }
 }

@@ -42,8 +42,10 @@ public struct Backoff: Sendable, Hashable {
     }
 
     /// `base`, `base × multiplier`, `base × multiplier²`…, at most `cap`.
-    public static func exponential(base: Duration = .milliseconds(100), multiplier: Double = 2,
-                                   cap: Duration = .seconds(10)) -> Backoff {
+    public static func exponential(
+        base: Duration = .milliseconds(100), multiplier: Double = 2,
+        cap: Duration = .seconds(10)
+    ) -> Backoff {
         Backoff(base: base, shape: .exponential(multiplier: multiplier), cap: cap)
     }
 
@@ -51,7 +53,7 @@ public struct Backoff: Sendable, Hashable {
     /// included), capped, without jitter. Safe for any stored values, also ones set on the
     /// properties after creation.
     public func delay(forRetry retry: Int) -> Duration {
-        let steps = Double(max(1, retry) - 1) // exact enough: beyond 2^53 retries every delay is the cap
+        let steps = Double(max(1, retry) - 1)  // exact enough: beyond 2^53 retries every delay is the cap
         let base = max(.zero, self.base), cap = max(.zero, self.cap)
         let seconds: Double
         switch shape.sanitized {
@@ -85,7 +87,7 @@ extension Duration {
     /// `seconds` as a duration within `0...limit`: NaN and negative values are zero, values past
     /// the limit (infinity included) are the limit — so no arithmetic on hostile values overflows.
     static func clampedSeconds(_ seconds: Double, to limit: Duration) -> Duration {
-        guard seconds > 0 else { return .zero } // NaN too
+        guard seconds > 0 else { return .zero }  // NaN too
         guard seconds < limit.seconds else { return limit }
         return min(.seconds(seconds), limit)
     }

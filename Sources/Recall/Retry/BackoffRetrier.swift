@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The standard retrier: classify, check idempotency, attempts, deadline and budget, then
@@ -64,16 +64,20 @@ public struct BackoffRetrier: Retrier {
             context.record(.gaveUp(attempts: attempt.number, reason: .notIdempotent))
             return .stop
         }
-        var delay = policy.jitter.apply(to: policy.backoff.delay(forRetry: attempt.number), previous: previousDelay,
-                                        backoff: policy.backoff, random: policy.random)
+        var delay = policy.jitter.apply(
+            to: policy.backoff.delay(forRetry: attempt.number), previous: previousDelay,
+            backoff: policy.backoff, random: policy.random)
         var usedHint = false
         if policy.honorsRetryAfter, !pastLimits(attempt), let field = attempt.response?.headers["Retry-After"],
-           let hint = RetryAfter.parse(field, now: policy.now()) {
+            let hint = RetryAfter.parse(field, now: policy.now())
+        {
             if let deadline = policy.deadline, attempt.elapsed + hint >= deadline {
                 context.record(.deadlineExceeded(elapsed: attempt.elapsed, deadline: deadline))
                 context.record(.gaveUp(attempts: attempt.number, reason: .deadline))
-                return .fail(RetryError.retryAfterExceedsDeadline(hint: hint, remaining: max(.zero, deadline - attempt.elapsed),
-                                                                  response: attempt.response))
+                return .fail(
+                    RetryError.retryAfterExceedsDeadline(
+                        hint: hint, remaining: max(.zero, deadline - attempt.elapsed),
+                        response: attempt.response))
             }
             if hint > policy.maxRetryAfter {
                 context.record(.gaveUp(attempts: attempt.number, reason: .retryAfterTooLong))
@@ -200,8 +204,9 @@ extension RetrierFactory where Self == BackoffRetrierFactory {
         retryableStatuses: Set<Int> = RetryClassifier.defaultStatuses,
         budget: (any RetryBudget)? = RetryQuota.shared, random: any RandomSource = SystemRandomSource()
     ) -> BackoffRetrierFactory {
-        var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .exponential(base: base, multiplier: multiplier, cap: cap),
-                                 jitter: jitter)
+        var policy = RetryPolicy(
+            maxAttempts: maxAttempts, backoff: .exponential(base: base, multiplier: multiplier, cap: cap),
+            jitter: jitter)
         policy.deadline = deadline
         policy.attemptTimeout = attemptTimeout
         policy.classifier.retryableStatuses = retryableStatuses
@@ -211,19 +216,24 @@ extension RetrierFactory where Self == BackoffRetrierFactory {
     }
 
     /// The same delay before every retry (jittered as asked; none by default).
-    public static func constantBackoff(_ delay: Duration, jitter: Jitter = .none, maxAttempts: Int = 3,
-                                       deadline: Duration? = nil) -> BackoffRetrierFactory {
+    public static func constantBackoff(
+        _ delay: Duration, jitter: Jitter = .none, maxAttempts: Int = 3,
+        deadline: Duration? = nil
+    ) -> BackoffRetrierFactory {
         var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .constant(delay), jitter: jitter)
         policy.deadline = deadline
         return BackoffRetrierFactory(policy: policy)
     }
 
     /// Delays growing by `increment` each retry, capped at `cap`.
-    public static func linearBackoff(base: Duration, increment: Duration, cap: Duration = .seconds(30),
-                                     jitter: Jitter = .none, maxAttempts: Int = 3,
-                                     deadline: Duration? = nil) -> BackoffRetrierFactory {
-        var policy = RetryPolicy(maxAttempts: maxAttempts, backoff: .linear(base: base, increment: increment, cap: cap),
-                                 jitter: jitter)
+    public static func linearBackoff(
+        base: Duration, increment: Duration, cap: Duration = .seconds(30),
+        jitter: Jitter = .none, maxAttempts: Int = 3,
+        deadline: Duration? = nil
+    ) -> BackoffRetrierFactory {
+        var policy = RetryPolicy(
+            maxAttempts: maxAttempts, backoff: .linear(base: base, increment: increment, cap: cap),
+            jitter: jitter)
         policy.deadline = deadline
         return BackoffRetrierFactory(policy: policy)
     }

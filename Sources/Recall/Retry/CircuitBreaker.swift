@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A circuit breaker per host, on resilience4j's model: while **closed** it counts the outcomes
@@ -70,10 +70,12 @@ public final class CircuitBreaker: Sendable {
     /// ratios to `0...1`, where 0 means "any failure" (NaN: the default); `minimumCalls` and
     /// `probes` to at least 1, and `minimumCalls` to at most the size of a count window;
     /// durations to at least 1 ms.
-    public init(failureRatio: Double = 0.5, minimumCalls: Int = 10, window: Window = .time(.seconds(30)),
-                breakDuration: Duration = .seconds(30), probes: Int = 5, slowCallDuration: Duration? = nil,
-                slowCallRatio: Double = 1, partitioning: Partitioning = .perHost,
-                classifier: RetryClassifier = CircuitBreaker.defaultClassifier, clock: any Clock<Duration> = ContinuousClock()) {
+    public init(
+        failureRatio: Double = 0.5, minimumCalls: Int = 10, window: Window = .time(.seconds(30)),
+        breakDuration: Duration = .seconds(30), probes: Int = 5, slowCallDuration: Duration? = nil,
+        slowCallRatio: Double = 1, partitioning: Partitioning = .perHost,
+        classifier: RetryClassifier = CircuitBreaker.defaultClassifier, clock: any Clock<Duration> = ContinuousClock()
+    ) {
         // A ratio of 0 would open the circuit on successes alone: the least share is "any".
         func ratio(_ value: Double, _ fallback: Double) -> Double {
             value.isNaN ? fallback : min(max(value, .leastNonzeroMagnitude), 1)
@@ -81,25 +83,28 @@ public final class CircuitBreaker: Sendable {
         self.failureRatio = ratio(failureRatio, 0.5)
         self.slowCallRatio = ratio(slowCallRatio, 1)
         self.slowCallDuration = slowCallDuration.map { max(.milliseconds(1), $0) }
-        self.window = switch window {
-        case .time(let duration): .time(max(.milliseconds(1), duration))
-        case .count(let n): .count(min(max(1, n), 1_000_000))
-        }
+        self.window =
+            switch window {
+            case .time(let duration): .time(max(.milliseconds(1), duration))
+            case .count(let n): .count(min(max(1, n), 1_000_000))
+            }
         // A count window never holds more than its size: a larger minimum could never be met.
-        self.minimumCalls = switch self.window {
-        case .time: max(1, minimumCalls)
-        case .count(let n): min(max(1, minimumCalls), n)
-        }
+        self.minimumCalls =
+            switch self.window {
+            case .time: max(1, minimumCalls)
+            case .count(let n): min(max(1, minimumCalls), n)
+            }
         self.breakDuration = max(.milliseconds(1), breakDuration)
         self.probes = min(max(1, probes), 1_000)
         self.partitioning = partitioning
         self.classifier = classifier
         let time = TimeSource(clock)
         self.time = time
-        let kind: SlidingWindow<Outcomes>.Kind = switch self.window {
-        case .time(let duration): .time(duration, slices: Int(min(1_000, max(1, duration.seconds.rounded(.up)))))
-        case .count(let n): .count(n)
-        }
+        let kind: SlidingWindow<Outcomes>.Kind =
+            switch self.window {
+            case .time(let duration): .time(duration, slices: Int(min(1_000, max(1, duration.seconds.rounded(.up)))))
+            case .count(let n): .count(n)
+            }
         // A closed circuit without failures or slow calls is as good as a new one: forgotten
         // first when the table is full.
         circuits = PartitionTable(isIdle: { circuit in
@@ -162,7 +167,7 @@ public final class CircuitBreaker: Sendable {
         guard let circuit = circuits.existing(permit.partition) else { return }
         circuit.state.withLock { state in
             advance(&state, now: now)
-            guard permit.generation == state.generation else { return } // from an earlier phase: no say
+            guard permit.generation == state.generation else { return }  // from an earlier phase: no say
             switch state.phase {
             case .closed:
                 guard let failed else { return }
@@ -172,7 +177,7 @@ public final class CircuitBreaker: Sendable {
             case .halfOpen:
                 guard permit.isProbe else { return }
                 guard let failed else {
-                    state.probesAdmitted -= 1 // a cancelled probe: let another one go
+                    state.probesAdmitted -= 1  // a cancelled probe: let another one go
                     return
                 }
                 state.probeOutcomes.add(Outcomes(calls: 1, failures: failed ? 1 : 0, slow: slow ? 1 : 0))
@@ -269,10 +274,14 @@ public struct CircuitBreakerTransport: Transport {
     public func send(_ request: URLRequest) async throws -> RecallResponse {
         let partition = breaker.partitioning.partition(of: request)
         let permit = try breaker.acquire(partition).get()
-        let once = Locked(false) // the first of "cut" and "answered" is recorded
+        let once = Locked(false)  // the first of "cut" and "answered" is recorded
         let breaker = self.breaker
         @Sendable func record(_ failed: Bool?) {
-            guard once.withLock({ recorded in defer { recorded = true }; return !recorded }) else { return }
+            guard
+                once.withLock({ recorded in
+                    defer { recorded = true }; return !recorded
+                })
+            else { return }
             breaker.record(permit, failed: failed)
         }
         AttemptCut.current?.onCut { reason in record(reason == .timedOut ? true : nil) }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Which requests may be sent again. Retrying a request that is not idempotent can apply it
@@ -15,8 +15,10 @@ public struct IdempotencyPolicy: Sendable, Hashable {
     public var retryAllMethods: Bool
 
     /// Creates a policy; the defaults are the safe ones described on each property.
-    public init(idempotentMethods: Set<String> = Set(RequestMethod.idempotentMethods.map(\.rawValue)),
-                keyField: String? = "Idempotency-Key", retryAllMethods: Bool = false) {
+    public init(
+        idempotentMethods: Set<String> = Set(RequestMethod.idempotentMethods.map(\.rawValue)),
+        keyField: String? = "Idempotency-Key", retryAllMethods: Bool = false
+    ) {
         self.idempotentMethods = Set(idempotentMethods.map { $0.uppercased() })
         self.keyField = keyField
         self.retryAllMethods = retryAllMethods

@@ -19,8 +19,10 @@ final class PartitionTable<Value: AnyObject & Sendable>: Sendable {
 
     /// A table that makes the value of a partition with `make` on first use, and forgets idle
     /// ones beyond about `limit` partitions.
-    init(stripes: Int = 16, limit: Int = 4_096, isIdle: @escaping @Sendable (Value) -> Bool,
-         make: @escaping @Sendable (String) -> Value) {
+    init(
+        stripes: Int = 16, limit: Int = 4_096, isIdle: @escaping @Sendable (Value) -> Bool,
+        make: @escaping @Sendable (String) -> Value
+    ) {
         let count = max(1, stripes)
         stripeLimit = max(1, limit / count)
         self.stripes = (0..<count).map { [stripeLimit] _ in Locked(Stripe(sweepAt: stripeLimit)) }

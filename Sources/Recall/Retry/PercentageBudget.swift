@@ -33,8 +33,10 @@ public final class PercentageBudget: RetryBudget {
 
     /// Creates a budget measuring its window on `clock`. Negative or non-finite shares count
     /// as zero; the window is at least one second.
-    public init(percent: Double = 0.2, minRetriesPerSecond: Double = 1, window: Duration = .seconds(10),
-                clock: any Clock<Duration> = ContinuousClock()) {
+    public init(
+        percent: Double = 0.2, minRetriesPerSecond: Double = 1, window: Duration = .seconds(10),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.percent = percent.finiteOrZero
         self.minRetriesPerSecond = minRetriesPerSecond.finiteOrZero
         let window = max(.seconds(1), window)

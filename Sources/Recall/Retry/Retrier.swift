@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A retry strategy for one logical request: it sees each attempt's outcome and decides
@@ -61,8 +61,10 @@ public struct Attempt: Sendable {
     var time: TimeSource?
 
     /// Creates an attempt record.
-    public init(request: URLRequest, outcome: Result<RecallResponse, any Error>, number: Int, elapsed: Duration,
-                context: RecallContext) {
+    public init(
+        request: URLRequest, outcome: Result<RecallResponse, any Error>, number: Int, elapsed: Duration,
+        context: RecallContext
+    ) {
         self.request = request
         self.outcome = outcome
         self.number = number

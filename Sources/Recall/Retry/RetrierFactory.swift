@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Makes a fresh ``Retrier`` for each logical request. Factories are shared and Sendable;

@@ -19,8 +19,10 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The origin's last answer (the `503` or `429` with the `Retry-After`), when there was one.
     public let response: RecallResponse?
 
-    private init(code: Code, hint: Duration? = nil, remaining: Duration? = nil, limit: Duration? = nil, deadline: Duration? = nil,
-                 attempts: Int? = nil, response: RecallResponse? = nil) {
+    private init(
+        code: Code, hint: Duration? = nil, remaining: Duration? = nil, limit: Duration? = nil, deadline: Duration? = nil,
+        attempts: Int? = nil, response: RecallResponse? = nil
+    ) {
         self.code = code
         self.hint = hint
         self.remaining = remaining

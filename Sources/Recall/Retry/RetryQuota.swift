@@ -57,7 +57,7 @@ public final class RetryQuota: RetryBudget {
     /// Gives back the last retry's tokens, or `successRefund`, up to `capacity`.
     public func attemptSucceeded(partition: String, lastWithdrawal: Double?) {
         let refund = lastWithdrawal ?? successRefund
-        guard let bucket = buckets.existing(partition) else { return } // a full bucket stays full
+        guard let bucket = buckets.existing(partition) else { return }  // a full bucket stays full
         bucket.tokens.withLock { $0 = min(capacity, $0 + refund) }
     }
 

@@ -13,15 +13,19 @@ enum ByteRecords {
     /// before (no second check), else decoded and checked, and kept in the memo if there is one.
     static func decode(_ stored: StoredBytes, for key: String) -> Outcome {
         if let memo = stored.memo, let decoded = memo.decoded, decoded.byteCount == stored.data.count,
-           let record = CacheRecordCodec.record(decoded.template, bodies: decoded.bodies, in: stored.data, sharingBuffer: stored.isUnshared),
-           record.key == key {
+            let record = CacheRecordCodec.record(decoded.template, bodies: decoded.bodies, in: stored.data, sharingBuffer: stored.isUnshared),
+            record.key == key
+        {
             return .record(record)
         }
         // (A memo that does not fit the bytes — a store that broke its contract — is not trusted:
         // the bytes are decoded and checked as if there were none.)
         var bodies: [Range<Int>]? = stored.memo == nil ? nil : []
-        guard let record = try? CacheRecordCodec.decode(stored.data, sharingBuffer: stored.isUnshared, expectedKey: key,
-                                                        bodies: &bodies) else { return .corrupt }
+        guard
+            let record = try? CacheRecordCodec.decode(
+                stored.data, sharingBuffer: stored.isUnshared, expectedKey: key,
+                bodies: &bodies)
+        else { return .corrupt }
         guard record.key == key else { return .corrupt }
         if let memo = stored.memo, let bodies {
             var template = record

@@ -90,7 +90,8 @@ extension CacheByteStore {
             return await write(CacheRecordCodec.encode(record), for: record.key, expires: expires)
         }
         if CacheRecordCodec.canStream(record), let file = record.variants[0].storedBody,
-           let writing = await beginStoring(record, expires: expires) {
+            let writing = await beginStoring(record, expires: expires)
+        {
             do {
                 // (Checked against its checksum before the read ends — even where the store knows the
                 // bytes whole — so a body changed where it was stored never becomes a record that checks.)
@@ -138,9 +139,10 @@ extension CacheByteStore {
         let size = CacheRecordCodec.headerSize, trailer = CacheRecordCodec.trailerSize
         do {
             guard reading.count >= size + trailer else { throw CacheStorageError.corrupt("too short") }
-            let layout = try CacheRecordCodec.streamedLayout(header: try reading.read(at: 0, count: size),
-                                                              trailer: try reading.read(at: reading.count - trailer, count: trailer),
-                                                              count: reading.count)
+            let layout = try CacheRecordCodec.streamedLayout(
+                header: try reading.read(at: 0, count: size),
+                trailer: try reading.read(at: reading.count - trailer, count: trailer),
+                count: reading.count)
             var record = try CacheRecordCodec.streamedHeadRecord(try reading.read(at: 0, count: layout.body.lowerBound), expectedKey: key)
             guard record.key == key else { throw CacheStorageError.corrupt("another key's record") }
             record.variants[0].storedBody = StoredBodyFile(reading: reading, range: layout.body, checksum: layout.bodyChecksum) {

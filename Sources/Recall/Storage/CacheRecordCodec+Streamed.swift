@@ -52,7 +52,8 @@ extension CacheRecordCodec {
     /// ``headerSize`` bytes and its last ``trailerSize``.
     static func streamedLayout(header: Data, trailer: Data, count: Int) throws -> StreamedLayout {
         guard header.count == headerSize, trailer.count == trailerSize, header.starts(with: magic),
-              header[header.startIndex + 4] == streamedVersion else {
+            header[header.startIndex + 4] == streamedVersion
+        else {
             throw CacheStorageError.corrupt("not a record written in pieces")
         }
         func word(_ data: Data, at offset: Int) -> UInt64 {
@@ -60,12 +61,14 @@ extension CacheRecordCodec {
         }
         let headLength = word(header, at: 5), bodyLength = word(trailer, at: 0)
         guard headLength <= UInt64(maxStreamedHead), bodyLength <= UInt64(Int.max / 2),
-              UInt64(headerSize) + headLength + bodyLength + UInt64(trailerSize) == UInt64(count) else {
+            UInt64(headerSize) + headLength + bodyLength + UInt64(trailerSize) == UInt64(count)
+        else {
             throw CacheStorageError.corrupt("the lengths of a record written in pieces do not add up to its \(count) bytes (torn?)")
         }
         let start = headerSize + Int(headLength)
-        return StreamedLayout(headLength: Int(headLength), headChecksum: word(header, at: 13),
-                              body: start..<(start + Int(bodyLength)), bodyChecksum: word(trailer, at: 8))
+        return StreamedLayout(
+            headLength: Int(headLength), headChecksum: word(header, at: 13),
+            body: start..<(start + Int(bodyLength)), bodyChecksum: word(trailer, at: 8))
     }
 
     /// The record in the header and head of a record written in pieces (its variant's body
@@ -83,8 +86,9 @@ extension CacheRecordCodec {
     static func decodeStreamed(_ data: Data, sharingBuffer: Bool, expectedKey: String?, bodies: inout [Range<Int>]?) throws -> CacheRecord {
         guard data.count >= headerSize + trailerSize else { throw CacheStorageError.corrupt("too short") }
         let start = data.startIndex
-        let layout = try streamedLayout(header: data.subdata(in: start..<(start + headerSize)),
-                                        trailer: data.subdata(in: (data.endIndex - trailerSize)..<data.endIndex), count: data.count)
+        let layout = try streamedLayout(
+            header: data.subdata(in: start..<(start + headerSize)),
+            trailer: data.subdata(in: (data.endIndex - trailerSize)..<data.endIndex), count: data.count)
         var record = try streamedHeadRecord(data.subdata(in: start..<(start + layout.body.lowerBound)), expectedKey: expectedKey)
         let body = try data.withUnsafeBytes { raw -> Data in
             let bytes = UnsafeRawBufferPointer(rebasing: raw[layout.body])

@@ -88,8 +88,10 @@ enum CacheRecordCodec {
 
     /// ``decode(_:sharingBuffer:expectedKey:)``, also telling where in `data` each variant's
     /// body lies when `bodies` is not `nil` (for ``record(_:bodies:in:sharingBuffer:)``).
-    static func decode(_ data: Data, sharingBuffer: Bool = false, expectedKey: String? = nil,
-                       bodies: inout [Range<Int>]?) throws -> CacheRecord {
+    static func decode(
+        _ data: Data, sharingBuffer: Bool = false, expectedKey: String? = nil,
+        bodies: inout [Range<Int>]?
+    ) throws -> CacheRecord {
         if data.count > 4, data[data.startIndex + 4] == streamedVersion {
             return try decodeStreamed(data, sharingBuffer: sharingBuffer, expectedKey: expectedKey, bodies: &bodies)
         }
@@ -134,8 +136,9 @@ enum CacheRecordCodec {
                 let partition = try reader.string()
                 let body = try reader.bytes()
                 bodies?.append((reader.offset - body.count)..<reader.offset)
-                var entry = CacheEntry(status: Int(status), headers: headers, body: body, url: nil, requestTime: requestTime,
-                                       responseTime: responseTime, varyValues: vary, partition: partition)
+                var entry = CacheEntry(
+                    status: Int(status), headers: headers, body: body, url: nil, requestTime: requestTime,
+                    responseTime: responseTime, varyValues: vary, partition: partition)
                 entry.assignedLifetime = lifetime
                 variants.append(entry)
             }
@@ -154,8 +157,9 @@ enum CacheRecordCodec {
         var record = template
         data.withUnsafeBytes { raw in
             for (index, range) in bodies.enumerated() {
-                record.variants[index].body = Reader.body(UnsafeRawBufferPointer(rebasing: raw[range]), of: raw,
-                                                          owner: sharingBuffer ? data : nil)
+                record.variants[index].body = Reader.body(
+                    UnsafeRawBufferPointer(rebasing: raw[range]), of: raw,
+                    owner: sharingBuffer ? data : nil)
             }
         }
         return record
@@ -210,7 +214,7 @@ enum CacheRecordCodec {
             while offset + 32 <= raw.count, let base = raw.baseAddress {
                 var words = (base + offset).loadUnaligned(as: SIMD4<UInt64>.self)
                 #if _endian(big)
-                words = SIMD4(words[0].byteSwapped, words[1].byteSwapped, words[2].byteSwapped, words[3].byteSwapped)
+                    words = SIMD4(words[0].byteSwapped, words[1].byteSwapped, words[2].byteSwapped, words[3].byteSwapped)
                 #endif
                 low &+= words & mask
                 high &+= words &>> 32
@@ -276,8 +280,10 @@ enum CacheRecordCodec {
     /// lanes (32 bytes a step); still read, no longer written.
     static func fourLaneChecksum(_ raw: UnsafeRawBufferPointer) -> UInt64 {
         let multiplier: UInt64 = 0xBF58_476D_1CE4_E5B9
-        var lanes: (UInt64, UInt64, UInt64, UInt64) = (0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count), 0x6A09_E667_F3BC_C908,
-                                                       0xBB67_AE85_84CA_A73B, 0x3C6E_F372_FE94_F82B)
+        var lanes: (UInt64, UInt64, UInt64, UInt64) = (
+            0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count), 0x6A09_E667_F3BC_C908,
+            0xBB67_AE85_84CA_A73B, 0x3C6E_F372_FE94_F82B
+        )
         var offset = 0
         while offset + 32 <= raw.count {
             lanes.0 = (lanes.0 ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))) &* multiplier
@@ -400,15 +406,17 @@ enum CacheRecordCodec {
                 return Data(bytes)
             }
             // The body points into the record's buffer, which the deallocator keeps alive.
-            return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
-                        deallocator: .custom { _, _ in withExtendedLifetime(owner) {} })
+            return Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
+                deallocator: .custom { _, _ in withExtendedLifetime(owner) {} })
         }
 
         /// The next string: `candidate` itself when it has the same bytes (no new string made).
         mutating func string(reusing candidate: String? = nil) throws -> String {
             let bytes = try run()
             if var candidate, candidate.utf8.count == bytes.count,
-               candidate.withUTF8({ bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+                candidate.withUTF8({ bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
+            {
                 return candidate
             }
             return String(decoding: bytes, as: UTF8.self)

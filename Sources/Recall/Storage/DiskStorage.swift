@@ -1,11 +1,11 @@
 import Dispatch
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A ``CacheByteStore`` on disk that survives restarts and crashes.
@@ -119,15 +119,20 @@ public final class DiskStorage: CacheByteStore {
     ///   read, is not yours, is writable by others, or holds files that are not a Recall
     ///   cache's; ``CacheStorageError/locked(_:)`` when another storage has it open.
     /// - Parameter openFileLimit: the most files held open for fast rereads (``openFileLimit``).
-    public convenience init(directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20,
-                            pendingByteLimit: Int = 16 << 20, eviction: Eviction = .s3fifo, openFileLimit: Int = 64) throws {
-        try self.init(directory: directory, byteLimit: byteLimit, entryLimit: entryLimit, pendingByteLimit: pendingByteLimit,
-                      eviction: eviction, openFileLimit: openFileLimit, settledAge: HeldFile.settledAge)
+    public convenience init(
+        directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20,
+        pendingByteLimit: Int = 16 << 20, eviction: Eviction = .s3fifo, openFileLimit: Int = 64
+    ) throws {
+        try self.init(
+            directory: directory, byteLimit: byteLimit, entryLimit: entryLimit, pendingByteLimit: pendingByteLimit,
+            eviction: eviction, openFileLimit: openFileLimit, settledAge: HeldFile.settledAge)
     }
 
     /// The designated initializer; `settledAge` (seconds) is shortened only by tests.
-    init(directory: URL, byteLimit: Int, entryLimit: Int, pendingByteLimit: Int, eviction: Eviction, openFileLimit: Int,
-         settledAge: Int) throws {
+    init(
+        directory: URL, byteLimit: Int, entryLimit: Int, pendingByteLimit: Int, eviction: Eviction, openFileLimit: Int,
+        settledAge: Int
+    ) throws {
         self.directory = directory
         self.openFileLimit = max(0, openFileLimit)
         self.settledAge = settledAge
@@ -153,8 +158,9 @@ public final class DiskStorage: CacheByteStore {
             let lockPath = path + "/" + Self.lockName
             descriptor = openat(directoryDescriptor, Self.lockName, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
             guard descriptor >= 0 else {
-                throw CacheStorageError.directory("cannot open \(lockPath): \(String(cString: strerror(errno)))"
-                    + (errno == ELOOP ? " (it is a symbolic link: remove it)" : ""))
+                throw CacheStorageError.directory(
+                    "cannot open \(lockPath): \(String(cString: strerror(errno)))"
+                        + (errno == ELOOP ? " (it is a symbolic link: remove it)" : ""))
             }
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
                 throw CacheStorageError.locked("\(path) is open in another DiskStorage (this or another process)")
@@ -179,7 +185,8 @@ public final class DiskStorage: CacheByteStore {
             let regular = (info.st_mode & S_IFMT) == S_IFREG
             let size = Int(info.st_size)
             if !name.hasSuffix(Self.suffix) || !regular || size > max(self.entryLimit, self.byteLimit)
-                || (size > self.entryLimit && !Self.isRecordInPieces(name, size: size, in: directoryDescriptor)) {
+                || (size > self.entryLimit && !Self.isRecordInPieces(name, size: size, in: directoryDescriptor))
+            {
                 // A write interrupted by a crash, or something that is not a record of this cache
                 // under one of its names (a link, a pipe, an oversized file): never read it.
                 Self.removeFile(name, in: directoryDescriptor)
@@ -187,9 +194,9 @@ public final class DiskStorage: CacheByteStore {
                 continue
             }
             #if canImport(Darwin)
-            let modified = info.st_mtimespec
+                let modified = info.st_mtimespec
             #else
-            let modified = info.st_mtim
+                let modified = info.st_mtim
             #endif
             found.append((name, Int(info.st_size), Double(modified.tv_sec) + Double(modified.tv_nsec) * 1e-9))
         }
@@ -208,9 +215,9 @@ public final class DiskStorage: CacheByteStore {
     /// large is not a record of this cache).
     private static func isRecordInPieces(_ name: String, size: Int, in directory: Int32) -> Bool {
         guard let reading = FileReading(name, in: directory), reading.count == size,
-              size >= CacheRecordCodec.headerSize + CacheRecordCodec.trailerSize,
-              let header = try? reading.read(at: 0, count: CacheRecordCodec.headerSize),
-              let trailer = try? reading.read(at: size - CacheRecordCodec.trailerSize, count: CacheRecordCodec.trailerSize)
+            size >= CacheRecordCodec.headerSize + CacheRecordCodec.trailerSize,
+            let header = try? reading.read(at: 0, count: CacheRecordCodec.headerSize),
+            let trailer = try? reading.read(at: size - CacheRecordCodec.trailerSize, count: CacheRecordCodec.trailerSize)
         else { return false }
         return (try? CacheRecordCodec.streamedLayout(header: header, trailer: trailer, count: size)) != nil
     }
@@ -225,16 +232,19 @@ public final class DiskStorage: CacheByteStore {
                 throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
             }
             do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: path, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
                 throw CacheStorageError.directory("cannot create \(path): \(error.localizedDescription)")
             }
         }
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw CacheStorageError.directory(errno == ENOTDIR ? "\(path) exists and is not a directory"
-                                                               : "cannot use \(path): \(String(cString: strerror(errno)))")
+            throw CacheStorageError.directory(
+                errno == ENOTDIR
+                    ? "\(path) exists and is not a directory"
+                    : "cannot use \(path): \(String(cString: strerror(errno)))")
         }
         do {
             try check(descriptor, path: path)
@@ -270,7 +280,8 @@ public final class DiskStorage: CacheByteStore {
         if name == markerName || name == lockName { return true }
         let bytes = Array(name.utf8)
         guard bytes.count >= 64 + suffix.utf8.count, bytes[..<64].allSatisfy(isLowerHex),
-              bytes[64..<(64 + suffix.utf8.count)].elementsEqual(suffix.utf8) else { return false }
+            bytes[64..<(64 + suffix.utf8.count)].elementsEqual(suffix.utf8)
+        else { return false }
         let rest = bytes[(64 + suffix.utf8.count)...]
         if rest.isEmpty { return true }
         // `.tmp-<generation>-<pid>`
@@ -301,7 +312,7 @@ public final class DiskStorage: CacheByteStore {
         rewinddir(stream)
         var names: [String] = []
         while true {
-            errno = 0 // readdir returns nil both at the end and on an error: errno tells them apart
+            errno = 0  // readdir returns nil both at the end and on an error: errno tells them apart
             guard let entry = readdir(stream) else {
                 if errno != 0 { throw failure() }
                 return names
@@ -324,7 +335,8 @@ public final class DiskStorage: CacheByteStore {
     private static func loadOrCreateSecret(in directory: Int32, path: String) throws -> [UInt8] {
         let markerPath = path + "/" + markerName
         if let (data, _) = try? readFile(markerName, in: directory, limit: 4096), let text = String(data: data, encoding: .utf8),
-           text.hasPrefix(markerHeader) {
+            text.hasPrefix(markerHeader)
+        {
             let hex = Array(text.dropFirst(markerHeader.count).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
             if hex.count == StorageSecret.byteCount * 2, hex.allSatisfy(isLowerHex) {
                 return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
@@ -388,7 +400,8 @@ public final class DiskStorage: CacheByteStore {
         let name = name(for: key)
         let found = state.withLock { state -> Held? in
             guard !state.held.isEmpty, state.pending.isEmpty || state.pending[name] == nil, let held = state.held[name],
-                  state.sizes[name] == held.file.identity.size, held.memo.isFilled else { return nil }
+                state.sizes[name] == held.file.identity.size, held.memo.isFilled
+            else { return nil }
             state.policy.recordAccess(name)
             return held
         }
@@ -404,7 +417,7 @@ public final class DiskStorage: CacheByteStore {
     /// unless the table holds another file for `name` by now.
     private func release(_ held: Held, as name: String) {
         let dropped = state.withLock { state in state.held[name]?.file === held.file ? state.held.removeValue(forKey: name) : nil }
-        _ = dropped // closed here, outside the lock
+        _ = dropped  // closed here, outside the lock
     }
 
     /// What one read found.
@@ -444,8 +457,9 @@ public final class DiskStorage: CacheByteStore {
             release(held, as: name)
         }
         do {
-            let (data, opened) = try Self.readFile(name, in: directoryDescriptor, limit: entryLimit, expectedSize: size,
-                                                   holdingFor: holding ? settledAge : nil)
+            let (data, opened) = try Self.readFile(
+                name, in: directoryDescriptor, limit: entryLimit, expectedSize: size,
+                holdingFor: holding ? settledAge : nil)
             return Read(data: data, fromFile: true, opened: opened)
         } catch is OpenFailure {
             // Out of descriptors or memory: a miss, and the file stays. The held files give
@@ -454,7 +468,7 @@ public final class DiskStorage: CacheByteStore {
                 defer { state.held.removeAll() }
                 return state.held
             }
-            _ = released // closed here, outside the lock
+            _ = released  // closed here, outside the lock
             return nil
         } catch {
             discard(name)
@@ -480,7 +494,7 @@ public final class DiskStorage: CacheByteStore {
             state.held[name] = held
             return (true, oldest)
         }
-        _ = replaced // closed here, outside the lock
+        _ = replaced  // closed here, outside the lock
         return isHeld
     }
 
@@ -589,7 +603,7 @@ public final class DiskStorage: CacheByteStore {
         guard data.count <= entryLimit, data.count <= byteLimit else {
             state.withLock { state in
                 state.statistics.rejected += 1
-                deleteLocked(name, from: &state) // never keep an older copy of a refused record
+                deleteLocked(name, from: &state)  // never keep an older copy of a refused record
                 finishLocked(name, generation: generation, in: &state)
             }
             return
@@ -619,7 +633,7 @@ public final class DiskStorage: CacheByteStore {
             deleteLocked(name, from: &state)
             return false
         }
-        state.held[name] = nil // the file held open, if any, is the one just replaced
+        state.held[name] = nil  // the file held open, if any, is the one just replaced
         // Room first, then the record: it is never the victim of its own landing (S3-FIFO's small
         // queue may hold nothing else — a large body fills it alone). A record is at most
         // ``byteLimit``, so it fits once the others made room.
@@ -657,7 +671,7 @@ public final class DiskStorage: CacheByteStore {
         // (A write or removal queued since the flush stays pending: reads see it, and it lands after this one.)
         let landed = state.withLock { state -> Bool in
             guard state.writesInPieces.removeValue(forKey: generation)?.revoked == false else {
-                unlinkat(directoryDescriptor, temporary, 0) // (removed since it began: what is there now stays)
+                unlinkat(directoryDescriptor, temporary, 0)  // (removed since it began: what is there now stays)
                 return false
             }
             return landLocked(temporary, written: true, as: name, size: size, in: &state)
@@ -690,8 +704,11 @@ public final class DiskStorage: CacheByteStore {
             state.writesInPieces[state.generation] = (name, false)
             return state.generation
         }
-        guard let write = DiskWrite(storage: self, key: key, generation: generation,
-                                    temporary: Self.temporaryName(name, generation: generation), limit: byteLimit) else {
+        guard
+            let write = DiskWrite(
+                storage: self, key: key, generation: generation,
+                temporary: Self.temporaryName(name, generation: generation), limit: byteLimit)
+        else {
             endWrite(generation)
             return nil
         }
@@ -735,8 +752,10 @@ public final class DiskStorage: CacheByteStore {
     ///
     /// With `holdingFor` (a settled age, see ``HeldFile``), the file's identity is taken before
     /// it is read and the file is returned open, to be held if its record passes its checks.
-    private static func readFile(_ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil,
-                                 holdingFor settledAge: Int? = nil) throws -> (Data, HeldFile?) {
+    private static func readFile(
+        _ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil,
+        holdingFor settledAge: Int? = nil
+    ) throws -> (Data, HeldFile?) {
         // (withCString hands over the string's own bytes; passing the String converts it to a new array.)
         let descriptor = name.withCString { openat(directory, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard descriptor >= 0 else {
@@ -820,12 +839,12 @@ public final class DiskStorage: CacheByteStore {
 }
 
 #if canImport(Darwin)
-private let systemWrite = Darwin.write
-private let systemRead = Darwin.read
+    private let systemWrite = Darwin.write
+    private let systemRead = Darwin.read
 #elseif canImport(Musl)
-private let systemWrite = Musl.write
-private let systemRead = Musl.read
+    private let systemWrite = Musl.write
+    private let systemRead = Musl.read
 #else
-private let systemWrite = Glibc.write
-private let systemRead = Glibc.read
+    private let systemWrite = Glibc.write
+    private let systemRead = Glibc.read
 #endif

@@ -1,10 +1,10 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A record of a ``DiskStorage`` written in pieces: appended to a file of its own (mode 0600,
@@ -81,7 +81,7 @@ final class DiskWrite: ByteWriting {
             state.ended = true
             return (state.written, state.descriptor)
         }
-        defer { close(descriptor) } // (open while it lands: the storage notes the landed file's identity)
+        defer { close(descriptor) }  // (open while it lands: the storage notes the landed file's identity)
         guard await storage.land(temporary, for: key, size: size, descriptor: descriptor, generation: generation) else {
             throw CacheStorageError.writeFailed("the file could not be put in place")
         }

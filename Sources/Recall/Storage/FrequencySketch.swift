@@ -47,7 +47,7 @@ struct FrequencySketch {
         let old = table
         table = [UInt64](repeating: 0, count: length)
         if !old.isEmpty {
-            let oldMask = old.count - 1 // a power of two
+            let oldMask = old.count - 1  // a power of two
             for index in table.indices { table[index] = old[index & oldMask] }
         }
         blockMask = UInt64(length >> 3) - 1

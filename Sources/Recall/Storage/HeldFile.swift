@@ -1,10 +1,10 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A file of a ``DiskStorage`` held open after it was read, so that reading the same record
@@ -46,11 +46,11 @@ final class HeldFile: Sendable {
             links = UInt64(info.st_nlink)
             size = Int(info.st_size)
             #if canImport(Darwin)
-            modified = info.st_mtimespec
-            changed = info.st_ctimespec
+                modified = info.st_mtimespec
+                changed = info.st_ctimespec
             #else
-            modified = info.st_mtim
-            changed = info.st_ctim
+                modified = info.st_mtim
+                changed = info.st_ctim
             #endif
         }
 

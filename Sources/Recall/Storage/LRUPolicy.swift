@@ -6,8 +6,8 @@ public struct LRUPolicy: EvictionPolicy {
     }
 
     private var nodes: [String: Node] = [:]
-    private var head: String? // most recent
-    private var tail: String? // least recent
+    private var head: String?  // most recent
+    private var tail: String?  // least recent
 
     /// Creates an empty policy.
     public init() {}

@@ -121,7 +121,8 @@ public final class MemoryStorage: CacheStorage {
                 var evicted: [String] = []
                 var strays = 0
                 while books.statistics.bytes > byteLimit || books.statistics.count > countLimit,
-                      let victim = books.policy.victim() {
+                    let victim = books.policy.victim()
+                {
                     guard removeLocked(victim, from: &table, books: &books) != nil else {
                         // A key the policy tracks and the table does not hold: forget it. A policy
                         // that keeps naming such keys cannot make room; stop rather than spin.

@@ -36,8 +36,9 @@ final class StoredBodyFile: Sendable {
     func cursor(_ bounds: ClosedRange<Int>? = nil, checked: Bool = false) -> Cursor {
         let part = bounds.map { (range.lowerBound + $0.lowerBound)..<(range.lowerBound + $0.upperBound + 1) } ?? range
         let trusted = bounds == nil && !checked && reading.knownWhole
-        return Cursor(file: self, offset: part.lowerBound, end: part.upperBound,
-                      sum: bounds == nil && !trusted ? CacheRecordCodec.StreamingChecksum() : nil, trusted: trusted)
+        return Cursor(
+            file: self, offset: part.lowerBound, end: part.upperBound,
+            sum: bounds == nil && !trusted ? CacheRecordCodec.StreamingChecksum() : nil, trusted: trusted)
     }
 
     /// Reads a stored body's pieces in order (see ``cursor(_:checked:)``).

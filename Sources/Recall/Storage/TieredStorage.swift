@@ -78,7 +78,7 @@ public final class TieredStorage: CacheStorage {
     public func store(_ record: CacheRecord, expires: Date?) async {
         await lower.store(record, expires: expires)
         guard !record.variants.contains(where: { $0.storedBody != nil }) else {
-            return await changeUpper(record.key) { await self.upper.remove(record.key) } // (kept below only)
+            return await changeUpper(record.key) { await self.upper.remove(record.key) }  // (kept below only)
         }
         await changeUpper(record.key) { await self.upper.store(record, expires: expires) }
     }
@@ -101,7 +101,7 @@ public final class TieredStorage: CacheStorage {
     private func changeUpper(_ key: String, _ change: () async -> Void) async {
         if memory != nil {
             bump(key)
-            await change() // MemoryStorage does not suspend
+            await change()  // MemoryStorage does not suspend
         } else {
             await keys.lock(key)
             bump(key)

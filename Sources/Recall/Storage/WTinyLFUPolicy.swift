@@ -63,7 +63,7 @@ public struct WTinyLFUPolicy: EvictionPolicy {
     private static let maximumWindowShare = 0.8
     private static let protectedShare = 0.8
     private static let floodingThreshold = 6
-    private static let maximumSize = 1 << 48 // so that no sum of sizes can overflow
+    private static let maximumSize = 1 << 48  // so that no sum of sizes can overflow
 
     /// The share of the bytes the window currently aims for (0...0.8); it moves with the
     /// workload when the policy is adaptive.

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Puts a ``Pipeline`` — cache, retrier, hooks — under any `URLSession` whose configuration
@@ -96,7 +96,7 @@ open class RecallURLProtocol: URLProtocol {
     override open func startLoading() {
         let client = UncheckedClient(protocol: self, client: self.client)
         guard let route = Self.routes.route(for: request) else {
-            client.failNow(URLError(.unsupportedURL), work, delivery) // (on the loading thread already)
+            client.failNow(URLError(.unsupportedURL), work, delivery)  // (on the loading thread already)
             return
         }
         let request = UncheckedRequest(request: request, isUpload: task is URLSessionUploadTask)
@@ -122,8 +122,9 @@ open class RecallURLProtocol: URLProtocol {
                     throw URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "The session's time limit passed."])
                 }
                 let limits = facts.bodyLimits(for: prepared)
-                response.body = TimedBody.body(response.body, silence: limits.silence, remaining: limits.total.map { $0 - (time.now() - started) },
-                                               time: time, url: fallbackURL)
+                response.body = TimedBody.body(
+                    response.body, silence: limits.silence, remaining: limits.total.map { $0 - (time.now() - started) },
+                    time: time, url: fallbackURL)
                 try Task.checkCancellation()
                 try await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
             } catch {
@@ -178,13 +179,13 @@ open class RecallURLProtocol: URLProtocol {
     }
 
     #if !canImport(Darwin)
-    /// The session's client, until the load has answered it: swift-corelibs-foundation's
-    /// `URLSessionTask.cancel()` stops the load and then reports the cancellation to the client
-    /// itself, which must not reach a task this load has already completed.
-    override open var client: (any URLProtocolClient)? {
-        get { work.withLock(\.finished) ? nil : super.client }
-        set { super.client = newValue }
-    }
+        /// The session's client, until the load has answered it: swift-corelibs-foundation's
+        /// `URLSessionTask.cancel()` stops the load and then reports the cancellation to the client
+        /// itself, which must not reach a task this load has already completed.
+        override open var client: (any URLProtocolClient)? {
+            get { work.withLock(\.finished) ? nil : super.client }
+            set { super.client = newValue }
+        }
     #endif
 
     /// ``withBody(_:isUpload:limit:)`` on a thread of its own (``BodyStreamReader``): reading a
@@ -207,7 +208,9 @@ open class RecallURLProtocol: URLProtocol {
         let code: URLError.Code
         switch error {
         case let error as TransportError:
-            if let known = error.urlErrorCode.flatMap({ URLError.Code(rawValue: $0) }) { code = known } else {
+            if let known = error.urlErrorCode.flatMap({ URLError.Code(rawValue: $0) }) {
+                code = known
+            } else {
                 switch error.code {
                 case .timedOut: code = .timedOut
                 case .cannotConnect: code = .cannotConnectToHost
@@ -272,11 +275,11 @@ private struct UncheckedClient: @unchecked Sendable {
     let `protocol`: URLProtocol
     let client: (any URLProtocolClient)?
     #if canImport(Darwin)
-    /// The run loop of the thread that called `startLoading`.
-    let runLoop: CFRunLoop = CFRunLoopGetCurrent()
+        /// The run loop of the thread that called `startLoading`.
+        let runLoop: CFRunLoop = CFRunLoopGetCurrent()
     #else
-    /// The session's work queue, which called `startLoading` (``SessionWorkQueue``).
-    let queue = SessionWorkQueue.current()
+        /// The session's work queue, which called `startLoading` (``SessionWorkQueue``).
+        let queue = SessionWorkQueue.current()
     #endif
     /// What the task and its session say (read in `startLoading`, on the session's work queue).
     let facts: SessionTaskFacts
@@ -316,7 +319,7 @@ private struct UncheckedClient: @unchecked Sendable {
             // `deliveredAhead` bytes of them on their way.
             let window = DeliveryWindow(limit: Self.deliveredAhead)
             for try await chunk in response.body {
-                guard await window.reserve(chunk.count) else { return } // (the body is dropped: its download stops)
+                guard await window.reserve(chunk.count) else { return }  // (the body is dropped: its download stops)
                 onClientThread {
                     delivery.withLock {
                         if RecallURLProtocol.isOpen(work) {
@@ -355,22 +358,24 @@ private struct UncheckedClient: @unchecked Sendable {
     /// (On Apple's platforms, on the loading thread's run loop.)
     private func end(_ report: @escaping @Sendable () -> Void) async {
         #if canImport(Darwin)
-        onClientThread(report)
-        #else
-        if facts.completesInline, let queue {
-            await queue.whileHeld(report)
-        } else if facts.completesInline {
-            report()
-        } else {
             onClientThread(report)
-        }
+        #else
+            if facts.completesInline, let queue {
+                await queue.whileHeld(report)
+            } else if facts.completesInline {
+                report()
+            } else {
+                onClientThread(report)
+            }
         #endif
     }
 
     /// `call`, which ends the load at the client, made to run under the delivery lock and only
     /// if the load was neither stopped nor ended already.
-    private func ending(_ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock,
-                        _ call: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+    private func ending(
+        _ work: Locked<RecallURLProtocol.Work>, _ delivery: RecursiveLock,
+        _ call: @escaping @Sendable () -> Void
+    ) -> @Sendable () -> Void {
         {
             delivery.withLock {
                 guard RecallURLProtocol.claimFinish(work) else { return }
@@ -397,14 +402,13 @@ private struct UncheckedClient: @unchecked Sendable {
 
     private func onClientThread(_ body: @escaping @Sendable () -> Void) {
         #if canImport(Darwin)
-        CFRunLoopPerformBlock(runLoop, CFRunLoopMode.commonModes.rawValue, body)
-        CFRunLoopWakeUp(runLoop)
+            CFRunLoopPerformBlock(runLoop, CFRunLoopMode.commonModes.rawValue, body)
+            CFRunLoopWakeUp(runLoop)
         #else
-        if let queue { queue.async(body) } else { body() }
+            if let queue { queue.async(body) } else { body() }
         #endif
     }
 }
-
 
 /// A response built for the client, handed to the thread that calls it.
 private struct UncheckedResponse: @unchecked Sendable {

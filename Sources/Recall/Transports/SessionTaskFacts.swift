@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// What ``RecallURLProtocol`` needs to know of the `URLSessionTask` it loads for, and of that
@@ -30,30 +30,30 @@ struct SessionTaskFacts: Sendable {
     /// The facts of `task` (none known for `nil`, or on Apple's platforms).
     init(task: URLSessionTask?) {
         #if !canImport(Darwin)
-        guard let task else { return }
-        var mirror: Mirror? = Mirror(reflecting: task)
-        var session: URLSession?
-        var inline: Bool?
-        while let current = mirror, session == nil || inline == nil {
-            for child in current.children {
-                switch child.label {
-                case "session": session = Self.unwrap(child.value) as? URLSession
-                case "_callCompletionHandlerInline": inline = child.value as? Bool
-                default: continue
+            guard let task else { return }
+            var mirror: Mirror? = Mirror(reflecting: task)
+            var session: URLSession?
+            var inline: Bool?
+            while let current = mirror, session == nil || inline == nil {
+                for child in current.children {
+                    switch child.label {
+                    case "session": session = Self.unwrap(child.value) as? URLSession
+                    case "_callCompletionHandlerInline": inline = child.value as? Bool
+                    default: continue
+                    }
+                    if session != nil, inline != nil { break }
                 }
-                if session != nil, inline != nil { break }
+                mirror = current.superclassMirror
             }
-            mirror = current.superclassMirror
-        }
-        completesInline = inline ?? false
-        takesChunks = session.map { Self.callsDelegate(session: $0, for: task) } ?? false
-        guard let configuration = session?.configuration else { return }
-        for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
-            guard let name = name as? String else { continue }
-            additionalHeaders[name] = (value as? String) ?? "\(value)"
-        }
-        requestTimeout = configuration.timeoutIntervalForRequest
-        resourceTimeout = configuration.timeoutIntervalForResource
+            completesInline = inline ?? false
+            takesChunks = session.map { Self.callsDelegate(session: $0, for: task) } ?? false
+            guard let configuration = session?.configuration else { return }
+            for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
+                guard let name = name as? String else { continue }
+                additionalHeaders[name] = (value as? String) ?? "\(value)"
+            }
+            requestTimeout = configuration.timeoutIntervalForRequest
+            resourceTimeout = configuration.timeoutIntervalForResource
         #endif
     }
 
@@ -61,8 +61,9 @@ struct SessionTaskFacts: Sendable {
     /// completion handler) and that delegate hears of data; false when it cannot be told.
     private static func callsDelegate(session: URLSession, for task: URLSessionTask) -> Bool {
         guard session.delegate is any URLSessionDataDelegate,
-              let registry = Mirror(reflecting: session).children.first(where: { $0.label == "taskRegistry" })?.value,
-              let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?.value else { return false }
+            let registry = Mirror(reflecting: session).children.first(where: { $0.label == "taskRegistry" })?.value,
+            let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?.value
+        else { return false }
         for entry in Mirror(reflecting: behaviours).children {
             let pair = Array(Mirror(reflecting: entry.value).children)
             guard pair.count == 2, pair[0].value as? Int == task.taskIdentifier else { continue }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Why a transport could not produce a response. HTTP error statuses are not transport
@@ -56,25 +56,26 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .networkConnectionLost, .resourceUnavailable:
             kind = .connectionLost
         #if canImport(FoundationNetworking)
-        case .badServerResponse:
-            // swift-corelibs-foundation gives this, for HTTP, only when the server closed the
-            // connection without an answer (libcurl's "Empty reply from server"): a lost
-            // connection, as Apple's Foundation and AsyncHTTPClient report it.
-            kind = .connectionLost
+            case .badServerResponse:
+                // swift-corelibs-foundation gives this, for HTTP, only when the server closed the
+                // connection without an answer (libcurl's "Empty reply from server"): a lost
+                // connection, as Apple's Foundation and AsyncHTTPClient report it.
+                kind = .connectionLost
         #endif
         case .cannotFindHost, .dnsLookupFailed:
             kind = .dnsFailure
         case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
-             .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
-             .clientCertificateRequired:
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+            .clientCertificateRequired:
             kind = .tls
         case .cancelled:
             kind = .cancelled
         default:
             kind = .other
         }
-        self.init(kind, url: url ?? error.failingURL, urlErrorCode: error.errorCode,
-                  message: "\(Self.defaultMessage(for: kind)) (URLError \(error.errorCode): \(error.localizedDescription))")
+        self.init(
+            kind, url: url ?? error.failingURL, urlErrorCode: error.errorCode,
+            message: "\(Self.defaultMessage(for: kind)) (URLError \(error.errorCode): \(error.localizedDescription))")
     }
 
     /// Maps a POSIX error code from a socket call to its kind, or `nil` when the code says
@@ -124,8 +125,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     /// the connection was lost (``Code/connectionLost``; a session reports
     /// `URLError(.networkConnectionLost)`). For transports of your own, as Recall's use it.
     public static func bodyEnded(after received: Int, of expected: Int, url: URL?) -> TransportError {
-        TransportError(.connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
-                       message: "the body ended after \(received) of its \(expected) bytes")
+        TransportError(
+            .connectionLost, url: url, urlErrorCode: URLError.Code.networkConnectionLost.rawValue,
+            message: "the body ended after \(received) of its \(expected) bytes")
     }
 
     /// The kind, the URL and what happened.

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Which ``Pipeline`` a ``RecallURLProtocol`` sends a request through: routes are tried newest
@@ -56,7 +56,8 @@ public final class URLProtocolRoutes: Sendable {
     @discardableResult
     public func add(_ pipeline: Pipeline, hosts: [String]? = nil) throws -> UInt64 {
         if let session = (pipeline.transport as? URLSessionTransport)?.session,
-           session.configuration.protocolClasses?.contains(where: { $0 is RecallURLProtocol.Type }) == true {
+            session.configuration.protocolClasses?.contains(where: { $0 is RecallURLProtocol.Type }) == true
+        {
             throw RecallURLProtocolError.loop
         }
         let patterns = hosts.map { $0.map { $0.trimmingOWS } }
@@ -66,9 +67,11 @@ public final class URLProtocolRoutes: Sendable {
             // sessions): the route there is, not a conflict.
             if let same = state.routes.first(where: { route in
                 route.pipeline.isSame(as: pipeline) && (route.hosts.map { Set($0.map { $0.lowercased() }) } == (patterns == nil ? nil : lowered))
-            }) { return same.id }
+            }) {
+                return same.id
+            }
             let conflict = state.routes.contains { route in
-                guard let theirs = route.hosts, patterns != nil else { return true } // a route for every host
+                guard let theirs = route.hosts, patterns != nil else { return true }  // a route for every host
                 return !lowered.isDisjoint(with: theirs.map { $0.lowercased() })
             }
             if conflict { throw RecallURLProtocolError.routeConflict }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension URLSessionConfiguration {
@@ -33,8 +33,10 @@ extension URLSessionConfiguration {
     /// - Throws: ``RecallURLProtocolError/loop`` when `pipeline` sends through a session that
     ///   lists a `RecallURLProtocol` class; ``RecallURLProtocolError/routeConflict`` (above).
     @discardableResult
-    public func sendThroughRecall(_ pipeline: Pipeline, hosts: [String]? = nil,
-                                  protocolClass: RecallURLProtocol.Type = RecallURLProtocol.self) throws -> UInt64 {
+    public func sendThroughRecall(
+        _ pipeline: Pipeline, hosts: [String]? = nil,
+        protocolClass: RecallURLProtocol.Type = RecallURLProtocol.self
+    ) throws -> UInt64 {
         let id = try protocolClass.routes.add(pipeline, hosts: hosts)
         let others = (protocolClasses ?? []).filter { $0 != protocolClass }
         protocolClasses = [protocolClass] + others

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A ``Transport`` over `URLSession`.
@@ -53,8 +53,10 @@ public final class URLSessionTransport: Transport {
     /// default; never with a cookie jar, which would share one caller's cookies with the next)
     /// that follows redirects or not, and accepts response bodies of at most
     /// `maxResponseBodyBytes` bytes (nil, the default: any size).
-    public init(configuration: URLSessionConfiguration = .ephemeral, redirects: Redirects = .follow,
-                maxResponseBodyBytes: Int? = nil) {
+    public init(
+        configuration: URLSessionConfiguration = .ephemeral, redirects: Redirects = .follow,
+        maxResponseBodyBytes: Int? = nil
+    ) {
         let configuration = configuration.copy() as! URLSessionConfiguration
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -133,8 +135,10 @@ public final class URLSessionTransport: Transport {
             // swift-corelibs-foundation takes an interim response (102, 103 Early Hints) for the
             // final one and loses the final status and fields: never hand that over as an answer.
             body.discard()
-            throw TransportError(.other, url: request.url, message: "the session reported the interim response \(http.statusCode) as "
-                + "the answer, without the final status and fields (swift-corelibs-foundation does so for any 1xx before the answer)")
+            throw TransportError(
+                .other, url: request.url,
+                message: "the session reported the interim response \(http.statusCode) as "
+                    + "the answer, without the final status and fields (swift-corelibs-foundation does so for any 1xx before the answer)")
         }
         return RecallResponse(http, body: body)
     }
@@ -158,7 +162,11 @@ private final class TaskHandle: Sendable {
 
     /// Resumes the continuation with the task's outcome; later calls do nothing.
     func finish(data: Data?, response: URLResponse?, error: (any Error)?) {
-        guard let continuation = waiting.withLock({ state in defer { state = nil }; return state }) else { return }
+        guard
+            let continuation = waiting.withLock({ state in
+                defer { state = nil }; return state
+            })
+        else { return }
         let url = state.withLock { $0.task?.originalRequest?.url }
         if let error {
             continuation.resume(throwing: error is CancellationError ? error : SessionDelegate.transportError(error, url: url))
@@ -243,13 +251,16 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         caller?.resume(throwing: error)
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
         let url = dataTask.originalRequest?.url
         var expected: Int?
         if let http = response as? HTTPURLResponse {
-            expected = ResponseBody.declaredLength(status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
-                                                   requestMethod: dataTask.originalRequest?.httpMethod)
+            expected = ResponseBody.declaredLength(
+                status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
+                requestMethod: dataTask.originalRequest?.httpMethod)
         }
         if let limit = maxBodyBytes, response.expectedContentLength > Int64(limit) {
             guard case .waiting(let continuation)? = running.withLock({ $0.removeValue(forKey: dataTask.taskIdentifier) }) else {
@@ -287,7 +298,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         let next = running.withLock { running -> Next in
             switch running[dataTask.taskIdentifier] {
             case .collecting(let caller, let response, let expected, var body)?:
-                running[dataTask.taskIdentifier] = nil // (no copy of the bytes while they are appended)
+                running[dataTask.taskIdentifier] = nil  // (no copy of the bytes while they are appended)
                 body.append(data)
                 running[dataTask.taskIdentifier] = .collecting(caller, response, expected: expected, body)
                 return .none
@@ -318,8 +329,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         TransportError(.other, url: url, message: "a response body \(size), over the transport's maxResponseBodyBytes of \(limit)")
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         completionHandler(followsRedirects ? request : nil)
     }
 
@@ -347,7 +360,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
                 continuation.resume(returning: (response, ResponseBody(body)))
             }
         case .streaming(let writer, let received, let expected)?:
-            guard let error else { return writer.finish() } // (checked against its Content-Length there)
+            guard let error else { return writer.finish() }  // (checked against its Content-Length there)
             // (The length the body must reach by its head — none under a content coding, which
             // corelibs decodes: a decoding failure is not a short body.)
             writer.finish(throwing: Self.failure(error, received: received, promised: Int64(expected ?? -1), url: url))
@@ -365,14 +378,19 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     /// reach the caller.
     private static func bodyNeverDelivered(_ response: URLResponse, task: URLSessionTask) -> ResponseBody {
         guard let http = response as? HTTPURLResponse, (301...308).contains(http.statusCode),
-              task.originalRequest?.httpMethod?.uppercased() != "HEAD" else { return ResponseBody() }
-        let declared = ResponseBody.declaredLength(status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
-                                                   requestMethod: task.originalRequest?.httpMethod)
+            task.originalRequest?.httpMethod?.uppercased() != "HEAD"
+        else { return ResponseBody() }
+        let declared = ResponseBody.declaredLength(
+            status: http.statusCode, headers: RecallResponse(http, body: Data()).headers,
+            requestMethod: task.originalRequest?.httpMethod)
         if declared == 0 { return ResponseBody() }
         let url = task.originalRequest?.url
         let (body, writer) = ResponseBody.makeStream(expectedLength: declared, url: url)
-        writer.finish(throwing: TransportError(.other, url: url, message: "corelibs Foundation did not deliver the body of this "
-            + "\(http.statusCode) response (it drops the body of a 3xx without Location)"))
+        writer.finish(
+            throwing: TransportError(
+                .other, url: url,
+                message: "corelibs Foundation did not deliver the body of this "
+                    + "\(http.statusCode) response (it drops the body of a 3xx without Location)"))
         return body
     }
 

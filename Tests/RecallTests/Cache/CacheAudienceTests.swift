@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #39, point 1: whom the cache answers for (``CacheAudience``). Many users (the
@@ -20,7 +20,7 @@ struct CacheAudienceTests {
 
     static let personal: HeaderFields = [
         "Cache-Control": "max-age=600", "Set-Cookie": "session=abc; HttpOnly", "Set-Cookie2": "legacy=1",
-        "Authentication-Info": "nextnonce=n1",
+        "Authentication-Info": "nextnonce=n1"
     ]
 
     @Test("many users (the default): a stored response never replays Set-Cookie, and Cookie partitions", arguments: StorageKind.allCases)
@@ -29,7 +29,7 @@ struct CacheAudienceTests {
         let h = CacheHarness(over: kind)
         h.origin("/page", headers: Self.personal)
         let first = try await h.get("/page").collected()
-        #expect(first.headers["Set-Cookie"] == "session=abc; HttpOnly") // the caller who caused it gets it
+        #expect(first.headers["Set-Cookie"] == "session=abc; HttpOnly")  // the caller who caused it gets it
         let hit = try await h.get("/page").collected()
         #expect(hit.source == .cache)
         #expect(hit.headers["Set-Cookie"] == nil)
@@ -109,10 +109,12 @@ struct CacheAudienceTests {
     @Test("one user: a 304 with a new Set-Cookie replaces the stored one")
     func oneUserNotModifiedUpdatesSetCookie() async throws {
         let h = CacheHarness(configuration: Self.configuration(.oneUser))
-        h.origin("/v", [
-            (200, ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Set-Cookie": "session=old"], "body"),
-            (304, ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Set-Cookie": "session=new"], ""),
-        ])
+        h.origin(
+            "/v",
+            [
+                (200, ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Set-Cookie": "session=old"], "body"),
+                (304, ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Set-Cookie": "session=new"], "")
+            ])
         try await h.get("/v").collected()
         h.now.advance(20)
         let revalidated = try await h.get("/v").collected()
@@ -145,15 +147,18 @@ struct CacheAudienceTests {
         #expect(mock.count(for: "/p") == 1)
     }
 
-    @Test("a cache for many users never serves what a cache for one user stored in the same storage (its Set-Cookie, its answers to cookies), nor the other way round")
+    @Test(
+        "a cache for many users never serves what a cache for one user stored in the same storage (its Set-Cookie, its answers to cookies), nor the other way round"
+    )
     func audiencesDoNotShareEntries() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let now = TestNow()
         let mock = MockTransport()
         mock.route("GET", "/me") { request in
-            .text("for \(request.value(forHTTPHeaderField: "Cookie") ?? "nobody")",
-                  headers: ["Cache-Control": "max-age=600", "Set-Cookie": "session=ONE", "Date": HTTPDate.format(now.value)])
+            .text(
+                "for \(request.value(forHTTPHeaderField: "Cookie") ?? "nobody")",
+                headers: ["Cache-Control": "max-age=600", "Set-Cookie": "session=ONE", "Date": HTTPDate.format(now.value)])
         }
         var withCookie = URLRequest(url: URL(string: "https://origin.test/me")!)
         withCookie.setValue("session=ONE", forHTTPHeaderField: "Cookie")
@@ -193,7 +198,7 @@ struct CacheAudienceTests {
         withCookie.setValue("session=e2e", forHTTPHeaderField: "Cookie")
         let cookied = try await pipeline.send(withCookie).collected()
         #expect(cookied.source == (audience == .oneUser ? .cache : .network))
-        if audience == .oneUser { #expect(cookied.body == first.body) } // (the origin's body echoes the request's fields)
+        if audience == .oneUser { #expect(cookied.body == first.body) }  // (the origin's body echoes the request's fields)
         #expect(try await server.hits(path) == (audience == .oneUser ? 1 : 2))
     }
 }

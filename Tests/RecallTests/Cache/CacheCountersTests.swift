@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import Testing
@@ -37,29 +37,38 @@ struct CacheCountersTests {
         let stored = CacheEntry(status: 200, headers: ["ETag": "\"v1\""], body: Data(), url: nil, requestTime: Date(), responseTime: Date())
         let validating = CacheStrategy.Mode.validating(stored: stored, alternates: [])
         let network = RecallResponse(status: 200)
-        counters.count(.revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: false,
-                       context: context)
-        counters.count(.serveStale(network, .staleIfError), response: network, mode: validating, method: .get, isRefresh: false,
-                       context: context)
+        counters.count(
+            .revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: false,
+            context: context)
+        counters.count(
+            .serveStale(network, .staleIfError), response: network, mode: validating, method: .get, isRefresh: false,
+            context: context)
         counters.count(.store(stored), response: network, mode: validating, method: .get, isRefresh: false, context: context)
         counters.count(.remove, response: network, mode: .fetching(stored: stored), method: .get, isRefresh: false, context: context)
-        counters.count(.revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: true,
-                       context: context) // a background refresh counts nothing
-        counters.count(.store(stored), response: network, mode: validating, method: .head, isRefresh: false,
-                       context: context) // a HEAD answer updates, it does not replace: no change counted
+        counters.count(
+            .revalidated(stored, answer: network), response: network, mode: validating, method: .get, isRefresh: true,
+            context: context)  // a background refresh counts nothing
+        counters.count(
+            .store(stored), response: network, mode: validating, method: .head, isRefresh: false,
+            context: context)  // a HEAD answer updates, it does not replace: no change counted
         var cached = network
         cached.source = .cache
-        counters.count(.pass, response: cached, mode: validating, method: .get, isRefresh: false,
-                       context: context) // an answer not from the network is no new representation
-        counters.count(.refetch(URLRequest(url: URL(string: "https://example.com/a")!), removing: true), response: network,
-                       mode: validating, method: .get, isRefresh: false, context: context)
+        counters.count(
+            .pass, response: cached, mode: validating, method: .get, isRefresh: false,
+            context: context)  // an answer not from the network is no new representation
+        counters.count(
+            .refetch(URLRequest(url: URL(string: "https://example.com/a")!), removing: true), response: network,
+            mode: validating, method: .get, isRefresh: false, context: context)
         let statistics = counters.statistics
         #expect(statistics.revalidated == 1)
         #expect(statistics.staleServed[.staleIfError] == 1)
         #expect(statistics.revalidatedChanged == 2)
         #expect(statistics.refetched == 1)
-        #expect(context.events == [.cache(.revalidated), .cache(.stale(.staleIfError)), .cache(.changed), .cache(.invalidated),
-                                   .cache(.changed), .cache(.invalidated)])
+        #expect(
+            context.events == [
+                .cache(.revalidated), .cache(.stale(.staleIfError)), .cache(.changed), .cache(.invalidated),
+                .cache(.changed), .cache(.invalidated)
+            ])
     }
 
     @Test("what the strategy decided before the network, and after a failure: one count and one event each")
@@ -76,16 +85,19 @@ struct CacheCountersTests {
         counters.count(.serveAndRefresh(answer, refresh: request, mode: validating), context: context)
         counters.count(.send(request, .fetching(stored: nil)), context: context)
         counters.count(.send(request, .ranging(range, stored: nil)), context: context)
-        counters.count(.send(request, validating), context: context) // a revalidation counts when it is answered
+        counters.count(.send(request, validating), context: context)  // a revalidation counts when it is answered
         counters.count(.bypass, context: context)
         counters.count(.gatewayTimeout(answer), context: context)
-        #expect(context.events == [.cache(.hit), .cache(.stale(.maxStale)), .cache(.stale(.staleWhileRevalidate)), .cache(.miss),
-                                   .cache(.miss), .cache(.bypassed), .cache(.gatewayTimeout)])
+        #expect(
+            context.events == [
+                .cache(.hit), .cache(.stale(.maxStale)), .cache(.stale(.staleWhileRevalidate)), .cache(.miss),
+                .cache(.miss), .cache(.bypassed), .cache(.gatewayTimeout)
+            ])
         let failures = Self.context()
         counters.count(.serveStale(answer, .staleIfError), mode: validating, isRefresh: false, context: failures)
-        counters.count(.serveStale(answer, .staleIfError), mode: validating, isRefresh: true, context: failures) // serves nobody
-        counters.count(.gatewayTimeout(answer), mode: validating, isRefresh: false, context: failures) // a revalidation that failed: a miss
-        counters.count(.fail, mode: .fetching(stored: nil), isRefresh: false, context: failures) // counted as a miss when sent
+        counters.count(.serveStale(answer, .staleIfError), mode: validating, isRefresh: true, context: failures)  // serves nobody
+        counters.count(.gatewayTimeout(answer), mode: validating, isRefresh: false, context: failures)  // a revalidation that failed: a miss
+        counters.count(.fail, mode: .fetching(stored: nil), isRefresh: false, context: failures)  // counted as a miss when sent
         counters.count(.fail, mode: validating, isRefresh: false, context: failures)
         #expect(failures.events == [.cache(.stale(.staleIfError)), .cache(.miss), .cache(.miss)])
         let statistics = counters.statistics

@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("HTTPCache: request and response directives", .timeLimit(.minutes(1)))
@@ -11,14 +11,19 @@ struct CacheDirectiveTests {
     /// A harness with `/a` fresh for 100 s, with an ETag, already stored.
     func stored(_ cacheControl: String = "max-age=100") async throws -> CacheHarness {
         let h = CacheHarness()
-        h.origin("/a", [(200, HeaderFields([("Cache-Control", cacheControl), ("ETag", "\"v1\"")]), "one"),
-                        (304, ["ETag": "\"v1\""], "")])
+        h.origin(
+            "/a",
+            [
+                (200, HeaderFields([("Cache-Control", cacheControl), ("ETag", "\"v1\"")]), "one"),
+                (304, ["ETag": "\"v1\""], "")
+            ])
         try await h.get("/a")
         return h
     }
 
-    @Test("request no-cache and Pragma: no-cache revalidate a fresh entry",
-          arguments: [["Cache-Control": "no-cache"], ["Pragma": "no-cache"], ["Cache-Control": "max-age=0"]])
+    @Test(
+        "request no-cache and Pragma: no-cache revalidate a fresh entry",
+        arguments: [["Cache-Control": "no-cache"], ["Pragma": "no-cache"], ["Cache-Control": "max-age=0"]])
     func requestNoCache(headers: [String: String]) async throws {
         let h = try await stored()
         let response = try await h.get("/a", headers: headers)
@@ -44,7 +49,7 @@ struct CacheDirectiveTests {
     @Test("min-fresh: the entry must stay fresh that much longer")
     func minFresh() async throws {
         let h = try await stored()
-        h.now.advance(50) // 50 s of freshness left
+        h.now.advance(50)  // 50 s of freshness left
         #expect(try await h.get("/a", headers: ["Cache-Control": "min-fresh=40"]).source == .cache)
         #expect(try await h.get("/a", headers: ["Cache-Control": "min-fresh=60"]).source == .revalidated)
     }
@@ -52,7 +57,7 @@ struct CacheDirectiveTests {
     @Test("max-stale with a value and without")
     func maxStale() async throws {
         let h = try await stored()
-        h.now.advance(130) // 30 s stale
+        h.now.advance(130)  // 30 s stale
         let within = try await h.get("/a", headers: ["Cache-Control": "max-stale=60"])
         #expect(within.source == .stale)
         #expect(within.headers["Age"] == "130")
@@ -73,12 +78,17 @@ struct CacheDirectiveTests {
         #expect(h.mock.requests.count == 1)
     }
 
-    @Test("reloadIgnoringLocalCacheData: the origin is asked without validators and its answer replaces the entry",
-          arguments: StorageKind.allCases, [URLRequest.CachePolicy.reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData])
+    @Test(
+        "reloadIgnoringLocalCacheData: the origin is asked without validators and its answer replaces the entry",
+        arguments: StorageKind.allCases, [URLRequest.CachePolicy.reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData])
     func reloadIgnoringLocalCacheData(storage: StorageKind, policy: URLRequest.CachePolicy) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/r", [(200, ["Cache-Control": "max-age=100", "ETag": "\"v1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"], "one"),
-                        (200, ["Cache-Control": "max-age=100", "ETag": "\"v2\""], "two")])
+        h.origin(
+            "/r",
+            [
+                (200, ["Cache-Control": "max-age=100", "ETag": "\"v1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"], "one"),
+                (200, ["Cache-Control": "max-age=100", "ETag": "\"v2\""], "two")
+            ])
         try await h.get("/r")
         let reloaded = try await h.get("/r", cachePolicy: policy)
         #expect(reloaded.source == .network)
@@ -86,7 +96,7 @@ struct CacheDirectiveTests {
         let sent = try #require(h.mock.requests(for: "/r").last)
         #expect(sent.value(forHTTPHeaderField: "If-None-Match") == nil)
         #expect(sent.value(forHTTPHeaderField: "If-Modified-Since") == nil)
-        await h.cache.flush() // the reload is a plain miss: stored after its answer
+        await h.cache.flush()  // the reload is a plain miss: stored after its answer
         #expect(h.cache.statistics.stores == 2)
         let next = try await h.get("/r")
         #expect(next.source == .cache)
@@ -98,7 +108,7 @@ struct CacheDirectiveTests {
     func cachePolicies() async throws {
         let h = try await stored()
         let origin = h.hits("/a")
-        h.now.advance(1000) // very stale
+        h.now.advance(1000)  // very stale
         #expect(try await h.get("/a", cachePolicy: .returnCacheDataElseLoad).source == .stale)
         #expect(try await h.get("/a", cachePolicy: .returnCacheDataDontLoad).source == .stale)
         #expect(h.hits("/a") == origin)
@@ -107,8 +117,9 @@ struct CacheDirectiveTests {
         #expect(h.cache.statistics.staleServed[.cachePolicy] == 2)
     }
 
-    @Test("response no-cache: stored, but revalidated before every use, also in its field-name form",
-          arguments: StorageKind.allCases, ["no-cache", "no-cache=\"Set-Cookie\"", "max-age=100, no-cache"])
+    @Test(
+        "response no-cache: stored, but revalidated before every use, also in its field-name form",
+        arguments: StorageKind.allCases, ["no-cache", "no-cache=\"Set-Cookie\"", "max-age=100, no-cache"])
     func responseNoCache(storage: StorageKind, directive: String) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/n", [(200, ["Cache-Control": directive, "ETag": "\"n1\""], "body"), (304, ["ETag": "\"n1\""], "")])
@@ -142,8 +153,12 @@ struct CacheDirectiveTests {
     @Test("stale-while-revalidate: serve stale inside the window and refresh once in the background", arguments: StorageKind.allCases)
     func staleWhileRevalidate(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/s", [(200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
-                        (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new")])
+        h.origin(
+            "/s",
+            [
+                (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
+                (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new")
+            ])
         try await h.get("/s")
         h.now.advance(20)
         let responses = try await withThrowingTaskGroup(of: RecallResponse.self) { group in
@@ -152,16 +167,17 @@ struct CacheDirectiveTests {
         }
         #expect(responses.allSatisfy { $0.source == .stale && $0.bodyText == "old" })
         await h.cache.waitForBackgroundRefreshes()
-        #expect(h.hits("/s") == 2) // one refresh shared by every stale answer
+        #expect(h.hits("/s") == 2)  // one refresh shared by every stale answer
         #expect(h.mock.requests.last?.value(forHTTPHeaderField: "If-None-Match") == "\"s1\"")
         let refreshed = try await h.get("/s")
         #expect(refreshed.source == .cache)
         #expect(refreshed.bodyText == "new")
-        h.now.advance(100) // beyond the window: a normal revalidation, the caller waits
+        h.now.advance(100)  // beyond the window: a normal revalidation, the caller waits
         #expect(try await h.get("/s").source != .stale)
     }
 
-    @Test("stale-while-revalidate over a transport valid only during the call: refreshed before answering; stale if that fails", arguments: StorageKind.allCases)
+    @Test(
+        "stale-while-revalidate over a transport valid only during the call: refreshed before answering; stale if that fails", arguments: StorageKind.allCases)
     func staleWhileRevalidateWithoutBackground(storage: StorageKind) async throws {
         /// A transport that may not be used once the call returned (as a middleware's `next`).
         struct CallScoped: Transport {
@@ -171,9 +187,13 @@ struct CacheDirectiveTests {
             func send(_ request: URLRequest) async throws -> RecallResponse { try await base.send(request) }
         }
         let h = CacheHarness(over: storage, transport: { CallScoped(base: $0) })
-        h.origin("/s", [(200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
-                        (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new"),
-                        (503, [:], "down")])
+        h.origin(
+            "/s",
+            [
+                (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s1\""], "old"),
+                (200, ["Cache-Control": "max-age=10, stale-while-revalidate=60", "ETag": "\"s2\""], "new"),
+                (503, [:], "down")
+            ])
         try await h.get("/s")
         h.now.advance(20)
         let refreshed = try await h.get("/s")
@@ -194,7 +214,7 @@ struct CacheDirectiveTests {
         let response = try await h.get("/e")
         #expect(response.source == .stale)
         #expect(response.bodyText == "good")
-        h.now.advance(60) // 80 s stale > 60 s window
+        h.now.advance(60)  // 80 s stale > 60 s window
         #expect(try await h.get("/e").status == status)
     }
 
@@ -217,7 +237,7 @@ struct CacheDirectiveTests {
         let response = try await h.get("/t")
         #expect(response.source == .stale)
         #expect(response.bodyText == "kept")
-        #expect(h.hits("/t") == 4) // 1 + 3 attempts
+        #expect(h.hits("/t") == 4)  // 1 + 3 attempts
         #expect(h.cache.statistics.staleServed[.staleIfError] == 1)
 
         let plain = CacheHarness(over: storage)
@@ -237,12 +257,12 @@ struct CacheDirectiveTests {
         h.origin("/c", headers: ["Cache-Control": "max-age=10, stale-if-error=600"], body: "cached")
         h.origin("/other", status: 503)
         try await h.get("/c")
-        try await h.get("/other") // 1 failure in 2 attempts: the circuit opens
+        try await h.get("/other")  // 1 failure in 2 attempts: the circuit opens
         #expect(breaker.state(of: "origin.test") == .open)
         h.now.advance(30)
         let response = try await h.get("/c")
         #expect(response.source == .stale)
         #expect(response.bodyText == "cached")
-        #expect(h.hits("/c") == 1) // the breaker refused without reaching the origin
+        #expect(h.hits("/c") == 1)  // the breaker refused without reaching the origin
     }
 }

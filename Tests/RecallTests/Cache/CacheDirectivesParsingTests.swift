@@ -52,12 +52,14 @@ struct CacheControlParsingTests {
         return parsed.count == expected.count && zip(parsed, expected).allSatisfy { $0.name == $1.0 && $0.value == $1.1 }
     }
 
-    @Test("agrees with the reference parser on tricky values", arguments: [
-        "max-age=60", "  Max-Age = 60 , no-cache", "no-cache=\"Set-Cookie, X-Foo\", private",
-        "private=\"a\\\"b\", public", "max-age=\"30\"", "max-age=", "=5", ",,,", "", "\t no-store\t",
-        "stale-while-revalidate=30,stale-if-error=600", "MUST-REVALIDATE", "x=\"unterminated",
-        "a=\"q\\\\\", b", "ext=\"é\\ü\", Ünïcödé-Ext=Ä", "max-age=60 junk, s-maxage = 10 ",
-    ])
+    @Test(
+        "agrees with the reference parser on tricky values",
+        arguments: [
+            "max-age=60", "  Max-Age = 60 , no-cache", "no-cache=\"Set-Cookie, X-Foo\", private",
+            "private=\"a\\\"b\", public", "max-age=\"30\"", "max-age=", "=5", ",,,", "", "\t no-store\t",
+            "stale-while-revalidate=30,stale-if-error=600", "MUST-REVALIDATE", "x=\"unterminated",
+            "a=\"q\\\\\", b", "ext=\"é\\ü\", Ünïcödé-Ext=Ä", "max-age=60 junk, s-maxage = 10 "
+        ])
     func tricky(_ text: String) {
         #expect(Self.same(text), "\(text): \(CacheDirectives(text).directives) vs \(Self.reference(text))")
     }
@@ -79,15 +81,16 @@ struct CacheControlParsingTests {
             ["private=\"Set-Cookie", "no-store"],
             ["no-cache=\"a", "max-age=0"],
             ["max-age=60", "no-transform", "s-maxage=5, must-revalidate"],
-            ["max-age=60"],
+            ["max-age=60"]
         ]
         for values in cases {
             let headers = HeaderFields(values.map { ("Cache-Control", $0) } + [("ETag", "\"1\"")])
             let entry = CacheEntry(status: 200, headers: headers, body: Data(), url: nil, requestTime: Date(), responseTime: Date())
             #expect(entry.cacheControl == CacheDirectives(values), "\(values)")
         }
-        let entry = CacheEntry(status: 200, headers: HeaderFields([("Cache-Control", "private=\"Set-Cookie"), ("Cache-Control", "no-store")]),
-                               body: Data(), url: nil, requestTime: Date(), responseTime: Date())
+        let entry = CacheEntry(
+            status: 200, headers: HeaderFields([("Cache-Control", "private=\"Set-Cookie"), ("Cache-Control", "no-store")]),
+            body: Data(), url: nil, requestTime: Date(), responseTime: Date())
         #expect(entry.cacheControl.noStore)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Recall
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("HTTPCache end to end: URLSessionTransport and the loopback origin", .timeLimit(.minutes(1)))
@@ -68,8 +68,9 @@ struct CacheEndToEndTests {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("e2e-flaky")
         let cache = HTTPCache()
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache],
-                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), cap: .milliseconds(5), maxAttempts: 3))
+        let pipeline = Pipeline(
+            transport: URLSessionTransport(), hooks: [cache],
+            retrierFactory: .exponentialBackoff(base: .milliseconds(1), cap: .milliseconds(5), maxAttempts: 3))
         // Fresh for 0 s, usable for 60 s if the origin fails; the origin fails after its first answer.
         let url = server.url(path, ["cc": "max-age=0, stale-if-error=60", "fail_after": "1", "size": "100"])
         let good = try await pipeline.send(URLRequest(url: url)).collected()

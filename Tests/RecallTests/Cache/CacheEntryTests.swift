@@ -7,16 +7,17 @@ import Testing
 @Suite("CacheEntry: a value with shared storage")
 struct CacheEntryTests {
     static func entry() -> CacheEntry {
-        CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""], body: Data("one".utf8),
-                   url: URL(string: "https://x.test/a"), requestTime: Date(timeIntervalSince1970: 1),
-                   responseTime: Date(timeIntervalSince1970: 2))
+        CacheEntry(
+            status: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""], body: Data("one".utf8),
+            url: URL(string: "https://x.test/a"), requestTime: Date(timeIntervalSince1970: 1),
+            responseTime: Date(timeIntervalSince1970: 2))
     }
 
     @Test("changing a copy, whole or in place, leaves the original as it was; the parsed facts follow the headers")
     func copiesAreIndependent() {
         let original = Self.entry()
         var copy = original
-        copy.headers["Cache-Control"] = "no-store" // in place (_modify): the facts must be parsed again
+        copy.headers["Cache-Control"] = "no-store"  // in place (_modify): the facts must be parsed again
         copy.headers.remove("ETag")
         copy.body[0] = UInt8(ascii: "t")
         copy.body.append(contentsOf: Data("!".utf8))
@@ -26,7 +27,7 @@ struct CacheEntryTests {
         #expect(original.cacheControl.maxAge == 60 && !original.cacheControl.noStore && original.etag == "\"a\"")
         #expect(original.body == Data("one".utf8) && original.varyValues.isEmpty)
         copy = original
-        copy.headers = ["Cache-Control": "max-age=5"] // whole
+        copy.headers = ["Cache-Control": "max-age=5"]  // whole
         #expect(copy.cacheControl.maxAge == 5 && original.cacheControl.maxAge == 60)
     }
 
@@ -44,7 +45,7 @@ struct CacheEntryTests {
             ("responseTime", { $0.responseTime = Date(timeIntervalSince1970: 4) }),
             ("varyValues", { $0.varyValues = [HeaderFields.Field(name: "accept", value: "*/*")] }),
             ("partition", { $0.partition = "p" }),
-            ("assignedLifetime", { $0.assignedLifetime = 5 }),
+            ("assignedLifetime", { $0.assignedLifetime = 5 })
         ]
         for (name, change) in changes {
             var changed = twin

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #13, point 4 (first half): cache results are events like the retry events, so one
@@ -26,16 +26,18 @@ struct CacheEventTests {
     func wholeStory() async throws {
         let now = TestNow()
         let mock = MockTransport()
-        mock.route("GET", "/a", .status(503), .text("a", headers: ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Date": HTTPDate.format(now.value)]),
-                   .status(304, headers: ["ETag": "\"v1\""]), .status(500))
+        mock.route(
+            "GET", "/a", .status(503), .text("a", headers: ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Date": HTTPDate.format(now.value)]),
+            .status(304, headers: ["ETag": "\"v1\""]), .status(500))
         let cache = HTTPCache(now: { now.value })
         let story = Story()
-        let pipeline = Pipeline(transport: mock, hooks: [cache],
-                                retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 2, budget: nil),
-                                clock: ManualClock(autoAdvance: true), observer: story.observe)
+        let pipeline = Pipeline(
+            transport: mock, hooks: [cache],
+            retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 2, budget: nil),
+            clock: ManualClock(autoAdvance: true), observer: story.observe)
         let request = URLRequest(url: URL(string: "https://api.test/a")!)
         _ = try await pipeline.send(request)
-        await cache.flush() // a miss over a memory storage is stored just after its answer
+        await cache.flush()  // a miss over a memory storage is stored just after its answer
         #expect(story.of("/a") == ["cache miss", "attempt #1", "retry #2 in 0.0 s (status 503)", "attempt #2", "cache stored"])
         story.clear()
         _ = try await pipeline.send(request)
@@ -52,8 +54,9 @@ struct CacheEventTests {
     func otherOutcomes() async throws {
         let now = TestNow()
         let mock = MockTransport()
-        mock.route("GET", "/s", .status(200, headers: ["Cache-Control": "max-age=1, stale-if-error=600", "Date": HTTPDate.format(now.value)]),
-                   .status(503))
+        mock.route(
+            "GET", "/s", .status(200, headers: ["Cache-Control": "max-age=1, stale-if-error=600", "Date": HTTPDate.format(now.value)]),
+            .status(503))
         mock.route("POST", "/s", .status(204))
         let story = Story()
         let cache = HTTPCache(now: { now.value })

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A manual "now" for HTTP dates.
@@ -73,28 +73,37 @@ struct CacheHarness {
     /// Where a disk storage keeps its files, for as long as the harness lives.
     private let directory = TemporaryDirectory()
 
-    init(configuration: CacheConfiguration = CacheConfiguration(), storage: any CacheStorage = MemoryStorage(),
-         retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
+    init(
+        configuration: CacheConfiguration = CacheConfiguration(), storage: any CacheStorage = MemoryStorage(),
+        retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil
+    ) {
         self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { _, _ in storage }
     }
 
     /// A harness over a new storage of `kind`.
-    init(over kind: StorageKind, configuration: CacheConfiguration = CacheConfiguration(),
-         retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil) {
+    init(
+        over kind: StorageKind, configuration: CacheConfiguration = CacheConfiguration(),
+        retrierFactory: any RetrierFactory = NilRetrierFactory(), transport: ((MockTransport) -> any Transport)? = nil
+    ) {
         self.init(configuration: configuration, retrierFactory: retrierFactory, transport: transport) { kind.make(owner: $0, now: $1) }
     }
 
-    private init(configuration: CacheConfiguration, retrierFactory: any RetrierFactory, transport: ((MockTransport) -> any Transport)?,
-                 storage: (TemporaryDirectory, TestNow) -> any CacheStorage) {
+    private init(
+        configuration: CacheConfiguration, retrierFactory: any RetrierFactory, transport: ((MockTransport) -> any Transport)?,
+        storage: (TemporaryDirectory, TestNow) -> any CacheStorage
+    ) {
         let now = self.now
         cache = HTTPCache(storage: storage(directory, now), configuration: configuration, now: { now.value })
-        pipeline = Pipeline(transport: transport?(mock) ?? mock, hooks: [cache], retrierFactory: retrierFactory,
-                            clock: ManualClock(autoAdvance: true))
+        pipeline = Pipeline(
+            transport: transport?(mock) ?? mock, hooks: [cache], retrierFactory: retrierFactory,
+            clock: ManualClock(autoAdvance: true))
     }
 
     /// A harness over a `DiskStorage` in a fresh directory (the caller removes the directory).
-    static func onDisk(configuration: CacheConfiguration = CacheConfiguration(),
-                       retrierFactory: any RetrierFactory = NilRetrierFactory()) throws -> (CacheHarness, DiskStorage, URL) {
+    static func onDisk(
+        configuration: CacheConfiguration = CacheConfiguration(),
+        retrierFactory: any RetrierFactory = NilRetrierFactory()
+    ) throws -> (CacheHarness, DiskStorage, URL) {
         let directory = temporaryDirectory()
         let disk = try DiskStorage(directory: directory)
         return (CacheHarness(configuration: configuration, storage: disk, retrierFactory: retrierFactory), disk, directory)
@@ -122,8 +131,10 @@ struct CacheHarness {
         origin(path, method: method, [(status, headers, body)])
     }
 
-    func request(_ path: String, method: String = "GET", headers: [String: String] = [:],
-                 cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy) -> URLRequest {
+    func request(
+        _ path: String, method: String = "GET", headers: [String: String] = [:],
+        cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy
+    ) -> URLRequest {
         var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         request.cachePolicy = cachePolicy

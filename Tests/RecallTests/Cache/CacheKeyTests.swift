@@ -2,7 +2,7 @@ import Foundation
 @testable import Recall
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Canonical cache keys", .timeLimit(.minutes(1)))
@@ -13,37 +13,41 @@ struct CacheKeyTests {
         policy.key(for: URLRequest(url: URL(string: text)!))
     }
 
-    @Test("equivalent spellings give one key", arguments: [
-        ("HTTP://Example.COM/a", "http://example.com/a"),
-        ("http://example.com:80/a", "http://example.com/a"),
-        ("https://example.com:443/a", "https://example.com/a"),
-        ("http://example.com", "http://example.com/"),
-        ("http://example.com/a/./b/../c", "http://example.com/a/c"),
-        ("http://example.com/%7Euser/%61", "http://example.com/~user/a"),
-        ("http://example.com/a%2fb", "http://example.com/a%2Fb"),
-        ("http://example.com/a#fragment", "http://example.com/a"),
-        ("http://example.com/a?b=2&a=1", "http://example.com/a?a=1&b=2"),
-        ("http://example.com/a?", "http://example.com/a"),
-        ("http://example.com/a?x=1&&y=2", "http://example.com/a?x=1&y=2"),
-        ("http://example.com/a?q=%7e", "http://example.com/a?q=~"),
-    ])
+    @Test(
+        "equivalent spellings give one key",
+        arguments: [
+            ("HTTP://Example.COM/a", "http://example.com/a"),
+            ("http://example.com:80/a", "http://example.com/a"),
+            ("https://example.com:443/a", "https://example.com/a"),
+            ("http://example.com", "http://example.com/"),
+            ("http://example.com/a/./b/../c", "http://example.com/a/c"),
+            ("http://example.com/%7Euser/%61", "http://example.com/~user/a"),
+            ("http://example.com/a%2fb", "http://example.com/a%2Fb"),
+            ("http://example.com/a#fragment", "http://example.com/a"),
+            ("http://example.com/a?b=2&a=1", "http://example.com/a?a=1&b=2"),
+            ("http://example.com/a?", "http://example.com/a"),
+            ("http://example.com/a?x=1&&y=2", "http://example.com/a?x=1&y=2"),
+            ("http://example.com/a?q=%7e", "http://example.com/a?q=~")
+        ])
     func equivalent(lhs: String, rhs: String) {
         #expect(key(lhs) != nil)
         #expect(key(lhs) == key(rhs))
     }
 
-    @Test("different resources give different keys", arguments: [
-        ("http://example.com/a", "https://example.com/a"),
-        ("http://example.com/a", "http://example.com:8080/a"),
-        ("http://example.com/a", "http://example.com/A"),
-        ("http://example.com/a?x=1", "http://example.com/a?x=2"),
-        ("http://example.com/a?x=1&x=2", "http://example.com/a?x=2&x=1"),
-        ("http://example.com/a?x=a+b", "http://example.com/a?x=a%20b"),
-        ("http://example.com/a%2Fb", "http://example.com/a/b"),
-        ("http://example.com/a?k=%26", "http://example.com/a?k=&"),
-        ("http://example.com/a", "http://example.org/a"),
-        ("http://example.com/a/", "http://example.com/a"),
-    ])
+    @Test(
+        "different resources give different keys",
+        arguments: [
+            ("http://example.com/a", "https://example.com/a"),
+            ("http://example.com/a", "http://example.com:8080/a"),
+            ("http://example.com/a", "http://example.com/A"),
+            ("http://example.com/a?x=1", "http://example.com/a?x=2"),
+            ("http://example.com/a?x=1&x=2", "http://example.com/a?x=2&x=1"),
+            ("http://example.com/a?x=a+b", "http://example.com/a?x=a%20b"),
+            ("http://example.com/a%2Fb", "http://example.com/a/b"),
+            ("http://example.com/a?k=%26", "http://example.com/a?k=&"),
+            ("http://example.com/a", "http://example.org/a"),
+            ("http://example.com/a/", "http://example.com/a")
+        ])
     func different(lhs: String, rhs: String) {
         #expect(key(lhs) != key(rhs))
     }
@@ -80,7 +84,6 @@ struct CacheKeyTests {
         #expect(key("http://x.test/" + String(repeating: "a", count: 9000)) == nil)
     }
 
-
     /// Rewrites `url` into an equivalent spelling: case, default port, encoded unreserved
     /// characters, lowercase hex, dot segments, shuffled distinct query names, a fragment.
     static func respell(host: String, segments: [String], query: [(String, String)], using rng: inout SeededRandomSource) -> String {
@@ -90,12 +93,14 @@ struct CacheKeyTests {
         var path = ""
         for segment in segments {
             if Bool.random(using: &rng) { path += "/./" + "zz/.." }
-            path += "/" + segment.map { character -> String in
-                // `.` is unreserved but `%2E` is not equivalent to it in a key (see CacheKeyPolicy).
-                guard Bool.random(using: &rng), character != ".", let ascii = character.asciiValue else { return String(character) }
-                let hex = String(ascii, radix: 16)
-                return "%" + (Bool.random(using: &rng) ? hex.uppercased() : hex)
-            }.joined()
+            path +=
+                "/"
+                + segment.map { character -> String in
+                    // `.` is unreserved but `%2E` is not equivalent to it in a key (see CacheKeyPolicy).
+                    guard Bool.random(using: &rng), character != ".", let ascii = character.asciiValue else { return String(character) }
+                    let hex = String(ascii, radix: 16)
+                    return "%" + (Bool.random(using: &rng) ? hex.uppercased() : hex)
+                }.joined()
         }
         let shuffled = query.shuffled(using: &rng).map { "\($0.0)=\($0.1)" }.joined(separator: "&")
         return "\(scheme)://\(hostSpelling)\(port)\(path.isEmpty ? "/" : path)" + (shuffled.isEmpty ? "" : "?" + shuffled)
@@ -118,7 +123,9 @@ struct CacheKeyTests {
                 guard names.insert(name).inserted else { return nil }
                 return (name, String(Int.random(in: 0...999, using: &rng)))
             }
-            let canonical = "http://\(host)/" + segments.joined(separator: "/") + (query.isEmpty ? "" : "?" + query.sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
+            let canonical =
+                "http://\(host)/" + segments.joined(separator: "/")
+                + (query.isEmpty ? "" : "?" + query.sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
             let baseKey = key(canonical)
             #expect(baseKey != nil)
             for _ in 0..<3 {
@@ -136,15 +143,16 @@ struct CacheKeyTests {
     func sha256() {
         #expect(SHA256.hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
-            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(
+            SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         #expect(SHA256.hex(String(repeating: "a", count: 1000)) == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }
 
     @Test("the byte classes of percent-encoding normalization are RFC 3986's sets, for all 256 bytes")
     func byteClasses() {
         let unreserved = Set(("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~").utf8)
-        let allowedRaw = Set("!$&'()*+,;=:@/?.".utf8) // sub-delims, ":", "@", "/", "?", and "." (never decoded)
+        let allowedRaw = Set("!$&'()*+,;=:@/?.".utf8)  // sub-delims, ":", "@", "/", "?", and "." (never decoded)
         for value in 0...255 {
             let byte = UInt8(value)
             #expect(CacheKeyPolicy.isUnreserved(byte) == unreserved.contains(byte), "byte \(value)")

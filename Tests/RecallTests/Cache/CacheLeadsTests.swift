@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import Testing
@@ -23,14 +23,18 @@ struct CacheLeadsTests {
     }
 
     static let miss = CacheStrategy.Before.send(URLRequest(url: URL(string: "https://origin.test/a")!), .fetching(stored: nil))
-    static let hit = CacheStrategy.Before.bypass // any decision that is not a send
+    static let hit = CacheStrategy.Before.bypass  // any decision that is not a send
 
     /// `share` with counters of the looks and the coalesced waits.
-    static func share(_ leads: CacheLeads, _ key: String = "k", changed: Bool = false,
-                      looks: [CacheStrategy.Before]) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
+    static func share(
+        _ leads: CacheLeads, _ key: String = "k", changed: Bool = false,
+        looks: [CacheStrategy.Before]
+    ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
         var remaining = looks, looked = 0, coalesced = 0
-        let (before, lead) = try await leads.share(key, storageKey: "s-" + key, decided: miss, changed: { changed }, fetchName: { "fetch-" + key },
-                                                   coalesced: { coalesced += 1 }) { _ in
+        let (before, lead) = try await leads.share(
+            key, storageKey: "s-" + key, decided: miss, changed: { changed }, fetchName: { "fetch-" + key },
+            coalesced: { coalesced += 1 }
+        ) { _ in
             looked += 1
             return remaining.isEmpty ? miss : remaining.removeFirst()
         }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import Testing
@@ -47,9 +47,10 @@ struct CacheLocatorTests {
         let locator = Self.locator()
         let request = Self.request("https://example.com/a")
         let location = try #require(locator.location(of: request))
-        let state = CacheRequestState(location: location, method: .get, partition: "", inScope: [], requestTime: Date(),
-                                      since: InvalidationEpochs().snapshot(stripe: location.epochStripe), record: nil,
-                                      mode: .fetching(stored: nil), lead: nil)
+        let state = CacheRequestState(
+            location: location, method: .get, partition: "", inScope: [], requestTime: Date(),
+            since: InvalidationEpochs().snapshot(stripe: location.epochStripe), record: nil,
+            mode: .fetching(stored: nil), lead: nil)
         let answer = RecallResponse(status: 200)
         let (same, target) = locator.exchange(answer, for: request, sent: request, lifetime: nil, at: Date(), state: state)
         #expect(target?.key == location.key && !same.redirected)
@@ -72,10 +73,14 @@ struct CacheLocatorTests {
         let locator = Self.locator()
         var post = Self.request("https://example.com/a")
         post.httpMethod = "POST"
-        let urls = [URL(string: "https://example.com/a")!, URL(string: "https://example.com/" + String(repeating: "x", count: 20_000))!,
-                    URL(string: "https://example.com/b?y=2&x=1")!]
-        let expected = try [#require(locator.location(of: Self.request("https://example.com/a"))?.key),
-                            #require(locator.location(of: Self.request("https://example.com/b?x=1&y=2"))?.key)]
+        let urls = [
+            URL(string: "https://example.com/a")!, URL(string: "https://example.com/" + String(repeating: "x", count: 20_000))!,
+            URL(string: "https://example.com/b?y=2&x=1")!
+        ]
+        let expected = try [
+            #require(locator.location(of: Self.request("https://example.com/a"))?.key),
+            #require(locator.location(of: Self.request("https://example.com/b?x=1&y=2"))?.key)
+        ]
         #expect(locator.keys(of: urls, like: post) == expected)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The cache's first step on its own: what a look finds for each route and storage, when it
@@ -32,9 +32,15 @@ struct CacheLookupTests {
             let writer = writer
             behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
             let clock = clock
-            lookup = CacheLookup(strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
-                                 memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: copyBytesPerCore) }, writer: writer,
-                                 behind: behind, now: { clock.withLock { $0 = $0.addingTimeInterval(1); return $0 } })
+            lookup = CacheLookup(
+                strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
+                memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: copyBytesPerCore) }, writer: writer,
+                behind: behind,
+                now: {
+                    clock.withLock {
+                        $0 = $0.addingTimeInterval(1); return $0
+                    }
+                })
         }
 
         var key: String { locator.location(ofText: CacheLookupTests.url)!.key }
@@ -57,7 +63,8 @@ struct CacheLookupTests {
         #expect(post.location.key == parts.key && post.partition.isEmpty, "an invalidation knows its key and reads no partition")
         // The caller's If-None-Match: the record is read (the cache may answer it, RFC 9111 §4.3.2).
         guard case .wait(let conditional) = parts.lookup.look(Self.request("GET", ["If-None-Match": "\"v1\"", "Authorization": "Bearer a"])),
-              conditional.scheduling.route == .callerConditional else {
+            conditional.scheduling.route == .callerConditional
+        else {
             Issue.record("a caller's conditional GET is not looked up as its own")
             return
         }
@@ -81,7 +88,7 @@ struct CacheLookupTests {
     func memory() async throws {
         let memory = MemoryStorage()
         let parts = Parts(storage: memory)
-        await parts.writer.remove("https://origin.test/other") // one completed write before the look
+        await parts.writer.remove("https://origin.test/other")  // one completed write before the look
         guard case .found(let missing, nil, let writesBefore) = parts.lookup.look(Self.request()) else {
             Issue.record("a miss over memory is not found as nothing, without suspending")
             return
@@ -170,7 +177,7 @@ struct CacheLookupTests {
         let memory = MemoryStorage()
         let parts = Parts(storage: memory, copyBytesPerCore: 1 << 20)
         memory.storeNow(makeRecord(parts.key, bodySize: 10))
-        for _ in 0..<200 { _ = parts.lookup.look(Self.request()) } // each look offers the record for copying
+        for _ in 0..<200 { _ = parts.lookup.look(Self.request()) }  // each look offers the record for copying
         #expect((parts.lookup.memory?.usage?.copies ?? 0) > 0, "no copy made")
         memory.storeNow(makeRecord(parts.key, bodySize: 20))
         guard case .found(_, let record?, _) = parts.lookup.look(Self.request()) else {
@@ -206,10 +213,12 @@ struct WriteBehindUnitTests {
         let stored = try #require(makeRecord(parts.key).variants.first)
         #expect(behind.begin(cached, for: request, sent: request, state: state) == nil, "an answer not from the network")
         #expect(behind.begin(moved, for: request, sent: request, state: state) == nil, "an answer for another URL")
-        #expect(behind.begin(answer, for: request, sent: CacheLookupTests.request(url: "https://origin.test/c"), state: state) == nil,
-                "a request rewritten below the cache")
-        #expect(behind.begin(answer, for: request, sent: request, state: scheduling.state(mode: .fetching(stored: stored))) == nil,
-                "a response stored that the answer may replace or not")
+        #expect(
+            behind.begin(answer, for: request, sent: CacheLookupTests.request(url: "https://origin.test/c"), state: state) == nil,
+            "a request rewritten below the cache")
+        #expect(
+            behind.begin(answer, for: request, sent: request, state: scheduling.state(mode: .fetching(stored: stored))) == nil,
+            "a response stored that the answer may replace or not")
         let ticket = try #require(behind.begin(answer, for: request, sent: request, state: state))
         #expect(behind.begin(answer, for: request, sent: request, state: state) == nil, "a second write of the key while one is held")
         #expect(behind.land(.pass, at: state.location, state: state, context: nil, ticket: ticket) == nil)

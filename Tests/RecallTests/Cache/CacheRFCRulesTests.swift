@@ -3,10 +3,10 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue #11, §2: RFC 9111 / RFC 9110 rules of the second edition, over the mock transport
@@ -15,13 +15,15 @@ import Glibc
 struct CacheRFCRulesTests {
     // MARK: Methods
 
-    @Test("a non-error answer to an unknown (extension) method invalidates the URI and same-origin Location/Content-Location",
-          arguments: StorageKind.allCases, ["PROPFIND", "M-SEARCH", "POST"])
+    @Test(
+        "a non-error answer to an unknown (extension) method invalidates the URI and same-origin Location/Content-Location",
+        arguments: StorageKind.allCases, ["PROPFIND", "M-SEARCH", "POST"])
     func unknownMethodsInvalidate(storage: StorageKind, method: String) async throws {
         let h = CacheHarness(over: storage)
         for path in ["/x", "/moved", "/located"] { h.origin(path, headers: ["Cache-Control": "max-age=600"]) }
-        h.origin("/x", method: method, status: 207,
-                 headers: ["Location": "/moved", "Content-Location": "https://origin.test/located"])
+        h.origin(
+            "/x", method: method, status: 207,
+            headers: ["Location": "/moved", "Content-Location": "https://origin.test/located"])
         for path in ["/x", "/moved", "/located"] { try await h.get(path) }
         for path in ["/x", "/moved", "/located"] { #expect(try await h.get(path).source == .cache, "\(path) was not stored") }
         try await h.pipeline.send(h.request("/x", method: method)).collected()
@@ -45,8 +47,12 @@ struct CacheRFCRulesTests {
     @Test("Connection, the fields it names and the other hop-by-hop fields are not stored (RFC 9111 §3.1)", arguments: StorageKind.allCases)
     func connectionFields(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/c", headers: ["Cache-Control": "max-age=600", "Connection": "X-Hop, close", "X-Hop": "1",
-                                 "Keep-Alive": "timeout=5", "Upgrade": "h2c", "Trailer": "X-T", "X-Kept": "yes"])
+        h.origin(
+            "/c",
+            headers: [
+                "Cache-Control": "max-age=600", "Connection": "X-Hop, close", "X-Hop": "1",
+                "Keep-Alive": "timeout=5", "Upgrade": "h2c", "Trailer": "X-T", "X-Kept": "yes"
+            ])
         try await h.get("/c")
         let hit = try await h.get("/c")
         #expect(hit.source == .cache)
@@ -66,9 +72,13 @@ struct CacheRFCRulesTests {
 
     // MARK: Age
 
-    @Test("Age: the first member of a list counts, on one line or several; invalid values are ignored",
-          arguments: StorageKind.allCases, [(["7200, 0"], false), (["0, 7200"], true), (["7200", "0"], false), (["0", "7200"], true),
-                      (["abc"], true), (["-5"], true), (["1.5"], true), ([" 7200 "], false)])
+    @Test(
+        "Age: the first member of a list counts, on one line or several; invalid values are ignored",
+        arguments: StorageKind.allCases,
+        [
+            (["7200, 0"], false), (["0, 7200"], true), (["7200", "0"], false), (["0", "7200"], true),
+            (["abc"], true), (["-5"], true), (["1.5"], true), ([" 7200 "], false)
+        ])
     func ageParsing(storage: StorageKind, row: ([String], Bool)) async throws {
         let (values, fresh) = row
         let h = CacheHarness(over: storage)
@@ -90,20 +100,24 @@ struct CacheRFCRulesTests {
 
     // MARK: HTTP dates
 
-    @Test("HTTP dates: the three RFC 9110 forms parse", arguments: [
-        "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
-    ])
+    @Test(
+        "HTTP dates: the three RFC 9110 forms parse",
+        arguments: [
+            "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"
+        ])
     func validDates(text: String) {
         #expect(HTTPDate.parse(text, now: Date(timeIntervalSince1970: 1_700_000_000)) == Date(timeIntervalSince1970: 784_111_777))
     }
 
-    @Test("HTTP dates are strict: sloppy spellings are not dates, so such an Expires means stale", arguments: [
-        "Sun, 06 Nov 1994  08:49:37 GMT", " Sun, 06 Nov 1994 08:49:37 GMT", "Sun 06 Nov 1994 08:49:37 GMT",
-        "Sun, 06-Nov-1994 08:49:37 GMT", "Sun, 06.Nov.1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
-        "Sun, 06 Nov 94 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000",
-        "sun, 06 nov 1994 08:49:37 utc", "Sun, 06 Nov 1994 08:49:37 G@T", "Sunday, 06-Nov-94 08:49:37 UTC",
-        "Sunday,06-Nov-94 08:49:37 GMT", "Sun Nov 6 08:49:37 1994", "Sun Nov  6 08:49:37 94", "Xyz, 06 Nov 1994 08:49:37 GMT",
-    ])
+    @Test(
+        "HTTP dates are strict: sloppy spellings are not dates, so such an Expires means stale",
+        arguments: [
+            "Sun, 06 Nov 1994  08:49:37 GMT", " Sun, 06 Nov 1994 08:49:37 GMT", "Sun 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06-Nov-1994 08:49:37 GMT", "Sun, 06.Nov.1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun, 06 Nov 94 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000",
+            "sun, 06 nov 1994 08:49:37 utc", "Sun, 06 Nov 1994 08:49:37 G@T", "Sunday, 06-Nov-94 08:49:37 UTC",
+            "Sunday,06-Nov-94 08:49:37 GMT", "Sun Nov 6 08:49:37 1994", "Sun Nov  6 08:49:37 94", "Xyz, 06 Nov 1994 08:49:37 GMT"
+        ])
     func strictDates(text: String) async throws {
         #expect(HTTPDate.parse(text) == nil && HTTPDate.parse(text, namesInAnyCase: true) == nil)
         // (A leading space is optional whitespace around the field value, which the field
@@ -111,10 +125,12 @@ struct CacheRFCRulesTests {
         if !text.hasPrefix(" ") { #expect(try await Self.servedFromCache(expires: text) == false) }
     }
 
-    @Test("Expires with its day, month or GMT in another case is the same date (#39); other dates stay strict", arguments: [
-        "sun, 06 nov 1994 08:49:37 gmt", "SUN, 06 NOV 1994 08:49:37 GMT", "Sun, 06 nov 1994 08:49:37 GMT",
-        "Sun, 06 Nov 1994 08:49:37 gmt", "sunday, 06-NOV-94 08:49:37 Gmt", "sun nov  6 08:49:37 1994",
-    ])
+    @Test(
+        "Expires with its day, month or GMT in another case is the same date (#39); other dates stay strict",
+        arguments: [
+            "sun, 06 nov 1994 08:49:37 gmt", "SUN, 06 NOV 1994 08:49:37 GMT", "Sun, 06 nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 gmt", "sunday, 06-NOV-94 08:49:37 Gmt", "sun nov  6 08:49:37 1994"
+        ])
     func expiresInAnyCase(text: String) async throws {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(HTTPDate.parse(text, now: now, namesInAnyCase: true) == Date(timeIntervalSince1970: 784_111_777))
@@ -131,7 +147,7 @@ struct CacheRFCRulesTests {
     /// `Expires`, is served from cache a moment later (fresh until 08:49:37 if `Expires` is a date).
     static func servedFromCache(expires: String, over storage: StorageKind = .memory) async throws -> Bool {
         let h = CacheHarness(over: storage)
-        h.now.advance(784_111_777 - 1_800 - 1_700_000_000) // the clock at 08:19:37
+        h.now.advance(784_111_777 - 1_800 - 1_700_000_000)  // the clock at 08:19:37
         h.origin("/exp", headers: ["Expires": expires, "Date": "Sun, 06 Nov 1994 08:00:00 GMT"])
         try await h.get("/exp")
         return try await h.get("/exp").source == .cache
@@ -150,7 +166,9 @@ struct CacheRFCRulesTests {
         #expect(h.mock.requests(for: "/tag").last?.value(forHTTPHeaderField: "If-None-Match") == "\"abc\"")
     }
 
-    @Test("no stored variant matches the request's Vary fields: their entity tags are offered, and a 304 naming one serves it (RFC 9111 §4.3.1)", arguments: StorageKind.allCases)
+    @Test(
+        "no stored variant matches the request's Vary fields: their entity tags are offered, and a 304 naming one serves it (RFC 9111 §4.3.1)",
+        arguments: StorageKind.allCases)
     func alternatesRevalidated(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.mock.route("GET", "/v") { request in
@@ -164,14 +182,16 @@ struct CacheRFCRulesTests {
         #expect(other.source == .revalidated)
         #expect(other.bodyText == "representation a")
         #expect(h.mock.requests(for: "/v").last?.value(forHTTPHeaderField: "If-None-Match") == "\"v-a\"")
-        #expect(try await h.get("/v", headers: ["X-Variant": "b"]).source == .cache) // stored for b now
-        #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .cache) // a kept
+        #expect(try await h.get("/v", headers: ["X-Variant": "b"]).source == .cache)  // stored for b now
+        #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .cache)  // a kept
         #expect(h.mock.count(for: "/v") == 2)
     }
 
     // MARK: POST
 
-    @Test("a POST response with explicit freshness and Content-Location naming its own URI answers a later GET (RFC 9110 §9.3.3)", arguments: StorageKind.allCases)
+    @Test(
+        "a POST response with explicit freshness and Content-Location naming its own URI answers a later GET (RFC 9110 §9.3.3)", arguments: StorageKind.allCases
+    )
     func postContentLocation(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/doc", method: "POST", headers: ["Cache-Control": "max-age=600", "Content-Location": "/doc"], body: "created")
@@ -183,9 +203,13 @@ struct CacheRFCRulesTests {
         #expect(h.mock.requests(for: "/doc").filter { $0.httpMethod == "GET" }.isEmpty)
     }
 
-    @Test("a POST response without Content-Location, with another one, or without explicit freshness is not stored",
-          arguments: StorageKind.allCases, [["Cache-Control": "max-age=600"], ["Cache-Control": "max-age=600", "Content-Location": "/other"],
-                      ["Content-Location": "/doc2"]])
+    @Test(
+        "a POST response without Content-Location, with another one, or without explicit freshness is not stored",
+        arguments: StorageKind.allCases,
+        [
+            ["Cache-Control": "max-age=600"], ["Cache-Control": "max-age=600", "Content-Location": "/other"],
+            ["Content-Location": "/doc2"]
+        ])
     func postNotStored(storage: StorageKind, headers: [String: String]) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/doc2", method: "POST", headers: HeaderFields(headers), body: "created")
@@ -202,14 +226,14 @@ struct CacheRFCRulesTests {
         h.origin("/h", headers: ["Cache-Control": "max-age=10", "ETag": "\"a\"", "X-Version": "1"], body: "full body")
         h.origin("/h", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "ETag": "\"a\"", "X-Version": "2"], body: "")
         try await h.get("/h")
-        h.now.advance(20) // stale
+        h.now.advance(20)  // stale
         let head = try await h.pipeline.send(h.request("/h", method: "HEAD")).collected()
         #expect(head.status == 200)
         let get = try await h.get("/h")
-        #expect(get.source == .cache) // fresh again, for max-age=1000
+        #expect(get.source == .cache)  // fresh again, for max-age=1000
         #expect(get.bodyText == "full body")
         #expect(get.headers["X-Version"] == "2")
-        #expect(h.mock.count(for: "/h") == 2) // the first GET and the HEAD
+        #expect(h.mock.count(for: "/h") == 2)  // the first GET and the HEAD
     }
 
     @Test("a 200 to HEAD with another validator shows the stored GET response is outdated: it is dropped", arguments: StorageKind.allCases)
@@ -228,26 +252,29 @@ struct CacheRFCRulesTests {
         #expect(h.mock.requests(for: "/h2").last?.value(forHTTPHeaderField: "If-None-Match") == nil)
     }
 
-    @Test("a 200 to HEAD without validators freshens a stored response without validators, keeps the fields it does not carry, updates those it does",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a 200 to HEAD without validators freshens a stored response without validators, keeps the fields it does not carry, updates those it does",
+        arguments: StorageKind.allCases)
     func headWithoutValidatorsFreshens(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/plain", headers: ["Cache-Control": "max-age=2", "Template-A": "1", "Template-B": "kept"], body: "full body")
         h.origin("/plain", method: "HEAD", headers: ["Cache-Control": "max-age=1000", "Template-A": "2"], body: "")
         try await h.get("/plain")
-        h.now.advance(10) // stale, and nothing to validate with: the HEAD goes to the origin as it is
+        h.now.advance(10)  // stale, and nothing to validate with: the HEAD goes to the origin as it is
         let head = try await h.pipeline.send(h.request("/plain", method: "HEAD")).collected()
         #expect(head.source == .network)
         #expect(h.mock.requests(for: "/plain").last?.httpMethod == "HEAD")
         let get = try await h.get("/plain")
-        #expect(get.source == .cache) // fresh for max-age=1000
+        #expect(get.source == .cache)  // fresh for max-age=1000
         #expect(get.bodyText == "full body")
         #expect(get.headers["Template-A"] == "2")
         #expect(get.headers["Template-B"] == "kept")
         #expect(h.mock.count(for: "/plain") == 2)
     }
 
-    @Test("a HEAD answer that updates the stored GET response keeps its body when the transport streams bodies, and carries the fields only the stored response has")
+    @Test(
+        "a HEAD answer that updates the stored GET response keeps its body when the transport streams bodies, and carries the fields only the stored response has"
+    )
     func headOverStreamedBodies() async throws {
         let h = CacheHarness(transport: { StreamedBodies(inner: $0) })
         h.origin("/s", headers: ["Cache-Control": "max-age=2", "Template-A": "1"], body: "the stored body")
@@ -264,9 +291,12 @@ struct CacheRFCRulesTests {
         #expect(get.headers["Cache-Control"] == "max-age=1000")
     }
 
-    @Test("a 200 to HEAD is not a match when only one side has a validator, or another Content-Length: the stored GET is dropped",
-          arguments: [["Cache-Control": "max-age=1000", "ETag": "\"new\""], ["Cache-Control": "max-age=1000", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT"],
-                      ["Cache-Control": "max-age=1000", "Content-Length": "99"]] as [HeaderFields])
+    @Test(
+        "a 200 to HEAD is not a match when only one side has a validator, or another Content-Length: the stored GET is dropped",
+        arguments: [
+            ["Cache-Control": "max-age=1000", "ETag": "\"new\""], ["Cache-Control": "max-age=1000", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT"],
+            ["Cache-Control": "max-age=1000", "Content-Length": "99"]
+        ] as [HeaderFields])
     func headMismatchOutdates(headFields: HeaderFields) async throws {
         let h = CacheHarness()
         h.origin("/m", headers: ["Cache-Control": "max-age=2", "Content-Length": "8"], body: "old body")
@@ -278,16 +308,29 @@ struct CacheRFCRulesTests {
         #expect(try await h.get("/m").bodyText == "new body")
     }
 
-    @Test("a 304 updates the stored Content-Encoding and, on a full response, Content-Range, like other fields; never Content-Length",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a 304 updates the stored Content-Encoding and, on a full response, Content-Range, like other fields; never Content-Length",
+        arguments: StorageKind.allCases)
     func notModifiedUpdatesCodingAndRange(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/coded", [
-            (200, ["Cache-Control": "max-age=2", "ETag": "\"c1\"", "Content-Encoding": "x-coding-a", "Content-Range": "bytes 0-9/10",
-                   "Content-Length": "10"], "0123456789"),
-            (304, ["Cache-Control": "max-age=600", "ETag": "\"c1\"", "Content-Encoding": "x-coding-b", "Content-Range": "bytes 0-9/11",
-                   "Content-Length": "0"], ""),
-        ])
+        h.origin(
+            "/coded",
+            [
+                (
+                    200,
+                    [
+                        "Cache-Control": "max-age=2", "ETag": "\"c1\"", "Content-Encoding": "x-coding-a", "Content-Range": "bytes 0-9/10",
+                        "Content-Length": "10"
+                    ], "0123456789"
+                ),
+                (
+                    304,
+                    [
+                        "Cache-Control": "max-age=600", "ETag": "\"c1\"", "Content-Encoding": "x-coding-b", "Content-Range": "bytes 0-9/11",
+                        "Content-Length": "0"
+                    ], ""
+                )
+            ])
         try await h.get("/coded")
         h.now.advance(10)
         let revalidated = try await h.get("/coded").collected()
@@ -305,12 +348,12 @@ struct CacheRFCRulesTests {
         let h = CacheHarness(over: storage)
         let now = h.now
         h.mock.route("GET", "/slow") { _ in
-            now.advance(5) // the origin takes 5 s, and dates its answer when it is done
+            now.advance(5)  // the origin takes 5 s, and dates its answer when it is done
             return .text("slow", headers: ["Cache-Control": "max-age=3600", "Date": HTTPDate.format(now.value)])
         }
         let first = try await h.get("/slow")
         #expect(first.source == .network)
-        #expect(first.headers["Age"] == nil) // first-hand: the origin made it for this request (RFC 9111 §5.1)
+        #expect(first.headers["Age"] == nil)  // first-hand: the origin made it for this request (RFC 9111 §5.1)
         let hit = try await h.get("/slow")
         #expect(hit.source == .cache)
         #expect(hit.headers["Age"] == "5")
@@ -330,8 +373,10 @@ struct CacheRFCRulesTests {
     /// An origin that answers in the first language of `Accept-Language` it has among
     /// `languages` (else the first of them), with `Content-Language`, varying on the field and
     /// `extraVary`.
-    static func languageOrigin(_ h: CacheHarness, _ path: String, languages: [String], extraVary: String? = nil,
-                               contentLanguage: Bool = true) {
+    static func languageOrigin(
+        _ h: CacheHarness, _ path: String, languages: [String], extraVary: String? = nil,
+        contentLanguage: Bool = true
+    ) {
         h.mock.route("GET", path) { request in
             let asked = CacheRules.languageRanges(request.value(forHTTPHeaderField: "Accept-Language") ?? "")
                 .filter { $0.quality > 0 }.sorted { $0.quality > $1.quality }.map(\.tag)
@@ -369,11 +414,11 @@ struct CacheRFCRulesTests {
         Self.languageOrigin(h, "/refuse", languages: ["de-ch", "fr"])
         #expect(try await h.get("/refuse", headers: ["Accept-Language": "de-CH"]).collected().bodyText == "in de-ch")
         let refusals: [String?] = [
-            "fr, de;q=0.5", // German acceptable, French preferred: the origin may have French
-            "de, de-ch;q=0", // Swiss German excluded
-            "*", // any language: the origin decides
-            "it", // not stored
-            nil, // no Accept-Language: Vary's absent field
+            "fr, de;q=0.5",  // German acceptable, French preferred: the origin may have French
+            "de, de-ch;q=0",  // Swiss German excluded
+            "*",  // any language: the origin decides
+            "it",  // not stored
+            nil  // no Accept-Language: Vary's absent field
         ]
         for accepted in refusals {
             var headers: [String: String] = [:]
@@ -405,7 +450,7 @@ struct CacheRFCRulesTests {
             ("de", "fr;q=0.5, de;q=1.0", true), ("de", "de", true), ("DE", "de", true), ("de-CH", "de", true),
             ("de", "de-ch", false), ("de", "fr, de;q=0.9", false), ("de", "de;q=0.5, fr;q=0.5", true),
             ("de", "de, de;q=0", false), ("de-ch", "de, de-ch;q=0", false), ("en, de", "de", true), ("de", "*", false),
-            ("de", "de;q=0", false), ("de", "", false), ("", "de", false), ("de", "de;q=abc", true),
+            ("de", "de;q=0", false), ("de", "", false), ("", "de", false), ("de", "de;q=abc", true)
         ]
         for row in rows {
             #expect(rules.prefersLanguage(of: entry(row.content), accepted: row.accepted) == row.prefers, "\(row)")
@@ -414,10 +459,14 @@ struct CacheRFCRulesTests {
 
     // MARK: Byte ranges
 
-    @Test("a Range request for a fully stored, fresh response is answered from cache with 206, Content-Range and the bytes",
-          arguments: StorageKind.allCases, [("bytes=2-5", "2345", "bytes 2-5/10"), ("bytes=7-", "789", "bytes 7-9/10"), ("bytes=-3", "789", "bytes 7-9/10"),
-                      ("bytes=5-100", "56789", "bytes 5-9/10"), ("bytes=0-0", "0", "bytes 0-0/10"), ("bytes=-20", "0123456789", "bytes 0-9/10"),
-                      ("Bytes= 1-2", "12", "bytes 1-2/10")])
+    @Test(
+        "a Range request for a fully stored, fresh response is answered from cache with 206, Content-Range and the bytes",
+        arguments: StorageKind.allCases,
+        [
+            ("bytes=2-5", "2345", "bytes 2-5/10"), ("bytes=7-", "789", "bytes 7-9/10"), ("bytes=-3", "789", "bytes 7-9/10"),
+            ("bytes=5-100", "56789", "bytes 5-9/10"), ("bytes=0-0", "0", "bytes 0-0/10"), ("bytes=-20", "0123456789", "bytes 0-9/10"),
+            ("Bytes= 1-2", "12", "bytes 1-2/10")
+        ])
     func rangeFromCache(storage: StorageKind, row: (String, String, String)) async throws {
         let (field, body, contentRange) = row
         let h = CacheHarness(over: storage)
@@ -448,7 +497,7 @@ struct CacheRFCRulesTests {
         try await h.get("/b", headers: ["Range": "bytes=0-1", "If-Range": "\"x\""])
         try await h.get("/b", headers: ["Range": "items=0-1"])
         #expect(h.hits("/b") == 4)
-        h.now.advance(120) // stale
+        h.now.advance(120)  // stale
         try await h.get("/b", headers: ["Range": "bytes=0-1"])
         #expect(h.hits("/b") == 5)
         #expect(try await h.get("/missing", headers: ["Range": "bytes=0-1", "Cache-Control": "only-if-cached"]).status == 504)
@@ -484,17 +533,20 @@ struct CacheRFCRulesTests {
 
     // MARK: Offline answers
 
-    static func offlineHarness(cacheControl: String = "max-age=60", configuration: CacheConfiguration = CacheConfiguration(),
-                               failure: any Error = TransportError(.cannotConnect), over storage: StorageKind = .memory) async throws -> CacheHarness {
+    static func offlineHarness(
+        cacheControl: String = "max-age=60", configuration: CacheConfiguration = CacheConfiguration(),
+        failure: any Error = TransportError(.cannotConnect), over storage: StorageKind = .memory
+    ) async throws -> CacheHarness {
         let h = CacheHarness(over: storage, configuration: configuration)
         h.mock.route("GET", "/off", .text("stored", headers: ["Cache-Control": cacheControl]), .error(failure))
         try await h.get("/off")
-        h.now.advance(600) // well past freshness
+        h.now.advance(600)  // well past freshness
         return h
     }
 
-    @Test("disconnected: refused, reset, DNS failure or an open breaker serve the stored response stale",
-          arguments: [TransportError.Code.cannotConnect, .connectionLost, .dnsFailure])
+    @Test(
+        "disconnected: refused, reset, DNS failure or an open breaker serve the stored response stale",
+        arguments: [TransportError.Code.cannotConnect, .connectionLost, .dnsFailure])
     func offlineServesStale(kind: TransportError.Code) async throws {
         let h = try await Self.offlineHarness(failure: TransportError(kind))
         let response = try await h.get("/off")

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #11, §2, byte ranges, second half (RFC 9111 §3.3–3.4): `206` answers stored as pieces
@@ -15,8 +15,10 @@ struct CacheRangeTests {
     // MARK: PartialContent
 
     /// `pieces.insert(bounds, bytes:)`, expecting it to succeed or not (`#expect` cannot take a mutating call).
-    static func insert(_ pieces: inout PartialContent, _ bounds: ClosedRange<Int>, bytes: Data, expecting: Bool,
-                       sourceLocation: SourceLocation = #_sourceLocation) {
+    static func insert(
+        _ pieces: inout PartialContent, _ bounds: ClosedRange<Int>, bytes: Data, expecting: Bool,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let inserted = pieces.insert(bounds, bytes: bytes)
         #expect(inserted == expecting, sourceLocation: sourceLocation)
     }
@@ -27,9 +29,9 @@ struct CacheRangeTests {
         Self.insert(&pieces, 2...3, bytes: Data("23".utf8), expecting: true)
         Self.insert(&pieces, 7...8, bytes: Data("78".utf8), expecting: true)
         #expect(pieces.pieces.map(\.bounds) == [2...3, 7...8])
-        Self.insert(&pieces, 4...4, bytes: Data("4".utf8), expecting: true) // touches 2...3
+        Self.insert(&pieces, 4...4, bytes: Data("4".utf8), expecting: true)  // touches 2...3
         #expect(pieces.pieces.map(\.bounds) == [2...4, 7...8])
-        Self.insert(&pieces, 3...7, bytes: Data("ABCDE".utf8), expecting: true) // overlaps both
+        Self.insert(&pieces, 3...7, bytes: Data("ABCDE".utf8), expecting: true)  // overlaps both
         #expect(pieces.pieces.map(\.bounds) == [2...8])
         #expect(pieces.bytes(in: 2...8) == Data("2ABCDE8".utf8))
         #expect(!pieces.isComplete)
@@ -105,8 +107,11 @@ struct CacheRangeTests {
     // MARK: The strategy, on values
 
     static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
-    static let strategy = CacheStrategy(rules: CacheRules(), partitioner: CachePartitioner(secret: Array(repeating: 7, count: 32),
-                                                                                             configuration: CacheConfiguration()))
+    static let strategy = CacheStrategy(
+        rules: CacheRules(),
+        partitioner: CachePartitioner(
+            secret: Array(repeating: 7, count: 32),
+            configuration: CacheConfiguration()))
 
     func entry(_ fields: [String: String], status: Int, body: String) -> CacheEntry {
         var headers = HeaderFields(fields)
@@ -119,8 +124,9 @@ struct CacheRangeTests {
         var pieces = PartialContent(length: 10)
         pieces.insert(2...5, bytes: Data("2345".utf8))
         pieces.insert(8...9, bytes: Data("89".utf8))
-        return pieces.entry(headers: entry(["Cache-Control": cacheControl, "ETag": tag], status: 206, body: "").headers,
-                            like: entry([:], status: 206, body: ""))
+        return pieces.entry(
+            headers: entry(["Cache-Control": cacheControl, "ETag": tag], status: 206, body: "").headers,
+            like: entry([:], status: 206, body: ""))
     }
 
     func request(_ fields: [String: String]) -> URLRequest {
@@ -133,8 +139,10 @@ struct CacheRangeTests {
         let request = request(fields.merging(["Range": range]) { $1 })
         guard case .range(let byteRange) = Self.strategy.route(request, RequestFacts(request)) else { return .bypass }
         let record = stored.map { CacheRecord(key: "k", variants: [$0]) }
-        return CacheStrategyTests.Outcome(Self.strategy.before(request, range: byteRange, record: record, partition: "",
-                                                               inScope: [], now: Self.t0 + age))
+        return CacheStrategyTests.Outcome(
+            Self.strategy.before(
+                request, range: byteRange, record: record, partition: "",
+                inScope: [], now: Self.t0 + age))
     }
 
     @Test("before: fresh pieces answer ranges they hold; the origin is asked only for the bytes they lack")
@@ -160,14 +168,18 @@ struct CacheRangeTests {
 
     @Test("before: pieces never answer a request without Range; a plain GET asks only for the bytes they lack when they have a strong tag")
     func piecesAnswerOnlyRanges() {
-        func plain(_ stored: CacheEntry, method: String = "GET", policy: URLRequest.CachePolicy = .useProtocolCachePolicy,
-                   fields: [String: String] = [:]) -> CacheStrategyTests.Outcome {
+        func plain(
+            _ stored: CacheEntry, method: String = "GET", policy: URLRequest.CachePolicy = .useProtocolCachePolicy,
+            fields: [String: String] = [:]
+        ) -> CacheStrategyTests.Outcome {
             var request = request(fields)
             request.httpMethod = method
             request.cachePolicy = policy
             let record = CacheRecord(key: "k", variants: [stored])
-            return CacheStrategyTests.Outcome(Self.strategy.before(request, RequestFacts(request), record: record, partition: "", inScope: [],
-                                                                   now: Self.t0))
+            return CacheStrategyTests.Outcome(
+                Self.strategy.before(
+                    request, RequestFacts(request), record: record, partition: "", inScope: [],
+                    now: Self.t0))
         }
         // Fresh or stale: If-Range confirms the pieces, and a 206 completes them.
         #expect(plain(storedPieces()) == .complete(sent: "bytes=0-7", ifRange: "\"t\""))
@@ -178,11 +190,13 @@ struct CacheRangeTests {
         // Pieces without a strong tag are never combined: the plain GET goes as it is.
         #expect(plain(storedPieces(tag: "W/\"t\"")) == .fetch(keepsStored: false))
         // A representation longer than the storage keeps as one record streams from the origin instead.
-        let small = CacheStrategy(rules: CacheRules(), partitioner: CachePartitioner(secret: [7], configuration: CacheConfiguration()),
-                                  completionLimit: 9)
+        let small = CacheStrategy(
+            rules: CacheRules(), partitioner: CachePartitioner(secret: [7], configuration: CacheConfiguration()),
+            completionLimit: 9)
         let get = request([:])
-        let before = small.before(get, RequestFacts(get), record: CacheRecord(key: "k", variants: [storedPieces()]), partition: "",
-                                  inScope: [], now: Self.t0)
+        let before = small.before(
+            get, RequestFacts(get), record: CacheRecord(key: "k", variants: [storedPieces()]), partition: "",
+            inScope: [], now: Self.t0)
         #expect(CacheStrategyTests.Outcome(before) == .fetch(keepsStored: false))
     }
 
@@ -192,16 +206,22 @@ struct CacheRangeTests {
         if let tag = stored.etag { sentRequest.setValue(tag, forHTTPHeaderField: "If-Range") }
         var headers = HeaderFields(fields)
         headers["Date"] = HTTPDate.format(Self.t0)
-        let exchange = CacheStrategy.Exchange(request: request([:]), sent: sentRequest, answered: sentRequest, method: .get,
-                                              requestTime: Self.t0, now: Self.t0)
-        return Self.strategy.after(RecallResponse(status: status, headers: headers, body: Data(body.utf8)), mode: .completing(stored: stored),
-                                   exchange: exchange)
+        let exchange = CacheStrategy.Exchange(
+            request: request([:]), sent: sentRequest, answered: sentRequest, method: .get,
+            requestTime: Self.t0, now: Self.t0)
+        return Self.strategy.after(
+            RecallResponse(status: status, headers: headers, body: Data(body.utf8)), mode: .completing(stored: stored),
+            exchange: exchange)
     }
 
     @Test("after completing: a 206 that makes the pieces whole answers the plain GET with a 200 and is stored as one")
     func afterCompletionAnswersWhole() {
-        let next = afterCompletion(206, ["ETag": "\"t\"", "Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10", "Content-Length": "8",
-                                         "Set-Cookie": "a=b"], body: "01234567", sent: "bytes=0-7", stored: storedPieces())
+        let next = afterCompletion(
+            206,
+            [
+                "ETag": "\"t\"", "Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10", "Content-Length": "8",
+                "Set-Cookie": "a=b"
+            ], body: "01234567", sent: "bytes=0-7", stored: storedPieces())
         guard case .storeAndAnswer(let entry, let answer) = next else { Issue.record("\(next)"); return }
         #expect(entry.status == 200 && String(decoding: entry.body, as: UTF8.self) == "0123456789" && entry.headers["Content-Range"] == nil)
         #expect(answer.status == 200 && answer.bodyText == "0123456789" && answer.source == .network)
@@ -211,41 +231,47 @@ struct CacheRangeTests {
     @Test("after completing: a 206 that cannot make the pieces whole, or a 416, sends the plain GET again; a 200 is stored as the answer")
     func afterCompletionFallsBack() {
         let refusals: [(Int, [String: String], String)] = [
-            (206, ["ETag": "\"t\"", "Content-Range": "bytes 0-1/10"], "01"), // leaves a gap
-            (206, ["ETag": "\"u\"", "Content-Range": "bytes 0-7/10"], "01234567"), // another representation
-            (206, ["Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10"], "01234567"), // no strong tag: not combined
-            (206, ["ETag": "\"t\"", "Content-Range": "bytes 0-7/11"], "01234567"), // another length
-            (416, ["Content-Range": "bytes */4"], ""),
+            (206, ["ETag": "\"t\"", "Content-Range": "bytes 0-1/10"], "01"),  // leaves a gap
+            (206, ["ETag": "\"u\"", "Content-Range": "bytes 0-7/10"], "01234567"),  // another representation
+            (206, ["Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10"], "01234567"),  // no strong tag: not combined
+            (206, ["ETag": "\"t\"", "Content-Range": "bytes 0-7/11"], "01234567"),  // another length
+            (416, ["Content-Range": "bytes */4"], "")
         ]
         for (status, fields, body) in refusals {
             let next = afterCompletion(status, fields, body: body, sent: "bytes=0-7", stored: storedPieces())
             guard case .refetch(let again, removing: false) = next else { Issue.record("\(status) \(fields): \(next)"); continue }
             #expect(again.value(forHTTPHeaderField: "Range") == nil && again.value(forHTTPHeaderField: "If-Range") == nil)
         }
-        let changed = afterCompletion(200, ["ETag": "\"u\"", "Cache-Control": "max-age=100"], body: "abcdefghij", sent: "bytes=0-7",
-                                      stored: storedPieces())
+        let changed = afterCompletion(
+            200, ["ETag": "\"u\"", "Cache-Control": "max-age=100"], body: "abcdefghij", sent: "bytes=0-7",
+            stored: storedPieces())
         guard case .store(let entry) = changed else { Issue.record("\(changed)"); return }
         #expect(entry.status == 200 && String(decoding: entry.body, as: UTF8.self) == "abcdefghij")
         #expect(CacheStrategyTests.Next(afterCompletion(503, [:], body: "", sent: "bytes=0-7", stored: storedPieces())) == .pass)
     }
 
-    func after(_ status: Int, _ fields: [String: String], body: String, caller: String, sent: String,
-               stored: CacheEntry?) -> CacheStrategy.After {
+    func after(
+        _ status: Int, _ fields: [String: String], body: String, caller: String, sent: String,
+        stored: CacheEntry?
+    ) -> CacheStrategy.After {
         let callerRequest = request(["Range": caller])
         var sentRequest = request(["Range": sent])
         if let tag = stored?.etag { sentRequest.setValue(tag, forHTTPHeaderField: "If-Range") }
         var headers = HeaderFields(fields)
         headers["Date"] = HTTPDate.format(Self.t0)
-        let exchange = CacheStrategy.Exchange(request: callerRequest, sent: sentRequest, answered: sentRequest, method: .get,
-                                              requestTime: Self.t0, now: Self.t0)
-        return Self.strategy.after(RecallResponse(status: status, headers: headers, body: Data(body.utf8)),
-                                   mode: .ranging(ByteRange(rangeField: caller)!, stored: stored), exchange: exchange)
+        let exchange = CacheStrategy.Exchange(
+            request: callerRequest, sent: sentRequest, answered: sentRequest, method: .get,
+            requestTime: Self.t0, now: Self.t0)
+        return Self.strategy.after(
+            RecallResponse(status: status, headers: headers, body: Data(body.utf8)),
+            mode: .ranging(ByteRange(rangeField: caller)!, stored: stored), exchange: exchange)
     }
 
     @Test("after: a 206 for the missing bytes completes the pieces; the caller's range is answered from them")
     func afterCompletes() throws {
-        let next = after(206, ["ETag": "\"t\"", "Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10"], body: "01234567",
-                         caller: "bytes=0-9", sent: "bytes=0-7", stored: storedPieces())
+        let next = after(
+            206, ["ETag": "\"t\"", "Cache-Control": "max-age=100", "Content-Range": "bytes 0-7/10"], body: "01234567",
+            caller: "bytes=0-9", sent: "bytes=0-7", stored: storedPieces())
         guard case .storeAndAnswer(let entry, let answer) = next else { Issue.record("\(next)"); return }
         #expect(entry.status == 200 && String(decoding: entry.body, as: UTF8.self) == "0123456789")
         #expect(answer.status == 206 && answer.bodyText == "0123456789" && answer.headers["Content-Range"] == "bytes 0-9/10")
@@ -253,33 +279,38 @@ struct CacheRangeTests {
 
     @Test("after: a 206 that leaves a gap is stored as pieces; one for the caller's own range is returned as it is")
     func afterPieces() throws {
-        let partial = after(206, ["ETag": "\"t\"", "Content-Range": "bytes 0-0/10"], body: "0", caller: "bytes=0-3", sent: "bytes=0-1",
-                            stored: storedPieces())
+        let partial = after(
+            206, ["ETag": "\"t\"", "Content-Range": "bytes 0-0/10"], body: "0", caller: "bytes=0-3", sent: "bytes=0-1",
+            stored: storedPieces())
         // The origin answered less than asked (0-0 of 0-1): the caller's range is sent again as it is.
         guard case .refetch(let again, removing: false) = partial else { Issue.record("\(partial)"); return }
         #expect(again.value(forHTTPHeaderField: "Range") == "bytes=0-3" && again.value(forHTTPHeaderField: "If-Range") == nil)
-        let asIs = after(206, ["ETag": "\"t\"", "Content-Range": "bytes 0-0/10"], body: "0", caller: "bytes=0-0", sent: "bytes=0-0",
-                         stored: storedPieces())
+        let asIs = after(
+            206, ["ETag": "\"t\"", "Content-Range": "bytes 0-0/10"], body: "0", caller: "bytes=0-0", sent: "bytes=0-0",
+            stored: storedPieces())
         guard case .store(let entry) = asIs else { Issue.record("\(asIs)"); return }
         #expect(entry.status == 206 && entry.headers.values(for: "Content-Range") == ["bytes 0-0/10", "bytes 2-5/10", "bytes 8-9/10"])
     }
 
     @Test("after: pieces of another tag, a weak tag, an unknown length or a body that does not fit are not combined or stored")
     func afterRefuses() {
-        let other = after(206, ["ETag": "\"u\"", "Content-Range": "bytes 0-1/10"], body: "ab", caller: "bytes=0-1", sent: "bytes=0-1",
-                          stored: storedPieces())
+        let other = after(
+            206, ["ETag": "\"u\"", "Content-Range": "bytes 0-1/10"], body: "ab", caller: "bytes=0-1", sent: "bytes=0-1",
+            stored: storedPieces())
         guard case .store(let entry) = other else { Issue.record("\(other)"); return }
         #expect(entry.headers.values(for: "Content-Range") == ["bytes 0-1/10"], "another tag starts new pieces")
-        for (fields, body) in [(["ETag": "W/\"t\"", "Content-Range": "bytes 0-1/10"], "01"),
-                               (["ETag": "\"t\"", "Content-Range": "bytes 0-1/*"], "01"),
-                               (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10"], "012"),
-                               (["Content-Range": "bytes 0-1/10"], "01"),
-                               (["Content-Range": "bytes 0-1/10", "Cache-Control": "max-age=0"], "01"),
-                               (["Content-Range": "bytes 0-1/10", "Expires": "0"], "01"),
-                               (["Content-Range": "bytes 0-1/10", "Expires": HTTPDate.format(Self.t0.addingTimeInterval(-60))], "01"),
-                               (["Content-Range": "bytes 0-1/10", "ETag": "W/\"t\"", "Cache-Control": "max-age=0"], "01"),
-                               (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "Cache-Control": "no-store"], "01"),
-                               (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "Content-Encoding": "gzip"], "01")] {
+        for (fields, body) in [
+            (["ETag": "W/\"t\"", "Content-Range": "bytes 0-1/10"], "01"),
+            (["ETag": "\"t\"", "Content-Range": "bytes 0-1/*"], "01"),
+            (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10"], "012"),
+            (["Content-Range": "bytes 0-1/10"], "01"),
+            (["Content-Range": "bytes 0-1/10", "Cache-Control": "max-age=0"], "01"),
+            (["Content-Range": "bytes 0-1/10", "Expires": "0"], "01"),
+            (["Content-Range": "bytes 0-1/10", "Expires": HTTPDate.format(Self.t0.addingTimeInterval(-60))], "01"),
+            (["Content-Range": "bytes 0-1/10", "ETag": "W/\"t\"", "Cache-Control": "max-age=0"], "01"),
+            (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "Cache-Control": "no-store"], "01"),
+            (["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "Content-Encoding": "gzip"], "01")
+        ] {
             let next = after(206, fields, body: body, caller: "bytes=0-1", sent: "bytes=0-1", stored: nil)
             #expect(CacheStrategyTests.Next(next) == .pass, "\(fields) \(body)")
         }
@@ -288,19 +319,22 @@ struct CacheRangeTests {
     @Test("after: a 206 confirming a stale full response freshens it; a 200 (the representation changed) is stored and cut to the range")
     func afterFull() {
         let full = entry(["Cache-Control": "max-age=10", "ETag": "\"t\"", "X-Version": "old"], status: 200, body: "0123456789")
-        let confirmed = after(206, ["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "X-Version": "new"], body: "01",
-                              caller: "bytes=0-1", sent: "bytes=0-1", stored: full)
+        let confirmed = after(
+            206, ["ETag": "\"t\"", "Content-Range": "bytes 0-1/10", "X-Version": "new"], body: "01",
+            caller: "bytes=0-1", sent: "bytes=0-1", stored: full)
         guard case .store(let merged) = confirmed else { Issue.record("\(confirmed)"); return }
         #expect(merged.status == 200 && merged.body.count == 10 && merged.headers["X-Version"] == "new")
         #expect(merged.headers["Content-Range"] == nil)
-        let changed = after(200, ["ETag": "\"u\"", "Cache-Control": "max-age=10"], body: "abcdefghij", caller: "bytes=0-1", sent: "bytes=0-1",
-                            stored: full)
+        let changed = after(
+            200, ["ETag": "\"u\"", "Cache-Control": "max-age=10"], body: "abcdefghij", caller: "bytes=0-1", sent: "bytes=0-1",
+            stored: full)
         guard case .storeAndAnswer(let entry, let answer) = changed else { Issue.record("\(changed)"); return }
         #expect(entry.status == 200 && answer.status == 206 && answer.bodyText == "ab")
         let gone = after(416, ["Content-Range": "bytes */5"], body: "", caller: "bytes=8-9", sent: "bytes=6-7", stored: storedPieces())
         #expect(CacheStrategyTests.Next(gone) == .discard(status: 206), "only the pieces, not the URL's other responses")
-        let unstorable = after(200, ["Cache-Control": "no-store"], body: "0123456789", caller: "bytes=0-1", sent: "bytes=6-7",
-                               stored: storedPieces())
+        let unstorable = after(
+            200, ["Cache-Control": "no-store"], body: "0123456789", caller: "bytes=0-1", sent: "bytes=6-7",
+            stored: storedPieces())
         #expect(CacheStrategyTests.Next(unstorable) == .discard(status: 206), "a new representation that may not be stored outdates the pieces")
     }
 
@@ -309,8 +343,9 @@ struct CacheRangeTests {
         var old = storedPieces()
         old.headers.add("X-Old", "kept")
         old.headers.add("X-Version", "old")
-        let next = after(206, ["ETag": "\"t\"", "Content-Range": "bytes 6-7/10", "X-Version": "new", "Cache-Control": "max-age=100"],
-                         body: "67", caller: "bytes=6-7", sent: "bytes=6-7", stored: old)
+        let next = after(
+            206, ["ETag": "\"t\"", "Content-Range": "bytes 6-7/10", "X-Version": "new", "Cache-Control": "max-age=100"],
+            body: "67", caller: "bytes=6-7", sent: "bytes=6-7", stored: old)
         guard case .store(let combined) = next else { Issue.record("\(next)"); return }
         #expect(combined.headers["X-Old"] == "kept" && combined.headers.values(for: "X-Version") == ["new"])
         #expect(PartialContent(combined)?.pieces.map(\.bounds) == [2...9])
@@ -341,7 +376,8 @@ struct CacheRangeTests {
             let bytes = Data(body.utf8)
             let matches = request.value(forHTTPHeaderField: "If-Range").map { $0 == tag } ?? true
             guard matches, let field = request.value(forHTTPHeaderField: "Range"), let range = ByteRange(rangeField: field),
-                  let bounds = range.bounds(length: bytes.count) else {
+                let bounds = range.bounds(length: bytes.count)
+            else {
                 headers["Content-Length"] = String(bytes.count)
                 return RecallResponse(status: 200, headers: headers, body: bytes, url: request.url)
             }
@@ -373,8 +409,9 @@ struct CacheRangeTests {
         #expect(h.cache.statistics.hits == 2 && h.cache.statistics.misses == 2)
     }
 
-    @Test("a plain GET is never answered from pieces alone: it asks only for the rest and gets the whole 200; pieces of another partition are never used",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a plain GET is never answered from pieces alone: it asks only for the rest and gets the whole 200; pieces of another partition are never used",
+        arguments: StorageKind.allCases)
     func piecesAreNotResponses(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         rangeOrigin(h, "/p", body: "0123456789")
@@ -404,15 +441,18 @@ struct CacheRangeTests {
         #expect(h.hits("/c") == 2)
     }
 
-    @Test("a piece without a validator, with explicit freshness, answers the same range and ranges inside it (a-b, a-, -n) from cache",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a piece without a validator, with explicit freshness, answers the same range and ranges inside it (a-b, a-, -n) from cache",
+        arguments: StorageKind.allCases)
     func pieceWithoutValidator(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         rangeOrigin(h, "/n", body: "abcd01234", tag: nil, cacheControl: "max-age=3600")
         let first = try await h.get("/n", headers: ["Range": "bytes=-5"]).collected()
         #expect(first.status == 206 && first.bodyText == "01234" && first.headers["Content-Range"] == "bytes 4-8/9")
-        for (range, body, contentRange) in [("bytes=-5", "01234", "bytes 4-8/9"), ("bytes=6-7", "23", "bytes 6-7/9"),
-                                            ("bytes=6-", "234", "bytes 6-8/9"), ("bytes=-1", "4", "bytes 8-8/9"), ("bytes=4-8", "01234", "bytes 4-8/9")] {
+        for (range, body, contentRange) in [
+            ("bytes=-5", "01234", "bytes 4-8/9"), ("bytes=6-7", "23", "bytes 6-7/9"),
+            ("bytes=6-", "234", "bytes 6-8/9"), ("bytes=-1", "4", "bytes 8-8/9"), ("bytes=4-8", "01234", "bytes 4-8/9")
+        ] {
             let answer = try await h.get("/n", headers: ["Range": range]).collected()
             #expect(answer.source == .cache, "\(range)")
             #expect(answer.status == 206 && answer.bodyText == body && answer.headers["Content-Range"] == contentRange, "\(range)")
@@ -430,24 +470,28 @@ struct CacheRangeTests {
         #expect(ranges(h, "/n").last == "- -")
     }
 
-    @Test("a piece without a strong validator never replaces the stored full response: a stale one with Last-Modified is still revalidated for a plain GET",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a piece without a strong validator never replaces the stored full response: a stale one with Last-Modified is still revalidated for a plain GET",
+        arguments: StorageKind.allCases)
     func weakPieceKeepsFullResponse(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         let modified = HTTPDate.format(h.now.value.addingTimeInterval(-3600))
         h.mock.route("GET", "/w") { request in
             if request.value(forHTTPHeaderField: "If-Modified-Since") == modified {
-                return RecallResponse(status: 304, headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(h.now.value)], body: Data(), url: request.url)
+                return RecallResponse(
+                    status: 304, headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(h.now.value)], body: Data(), url: request.url)
             }
             if request.value(forHTTPHeaderField: "Range") == "bytes=0-1" {
-                return RecallResponse(status: 206, headers: ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-1/10", "Date": HTTPDate.format(h.now.value)],
-                                      body: Data("01".utf8), url: request.url)
+                return RecallResponse(
+                    status: 206, headers: ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-1/10", "Date": HTTPDate.format(h.now.value)],
+                    body: Data("01".utf8), url: request.url)
             }
-            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=10", "Last-Modified": modified, "Date": HTTPDate.format(h.now.value)],
-                                  body: Data("0123456789".utf8), url: request.url)
+            return RecallResponse(
+                status: 200, headers: ["Cache-Control": "max-age=10", "Last-Modified": modified, "Date": HTTPDate.format(h.now.value)],
+                body: Data("0123456789".utf8), url: request.url)
         }
         try await h.get("/w").collected()
-        h.now.advance(20) // the full response is stale; it has no strong ETag, so the range goes as it is
+        h.now.advance(20)  // the full response is stale; it has no strong ETag, so the range goes as it is
         #expect(try await h.get("/w", headers: ["Range": "bytes=0-1"]).collected().bodyText == "01")
         #expect(try await h.get("/w", headers: ["Range": "bytes=0-1"]).collected().source == .cache, "the piece is stored")
         let plain = try await h.get("/w").collected()
@@ -455,7 +499,9 @@ struct CacheRangeTests {
         #expect(h.mock.requests(for: "/w").last?.value(forHTTPHeaderField: "If-Modified-Since") == modified)
     }
 
-    @Test("completion: a 206 streamed without Content-Length is collected and combined; a no-store GET is not completed; a refetch keeps the other partitions' responses")
+    @Test(
+        "completion: a 206 streamed without Content-Length is collected and combined; a no-store GET is not completed; a refetch keeps the other partitions' responses"
+    )
     func completionEdges() async throws {
         // Bodies streamed with no declared length, as a transport gives a 206 without Content-Length.
         let h = CacheHarness(transport: { mock in
@@ -488,7 +534,7 @@ struct CacheRangeTests {
             case ("bytes=0-4", nil):
                 headers["Content-Range"] = "bytes 0-4/10"
                 return RecallResponse(status: 206, headers: headers, body: Data("01234".utf8), url: request.url)
-            case (_?, _?): // the completion: answered short, so the plain GET goes again
+            case (_?, _?):  // the completion: answered short, so the plain GET goes again
                 headers["Content-Range"] = "bytes 5-6/10"
                 return RecallResponse(status: 206, headers: headers, body: Data("56".utf8), url: request.url)
             default:
@@ -507,8 +553,12 @@ struct CacheRangeTests {
     func pieceWithoutValidatorOrFreshness() async throws {
         let h = CacheHarness()
         h.mock.route("GET", "/h") { request in
-            RecallResponse(status: 206, headers: ["Content-Range": "bytes 0-1/4", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT",
-                                                  "ETag": "W/\"weak\""], body: Data("ab".utf8), url: request.url)
+            RecallResponse(
+                status: 206,
+                headers: [
+                    "Content-Range": "bytes 0-1/4", "Last-Modified": "Wed, 01 Jan 2020 00:00:00 GMT",
+                    "ETag": "W/\"weak\""
+                ], body: Data("ab".utf8), url: request.url)
         }
         try await h.get("/h", headers: ["Range": "bytes=0-1"]).collected()
         #expect(try await h.get("/h", headers: ["Range": "bytes=0-1"]).collected().source == .network)
@@ -541,9 +591,13 @@ struct CacheRangeTests {
         try await h.get("/k", headers: ["Range": "bytes=0-4"])
         let now = h.now
         h.mock.route("GET", "/k") { request in
-            RecallResponse(status: 206, headers: ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
-                                            "Content-Range": "bytes 5-9/10", "Set-Cookie": "session=abc"],
-                     body: Data("56789".utf8), url: request.url)
+            RecallResponse(
+                status: 206,
+                headers: [
+                    "ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
+                    "Content-Range": "bytes 5-9/10", "Set-Cookie": "session=abc"
+                ],
+                body: Data("56789".utf8), url: request.url)
         }
         let answer = try await h.get("/k", headers: ["Range": "bytes=2-9"])
         #expect(answer.status == 206 && answer.bodyText == "23456789" && answer.headers["Content-Range"] == "bytes 2-9/10")
@@ -610,9 +664,13 @@ struct CacheRangeTests {
         let now = h.now
         let played = Locked(0)
         h.mock.route("GET", "/short") { request in
-            let call = played.withLock { count -> Int in count += 1; return count }
-            let headers: HeaderFields = ["ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
-                                        "Content-Range": call == 1 ? "bytes 5-5/10" : "bytes 0-9/10"]
+            let call = played.withLock { count -> Int in
+                count += 1; return count
+            }
+            let headers: HeaderFields = [
+                "ETag": "\"t\"", "Cache-Control": "max-age=600", "Date": HTTPDate.format(now.value),
+                "Content-Range": call == 1 ? "bytes 5-5/10" : "bytes 0-9/10"
+            ]
             return RecallResponse(status: 206, headers: headers, body: Data((call == 1 ? "5" : "0123456789").utf8), url: request.url)
         }
         let answer = try await h.get("/short", headers: ["Range": "bytes=0-9"])

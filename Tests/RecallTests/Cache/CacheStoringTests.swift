@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("HTTPCache: what is stored and for how long", .timeLimit(.minutes(1)))
@@ -21,7 +21,7 @@ struct CacheStoringTests {
         #expect(second.headers["Age"] == "10")
         #expect(second.headers["ETag"] == "\"1\"")
         #expect(h.hits("/a") == 1)
-        h.now.advance(51) // age 61 > 60: stale, back to the origin
+        h.now.advance(51)  // age 61 > 60: stale, back to the origin
         #expect(try await h.get("/a").source != .cache)
         #expect(h.hits("/a") == 2)
     }
@@ -33,7 +33,7 @@ struct CacheStoringTests {
         let headers = side == "request" ? ["Cache-Control": "no-store"] : [:]
         try await h.get("/a", headers: headers)
         try await h.get("/a", headers: headers)
-        await h.cache.flush() // a miss is decided after its answer (write-behind)
+        await h.cache.flush()  // a miss is decided after its answer (write-behind)
         #expect(h.hits("/a") == 2)
         #expect(h.cache.statistics.stores == 0)
     }
@@ -47,19 +47,23 @@ struct CacheStoringTests {
         #expect(try await h.get("/private").source == .cache)
         try await h.get("/shared")
         try await h.get("/shared")
-        #expect(h.hits("/shared") == 2) // s-maxage gives no freshness to a private cache
+        #expect(h.hits("/shared") == 2)  // s-maxage gives no freshness to a private cache
     }
 
-    @Test("heuristically cacheable statuses are stored with Last-Modified heuristics; others only with explicit freshness",
-          arguments: StorageKind.allCases, [(200, true), (203, true), (204, true), (300, true), (301, true), (308, true), (404, true), (405, true),
-                      (410, true), (414, true), (501, true), (302, false), (307, false), (400, false), (403, false), (500, false), (503, false)])
+    @Test(
+        "heuristically cacheable statuses are stored with Last-Modified heuristics; others only with explicit freshness",
+        arguments: StorageKind.allCases,
+        [
+            (200, true), (203, true), (204, true), (300, true), (301, true), (308, true), (404, true), (405, true),
+            (410, true), (414, true), (501, true), (302, false), (307, false), (400, false), (403, false), (500, false), (503, false)
+        ])
     func heuristicStatuses(storage: StorageKind, row: (Int, Bool)) async throws {
         let (status, cacheable) = row
         let h = CacheHarness(over: storage)
         let modified = HTTPDate.format(h.now.value.addingTimeInterval(-100_000))
         h.origin("/s", status: status, headers: ["Last-Modified": modified])
         try await h.get("/s")
-        h.now.advance(60) // heuristic lifetime: 10 % of 100 000 s = 10 000 s
+        h.now.advance(60)  // heuristic lifetime: 10 % of 100 000 s = 10 000 s
         let second = try await h.get("/s")
         #expect((second.source == .cache) == cacheable)
     }
@@ -101,7 +105,7 @@ struct CacheStoringTests {
         try await h.get("/r")
         await h.cache.flush()
         #expect(h.hits("/r") == 3)
-        #expect(h.cache.statistics.stores == 0) // a 206 is never stored
+        #expect(h.cache.statistics.stores == 0)  // a 206 is never stored
     }
 
     @Test("HEAD is answered from a stored GET, without a body; HEAD responses are not stored", arguments: StorageKind.allCases)
@@ -203,7 +207,7 @@ struct CacheStoringTests {
         let capped = CacheHarness(over: storage)
         capped.origin("/c", headers: ["Last-Modified": HTTPDate.format(capped.now.value.addingTimeInterval(-100 * 86_400))])
         try await capped.get("/c")
-        capped.now.advance(86_401) // 10 % would be 10 days; the cap is one day
+        capped.now.advance(86_401)  // 10 % would be 10 days; the cap is one day
         #expect(try await capped.get("/c").source != .cache)
 
         let explicit = CacheHarness(over: storage)
@@ -213,7 +217,9 @@ struct CacheStoringTests {
         #expect(try await explicit.get("/e").source != .cache)
     }
 
-    @Test("invalid or conflicting max-age counts as stale", arguments: StorageKind.allCases, ["max-age=abc", "max-age=-1", "max-age=1.5", "max-age=60, max-age=0"])
+    @Test(
+        "invalid or conflicting max-age counts as stale", arguments: StorageKind.allCases, ["max-age=abc", "max-age=-1", "max-age=1.5", "max-age=60, max-age=0"]
+    )
     func invalidMaxAge(storage: StorageKind, value: String) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/i", headers: ["Cache-Control": value])

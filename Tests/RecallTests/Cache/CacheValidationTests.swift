@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("HTTPCache: validation, Vary, invalidation, coalescing, statistics", .timeLimit(.minutes(1)))
@@ -11,8 +11,12 @@ struct CacheValidationTests {
     @Test("ETag: a stale entry is revalidated with If-None-Match; the 304's fields update the entry", arguments: StorageKind.allCases)
     func etagRevalidation(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/e", [(200, ["Cache-Control": "max-age=10", "ETag": "\"e1\"", "X-Version": "1", "Content-Type": "text/plain"], "payload"),
-                        (304, ["Cache-Control": "max-age=100", "ETag": "\"e1\"", "X-Version": "2", "Content-Length": "0"], "")])
+        h.origin(
+            "/e",
+            [
+                (200, ["Cache-Control": "max-age=10", "ETag": "\"e1\"", "X-Version": "1", "Content-Type": "text/plain"], "payload"),
+                (304, ["Cache-Control": "max-age=100", "ETag": "\"e1\"", "X-Version": "2", "Content-Length": "0"], "")
+            ])
         try await h.get("/e")
         h.now.advance(20)
         let revalidated = try await h.get("/e")
@@ -55,11 +59,16 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.revalidatedChanged == 1)
     }
 
-    @Test("a 304 whose validators do not match is not merged: the request is sent again unconditionally and that answer stored", arguments: StorageKind.allCases)
+    @Test(
+        "a 304 whose validators do not match is not merged: the request is sent again unconditionally and that answer stored", arguments: StorageKind.allCases)
     func unmatchedNotModified(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/u", [(200, ["Cache-Control": "max-age=10", "ETag": "\"mine\""], "mine"), (304, ["ETag": "\"other\""], ""),
-                        (200, ["Cache-Control": "max-age=10", "ETag": "\"other\""], "full")])
+        h.origin(
+            "/u",
+            [
+                (200, ["Cache-Control": "max-age=10", "ETag": "\"mine\""], "mine"), (304, ["ETag": "\"other\""], ""),
+                (200, ["Cache-Control": "max-age=10", "ETag": "\"other\""], "full")
+            ])
         try await h.get("/u")
         h.now.advance(20)
         let response = try await h.get("/u")
@@ -71,11 +80,13 @@ struct CacheValidationTests {
         #expect(sent[1].value(forHTTPHeaderField: "If-None-Match") == "\"mine\"")
         #expect(sent[2].value(forHTTPHeaderField: "If-None-Match") == nil)
         #expect(h.cache.statistics.refetched == 1)
-        #expect(try await h.get("/u").bodyText == "full") // the refetched answer was stored
+        #expect(try await h.get("/u").bodyText == "full")  // the refetched answer was stored
         #expect(h.mock.requests(for: "/u").count == 3)
     }
 
-    @Test("an origin that answers 304 even to the unconditional request: its answer is returned, never a loop or a cache-made error", arguments: StorageKind.allCases)
+    @Test(
+        "an origin that answers 304 even to the unconditional request: its answer is returned, never a loop or a cache-made error",
+        arguments: StorageKind.allCases)
     func unmatchedTwice(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/u2", [(200, ["Cache-Control": "max-age=10", "ETag": "\"mine\""], "mine"), (304, ["ETag": "\"other\""], "")])
@@ -86,8 +97,9 @@ struct CacheValidationTests {
         #expect(h.mock.requests(for: "/u2").count == 3)
     }
 
-    @Test("a caller's own conditional request for a stale stored response is passed through, not answered with an unrequested 200",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a caller's own conditional request for a stale stored response is passed through, not answered with an unrequested 200",
+        arguments: StorageKind.allCases)
     func callerConditional(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/k", [(200, ["Cache-Control": "max-age=100", "ETag": "\"k\""], "body"), (304, ["ETag": "\"k\"", "Cache-Control": "max-age=100"], "")])
@@ -101,8 +113,9 @@ struct CacheValidationTests {
         #expect(try await h.get("/k").source == .cache, "the 304 freshened the stored response")
     }
 
-    @Test("a caller's If-None-Match against a fresh stored response is answered from cache (RFC 9111 §4.3.2): 304 when a tag matches, the stored 200 when none does",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a caller's If-None-Match against a fresh stored response is answered from cache (RFC 9111 §4.3.2): 304 when a tag matches, the stored 200 when none does",
+        arguments: StorageKind.allCases)
     func callerIfNoneMatchFromCache(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/n", headers: ["Cache-Control": "max-age=100", "ETag": "\"k\"", "Content-Type": "text/plain", "X-Kept": "1"], body: "body")
@@ -126,8 +139,9 @@ struct CacheValidationTests {
         #expect(h.cache.statistics.hits == 7)
     }
 
-    @Test("a caller's conditions are not evaluated against a stored non-2xx (RFC 9110 §13.2.1): the stored 404 answers; only-if-cached with nothing usable gets 504",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a caller's conditions are not evaluated against a stored non-2xx (RFC 9110 §13.2.1): the stored 404 answers; only-if-cached with nothing usable gets 504",
+        arguments: StorageKind.allCases)
     func callerConditionalOnNon2xx(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/gone", status: 404, headers: ["Cache-Control": "max-age=100", "ETag": "\"g\""], body: "not here")
@@ -142,8 +156,9 @@ struct CacheValidationTests {
         #expect(h.hits("/never") == 0)
     }
 
-    @Test("a caller's If-Modified-Since against a fresh stored response is answered from cache: 304 when Last-Modified (else Date) is not later",
-          arguments: StorageKind.allCases)
+    @Test(
+        "a caller's If-Modified-Since against a fresh stored response is answered from cache: 304 when Last-Modified (else Date) is not later",
+        arguments: StorageKind.allCases)
     func callerIfModifiedSinceFromCache(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         let modified = h.now.value.addingTimeInterval(-3000)
@@ -172,13 +187,17 @@ struct CacheValidationTests {
     @Test("a caller's matching 304 freshens the stored response", arguments: StorageKind.allCases)
     func callerConditionalFreshens(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
-        h.origin("/f", [(200, ["Cache-Control": "max-age=10", "ETag": "\"f\""], "body"),
-                        (304, ["ETag": "\"f\"", "Cache-Control": "max-age=100"], "")])
+        h.origin(
+            "/f",
+            [
+                (200, ["Cache-Control": "max-age=10", "ETag": "\"f\""], "body"),
+                (304, ["ETag": "\"f\"", "Cache-Control": "max-age=100"], "")
+            ])
         try await h.get("/f")
-        h.now.advance(20) // stale
+        h.now.advance(20)  // stale
         #expect(try await h.get("/f", headers: ["If-None-Match": "\"f\""]).status == 304)
         let after = try await h.get("/f")
-        #expect(after.source == .cache) // fresh again for 100 s, without another origin request
+        #expect(after.source == .cache)  // fresh again for 100 s, without another origin request
         #expect(after.bodyText == "body")
         #expect(h.hits("/f") == 2)
     }
@@ -203,7 +222,9 @@ struct CacheValidationTests {
         #expect(h.hits("/v") == 3)
 
         h.mock.route("GET", "/w") { [now = h.now] request in
-            .text(request.value(forHTTPHeaderField: "Accept") ?? "", headers: ["Cache-Control": "max-age=60", "Vary": "accept", "Date": HTTPDate.format(now.value)])
+            .text(
+                request.value(forHTTPHeaderField: "Accept") ?? "",
+                headers: ["Cache-Control": "max-age=60", "Vary": "accept", "Date": HTTPDate.format(now.value)])
         }
         try await h.get("/w", headers: ["Accept": "text/html,  application/json"])
         #expect(try await h.get("/w", headers: ["Accept": "text/html, application/json"]).source == .cache)
@@ -220,22 +241,25 @@ struct CacheValidationTests {
         for variant in ["a", "b", "c"] { try await h.get("/v", headers: ["X-Variant": variant]) }
         #expect(try await h.get("/v", headers: ["X-Variant": "c"]).source == .cache)
         #expect(try await h.get("/v", headers: ["X-Variant": "b"]).source == .cache)
-        #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .network) // the oldest went
+        #expect(try await h.get("/v", headers: ["X-Variant": "a"]).source == .network)  // the oldest went
     }
 
-    @Test("unsafe methods invalidate the target URI and same-origin Location / Content-Location", arguments: StorageKind.allCases, ["POST", "PUT", "DELETE", "PATCH"])
+    @Test(
+        "unsafe methods invalidate the target URI and same-origin Location / Content-Location", arguments: StorageKind.allCases,
+        ["POST", "PUT", "DELETE", "PATCH"])
     func invalidation(storage: StorageKind, method: String) async throws {
         let h = CacheHarness(over: storage)
         for path in ["/items", "/items/1", "/items/2", "/elsewhere"] {
             h.origin(path, headers: ["Cache-Control": "max-age=600"])
             try await h.get(path)
         }
-        h.origin("/items", method: method, status: 201,
-                 headers: ["Location": "/items/1", "Content-Location": "https://other.test/items/2"], body: "")
+        h.origin(
+            "/items", method: method, status: 201,
+            headers: ["Location": "/items/1", "Content-Location": "https://other.test/items/2"], body: "")
         try await h.pipeline.send(h.request("/items", method: method))
         #expect(try await h.get("/items").source == .network)
         #expect(try await h.get("/items/1").source == .network)
-        #expect(try await h.get("/items/2").source == .cache) // Content-Location of another origin is ignored
+        #expect(try await h.get("/items/2").source == .cache)  // Content-Location of another origin is ignored
         #expect(try await h.get("/elsewhere").source == .cache)
         #expect(h.cache.statistics.invalidations == 2)
     }
@@ -258,7 +282,7 @@ struct CacheValidationTests {
         h.mock.route("GET", "/burst") { [now = h.now] request in
             arrived.withLock { $0 += 1 }
             var iterator = gate.stream.makeAsyncIterator()
-            await iterator.next() // hold the origin until every follower is waiting
+            await iterator.next()  // hold the origin until every follower is waiting
             return .text("once", headers: ["Cache-Control": "max-age=60", "Date": HTTPDate.format(now.value)])
         }
         let responses = try await withThrowingTaskGroup(of: RecallResponse.self) { group in
@@ -312,12 +336,12 @@ struct CacheValidationTests {
     func statistics(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
         h.origin("/s", [(200, ["Cache-Control": "max-age=10", "ETag": "\"s\""], "x"), (304, ["ETag": "\"s\""], "")])
-        try await h.get("/s") // miss
-        try await h.get("/s") // hit
-        try await h.get("/s") // hit
+        try await h.get("/s")  // miss
+        try await h.get("/s")  // hit
+        try await h.get("/s")  // hit
         h.now.advance(20)
-        try await h.get("/s") // revalidated
-        await h.cache.flush() // (a disk storage counts its files once written)
+        try await h.get("/s")  // revalidated
+        await h.cache.flush()  // (a disk storage counts its files once written)
         let statistics = h.cache.statistics
         #expect(statistics.misses == 1)
         #expect(statistics.hits == 2)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import RecallTesting
@@ -21,8 +21,9 @@ struct CacheWriterTests {
             let configuration = CacheConfiguration()
             let partitioner = CachePartitioner(secret: Array(repeating: 7, count: 32), configuration: configuration)
             locator = CacheLocator(configuration: configuration, partitioner: partitioner)
-            writer = CacheWriter(storage: storage, memory: nil, strategy: CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner),
-                                 counts: counts)
+            writer = CacheWriter(
+                storage: storage, memory: nil, strategy: CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner),
+                counts: counts)
         }
 
         func location(_ path: String) -> CacheLocator.Location {
@@ -45,8 +46,9 @@ struct CacheWriterTests {
         await fixture.writer.store(Self.entry("bob", partition: "B"), at: location, keepsNothing: false, since: nil, context: nil)
         let record = try #require(await fixture.writer.lookup(location.key))
         #expect(record.variants.map { String(decoding: $0.body, as: UTF8.self) } == ["bob", "alice"])
-        #expect(fixture.storage.expiry(of: location.key) == Self.t0.addingTimeInterval(60 + 604_800),
-                "fresh for 60 s, then the offline allowance (7 days)")
+        #expect(
+            fixture.storage.expiry(of: location.key) == Self.t0.addingTimeInterval(60 + 604_800),
+            "fresh for 60 s, then the offline allowance (7 days)")
         #expect(fixture.writer.writes == before + 2)
         #expect(fixture.counts.statistics.stores == 2)
     }
@@ -55,8 +57,8 @@ struct CacheWriterTests {
     func removalWins() async throws {
         let fixture = Fixture()
         let location = fixture.location("/a")
-        let since = fixture.writer.epochs.snapshot(stripe: location.epochStripe) // the request begins
-        await fixture.writer.remove(location.key)                                // a write removes the URL
+        let since = fixture.writer.epochs.snapshot(stripe: location.epochStripe)  // the request begins
+        await fixture.writer.remove(location.key)  // a write removes the URL
         await fixture.writer.store(Self.entry("old"), at: location, keepsNothing: true, since: since, context: nil)
         #expect(await fixture.writer.lookup(location.key) == nil)
         #expect(fixture.counts.statistics.stores == 0)
@@ -85,7 +87,7 @@ struct CacheWriterTests {
         let location = fixture.location("/a")
         await fixture.writer.keys.lock(location.key)
         let store = Task { await fixture.writer.store(Self.entry("v"), at: location, keepsNothing: true, since: nil, context: nil) }
-        while fixture.writer.keys.waiters(for: location.key) == 0 { await Task.yield() } // the store waits for the key
+        while fixture.writer.keys.waiters(for: location.key) == 0 { await Task.yield() }  // the store waits for the key
         #expect(fixture.storage.keys.isEmpty, "stored while another write held the key")
         fixture.writer.keys.unlock(location.key)
         await store.value

@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Two caches over one storage and one coordinator stand for two replicas of a service.
@@ -66,7 +66,9 @@ struct FetchCoordinatorTests {
         let fleet = Fleet(replicas: 2)
         let gate = AsyncStream<Void>.makeStream()
         fleet.origin.route("GET", "/flaky") { _ in
-            let call = fleet.arrived.withLock { count -> Int in count += 1; return count }
+            let call = fleet.arrived.withLock { count -> Int in
+                count += 1; return count
+            }
             if call == 1 {
                 var iterator = gate.stream.makeAsyncIterator()
                 await iterator.next()

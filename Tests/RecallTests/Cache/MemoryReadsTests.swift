@@ -2,15 +2,16 @@ import Foundation
 @testable import Recall
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Memory hits through the calling core's copies, on their own: a copy answers only while it is
 /// the storage's record.
 @Suite("MemoryReads: a core's copy is the storage's record, or it is not used", .timeLimit(.minutes(1)))
 struct MemoryReadsTests {
-    static let locator = CacheLocator(configuration: CacheConfiguration(),
-                                      partitioner: CachePartitioner(secret: [1, 2, 3], configuration: CacheConfiguration()))
+    static let locator = CacheLocator(
+        configuration: CacheConfiguration(),
+        partitioner: CachePartitioner(secret: [1, 2, 3], configuration: CacheConfiguration()))
     static let url = "https://origin.test/a"
 
     /// Reads `url` through `reads` until the calling core's look finds a copy (each read offers
@@ -36,7 +37,7 @@ struct MemoryReadsTests {
         let look = try Self.lookUntilCopied(reads, at: location)
         #expect(reads.record(at: location, copy: look) == old)
         #expect((reads.usage?.copies ?? 0) > 0)
-        memory.storeNow(new) // after the look: the copy it found is no longer the storage's record
+        memory.storeNow(new)  // after the look: the copy it found is no longer the storage's record
         #expect(reads.record(at: location, copy: look) == new)
         memory.removeNow(location.key)
         #expect(reads.record(at: location, copy: look) == nil)

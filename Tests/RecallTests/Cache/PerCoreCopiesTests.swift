@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #15, target 1: over a memory storage, each core serves the responses it hits again and
@@ -16,7 +16,8 @@ struct PerCoreCopiesTests {
     /// A harness whose `/a` answers "one", then "new"; `/a` fetched and stored, then hit until
     /// the calling thread's core holds a copy of it (and more, so that both cores likely do).
     private func warmed(storage: MemoryStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration())
-        async throws -> CacheHarness {
+        async throws -> CacheHarness
+    {
         let h = CacheHarness(configuration: configuration, storage: storage)
         h.origin("/a", [(200, Self.fresh, "one"), (200, Self.fresh, "new")])
         #expect(try await h.get("/a").source == .network)
@@ -38,12 +39,16 @@ struct PerCoreCopiesTests {
     @Test("a hit served from a copy is the hit the storage gives: status, fields, body, URL, source")
     func copiesAnswerAlike() async throws {
         let h = CacheHarness()
-        h.origin("/a", status: 200, headers: ["Cache-Control": "max-age=600", "ETag": "\"v1\"", "Vary": "Accept",
-                                              "X-Long": String(repeating: "long value ", count: 8)], body: "body of a")
+        h.origin(
+            "/a", status: 200,
+            headers: [
+                "Cache-Control": "max-age=600", "ETag": "\"v1\"", "Vary": "Accept",
+                "X-Long": String(repeating: "long value ", count: 8)
+            ], body: "body of a")
         _ = try await h.get("/a", headers: ["Accept": "text/plain"])
         await h.cache.flush()
         h.now.advance(5)
-        let first = try await h.get("/a", headers: ["Accept": "text/plain"]) // from the storage: nothing copied yet
+        let first = try await h.get("/a", headers: ["Accept": "text/plain"])  // from the storage: nothing copied yet
         #expect(h.cache.copyUsage?.copies == 0)
         for _ in 0..<100 {
             let hit = try await h.get("/a", headers: ["Accept": "text/plain"])
@@ -64,14 +69,15 @@ struct PerCoreCopiesTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("no copy is served once the storage changed: a store around the cache, a removal, removeAll, an eviction, another cache's invalidation",
-          arguments: Change.allCases)
+    @Test(
+        "no copy is served once the storage changed: a store around the cache, a removal, removeAll, an eviction, another cache's invalidation",
+        arguments: Change.allCases)
     func copiesEndWithChanges(change: Change) async throws {
         // LRU for the eviction: S3-FIFO would rather evict the one-off records stored around /a.
         let storage = MemoryStorage(countLimit: 2, eviction: change == .evicted ? .lru : .s3fifo)
         let h = try await warmed(storage: storage)
         let key = try #require(h.cache.key(for: h.request("/a")))
-        var expected = "new" // the origin's second answer
+        var expected = "new"  // the origin's second answer
         switch change {
         case .storedAround:
             var record = try #require(storage.recordNow(for: key))
@@ -147,9 +153,9 @@ struct PerCoreCopiesTests {
     @Test("the copies stay within their bytes per core; responses over a sixteenth of it are never copied")
     func copiesAreBounded() async throws {
         var configuration = CacheConfiguration()
-        configuration.copyBytesPerCore = 64 << 10 // records up to 4 KiB are copied
+        configuration.copyBytesPerCore = 64 << 10  // records up to 4 KiB are copied
         let h = CacheHarness(configuration: configuration)
-        let paths = (0..<20).map { "/s\($0)" } // few enough to be seen twice, too big together to fit
+        let paths = (0..<20).map { "/s\($0)" }  // few enough to be seen twice, too big together to fit
         for path in paths { h.origin(path, status: 200, headers: Self.fresh, body: String(repeating: "s", count: 3000)) }
         h.origin("/large", status: 200, headers: Self.fresh, body: String(repeating: "x", count: 8192))
         for path in paths { _ = try await h.get(path) }
@@ -183,12 +189,13 @@ struct PerCoreCopiesTests {
         let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
         let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 1 << 16, generations: generations, currentCore: pinned))
         let url = "https://origin.test/a"
-        let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("one".utf8), url: URL(string: url),
-                               requestTime: Date(), responseTime: Date())
+        let entry = CacheEntry(
+            status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("one".utf8), url: URL(string: url),
+            requestTime: Date(), responseTime: Date())
         let record = CacheRecord(key: "a", variants: [entry])
         let stripe = RecordGenerations.stripe(of: "a")
         var lookup = try #require(copies.look(for: url))
-        while !lookup.admits { lookup = try #require(copies.look(for: url)) } // a third sight admits
+        while !lookup.admits { lookup = try #require(copies.look(for: url)) }  // a third sight admits
         copies.offer(record, for: lookup.key, stripe: stripe, generation: generations.current(stripe)) {
             record.unsharedCopy().map { (1, $0, url.unsharedCopy) }
         }
@@ -196,7 +203,7 @@ struct PerCoreCopiesTests {
         #expect(hit.hit?.record == record)
         let copied = try #require(hit.copied)
         #expect(copies.isCurrent(stripe: copied.stripe, generation: copied.generation))
-        generations.bump("a") // a store of the key lands between the look and the caller's check
+        generations.bump("a")  // a store of the key lands between the look and the caller's check
         #expect(!copies.isCurrent(stripe: copied.stripe, generation: copied.generation), "the copy the look found is out of date now")
         #expect(copies.look(for: url)?.hit == nil, "and the next look finds none")
         #expect(try #require(copies.look(for: url)).copied == nil, "a look without a copy has nothing to check")
@@ -215,8 +222,9 @@ struct PerCoreCopiesTests {
         #expect(skipped == 70, "dormant: 7 looks in 8 return at once")
 
         let hot = "https://origin.test/hot"
-        let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("hot".utf8), url: URL(string: hot),
-                               requestTime: Date(), responseTime: Date())
+        let entry = CacheEntry(
+            status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("hot".utf8), url: URL(string: hot),
+            requestTime: Date(), responseTime: Date())
         let record = CacheRecord(key: "hot", variants: [entry])
         var looks = 0, served = 0
         while copies.usage.dormant == 1, looks < 100_000 {
@@ -239,12 +247,15 @@ struct PerCoreCopiesTests {
     func largerBudgetsHoldMoreCopies() throws {
         let generations = RecordGenerations()
         let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
-        #expect(PerCoreCopies<Int>(bytesPerCore: CacheConfiguration().copyBytesPerCore, generations: generations,
-                                   currentCore: pinned)?.maximumCopies == 64, "the default budget keeps the first edition's 64")
+        #expect(
+            PerCoreCopies<Int>(
+                bytesPerCore: CacheConfiguration().copyBytesPerCore, generations: generations,
+                currentCore: pinned)?.maximumCopies == 64, "the default budget keeps the first edition's 64")
         #expect(PerCoreCopies<Int>(bytesPerCore: 64 << 10, generations: generations, currentCore: pinned)?.maximumCopies == 64)
         let unlimited = try #require(PerCoreCopies<Int>(bytesPerCore: .max, generations: generations, currentCore: pinned))
-        #expect(unlimited.maximumCopies == 1 << 14 && unlimited.doorkeeperSlots == 1 << 16 && unlimited.sweepInterval == 1 << 16,
-                "a budget of no limit has bounded tables, and sweeps as rarely per copy held")
+        #expect(
+            unlimited.maximumCopies == 1 << 14 && unlimited.doorkeeperSlots == 1 << 16 && unlimited.sweepInterval == 1 << 16,
+            "a budget of no limit has bounded tables, and sweeps as rarely per copy held")
         let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 4 << 20, generations: generations, currentCore: pinned))
         #expect(copies.maximumCopies == 1024)
         #expect(copies.doorkeeperSlots == 4096)
@@ -269,8 +280,9 @@ struct PerCoreCopiesTests {
             passes += 1
             for url in urls {
                 guard let lookup = copies.look(for: url), lookup.admits else { continue }
-                let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("x".utf8), url: URL(string: url),
-                                       requestTime: Date(), responseTime: Date())
+                let entry = CacheEntry(
+                    status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("x".utf8), url: URL(string: url),
+                    requestTime: Date(), responseTime: Date())
                 let record = CacheRecord(key: url, variants: [entry])
                 let stripe = RecordGenerations.stripe(of: url)
                 copies.offer(record, for: lookup.key, stripe: stripe, generation: generations.current(stripe)) {
@@ -293,8 +305,9 @@ struct PerCoreCopiesTests {
             let pinned: PerCoreCopies<Int>.CurrentCore = { 0 }
             let copies = try #require(PerCoreCopies<Int>(bytesPerCore: 1 << 16, generations: generations, currentCore: pinned))
             func offer(_ url: String) {
-                let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("x".utf8), url: URL(string: url),
-                                       requestTime: Date(), responseTime: Date())
+                let entry = CacheEntry(
+                    status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("x".utf8), url: URL(string: url),
+                    requestTime: Date(), responseTime: Date())
                 let record = CacheRecord(key: url, variants: [entry])
                 let stripe = RecordGenerations.stripe(of: url)
                 copies.offer(record, for: .init(url), stripe: stripe, generation: generations.current(stripe)) {
@@ -337,12 +350,12 @@ struct PerCoreCopiesTests {
         let h = try await warmed(storage: storage)
         h.origin("/b", status: 200, headers: Self.fresh, body: "b")
         h.origin("/c", status: 200, headers: Self.fresh, body: "c")
-        _ = try await h.get("/b") // stored after /a: /a is the least recently used
+        _ = try await h.get("/b")  // stored after /a: /a is the least recently used
         await h.cache.flush()
-        try await hitUntilCopied(h, "/a") // the store retired /a's copies: copy it again
-        #expect(try await h.get("/b").source == .cache) // /b read last
-        for _ in 0..<64 { #expect(try await h.get("/a").bodyText == "one") } // from copies, some reported
-        _ = try await h.get("/c") // evicts the least recently used
+        try await hitUntilCopied(h, "/a")  // the store retired /a's copies: copy it again
+        #expect(try await h.get("/b").source == .cache)  // /b read last
+        for _ in 0..<64 { #expect(try await h.get("/a").bodyText == "one") }  // from copies, some reported
+        _ = try await h.get("/c")  // evicts the least recently used
         await h.cache.flush()
         let keyA = try #require(h.cache.key(for: h.request("/a")))
         let keyB = try #require(h.cache.key(for: h.request("/b")))

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import RecallTesting
@@ -25,7 +25,7 @@ struct RequestCoalescerTests {
         let coalescer = RequestCoalescer()
         #expect(await coalescer.join("k") == .leader)
         await expectFollowers(coalescer, of: "k", count: 5)
-        #expect(await coalescer.join("k") == .leader) // a new round
+        #expect(await coalescer.join("k") == .leader)  // a new round
     }
 
     @Test("keys are independent; finishing a key nobody leads does nothing")
@@ -72,7 +72,7 @@ struct RequestCoalescerTests {
         follower.cancel()
         #expect(await follower.value == .follower)
         #expect(coalescer.waiting == 0)
-        #expect(coalescer.leading == 1) // the leader still leads
+        #expect(coalescer.leading == 1)  // the leader still leads
     }
 
     @Test("waitForAll returns once every lead has finished")
@@ -100,10 +100,12 @@ struct CancelledLeaderTests {
     func handOff() async throws {
         let origin = MockTransport()
         let calls = Locked(0)
-        let answers = Gate() // holds the answers after the leader's, until every follower has acted
+        let answers = Gate()  // holds the answers after the leader's, until every follower has acted
         origin.route("GET", "/slow") { request in
-            if calls.withLock({ count -> Int in count += 1; return count }) == 1 {
-                try await Task.sleep(for: .seconds(600)) // the leader's fetch, until it is cancelled
+            if calls.withLock({ count -> Int in
+                count += 1; return count
+            }) == 1 {
+                try await Task.sleep(for: .seconds(600))  // the leader's fetch, until it is cancelled
             }
             await answers.wait()
             return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("answer".utf8), url: request.url)

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #15, target 2: a plain miss over a memory storage is stored after its caller has the
@@ -11,8 +11,9 @@ import FoundationNetworking
 /// that nothing reads or writes the key around it.
 @Suite("HTTPCache: write-behind of a miss", .timeLimit(.minutes(1)))
 struct WriteBehindTests {
-    @Test("held back, the store has not happened when send returns; the next request for the URL waits for it and hits",
-          arguments: [true, false])
+    @Test(
+        "held back, the store has not happened when send returns; the next request for the URL waits for it and hits",
+        arguments: [true, false])
     func readYourWrites(coalescing: Bool) async throws {
         // Without coalescing, no lead makes the second request wait: only the pending store does.
         var configuration = CacheConfiguration()
@@ -99,19 +100,19 @@ struct WriteBehindTests {
             await pending.waitForWritesBegun()
             flushed.withLock { $0 = true }
         }
-        await executor.runUntilIdle() // the flush has begun waiting (for `first`)
-        let second = pending.begin(stripe: b) // begun after the flush: not waited for
+        await executor.runUntilIdle()  // the flush has begun waiting (for `first`)
+        let second = pending.begin(stripe: b)  // begun after the flush: not waited for
         #expect(!flushed.withLock { $0 })
         pending.end(first, stripe: a)
-        await executor.runUntilIdle() // the flush, woken by the end of `first`, runs to its end
+        await executor.runUntilIdle()  // the flush, woken by the end of `first`, runs to its end
         #expect(flushed.withLock { $0 }, "the flush waited for a write begun after it")
         #expect(!pending.mayHold(stripe: a))
         #expect(pending.mayHold(stripe: b))
         pending.end(second, stripe: b)
-        await executor.runUntilIdle() // (lets a flush that wrongly waited for `second` end too)
+        await executor.runUntilIdle()  // (lets a flush that wrongly waited for `second` end too)
         await flushing.value
         #expect(!pending.mayHold(stripe: b))
-        await pending.waitForWritesBegun() // none under way: at once
+        await pending.waitForWritesBegun()  // none under way: at once
     }
 
     @Test("a removal made around the cache while a store is pending (the storage's removeAll, another cache on it) is not undone")
@@ -124,7 +125,7 @@ struct WriteBehindTests {
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
         _ = try await h.get("/p")
-        await storage.removeAll() // a logout, say: nothing stored before it may survive it
+        await storage.removeAll()  // a logout, say: nothing stored before it may survive it
         held.release()
         await h.cache.flush()
         #expect(storage.statistics.count == 0, "the store decided before removeAll was dropped")
@@ -161,8 +162,8 @@ struct WriteBehindTests {
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
         _ = try await h.get("/x")
-        _ = try await h.pipeline.send(h.request(y, method: "DELETE")) // through the cache
-        await storage.remove(try #require(h.cache.key(for: h.request("/z")))) // around it
+        _ = try await h.pipeline.send(h.request(y, method: "DELETE"))  // through the cache
+        await storage.remove(try #require(h.cache.key(for: h.request("/z"))))  // around it
         held.release()
         await h.cache.flush()
         #expect(try await h.get("/x").source == .cache)
@@ -241,6 +242,10 @@ final class Held: Sendable {
     }
 
     func release() {
-        if suspended.withLock({ was in defer { was = false }; return was }) { queue.resume() }
+        if suspended.withLock({ was in
+            defer { was = false }; return was
+        }) {
+            queue.resume()
+        }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Recall
 import RecallTesting
@@ -14,17 +14,23 @@ struct HookCompositionTests {
     /// An origin whose answers wait at `gate`, counting what it was asked.
     fileprivate static func origin(gate: Gate) -> MockTransport {
         let mock = MockTransport()
-        mock.route("GET", "/", handler: { request in
-            await gate.wait()
-            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
-                            url: request.url)
-        })
-        for index in 0..<8 {
-            mock.route("GET", "/item/\(index)", handler: { request in
+        mock.route(
+            "GET", "/",
+            handler: { request in
                 await gate.wait()
-                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
-                                url: request.url)
+                return RecallResponse(
+                    status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
+                    url: request.url)
             })
+        for index in 0..<8 {
+            mock.route(
+                "GET", "/item/\(index)",
+                handler: { request in
+                    await gate.wait()
+                    return RecallResponse(
+                        status: 200, headers: ["Cache-Control": "max-age=600"], body: Data((request.url?.path ?? "").utf8),
+                        url: request.url)
+                })
         }
         return mock
     }
@@ -89,16 +95,18 @@ struct HookCompositionTests {
         /// The same burst again: the outer cache answers all of it; the inner one sees none.
         func secondBurst(_ paths: [String], count: Int) async throws {
             let hitsBefore = outer.statistics.hits
-            #expect(try await HookCompositionTests.burst(pipeline, paths: paths, count: count).sorted()
-                        == paths.flatMap { Array(repeating: $0, count: count) }.sorted())
+            #expect(
+                try await HookCompositionTests.burst(pipeline, paths: paths, count: count).sorted()
+                    == paths.flatMap { Array(repeating: $0, count: count) }.sorted())
             #expect(outer.statistics.hits == hitsBefore + paths.count * count)
             #expect(inner.statistics.lookups == paths.count)
             for path in paths { #expect(origin.count(for: path) == 1) }
         }
     }
 
-    @Test("memory over disk, with and without namespaces: 8 concurrent requests for one URL all answer, one reaches the origin",
-          arguments: [true, false])
+    @Test(
+        "memory over disk, with and without namespaces: 8 concurrent requests for one URL all answer, one reaches the origin",
+        arguments: [true, false])
     func memoryOverDisk(namespaced: Bool) async throws {
         let caches = try MemoryOverDisk(namespaced: namespaced)
         defer { try? FileManager.default.removeItem(at: caches.directory) }
@@ -113,8 +121,9 @@ struct HookCompositionTests {
         #expect(caches.origin.count(for: "/") == 1)
     }
 
-    @Test("memory over disk under bursts for many URLs: every request answers, one origin request per URL, statistics add up",
-          arguments: [true, false])
+    @Test(
+        "memory over disk under bursts for many URLs: every request answers, one origin request per URL, statistics add up",
+        arguments: [true, false])
     func manyURLs(namespaced: Bool) async throws {
         let caches = try MemoryOverDisk(namespaced: namespaced)
         defer { try? FileManager.default.removeItem(at: caches.directory) }
@@ -139,7 +148,9 @@ struct HookCompositionTests {
         }
     }
 
-    @Test("two caches: the inner one answers the outer one's revalidation with a 304 from its fresher copy; the caller gets the body, and the outer copy is freshened")
+    @Test(
+        "two caches: the inner one answers the outer one's revalidation with a 304 from its fresher copy; the caller gets the body, and the outer copy is freshened"
+    )
     func innerCacheAnswersRevalidation() async throws {
         let mock = MockTransport()
         mock.route("GET", "/doc", .text("the body", headers: ["Cache-Control": "max-age=600", "ETag": "\"v1\""]))

@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 private let itemURL = URL(string: "https://api.example.com/items")!
@@ -121,8 +121,9 @@ struct PipelineTests {
         mock.route("GET", "/items", .status(503), .status(503), .text("ok"))
         let log = HookLog()
         let clock = ManualClock(autoAdvance: true)
-        let pipeline = Pipeline(transport: mock, hooks: [RecordingHook("hook", log: log)],
-                                retrierFactory: CountingRetrierFactory(retries: 5, delay: .seconds(2)), clock: clock)
+        let pipeline = Pipeline(
+            transport: mock, hooks: [RecordingHook("hook", log: log)],
+            retrierFactory: CountingRetrierFactory(retries: 5, delay: .seconds(2)), clock: clock)
         let context = RecallContext(originalRequest: URLRequest(url: itemURL))
         let response = try await pipeline.send(URLRequest(url: itemURL), context: context)
         #expect(response.status == 200)

@@ -21,7 +21,7 @@ struct ReadWriteLockedTests {
                             let next = values[0] + 1
                             for index in values.indices { values[index] = next }
                         }
-                        await Task.yield() // let readers in between writes, on both cores
+                        await Task.yield()  // let readers in between writes, on both cores
                     }
                     writers.count.add(1, ordering: .releasing)
                     return (0, 0)

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("RecallTesting doubles and HeaderFields", .timeLimit(.minutes(1)))
@@ -90,7 +90,7 @@ struct TestDoublesTests {
         let served = stored.appending("Age", "10")
         var expected = stored
         expected.add("Age", "10")
-        #expect(stored.count == 3) // the original is untouched
+        #expect(stored.count == 3)  // the original is untouched
         #expect(served == expected)
         #expect(served.hashValue == expected.hashValue)
         #expect(served.fields == expected.fields)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Recall
 import RecallTesting
@@ -43,7 +43,7 @@ struct TimedBodyTests {
         let reading = Task { try await response.body.collect(upTo: 100) }
         try await sleeps(clock, base + 1)
         clock.advance(by: .milliseconds(900))
-        writer.yield(Data("a".utf8)) // within the limit: the wait starts again
+        writer.yield(Data("a".utf8))  // within the limit: the wait starts again
         try await sleeps(clock, base + 2)
         clock.advance(by: .milliseconds(900))
         writer.yield(Data("b".utf8))
@@ -68,7 +68,7 @@ struct TimedBodyTests {
             writer.yield(Data("x".utf8))
         }
         try await sleeps(clock, base + 3)
-        clock.advance(by: .milliseconds(800)) // 2.4 s in all
+        clock.advance(by: .milliseconds(800))  // 2.4 s in all
         let error = await #expect(throws: TransportError.self) { try await reading.value }
         #expect(error?.code == .timedOut && error?.message.contains("deadline") == true)
     }

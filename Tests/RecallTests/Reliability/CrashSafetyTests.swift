@@ -2,7 +2,7 @@ import Foundation
 import Recall
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the `recall-crash-writer` child process (built next to the test bundle).
@@ -48,7 +48,7 @@ struct CrashSafetyTests {
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-crash-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var committed: [Int: Int] = [:] // index → last version the writer reported on disk
+        var committed: [Int: Int] = [:]  // index → last version the writer reported on disk
         var generator = SystemRandomNumberGenerator()
         var verified = 0
         for round in 1...24 {
@@ -120,7 +120,7 @@ struct CrashSafetyTests {
                 #expect(record.variants.first?.body == CrashWriter.body(index: index, version: 2))
                 readable += 1
             } else if CrashWriter.body(index: index, version: 1).count < 7000 {
-                replacedByFailure += 1 // version 1 fitted, so it was written and then removed
+                replacedByFailure += 1  // version 1 fitted, so it was written and then removed
             }
         }
         #expect(readable == stored)
@@ -143,6 +143,6 @@ struct CrashSafetyTests {
         #expect(throws: CacheStorageError.self) { try DiskStorage(directory: directory) }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        _ = try DiskStorage(directory: directory) // free again once the holder is gone
+        _ = try DiskStorage(directory: directory)  // free again once the holder is gone
     }
 }

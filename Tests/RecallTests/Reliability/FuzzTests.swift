@@ -2,7 +2,7 @@ import Foundation
 import Recall
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Random-input property tests of every parser that reads untrusted text. The iteration count
@@ -11,11 +11,12 @@ import FoundationNetworking
 struct FuzzTests {
     static let iterations = ProcessInfo.processInfo.environment["RECALL_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 20_000
 
-
     /// Text built from pieces that parsers care about, plus random bytes and Unicode.
     static func hostile(_ rng: inout SeededRandomSource, pieces: [String]) -> String {
-        let extra = ["\"", "\\", ",", "=", ";", " ", "\t", "%", "%%", "%zz", "%2", "..", "/", "?", "#", "&", "\u{0}", "é", "😀",
-                     "-1", "99999999999999999999999", "0", "1.5", "GMT", "Sun,", "Nov", "-", ":", "[", "]", "@"]
+        let extra = [
+            "\"", "\\", ",", "=", ";", " ", "\t", "%", "%%", "%zz", "%2", "..", "/", "?", "#", "&", "\u{0}", "é", "😀",
+            "-1", "99999999999999999999999", "0", "1.5", "GMT", "Sun,", "Nov", "-", ":", "[", "]", "@"
+        ]
         let all = pieces + extra
         var text = ""
         for _ in 0..<Int.random(in: 0...12, using: &rng) {
@@ -31,8 +32,10 @@ struct FuzzTests {
     @Test("Cache-Control: never crashes; delta-seconds are never negative nor above 2^31")
     func cacheControl() {
         var rng = SeededRandomSource(seed: 1)
-        let pieces = ["max-age", "s-maxage", "no-cache", "no-store", "max-stale", "min-fresh", "stale-if-error", "stale-while-revalidate",
-                      "private", "public", "must-revalidate", "immutable", "60", "\"60\""]
+        let pieces = [
+            "max-age", "s-maxage", "no-cache", "no-store", "max-stale", "min-fresh", "stale-if-error", "stale-while-revalidate",
+            "private", "public", "must-revalidate", "immutable", "60", "\"60\""
+        ]
         for _ in 0..<Self.iterations {
             let directives = CacheDirectives(Self.hostile(&rng, pieces: pieces))
             for name in ["max-age", "min-fresh", "stale-if-error", "stale-while-revalidate"] {
@@ -96,8 +99,10 @@ struct FuzzTests {
     func canonicalization() {
         var rng = SeededRandomSource(seed: 5)
         let policy = CacheKeyPolicy(ignoredQueryParameters: ["utm_*"])
-        let pieces = ["http://", "https://", "HTTP://", "a.test", "A.Test", ":80", ":443", ":8080", "/", "./", "../", "%2e", "%7E", "%7e",
-                      "?", "&", "=", "utm_x", "b=2", "a=1", "#frag", "user@", "[::1]"]
+        let pieces = [
+            "http://", "https://", "HTTP://", "a.test", "A.Test", ":80", ":443", ":8080", "/", "./", "../", "%2e", "%7E", "%7e",
+            "?", "&", "=", "utm_x", "b=2", "a=1", "#frag", "user@", "[::1]"
+        ]
         var checked = 0
         for _ in 0..<Self.iterations {
             let text = Self.hostile(&rng, pieces: pieces)

@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Reliability: concurrency stress, limits, isolation", .timeLimit(.minutes(3)))
@@ -21,8 +21,9 @@ struct StressTests {
         for index in 0..<100 {
             mock.route("GET", "/item/\(index)") { request in
                 let version = versions.withLock { $0[index, default: 0] }
-                return .text("item \(index) v\(version) " + String(repeating: "x", count: 2000),
-                             headers: ["Cache-Control": "max-age=\(index % 3 == 0 ? 0 : 60)", "ETag": "\"\(index)-\(version)\"", "X-Index": "\(index)"])
+                return .text(
+                    "item \(index) v\(version) " + String(repeating: "x", count: 2000),
+                    headers: ["Cache-Control": "max-age=\(index % 3 == 0 ? 0 : 60)", "ETag": "\"\(index)-\(version)\"", "X-Index": "\(index)"])
             }
             mock.route("PUT", "/item/\(index)") { _ in
                 versions.withLock { $0[index, default: 0] += 1 }
@@ -43,7 +44,8 @@ struct StressTests {
                         if request.httpMethod == "GET" || request.httpMethod == nil {
                             // Never another item's body, never a torn one.
                             if response.headers["X-Index"] != "\(index)" || !response.bodyText.hasPrefix("item \(index) v")
-                                || response.data.count < 2000 {
+                                || response.data.count < 2000
+                            {
                                 wrong.append("item \(index): \(response.bodyText.prefix(20))")
                             }
                         }

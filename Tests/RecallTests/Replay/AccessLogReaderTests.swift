@@ -20,11 +20,11 @@ struct AccessLogReaderTests {
     @Test("a line in another format is an error naming the line and the expected format")
     func otherFormats() throws {
         let cases = [
-            #"{"time": "2026-11-23T10:00:00Z", "path": "/a"}"#,                              // JSON logs
-            #"2026-11-23 10:00:00 GET /a 200"#,                                               // IIS-like
-            #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" OK 12"#,         // status not a number
-            #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 twelve"#,    // size not a number
-            #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1 200 12"#,          // unterminated quote
+            #"{"time": "2026-11-23T10:00:00Z", "path": "/a"}"#,  // JSON logs
+            #"2026-11-23 10:00:00 GET /a 200"#,  // IIS-like
+            #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" OK 12"#,  // status not a number
+            #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 twelve"#,  // size not a number
+            #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1 200 12"#  // unterminated quote
         ]
         for (index, bad) in cases.enumerated() {
             let good = #"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /ok HTTP/1.1" 200 12"#
@@ -69,7 +69,7 @@ struct AccessLogReaderTests {
             #"h - - [t] "GET /a HTTP/1.1" 304 -"#,
             #"h - - [t] "GET /c HTTP/1.1" 200 300"#,
             "",
-            #"h - - [t] "GET /a HTTP/1.1" 200 150"#,
+            #"h - - [t] "GET /a HTTP/1.1" 200 150"#
         ]
         let path = ReplayFixtures.file(lines.joined(separator: "\r\n") + "\r\n", suffix: ".log")
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -14,13 +14,15 @@ struct EvictionReplayTests {
         return Trace(name: "two passes", requests: first + first, sizes: sizes)
     }
 
-    @Test("at 100 % of the working set every policy holds every object: a two-pass trace hits 50 %",
-          arguments: ["equal sizes", "varied sizes"])
+    @Test(
+        "at 100 % of the working set every policy holds every object: a two-pass trace hits 50 %",
+        arguments: ["equal sizes", "varied sizes"])
     func wholeWorkingSet(shape: String) {
         let sizes = shape == "equal sizes" ? [Int](repeating: 1_000, count: 400) : (0..<400).map { [0, 9, 15, 100, 4_096, 70_000, 3 << 20][$0 % 7] }
         let trace = Self.twoPasses(sizes: sizes)
-        let comparison = EvictionComparison(trace: trace, sizes: EvictionComparison.shares([1.0], of: trace),
-                                            evictions: EvictionComparison.policies)
+        let comparison = EvictionComparison(
+            trace: trace, sizes: EvictionComparison.shares([1.0], of: trace),
+            evictions: EvictionComparison.policies)
         for policy in comparison.policies {
             let count = comparison.counts(for: policy)?.first
             #expect(count?.objectHits == sizes.count, "\(shape), \(policy): \(String(describing: count))")

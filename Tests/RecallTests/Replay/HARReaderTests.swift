@@ -6,25 +6,27 @@ import Testing
 struct HARReaderTests {
     @Test("reads entries with their times, methods, fields, statuses, sizes and the client's cache")
     func readsEntries() throws {
-        let path = ReplayFixtures.file(ReplayFixtures.har([
-            ReplayFixtures.entry(1, "GET", "https://a.test/x?q=1", response: [("Cache-Control", "max-age=60"), (":status", "200")],
-                                 request: [(":path", "/x"), ("Accept", "text/html")], size: 42),
-            ReplayFixtures.entry(0, "post", "https://a.test/y", status: 201, size: 0, extra: #""_fromCache": "memory","#),
-            ReplayFixtures.entry(2, "GET", "https://a.test/z", status: 304, extra: #""cache": {"beforeRequest": {"hitCount": 1}},"#),
-        ]))
+        let path = ReplayFixtures.file(
+            ReplayFixtures.har([
+                ReplayFixtures.entry(
+                    1, "GET", "https://a.test/x?q=1", response: [("Cache-Control", "max-age=60"), (":status", "200")],
+                    request: [(":path", "/x"), ("Accept", "text/html")], size: 42),
+                ReplayFixtures.entry(0, "post", "https://a.test/y", status: 201, size: 0, extra: #""_fromCache": "memory","#),
+                ReplayFixtures.entry(2, "GET", "https://a.test/z", status: 304, extra: #""cache": {"beforeRequest": {"hitCount": 1}},"#)
+            ]))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let entries = try HARReader.read(path: path)
-        #expect(entries.map(\.url) == ["https://a.test/y", "https://a.test/x?q=1", "https://a.test/z"]) // sorted by start time
+        #expect(entries.map(\.url) == ["https://a.test/y", "https://a.test/x?q=1", "https://a.test/z"])  // sorted by start time
         #expect(entries[0].method == "POST")
         #expect(entries[0].clientCache == .memory)
         #expect(entries[1].clientCache == .network)
         #expect(entries[2].clientCache == .disk)
         #expect(entries[1].status == 200)
         #expect(entries[1].bodySize == 42)
-        #expect(entries[1].requestHeaders.map(\.name) == ["Accept"]) // pseudo-fields dropped
+        #expect(entries[1].requestHeaders.map(\.name) == ["Accept"])  // pseudo-fields dropped
         #expect(entries[1].responseHeaders.map(\.name) == ["Cache-Control"])
         #expect(entries[1].started == Date(timeIntervalSince1970: 1_800_000_001))
-        #expect(entries[1].line == 2) // where its object starts
+        #expect(entries[1].line == 2)  // where its object starts
     }
 
     @Test("reads the same entries whatever the chunk size (chunk boundaries inside strings, escapes and numbers)")
@@ -43,9 +45,11 @@ struct HARReaderTests {
 
     @Test("decodes string escapes, surrogate pairs and a byte-order mark")
     func escapes() throws {
-        let path = ReplayFixtures.file("\u{FEFF}" + ReplayFixtures.har([
-            ReplayFixtures.entry(0, "GET", #"https://a.test/\u00e9\/\ud83d\ude00?a=\"b\""#),
-        ]))
+        let path = ReplayFixtures.file(
+            "\u{FEFF}"
+                + ReplayFixtures.har([
+                    ReplayFixtures.entry(0, "GET", #"https://a.test/\u00e9\/\ud83d\ude00?a=\"b\""#)
+                ]))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let entries = try HARReader.read(path: path)
         #expect(entries.first?.url == "https://a.test/é/😀?a=\"b\"")
@@ -53,11 +57,12 @@ struct HARReaderTests {
 
     @Test("keeps only the length of a long string (bodies), so memory holds no body")
     func longStringsDropped() throws {
-        let body = String(repeating: "QUJD", count: 600_000) // 2.4 MB of base64
-        let path = ReplayFixtures.file(ReplayFixtures.har([
-            ReplayFixtures.entry(0, "GET", "https://a.test/big", size: 1_800_000).replacingOccurrences(
-                of: #""mimeType": "text/plain""#, with: #""mimeType": "text/plain", "text": "\#(body)", "encoding": "base64""#),
-        ]))
+        let body = String(repeating: "QUJD", count: 600_000)  // 2.4 MB of base64
+        let path = ReplayFixtures.file(
+            ReplayFixtures.har([
+                ReplayFixtures.entry(0, "GET", "https://a.test/big", size: 1_800_000).replacingOccurrences(
+                    of: #""mimeType": "text/plain""#, with: #""mimeType": "text/plain", "text": "\#(body)", "encoding": "base64""#)
+            ]))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let entries = try HARReader.read(path: path)
         #expect(entries.first?.bodySize == 1_800_000)
@@ -85,7 +90,7 @@ struct HARReaderTests {
             (#"{"log": {"entries": []}} trailing"#, "after the end of the JSON document", 1),
             (String(repeating: "[", count: 100_000), "nested deeper", 1),
             ("", "truncated", 1),
-            ("{\"log\": {\"entries\": [{\"startedDateTime\": \"2026\n-11\"}]}}", "control character (10) inside a string", 1),
+            ("{\"log\": {\"entries\": [{\"startedDateTime\": \"2026\n-11\"}]}}", "control character (10) inside a string", 1)
         ]
         for (text, message, line) in cases {
             let path = ReplayFixtures.file(text)

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Builds HAR documents and temporary files for the replay tests.
@@ -14,18 +14,20 @@ enum ReplayFixtures {
     }
 
     /// One HAR entry as JSON text.
-    static func entry(_ seconds: Double, _ method: String = "GET", _ url: String, status: Int = 200,
-                      response: [(String, String)] = [], request: [(String, String)] = [], size: Int = 100,
-                      extra: String = "") -> String {
+    static func entry(
+        _ seconds: Double, _ method: String = "GET", _ url: String, status: Int = 200,
+        response: [(String, String)] = [], request: [(String, String)] = [], size: Int = 100,
+        extra: String = ""
+    ) -> String {
         let started = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: 1_800_000_000 + seconds))
         func fields(_ pairs: [(String, String)]) -> String {
             "[" + pairs.map { #"{"name": "\#($0.0)", "value": "\#($0.1)"}"# }.joined(separator: ", ") + "]"
         }
         return #"""
-        {"startedDateTime": "\#(started)", "time": 1, \#(extra)
-         "request": {"method": "\#(method)", "url": "\#(url)", "httpVersion": "HTTP/1.1", "headers": \#(fields(request))},
-         "response": {"status": \#(status), "headers": \#(fields(response)), "content": {"size": \#(size), "mimeType": "text/plain"}, "bodySize": \#(size)}}
-        """#
+            {"startedDateTime": "\#(started)", "time": 1, \#(extra)
+             "request": {"method": "\#(method)", "url": "\#(url)", "httpVersion": "HTTP/1.1", "headers": \#(fields(request))},
+             "response": {"status": \#(status), "headers": \#(fields(response)), "content": {"size": \#(size), "mimeType": "text/plain"}, "bodySize": \#(size)}}
+            """#
     }
 
     /// A whole HAR document around `entries`.
@@ -59,13 +61,13 @@ enum ReplayFixtures {
             let end = Date().addingTimeInterval(60)
             var descriptor: Int32 = -1
             while descriptor < 0, Date() < end {
-                descriptor = open(path, O_WRONLY | O_NONBLOCK) // fails (ENXIO) until a reader opens it
+                descriptor = open(path, O_WRONLY | O_NONBLOCK)  // fails (ENXIO) until a reader opens it
                 if descriptor < 0 { usleep(2_000) }
             }
             guard descriptor >= 0 else { return }
             defer { close(descriptor) }
-            whenOpened() // the reader has opened the FIFO
-            _ = fcntl(descriptor, F_SETFL, 0) // blocking writes from here on
+            whenOpened()  // the reader has opened the FIFO
+            _ = fcntl(descriptor, F_SETFL, 0)  // blocking writes from here on
             var offset = 0
             while offset < data.count {
                 let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }

@@ -36,13 +36,15 @@ struct ReplayMemoryTests {
 
     @Test("range requests are counted, not replayed: a cache cannot cut a range out of a size")
     func rangeRequests() async throws {
-        let path = ReplayFixtures.file(ReplayFixtures.har([
-            ReplayFixtures.entry(0, "GET", "https://m.test/v", response: [("Cache-Control", "max-age=600")], size: 1_000),
-            ReplayFixtures.entry(1, "GET", "https://m.test/v", status: 206, response: [("Content-Range", "bytes 0-99/1000")],
-                                 request: [("Range", "bytes=0-99")], size: 100),
-            ReplayFixtures.entry(2, "GET", "https://m.test/v", request: [("range", "bytes=0-")], size: 1_000),
-            ReplayFixtures.entry(3, "GET", "https://m.test/v", response: [("Cache-Control", "max-age=600")], size: 1_000),
-        ]))
+        let path = ReplayFixtures.file(
+            ReplayFixtures.har([
+                ReplayFixtures.entry(0, "GET", "https://m.test/v", response: [("Cache-Control", "max-age=600")], size: 1_000),
+                ReplayFixtures.entry(
+                    1, "GET", "https://m.test/v", status: 206, response: [("Content-Range", "bytes 0-99/1000")],
+                    request: [("Range", "bytes=0-99")], size: 100),
+                ReplayFixtures.entry(2, "GET", "https://m.test/v", request: [("range", "bytes=0-")], size: 1_000),
+                ReplayFixtures.entry(3, "GET", "https://m.test/v", response: [("Cache-Control", "max-age=600")], size: 1_000)
+            ]))
         defer { unlink(path) }
         let report = await HTTPCacheReplay.run(try HARReader.read(path: path))
         #expect(report.rangeRequests == 2)
@@ -87,7 +89,7 @@ struct ReplayMemoryTests {
             nextUse[index] = last[requests[index]] ?? Int.max
             last[requests[index]] = index
         }
-        var held: [Int: Int] = [:] // object → its next use
+        var held: [Int: Int] = [:]  // object → its next use
         var used = 0
         var count = HitCount()
         for (index, id) in requests.enumerated() {

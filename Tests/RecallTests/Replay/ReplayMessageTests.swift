@@ -12,15 +12,17 @@ struct ReplayMessageTests {
     @Test("a header value over 1 MiB is reported as such, with its field's name, not as a field without a value")
     func hugeHeaderValue() async throws {
         let big = String(repeating: "a", count: (1 << 20) + 5)
-        let path = ReplayFixtures.file(ReplayFixtures.har([
-            ReplayFixtures.entry(0, "GET", "https://x.test/a"),
-            ReplayFixtures.entry(1, "GET", "https://x.test/b", response: [("X-Big", big)]),
-        ]))
+        let path = ReplayFixtures.file(
+            ReplayFixtures.har([
+                ReplayFixtures.entry(0, "GET", "https://x.test/a"),
+                ReplayFixtures.entry(1, "GET", "https://x.test/b", response: [("X-Big", big)])
+            ]))
         defer { unlink(path) }
         let result = try await Self.run([path])
         #expect(result.status == 1)
-        #expect(result.error.contains("entry 2: the response header field 'X-Big' has a value of 1048581 bytes, longer than the 1 MiB"),
-                "\(result.error)")
+        #expect(
+            result.error.contains("entry 2: the response header field 'X-Big' has a value of 1048581 bytes, longer than the 1 MiB"),
+            "\(result.error)")
         #expect(!result.error.contains("without a name"))
     }
 

@@ -29,21 +29,27 @@ struct ReplayPipeTests {
         try #require(FileManager.default.isExecutableFile(atPath: bash), "the test needs bash for <(…)")
         let file = ReplayFixtures.file(ReplayFixtures.log(lines: Self.lines), suffix: ".txt")
         defer { unlink(file) }
-        let result = try await ChildProcess.run(executable: bash, ["-c", #""$0" replay <(cat "$1") --sizes 50%"#,
-                                                                   ChildProcess.url("recall").path, file], deadline: .seconds(60))
+        let result = try await ChildProcess.run(
+            executable: bash,
+            [
+                "-c", #""$0" replay <(cat "$1") --sizes 50%"#,
+                ChildProcess.url("recall").path, file
+            ], deadline: .seconds(60))
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("access log, \(Self.lines) lines, \(Self.lines) GET requests"), "\(result.output.prefix(300))")
     }
 
     @Test("standard input: a log is detected from its first byte, not taken for a HAR")
     func standardInput() async throws {
-        let result = try await ChildProcess.run("recall", ["replay", "-", "--sizes", "50%"],
-                                                input: Data(ReplayFixtures.log(lines: Self.lines).utf8), deadline: .seconds(60))
+        let result = try await ChildProcess.run(
+            "recall", ["replay", "-", "--sizes", "50%"],
+            input: Data(ReplayFixtures.log(lines: Self.lines).utf8), deadline: .seconds(60))
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("standard input: access log, \(Self.lines) lines"), "\(result.output.prefix(300))")
-        let har = try await ChildProcess.run("recall", ["replay", "-", "--sizes", "50%"],
-                                             input: try Data(contentsOf: URL(fileURLWithPath: ReplayFixtures.sampleCapture)),
-                                             deadline: .seconds(60))
+        let har = try await ChildProcess.run(
+            "recall", ["replay", "-", "--sizes", "50%"],
+            input: try Data(contentsOf: URL(fileURLWithPath: ReplayFixtures.sampleCapture)),
+            deadline: .seconds(60))
         #expect(har.status == 0, "\(har.error)")
         #expect(har.output.contains("HAR capture, 228 entries"))
     }

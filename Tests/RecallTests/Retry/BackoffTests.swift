@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Backoff, jitter and HTTP dates", .timeLimit(.minutes(1)))
@@ -14,8 +14,9 @@ struct BackoffTests {
         let linear = Backoff.linear(base: .seconds(1), increment: .milliseconds(500), cap: .seconds(2))
         #expect((1...4).map { linear.delay(forRetry: $0) } == [.seconds(1), .milliseconds(1500), .seconds(2), .seconds(2)])
         let exponential = Backoff.exponential(base: .milliseconds(100), multiplier: 2, cap: .seconds(1))
-        #expect((1...6).map { exponential.delay(forRetry: $0) }
-            == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
+        #expect(
+            (1...6).map { exponential.delay(forRetry: $0) }
+                == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
         // Hostile parameters never overflow or go negative.
         #expect(exponential.delay(forRetry: Int.max) == .seconds(1))
         #expect(Backoff.exponential(base: .seconds(-5), multiplier: .infinity, cap: .seconds(3)).delay(forRetry: 3) == .zero)
@@ -44,8 +45,9 @@ struct BackoffTests {
         let mock = MockTransport()
         mock.route("GET", "/flaky", .status(503))
         let clock = ManualClock(autoAdvance: true)
-        let factory: BackoffRetrierFactory = .exponentialBackoff(base: .milliseconds(100), multiplier: 2, cap: .seconds(10),
-                                                                 jitter: .full, maxAttempts: 6, random: SeededRandomSource(seed: 42))
+        let factory: BackoffRetrierFactory = .exponentialBackoff(
+            base: .milliseconds(100), multiplier: 2, cap: .seconds(10),
+            jitter: .full, maxAttempts: 6, random: SeededRandomSource(seed: 42))
         let pipeline = Pipeline(transport: mock, retrierFactory: factory, clock: clock)
         _ = try await pipeline.send(URLRequest(url: URL(string: "https://x.test/flaky")!))
         let milliseconds = clock.sleeps.map { Int(($0 / .milliseconds(1)).rounded()) }
@@ -64,15 +66,17 @@ struct BackoffTests {
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: 1_700_000_000)) == expected)
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == expected)
         #expect(HTTPDate.format(expected) == "Sun, 06 Nov 1994 08:49:37 GMT")
-        for bad in ["", "yesterday", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
-                    "Sun, 29 Feb 2023 08:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", String(repeating: "9", count: 500),
-                    "Sun, 06 Nov 1994 08:49:37 PST", "0", "-1"] {
+        for bad in [
+            "", "yesterday", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 29 Feb 2023 08:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", String(repeating: "9", count: 500),
+            "Sun, 06 Nov 1994 08:49:37 PST", "0", "-1"
+        ] {
             #expect(HTTPDate.parse(bad) == nil, "\(bad) should not parse")
         }
         #expect(HTTPDate.parse("Thu, 29 Feb 2024 00:00:00 GMT") != nil)
         // Found by scripts/fuzz.sh: years before 1000 must be zero-padded to four digits.
         let early = try #require(HTTPDate.parse("Wed, 05 Dec 0559 01:53:15 GMT"))
-        #expect(HTTPDate.format(early) == "Wed, 05 Dec 0559 01:53:15 GMT") // weekday checked with Python
+        #expect(HTTPDate.format(early) == "Wed, 05 Dec 0559 01:53:15 GMT")  // weekday checked with Python
     }
 
     @Test("format and parse round-trip over a wide range of dates")

@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #12, points 2 and 3: the breaker on resilience4j's model, on a manual clock.
@@ -27,12 +27,12 @@ struct CircuitBreakerTests {
     @Test("half-open is judged by its probes: an attempt let through before the circuit opened changes nothing when it answers late")
     func lateAnswerHasNoSay() throws {
         let breaker = CircuitBreaker(minimumCalls: 2, breakDuration: .seconds(10), probes: 2, clock: clock)
-        let early = try breaker.acquire(host).get() // in flight while the circuit opens
+        let early = try breaker.acquire(host).get()  // in flight while the circuit opens
         try fail(breaker, times: 2)
         #expect(breaker.state(of: host) == .open)
         clock.advance(by: .seconds(10))
         #expect(breaker.state(of: host) == .halfOpen)
-        breaker.record(early, failed: false) // a late success from before the break
+        breaker.record(early, failed: false)  // a late success from before the break
         #expect(breaker.state(of: host) == .halfOpen, "a request admitted before the circuit opened must not close it")
         try call(breaker, failed: false)
         #expect(breaker.state(of: host) == .halfOpen, "one of two probes answered")
@@ -49,7 +49,7 @@ struct CircuitBreakerTests {
         try call(breaker, failed: true)
         try call(breaker, failed: false)
         #expect(breaker.state(of: host) == .halfOpen)
-        try call(breaker, failed: true) // 2 of 4 failed: 50 %
+        try call(breaker, failed: true)  // 2 of 4 failed: 50 %
         #expect(breaker.state(of: host) == .open)
         let refused = breaker.acquire(host)
         guard case .failure(let error) = refused else { Issue.record("let through"); return }
@@ -69,7 +69,7 @@ struct CircuitBreakerTests {
         guard case .failure(let probing) = breaker.acquire(host) else { Issue.record("a second probe let through"); return }
         #expect(probing.retryIn == nil)
         #expect(probing.description.contains("probes are still out"))
-        breaker.record(probe, failed: nil) // a cancelled probe: another may go
+        breaker.record(probe, failed: nil)  // a cancelled probe: another may go
         #expect((try? breaker.acquire(host).get())?.isProbe == true)
     }
 
@@ -86,8 +86,9 @@ struct CircuitBreakerTests {
         #expect(breaker.state(of: host) == .open)
         for (status, failure) in [(408, true), (500, true), (429, false), (404, false), (200, false)] {
             let response = RecallResponse(status: status)
-            let attempt = Attempt(request: URLRequest(url: URL(string: "https://api.test/")!), outcome: .success(response),
-                                  number: 1, elapsed: .zero, context: RecallContext(originalRequest: URLRequest(url: URL(string: "https://api.test/")!)))
+            let attempt = Attempt(
+                request: URLRequest(url: URL(string: "https://api.test/")!), outcome: .success(response),
+                number: 1, elapsed: .zero, context: RecallContext(originalRequest: URLRequest(url: URL(string: "https://api.test/")!)))
             #expect((breaker.classifier.retryReason(for: attempt) != nil) == failure, "\(status)")
         }
     }
@@ -112,10 +113,10 @@ struct CircuitBreakerTests {
         try fail(breaker, times: 3)
         clock.advance(by: .seconds(11))
         for _ in 0..<3 { try call(breaker, failed: false) }
-        try call(breaker, failed: true) // 1 of 4 in the window
+        try call(breaker, failed: true)  // 1 of 4 in the window
         #expect(breaker.state(of: host) == .closed)
-        try fail(breaker, times: 1) // 2 of 5
-        try fail(breaker, times: 1) // 3 of 6: 50 %
+        try fail(breaker, times: 1)  // 2 of 5
+        try fail(breaker, times: 1)  // 3 of 6: 50 %
         #expect(breaker.state(of: host) == .open)
     }
 
@@ -125,11 +126,11 @@ struct CircuitBreakerTests {
         try fail(breaker, times: 1)
         for _ in 0..<2 { try call(breaker, failed: false) }
         // 1 failure of 3: below minimumCalls yet.
-        try call(breaker, failed: false) // [F S S S]: 25 %
-        try call(breaker, failed: false) // [S S S S]: the failure left the window
-        try fail(breaker, times: 1) // [S S S F]: 25 %
+        try call(breaker, failed: false)  // [F S S S]: 25 %
+        try call(breaker, failed: false)  // [S S S S]: the failure left the window
+        try fail(breaker, times: 1)  // [S S S F]: 25 %
         #expect(breaker.state(of: host) == .closed)
-        try fail(breaker, times: 1) // [S S F F]: 50 %
+        try fail(breaker, times: 1)  // [S S F F]: 50 %
         #expect(breaker.state(of: host) == .open)
     }
 
@@ -144,8 +145,9 @@ struct CircuitBreakerTests {
 
     @Test("hostile settings are held to sensible ranges")
     func hostileSettings() throws {
-        let breaker = CircuitBreaker(failureRatio: .nan, minimumCalls: -5, window: .count(-1), breakDuration: .seconds(-3), probes: 0,
-                                     slowCallDuration: .seconds(-1), slowCallRatio: 7, clock: clock)
+        let breaker = CircuitBreaker(
+            failureRatio: .nan, minimumCalls: -5, window: .count(-1), breakDuration: .seconds(-3), probes: 0,
+            slowCallDuration: .seconds(-1), slowCallRatio: 7, clock: clock)
         #expect(breaker.failureRatio == 0.5 && breaker.minimumCalls == 1 && breaker.window == .count(1))
         #expect(breaker.breakDuration == .milliseconds(1) && breaker.probes == 1 && breaker.slowCallRatio == 1)
         try fail(breaker, times: 1)
@@ -201,8 +203,9 @@ struct CircuitBreakerTests {
         // 2 s real-time answer once came first under load and was recorded as a success).
         let stubborn = StubbornTransport()
         defer { stubborn.release() }
-        let pipeline = Pipeline(transport: stubborn.withCircuitBreaker(breaker),
-                                retrierFactory: .exponentialBackoff(maxAttempts: 1, attemptTimeout: .seconds(1), budget: nil), clock: clock)
+        let pipeline = Pipeline(
+            transport: stubborn.withCircuitBreaker(breaker),
+            retrierFactory: .exponentialBackoff(maxAttempts: 1, attemptTimeout: .seconds(1), budget: nil), clock: clock)
         let call = Task { try await pipeline.send(URLRequest(url: URL(string: "https://api.test/hang")!)) }
         // Both under way before the cut: the attempt (past the breaker, which registered for the
         // cut when it let it through) and its timer on the manual clock.

@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 private let url = URL(string: "https://api.test/items")!
@@ -27,15 +27,18 @@ private func exactPolicy(maxAttempts: Int = 3, base: Duration = .seconds(1)) -> 
 /// delay as the retrier schedules it. With a deadline, every attempt races a timer on the same
 /// clock, so an auto-advancing clock would fire that timer at once; stepping on the
 /// `retryScheduled` event instead is exact (the attempt's timer is gone by then).
-private func drive(_ clock: ManualClock, policy: RetryPolicy, transport: any Transport, request: URLRequest,
-                   context: RecallContext? = nil) -> Task<RecallResponse, any Error> {
+private func drive(
+    _ clock: ManualClock, policy: RetryPolicy, transport: any Transport, request: URLRequest,
+    context: RecallContext? = nil
+) -> Task<RecallResponse, any Error> {
     let (events, continuation) = AsyncStream<RecallEvent>.makeStream()
-    let context = context.map { given in
-        RecallContext(originalRequest: given.originalRequest) { event, own in
-            continuation.yield(event)
-            given.record(event)
-        }
-    } ?? RecallContext(originalRequest: request) { event, _ in continuation.yield(event) }
+    let context =
+        context.map { given in
+            RecallContext(originalRequest: given.originalRequest) { event, own in
+                continuation.yield(event)
+                given.record(event)
+            }
+        } ?? RecallContext(originalRequest: request) { event, _ in continuation.yield(event) }
     let pipeline = Pipeline(transport: transport, retrierFactory: .policy(policy), clock: clock)
     let task = Task {
         defer { continuation.finish() }
@@ -54,10 +57,12 @@ private func drive(_ clock: ManualClock, policy: RetryPolicy, transport: any Tra
 
 @Suite("Retry strategies", .timeLimit(.minutes(1)))
 struct RetryPolicyTests {
-    @Test("default classification: retryable statuses and transport failures; others not", arguments: [
-        (408, true), (429, true), (500, true), (502, true), (503, true), (504, true),
-        (200, false), (304, false), (400, false), (401, false), (404, false), (501, false),
-    ])
+    @Test(
+        "default classification: retryable statuses and transport failures; others not",
+        arguments: [
+            (408, true), (429, true), (500, true), (502, true), (503, true), (504, true),
+            (200, false), (304, false), (400, false), (401, false), (404, false), (501, false)
+        ])
     func statusClassification(status: Int, retryable: Bool) async throws {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(status))
@@ -102,18 +107,22 @@ struct RetryPolicyTests {
         let context = RecallContext(originalRequest: request())
         let response = try await pipeline.send(request(), context: context)
         #expect(response.bodyText == "ok")
-        #expect(context.events == [
-            .attemptStarted(number: 1),
-            .retryScheduled(attempt: 1, delay: .seconds(1), reason: .transport(.connectionLost), usedRetryAfter: false),
-            .attemptStarted(number: 2),
-            .retryScheduled(attempt: 2, delay: .seconds(2), reason: .status(502), usedRetryAfter: false),
-            .attemptStarted(number: 3),
-        ])
+        #expect(
+            context.events == [
+                .attemptStarted(number: 1),
+                .retryScheduled(attempt: 1, delay: .seconds(1), reason: .transport(.connectionLost), usedRetryAfter: false),
+                .attemptStarted(number: 2),
+                .retryScheduled(attempt: 2, delay: .seconds(2), reason: .status(502), usedRetryAfter: false),
+                .attemptStarted(number: 3)
+            ])
     }
 
-    @Test("Retry-After is a lower bound on the delay, in seconds (leading zeros allowed) or as a date",
-          arguments: [("5", 5), ("0000000000005", 5), ("Sun, 06 Nov 1994 08:49:47 GMT", 10), ("Sunday, 06-Nov-94 08:49:47 GMT", 10),
-                      ("Sun Nov  6 08:49:47 1994", 10), ("0", 1), ("60", 60)])
+    @Test(
+        "Retry-After is a lower bound on the delay, in seconds (leading zeros allowed) or as a date",
+        arguments: [
+            ("5", 5), ("0000000000005", 5), ("Sun, 06 Nov 1994 08:49:47 GMT", 10), ("Sunday, 06-Nov-94 08:49:47 GMT", 10),
+            ("Sun Nov  6 08:49:47 1994", 10), ("0", 1), ("60", 60)
+        ])
     func retryAfter(value: String, expectedSeconds: Int) async throws {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(429, headers: ["Retry-After": value]), .text("ok"))
@@ -147,12 +156,13 @@ struct RetryPolicyTests {
         }
         #expect(error?.code == .retryAfterExceedsDeadline && error?.hint == .seconds(30) && error?.remaining == .seconds(10))
         #expect(error?.response?.status == 503, "the server's answer travels with the error")
-        #expect(clock.now.offset == .zero) // failed at once, no wait
+        #expect(clock.now.offset == .zero)  // failed at once, no wait
         #expect(mock.requests.count == 1)
     }
 
-    @Test("a Retry-After longer than the policy waits ends the request at once with the hint, never an earlier retry",
-          arguments: [("3600", 3600), ("99999999999999999999", 86_400 * 365), ("61", 61)])
+    @Test(
+        "a Retry-After longer than the policy waits ends the request at once with the hint, never an earlier retry",
+        arguments: [("3600", 3600), ("99999999999999999999", 86_400 * 365), ("61", 61)])
     func retryAfterTooLong(value: String, hintSeconds: Int) async throws {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(503, headers: ["Retry-After": value]), .text("ok"))
@@ -207,7 +217,9 @@ struct RetryPolicyTests {
         let mock = MockTransport()
         let calls = Locked(0)
         mock.route("GET", "/items") { _ in
-            let call = calls.withLock { $0 += 1; return $0 }
+            let call = calls.withLock {
+                $0 += 1; return $0
+            }
             if call == 1 { try await clock.sleep(for: .seconds(100)) }
             return .text("attempt \(call)")
         }
@@ -215,8 +227,8 @@ struct RetryPolicyTests {
         policy.attemptTimeout = .milliseconds(500)
         let context = RecallContext(originalRequest: request())
         let task = drive(clock, policy: policy, transport: mock, request: request(), context: context)
-        await clock.waitForSleepers(2) // the slow attempt and its timeout
-        clock.advance(by: .milliseconds(500)) // drive() then advances the backoff wait
+        await clock.waitForSleepers(2)  // the slow attempt and its timeout
+        clock.advance(by: .milliseconds(500))  // drive() then advances the backoff wait
         let response = try await task.value
         #expect(response.bodyText == "attempt 2")
         #expect(context.events.contains(.attemptTimedOut(number: 1, after: .milliseconds(500))))
@@ -279,7 +291,11 @@ struct RetryPolicyTests {
         let mock = MockTransport()
         mock.route("POST", "/items", .status(503), .text("created", status: 201))
         let counter = Locked(0)
-        let hook = IdempotencyKeyHook { counter.withLock { $0 += 1; return "key-\($0)" } }
+        let hook = IdempotencyKeyHook {
+            counter.withLock {
+                $0 += 1; return "key-\($0)"
+            }
+        }
         let pipeline = Pipeline(transport: mock, hooks: [hook], retrierFactory: .policy(exactPolicy()), clock: ManualClock(autoAdvance: true))
         let response = try await pipeline.send(request("POST"))
         #expect(response.status == 201)
@@ -309,11 +325,13 @@ struct RetryPolicyTests {
         var optIn = exactPolicy()
         optIn.idempotency.retryAllMethods = true
         lost.reset()
-        #expect(try await Pipeline(transport: lost, retrierFactory: .policy(optIn), clock: ManualClock(autoAdvance: true)).send(request("POST")).bodyText == "ok")
+        #expect(
+            try await Pipeline(transport: lost, retrierFactory: .policy(optIn), clock: ManualClock(autoAdvance: true)).send(request("POST")).bodyText == "ok")
     }
 
-    @Test("storm protection: under a total outage, attempts settle near the request count once the budget is spent",
-          arguments: ["token", "percentage"])
+    @Test(
+        "storm protection: under a total outage, attempts settle near the request count once the budget is spent",
+        arguments: ["token", "percentage"])
     func retryStorm(kind: String) async throws {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(503))
@@ -335,7 +353,7 @@ struct RetryPolicyTests {
         }
         let attempts = mock.requests.count
         #expect(Double(attempts) <= 1.2 * Double(requests), "\(attempts) attempts for \(requests) requests")
-        #expect(attempts > requests) // the budget did allow some retries
+        #expect(attempts > requests)  // the budget did allow some retries
         #expect(!exhausted.events.isEmpty)
         // Without a budget the same outage costs 5x.
         var unlimited = policy
@@ -373,7 +391,11 @@ struct RetryPolicyTests {
         flaky.route("GET", "/items") { request in
             // The first request with the fresh credential meets a 503.
             let fresh = request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh"
-            if fresh, outageLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) {
+            if fresh,
+                outageLeft.withLock({ left in
+                    defer { left -= 1 }; return left > 0
+                })
+            {
                 return RecallResponse(status: 503)
             }
             return try await mock.send(request)
@@ -392,7 +414,7 @@ struct RetryPolicyTests {
         #expect(refreshes.withLock { $0 } == 1)
         #expect(flaky.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == ["Bearer stale", "Bearer fresh", "Bearer fresh"])
         #expect(context.events.contains(.retryScheduled(attempt: 1, delay: .zero, reason: .custom("credential refreshed after 401"), usedRetryAfter: false)))
-        #expect(clock.sleeps == [.seconds(2)]) // the refresh retried at once; the 503 (second retry) backed off
+        #expect(clock.sleeps == [.seconds(2)])  // the refresh retried at once; the 503 (second retry) backed off
 
         // A second 401 after the refresh is not refreshed again.
         let denied = MockTransport()
@@ -405,16 +427,17 @@ struct RetryPolicyTests {
     @Test("circuit breaker opens on a failure ratio, fails fast, and closes after a good probe")
     func circuitBreaker() async throws {
         let clock = ManualClock()
-        let breaker = CircuitBreaker(failureRatio: 0.5, minimumCalls: 4, window: .time(.seconds(10)),
-                                     breakDuration: .seconds(30), probes: 1, clock: clock)
+        let breaker = CircuitBreaker(
+            failureRatio: 0.5, minimumCalls: 4, window: .time(.seconds(10)),
+            breakDuration: .seconds(30), probes: 1, clock: clock)
         let mock = MockTransport()
         mock.route("GET", "/items", .status(503), .status(503), .text("ok"), .status(503), .text("recovered"))
         let pipeline = Pipeline(transport: mock.withCircuitBreaker(breaker), retrierFactory: .none, clock: clock)
-        for _ in 0..<4 { _ = try await pipeline.send(request()) } // 3 failures of 4 → open
+        for _ in 0..<4 { _ = try await pipeline.send(request()) }  // 3 failures of 4 → open
         #expect(breaker.state(of: "api.test") == .open)
         let error = await #expect(throws: CircuitOpenError.self) { try await pipeline.send(request()) }
         #expect(error?.retryIn == .seconds(30))
-        #expect(mock.requests.count == 4) // refused without touching the transport
+        #expect(mock.requests.count == 4)  // refused without touching the transport
 
         clock.advance(by: .seconds(30))
         #expect(breaker.state(of: "api.test") == .halfOpen)
@@ -428,8 +451,9 @@ struct RetryPolicyTests {
         let breaker = CircuitBreaker(failureRatio: 1, minimumCalls: 2, breakDuration: .seconds(5), probes: 1, clock: clock)
         let mock = MockTransport()
         mock.route("GET", "/items", .status(500))
-        let retrying = Pipeline(transport: mock.withCircuitBreaker(breaker), retrierFactory: .policy(exactPolicy(maxAttempts: 5)),
-                                clock: ManualClock(autoAdvance: true))
+        let retrying = Pipeline(
+            transport: mock.withCircuitBreaker(breaker), retrierFactory: .policy(exactPolicy(maxAttempts: 5)),
+            clock: ManualClock(autoAdvance: true))
         let context = RecallContext(originalRequest: request())
         await #expect(throws: CircuitOpenError.self) { try await retrying.send(request(), context: context) }
         #expect(mock.requests.count == 2)

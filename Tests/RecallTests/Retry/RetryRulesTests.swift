@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #12, points 4–9: no input traps, classification for any transport, budgets faithful to
@@ -41,22 +41,29 @@ struct RetryRulesTests {
     func backoffProperty() {
         var random = SeededRandomSource(seed: 12)
         let doubles: [Double] = [-1e22, -1, 0, 0.5, 1, 2, 1e6, 1e300, .infinity, -.infinity, .nan]
-        let durations: [Duration] = [.zero, .nanoseconds(1), .milliseconds(100), .seconds(20), .seconds(-5), .seconds(Int64.max / 4),
-                                     .seconds(-Int64.max / 4)]
+        let durations: [Duration] = [
+            .zero, .nanoseconds(1), .milliseconds(100), .seconds(20), .seconds(-5), .seconds(Int64.max / 4),
+            .seconds(-Int64.max / 4)
+        ]
         let retries = [Int.min, -1, 0, 1, 2, 43, 44, 45, 1_000, 1 << 40, Int.max - 1, Int.max]
         for _ in 0..<400 {
-            let base = Bool.random(using: &random) ? durations.randomElement(using: &random)!
+            let base =
+                Bool.random(using: &random)
+                ? durations.randomElement(using: &random)!
                 : .nanoseconds(Int64.random(in: -1_000_000_000_000...1_000_000_000_000, using: &random))
             let cap = durations.randomElement(using: &random)!
-            let shape: Backoff.Shape = switch Int.random(in: 0..<3, using: &random) {
-            case 0: .constant
-            case 1: .linear(increment: durations.randomElement(using: &random)!)
-            default:
-                .exponential(multiplier: Bool.random(using: &random) ? doubles.randomElement(using: &random)!
-                    : Double.random(in: -1e6...1e6, using: &random))
-            }
+            let shape: Backoff.Shape =
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: .constant
+                case 1: .linear(increment: durations.randomElement(using: &random)!)
+                default:
+                    .exponential(
+                        multiplier: Bool.random(using: &random)
+                            ? doubles.randomElement(using: &random)!
+                            : Double.random(in: -1e6...1e6, using: &random))
+                }
             var backoff = Backoff(base: base, shape: shape, cap: cap)
-            if Bool.random(using: &random) { backoff.shape = shape } // set after creation: unsanitized
+            if Bool.random(using: &random) { backoff.shape = shape }  // set after creation: unsanitized
             if Bool.random(using: &random) { backoff.base = base; backoff.cap = cap }
             let limit = max(Duration.zero, backoff.cap)
             for retry in retries + [Int.random(in: 1...Int.max, using: &random)] {
@@ -102,7 +109,7 @@ struct RetryRulesTests {
     func hostileBudgets() {
         let quota = RetryQuota(capacity: .nan, retryCost: -5, timeoutCost: .infinity, successRefund: -1)
         #expect(quota.capacity == 0 && quota.retryCost == 0 && quota.timeoutCost == 0)
-        #expect(quota.withdraw(partition: "h", reason: .status(503)) == 0) // costs nothing, so allowed
+        #expect(quota.withdraw(partition: "h", reason: .status(503)) == 0)  // costs nothing, so allowed
         let throttle = RetryThrottle(maxTokens: -3, tokenRatio: .nan)
         #expect(throttle.maxTokens == 1 && throttle.tokenRatio == 0.1)
         let share = PercentageBudget(percent: .infinity, minRetriesPerSecond: -1, window: .seconds(-10))
@@ -116,18 +123,20 @@ struct RetryRulesTests {
         let transportError: TransportError
     }
 
-    @Test("errors of any transport are classified like their URLError equivalents", arguments: [
-        (POSIXError(.ECONNRESET) as any Error, TransportError.Code.connectionLost, false),
-        (POSIXError(.ECONNREFUSED), .cannotConnect, true),
-        (POSIXError(.ETIMEDOUT), .timedOut, false),
-        (POSIXError(.EPIPE), .connectionLost, false),
-        (POSIXError(.EHOSTUNREACH), .cannotConnect, true),
-        (NSError(domain: NSPOSIXErrorDomain, code: Int(ECONNRESET)), .connectionLost, false),
-        (NSError(domain: NSURLErrorDomain, code: URLError.cannotConnectToHost.rawValue), .cannotConnect, true),
-        (URLError(.cannotConnectToHost), .cannotConnect, true),
-        (URLError(.networkConnectionLost), .connectionLost, false),
-        (ClientError(transportError: TransportError(.connectionLost, requestNeverSent: true)), .connectionLost, true),
-    ])
+    @Test(
+        "errors of any transport are classified like their URLError equivalents",
+        arguments: [
+            (POSIXError(.ECONNRESET) as any Error, TransportError.Code.connectionLost, false),
+            (POSIXError(.ECONNREFUSED), .cannotConnect, true),
+            (POSIXError(.ETIMEDOUT), .timedOut, false),
+            (POSIXError(.EPIPE), .connectionLost, false),
+            (POSIXError(.EHOSTUNREACH), .cannotConnect, true),
+            (NSError(domain: NSPOSIXErrorDomain, code: Int(ECONNRESET)), .connectionLost, false),
+            (NSError(domain: NSURLErrorDomain, code: URLError.cannotConnectToHost.rawValue), .cannotConnect, true),
+            (URLError(.cannotConnectToHost), .cannotConnect, true),
+            (URLError(.networkConnectionLost), .connectionLost, false),
+            (ClientError(transportError: TransportError(.connectionLost, requestNeverSent: true)), .connectionLost, true)
+        ])
     func classification(error: any Error, kind: TransportError.Code, neverSent: Bool) {
         let classified = TransportError.classify(error)
         #expect(classified?.code == kind)
@@ -142,11 +151,13 @@ struct RetryRulesTests {
         #expect(TransportError.classify(Mine()) == nil)
     }
 
-    @Test("a GET is retried after a POSIX reset; a POST only after an error proving it was never sent", arguments: [
-        ("GET", POSIXError(.ECONNRESET) as any Error, 3), ("POST", POSIXError(.ECONNRESET), 1), ("POST", POSIXError(.ECONNREFUSED), 3),
-        ("POST", URLError(.cannotConnectToHost), 3), ("POST", URLError(.networkConnectionLost), 1),
-        ("POST", ClientError(transportError: TransportError(.cannotConnect)), 3), ("GET", POSIXError(.ENOENT), 1),
-    ])
+    @Test(
+        "a GET is retried after a POSIX reset; a POST only after an error proving it was never sent",
+        arguments: [
+            ("GET", POSIXError(.ECONNRESET) as any Error, 3), ("POST", POSIXError(.ECONNRESET), 1), ("POST", POSIXError(.ECONNREFUSED), 3),
+            ("POST", URLError(.cannotConnectToHost), 3), ("POST", URLError(.networkConnectionLost), 1),
+            ("POST", ClientError(transportError: TransportError(.cannotConnect)), 3), ("GET", POSIXError(.ENOENT), 1)
+        ])
     func retriedByKind(method: String, error: any Error, attempts: Int) async throws {
         let mock = MockTransport()
         mock.route(method, "/items", .error(error))
@@ -317,7 +328,7 @@ struct RetryRulesTests {
         let clock = ManualClock()
         let slow = MockTransport()
         slow.route("GET", "/items") { _ in
-            clock.advance(by: .seconds(10)) // the attempt takes 10 s of the 5 s deadline (on the manual clock)
+            clock.advance(by: .seconds(10))  // the attempt takes 10 s of the 5 s deadline (on the manual clock)
             return RecallResponse(status: 401)
         }
         var limited = policy()
@@ -368,12 +379,14 @@ struct RetryRulesTests {
         let mock = MockTransport()
         mock.route("GET", "/items", .status(500))
         mock.route("GET", "/early", .status(425))
-        let only503 = Pipeline(transport: mock, retrierFactory: .exponentialBackoff(base: .zero, retryableStatuses: [503], budget: nil),
-                               clock: ManualClock(autoAdvance: true))
+        let only503 = Pipeline(
+            transport: mock, retrierFactory: .exponentialBackoff(base: .zero, retryableStatuses: [503], budget: nil),
+            clock: ManualClock(autoAdvance: true))
         _ = try await only503.send(request())
         #expect(mock.count(for: "/items") == 1)
-        let plus425 = Pipeline(transport: mock, retrierFactory: .exponentialBackoff(base: .zero, budget: nil).retrying(statuses: 425),
-                               clock: ManualClock(autoAdvance: true))
+        let plus425 = Pipeline(
+            transport: mock, retrierFactory: .exponentialBackoff(base: .zero, budget: nil).retrying(statuses: 425),
+            clock: ManualClock(autoAdvance: true))
         _ = try await plus425.send(URLRequest(url: URL(string: "https://api.test/early")!))
         _ = try await plus425.send(request())
         #expect(mock.count(for: "/early") == 3 && mock.count(for: "/items") == 4, "425 added, 500 still retried")

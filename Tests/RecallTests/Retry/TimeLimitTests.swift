@@ -3,7 +3,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #12, point 1: the caller's answer comes at the limit, whatever the transport does.
@@ -105,9 +105,9 @@ struct TimeLimitTests {
         policy.attemptTimeout = .milliseconds(50)
         let pipeline = Pipeline(transport: transport, hooks: [hook], retrierFactory: .policy(policy))
         await #expect(throws: TransportError.self) { try await pipeline.send(Self.request) }
-        transport.release() // the late answer comes now
+        transport.release()  // the late answer comes now
         await transport.waitUntilIdle()
-        try await Task.sleep(for: .milliseconds(20)) // room for an answer that was not dropped to show (passing never depends on it)
+        try await Task.sleep(for: .milliseconds(20))  // room for an answer that was not dropped to show (passing never depends on it)
         #expect(transport.finished == 1)
         #expect(hook.log.events == ["h.schedule", "h.failure(TransportError)"])
     }

@@ -10,8 +10,9 @@ struct CommandLineTests {
         try await ChildProcess.run("recall", arguments, deadline: .milliseconds(Int(seconds * 1000)))
     }
 
-    @Test("--timeout inf, 1e300, nan, 0 and -1 are refused with the allowed range, not a trap",
-          arguments: ["inf", "1e300", "nan", "0", "-1"])
+    @Test(
+        "--timeout inf, 1e300, nan, 0 and -1 are refused with the allowed range, not a trap",
+        arguments: ["inf", "1e300", "nan", "0", "-1"])
     func badTimeouts(value: String) async throws {
         let result = try await Self.run(["get", "--timeout", value, "http://127.0.0.1:9/"])
         #expect(result.status == 2)
@@ -123,8 +124,9 @@ struct CommandLineTests {
         #expect(result.outputData.count < 1_000)
     }
 
-    @Test("--max-body: a larger body fails with a reason naming the limit, with or without a Content-Length",
-          arguments: ["given", "omit"])
+    @Test(
+        "--max-body: a larger body fails with a reason naming the limit, with or without a Content-Length",
+        arguments: ["given", "omit"])
     func maxBody(length: String) async throws {
         let server = try await OriginServer.shared.value
         var query = ["stream": "5000"]
@@ -137,8 +139,9 @@ struct CommandLineTests {
         #expect(fits.status == 0, "\(fits.error)")
     }
 
-    @Test("the default limit (64 MB): a 2 GiB body is refused early and the process stays small",
-          arguments: ["given", "omit"])
+    @Test(
+        "the default limit (64 MB): a 2 GiB body is refused early and the process stays small",
+        arguments: ["given", "omit"])
     func defaultMaxBody(length: String) async throws {
         let server = try await OriginServer.shared.value
         var query = ["stream": String(2 << 30)]
@@ -151,8 +154,9 @@ struct CommandLineTests {
         #expect(result.peakResidentBytes > 0 && result.peakResidentBytes < 512 << 20, "peak resident \(result.peakResidentBytes >> 20) MB")
     }
 
-    @Test("--max-body refuses what is not a size from 1 byte to 4 GB, and the help states the default",
-          arguments: ["lots", "0", "5GB", "-1", "1e300"])
+    @Test(
+        "--max-body refuses what is not a size from 1 byte to 4 GB, and the help states the default",
+        arguments: ["lots", "0", "5GB", "-1", "1e300"])
     func badMaxBody(value: String) async throws {
         let result = try await Self.run(["get", "--max-body", value, "http://127.0.0.1:9/"])
         #expect(result.status == 2)

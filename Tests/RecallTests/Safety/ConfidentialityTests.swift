@@ -4,7 +4,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #10, points 1–6: a stored response reaches only the caller it was made for. The
@@ -37,7 +37,7 @@ struct ConfidentialityTests {
             }
             return .text("alice's private data", headers: ["Cache-Control": "private, max-age=600"])
         }
-        #expect(try await h.get("/me").bodyText == "alice's private data") // 401, refresh, 200 stored
+        #expect(try await h.get("/me").bodyText == "alice's private data")  // 401, refresh, 200 stored
         #expect(h.cache.statistics.stores == 1)
         // Another pipeline on the same cache, without the refreshing retrier: anonymous.
         let anonymous = Pipeline(transport: h.mock, hooks: [h.cache])
@@ -61,7 +61,7 @@ struct ConfidentialityTests {
         #expect(try await Report().call(on: TenantService(key: "tenant-a")).tenant == "tenant-a")
         #expect(try await Report().call(on: TenantService(key: "tenant-b")).tenant == "tenant-b")
         #expect(try await Report().call(on: TenantService(key: "tenant-a")).tenant == "tenant-a")
-        #expect(TenantParts.mock.count(for: "/v1/report") == 2) // one call per tenant; the repeat is a hit
+        #expect(TenantParts.mock.count(for: "/v1/report") == 2)  // one call per tenant; the repeat is a hit
     }
 
     // MARK: 2. Invalidation crosses partitions
@@ -95,11 +95,15 @@ struct ConfidentialityTests {
     func secretsAtRest() async throws {
         let (h, disk, directory) = try CacheHarness.onDisk()
         defer { try? FileManager.default.removeItem(at: directory) }
-        h.origin("/profile", headers: ["Cache-Control": "private, max-age=600", "Vary": "Cookie, Authorization",
-                                        "Set-Cookie": "session=SETCOOKIE-SECRET; HttpOnly", "Authentication-Info": "nextnonce=AUTHINFO-SECRET"])
+        h.origin(
+            "/profile",
+            headers: [
+                "Cache-Control": "private, max-age=600", "Vary": "Cookie, Authorization",
+                "Set-Cookie": "session=SETCOOKIE-SECRET; HttpOnly", "Authentication-Info": "nextnonce=AUTHINFO-SECRET"
+            ])
         h.origin("/download", headers: ["Cache-Control": "max-age=600"])
         let first = try await h.get("/profile", headers: ["Cookie": "sid=COOKIE-SECRET", "Authorization": "Bearer TOKEN-SECRET"])
-        #expect(first.headers["Set-Cookie"] != nil) // the caller who caused it gets it
+        #expect(first.headers["Set-Cookie"] != nil)  // the caller who caused it gets it
         let hit = try await h.get("/profile", headers: ["Cookie": "sid=COOKIE-SECRET", "Authorization": "Bearer TOKEN-SECRET"])
         #expect(hit.source == .cache)
         #expect(hit.headers["Set-Cookie"] == nil)
@@ -132,8 +136,9 @@ struct ConfidentialityTests {
         #expect(first != two.partition(for: authorized, userinfo: false, inScope: []))
         #expect(one.partition(for: request, userinfo: false, inScope: []).isEmpty)
         // HMAC-SHA256 itself, against RFC 4231 test case 2.
-        #expect(SHA256.hexString(SHA256.hmac(key: Array("Jefe".utf8), "what do ya want for nothing?".utf8))
-            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            SHA256.hexString(SHA256.hmac(key: Array("Jefe".utf8), "what do ya want for nothing?".utf8))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
     @Test("the secret outlives a restart: a reopened DiskStorage still serves credentialed entries")
@@ -164,8 +169,9 @@ struct ConfidentialityTests {
         // A transport that follows redirects: /latest answers with the target's response and URL.
         h.mock.route("GET", "/latest") { _ in
             let target = latest.withLock { $0 }
-            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=31536000"], body: Data("body of \(target)".utf8),
-                            url: URL(string: "https://origin.test" + target))
+            return RecallResponse(
+                status: 200, headers: ["Cache-Control": "max-age=31536000"], body: Data("body of \(target)".utf8),
+                url: URL(string: "https://origin.test" + target))
         }
         h.origin("/v/1", headers: ["Cache-Control": "max-age=31536000"], body: "body of /v/1")
         #expect(try await h.get("/latest").bodyText == "body of /v/1")
@@ -173,7 +179,7 @@ struct ConfidentialityTests {
         let moved = try await h.get("/latest")
         #expect(moved.source == .network)
         #expect(moved.bodyText == "body of /v/2")
-        #expect(try await h.get("/v/1").source == .cache) // stored under the URL that answered
+        #expect(try await h.get("/v/1").source == .cache)  // stored under the URL that answered
     }
 
     @Test("end to end: a 302 followed by URLSession is stored for its target; the redirecting URL always asks again")
@@ -184,8 +190,9 @@ struct ConfidentialityTests {
         let target = OriginServer.uniquePath("target")
         let targetURL = server.url(target, ["cc": "max-age=600"])
         let source = OriginServer.uniquePath("moving")
-        let sourceURL = server.url(source, ["status": "302", "cc": "max-age=600"],
-                                   extra: [.init(name: "header", value: "Location: \(target)?cc=max-age%3D600")])
+        let sourceURL = server.url(
+            source, ["status": "302", "cc": "max-age=600"],
+            extra: [.init(name: "header", value: "Location: \(target)?cc=max-age%3D600")])
         let first = try await pipeline.send(URLRequest(url: sourceURL)).collected()
         #expect(first.status == 200)
         #expect(try await pipeline.send(URLRequest(url: sourceURL)).collected().source == .network)
@@ -201,8 +208,8 @@ struct ConfidentialityTests {
             .text("mirror for \(request.value(forHTTPHeaderField: "Authorization") ?? "anyone")", headers: ["Cache-Control": "max-age=600"])
         }
         let direct = Pipeline(transport: h.mock, hooks: [h.cache])
-        try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])).collected() // bob's partition of /mirror
-        #expect(try await h.get("/primary").bodyText == "mirror for anyone") // failed over, stored for /mirror
+        try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])).collected()  // bob's partition of /mirror
+        #expect(try await h.get("/primary").bodyText == "mirror for anyone")  // failed over, stored for /mirror
         let bob = try await direct.send(h.request("/mirror", headers: ["Authorization": "Bearer bob"])).collected()
         #expect(bob.source == .cache)
         #expect(bob.bodyText == "mirror for Bearer bob")
@@ -248,7 +255,7 @@ struct ConfidentialityTests {
             .text("file for \(request.url?.query ?? "")", headers: ["Cache-Control": "max-age=600"])
         }
         let key = try #require(h.cache.key(for: h.request("/file?token=xyz&page=2")))
-        #expect(!key.contains("xyz")) // (not hex digits: the keyed hash cannot spell it by chance)
+        #expect(!key.contains("xyz"))  // (not hex digits: the keyed hash cannot spell it by chance)
         #expect(key.contains("page=2"))
         #expect(key != h.cache.key(for: h.request("/file?token=xyw&page=2")))
         #expect(try await h.get("/file?token=xyz").bodyText == "file for token=xyz")
@@ -267,7 +274,7 @@ struct ConfidentialityTests {
         gate.closed.withLock { $0 = true }
         let read = Task { await tiered.record(for: "k") }
         while gate.waiting.withLock({ $0 }) == 0 { await Task.yield() }
-        await tiered.remove("k") // the invalidation lands while the read is under way
+        await tiered.remove("k")  // the invalidation lands while the read is under way
         gate.open()
         _ = await read.value
         #expect(memory.recordNow(for: "k") == nil, "the promotion resurrected a removed record")
@@ -291,7 +298,7 @@ struct ConfidentialityTests {
                 return .text("ok")
             }
             try await h.get("/shared")
-            await storage.upper.removeAll() // reads now promote from disk
+            await storage.upper.removeAll()  // reads now promote from disk
             let putDone = Locked(false)
             let stale = Locked(0)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -362,7 +369,7 @@ final class GatedStorage: CacheStorage {
     private let waiters = Locked<[CheckedContinuation<Void, Never>]>([])
 
     func record(for key: String) async -> CacheRecord? {
-        let record = inner.recordNow(for: key) // read before the gate: the removal comes later
+        let record = inner.recordNow(for: key)  // read before the gate: the removal comes later
         if closed.withLock({ $0 }) {
             await withCheckedContinuation { continuation in
                 waiters.withLock { $0.append(continuation) }
@@ -374,7 +381,9 @@ final class GatedStorage: CacheStorage {
 
     func open() {
         closed.withLock { $0 = false }
-        for waiter in waiters.withLock({ list in defer { list.removeAll() }; return list }) { waiter.resume() }
+        for waiter in waiters.withLock({ list in
+            defer { list.removeAll() }; return list
+        }) { waiter.resume() }
     }
 
     func store(_ record: CacheRecord, expires: Date?) async { inner.storeNow(record) }

@@ -2,7 +2,7 @@ import Foundation
 @testable import Recall
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue #10, points 7–9: the cache directory belongs to the user who named it, and the read
@@ -44,8 +44,8 @@ struct DirectorySafetyTests {
         let message = Self.refusal { _ = try DiskStorage(directory: directory) }
         #expect(message?.contains("is not empty and is not a Recall cache") == true, "\(message ?? "accepted")")
         #expect(message?.contains("notes.txt") == true || message?.contains("draft.tmp-1") == true || message?.contains("photo.rce.tmp-2-3") == true)
-        #expect(Self.mode(directory.path) == 0o755) // not chmodded
-        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory.path)) == Set(files.keys)) // no .lock, nothing deleted
+        #expect(Self.mode(directory.path) == 0o755)  // not chmodded
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory.path)) == Set(files.keys))  // no .lock, nothing deleted
     }
 
     @Test("an empty directory is adopted; a first-edition cache (only its own file names) is adopted too")
@@ -62,7 +62,7 @@ struct DirectorySafetyTests {
         try Data().write(to: legacy.appendingPathComponent(".lock"))
         try Data("old format".utf8).write(to: legacy.appendingPathComponent(DiskStorage.fileName(for: "https://x.test/")))
         let storage = try DiskStorage(directory: legacy)
-        #expect(await storage.record(for: "https://x.test/") == nil) // an old record is a miss, and removed
+        #expect(await storage.record(for: "https://x.test/") == nil)  // an old record is a miss, and removed
         #expect(storage.statistics.count == 0)
     }
 
@@ -89,13 +89,14 @@ struct DirectorySafetyTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
-    @Test("a directory owned by another user is refused (needs root to make one; skipped otherwise)",
-          .enabled(if: geteuid() == 0, "creating a directory owned by another user needs root"))
+    @Test(
+        "a directory owned by another user is refused (needs root to make one; skipped otherwise)",
+        .enabled(if: geteuid() == 0, "creating a directory owned by another user needs root"))
     func otherOwner() throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        #expect(chown(directory.path, 65_534, 65_534) == 0) // nobody
+        #expect(chown(directory.path, 65_534, 65_534) == 0)  // nobody
         let message = Self.refusal { _ = try DiskStorage(directory: directory) }
         #expect(message?.contains("belongs to user 65534, not to you") == true, "\(message ?? "accepted")")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
@@ -141,7 +142,7 @@ struct DirectorySafetyTests {
         await storage.store(makeRecord(key, bodySize: 5_000))
         await storage.flush()
         let path = directory.appendingPathComponent(DiskStorage.fileName(for: key)).path
-        for size in [9_000, 100] { // one read of the indexed size + 1 falls short of the larger file and overshoots the smaller
+        for size in [9_000, 100] {  // one read of the indexed size + 1 falls short of the larger file and overshoots the smaller
             let replacement = makeRecord(key, bodySize: size)
             try replacement.encoded().write(to: URL(fileURLWithPath: path + ".new"))
             #expect(rename(path + ".new", path) == 0)
@@ -160,11 +161,11 @@ struct DirectorySafetyTests {
         await storage.store(makeRecord("https://x.test/link"))
         await storage.flush()
         let path = directory.appendingPathComponent(DiskStorage.fileName(for: "https://x.test/link")).path
-        #expect(rename(path, outside) == 0) // the valid record now lives outside, reachable only through the link
+        #expect(rename(path, outside) == 0)  // the valid record now lives outside, reachable only through the link
         #expect(symlink(outside, path) == 0)
-        #expect(await storage.record(for: "https://x.test/link") == nil) // O_NOFOLLOW: not followed, not read
+        #expect(await storage.record(for: "https://x.test/link") == nil)  // O_NOFOLLOW: not followed, not read
         #expect(storage.statistics.corruptRemoved == 1)
-        #expect(FileManager.default.fileExists(atPath: outside)) // the link is removed, its target is not
+        #expect(FileManager.default.fileExists(atPath: outside))  // the link is removed, its target is not
     }
 
     @Test("the directory's path swapped for a link to another directory while open: reads and writes stay in the one opened")
@@ -182,9 +183,9 @@ struct DirectorySafetyTests {
         #expect(symlink(elsewhere.path, directory.path) == 0)
         await storage.store(after)
         await storage.flush()
-        #expect(await storage.record(for: "https://x.test/before") == before) // read from the directory opened
+        #expect(await storage.record(for: "https://x.test/before") == before)  // read from the directory opened
         #expect(await storage.record(for: "https://x.test/after") == after)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty) // nothing written through the link
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)  // nothing written through the link
         let kept = try FileManager.default.contentsOfDirectory(atPath: moved.path)
         for key in ["https://x.test/before", "https://x.test/after"] { #expect(kept.contains(DiskStorage.fileName(for: key))) }
         #expect(storage.statistics.corruptRemoved == 0)
@@ -203,7 +204,7 @@ struct DirectorySafetyTests {
         await storage.flush()
         #expect(await storage.record(for: "https://x.test/after") == nil)
         #expect(storage.statistics.writeFailures == 1)
-        #expect(!FileManager.default.fileExists(atPath: directory.path)) // not recreated behind the caller's back
+        #expect(!FileManager.default.fileExists(atPath: directory.path))  // not recreated behind the caller's back
     }
 
     @Test("at open, links, pipes and oversized files under entry names are removed, not indexed")
@@ -225,11 +226,12 @@ struct DirectorySafetyTests {
         #expect(storage.statistics.count == 0)
         #expect(storage.statistics.corruptRemoved == 3)
         for path in [link, pipe, big] { #expect(!FileManager.default.fileExists(atPath: path)) }
-        #expect(FileManager.default.fileExists(atPath: huge)) // the link's target is not touched
+        #expect(FileManager.default.fileExists(atPath: huge))  // the link's target is not touched
     }
 
-    @Test("a crafted record with a valid checksum but an impossible status, time or variant count is a miss, not a trap",
-          arguments: ["status", "nan", "infinity", "far-future", "variants", "valid"])
+    @Test(
+        "a crafted record with a valid checksum but an impossible status, time or variant count is a miss, not a trap",
+        arguments: ["status", "nan", "infinity", "far-future", "variants", "valid"])
     func craftedRecord(field: String) async throws {
         var payload = CacheRecordCodec.Writer()
         let key = "https://x.test/crafted"
@@ -237,12 +239,13 @@ struct DirectorySafetyTests {
         // One more well-formed variant than a record may hold, or one.
         let variants = field == "variants" ? CacheRecordCodec.maxVariants + 1 : 1
         payload.uint64(UInt64(variants))
-        let time: Double = switch field {
-        case "nan": .nan
-        case "infinity": .infinity
-        case "far-future": 1e300
-        default: 1_700_000_000
-        }
+        let time: Double =
+            switch field {
+            case "nan": .nan
+            case "infinity": .infinity
+            case "far-future": 1e300
+            default: 1_700_000_000
+            }
         for _ in 0..<variants {
             payload.uint64(field == "status" ? UInt64.max : 200)
             payload.uint64(time.bitPattern)

@@ -80,8 +80,8 @@ struct LimitsTests {
         #expect(h.cache.statistics.stores == 0)
         var configuration = CacheConfiguration()
         configuration.maxHeaderFields = 5_000
-        #expect(configuration.maxHeaderFields == CacheRecordCodec.maxFields) // clamped to what records hold
-        h.origin("/limit", headers: headers(CacheRecordCodec.maxFields - 1)) // plus Date: exactly the limit
+        #expect(configuration.maxHeaderFields == CacheRecordCodec.maxFields)  // clamped to what records hold
+        h.origin("/limit", headers: headers(CacheRecordCodec.maxFields - 1))  // plus Date: exactly the limit
         try await h.get("/limit")
         #expect(h.cache.statistics.stores == 1)
         await disk.flush()
@@ -123,4 +123,3 @@ struct LimitsTests {
         #expect(cycling.queuedCount <= 3 * (5 + 2) + 2 * 1024 + 2)
     }
 }
-

@@ -3,10 +3,10 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #10, points 4, 10 and 13 (transport side): redirects, cancellation that cannot
@@ -17,15 +17,16 @@ struct TransportSafetyTests {
     func redirects() async throws {
         let server = try await OriginServer.shared.value
         let target = OriginServer.uniquePath("redirect-target")
-        let source = server.url(OriginServer.uniquePath("redirect-source"), ["status": "302"],
-                                extra: [.init(name: "header", value: "Location: \(target)")])
+        let source = server.url(
+            OriginServer.uniquePath("redirect-source"), ["status": "302"],
+            extra: [.init(name: "header", value: "Location: \(target)")])
         let followed = try await URLSessionTransport().send(URLRequest(url: source)).collected()
         #expect(followed.status == 200)
         #expect(followed.url?.path == target)
         let returned = try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: source)).collected()
         #expect(returned.status == 302)
         #expect(returned.headers["Location"] == target)
-        #expect(try await server.hits(target) == 1) // only the following transport went there
+        #expect(try await server.hits(target) == 1)  // only the following transport went there
     }
 
     @Test("a body cut short by the server is a lost connection (URLError.networkConnectionLost through a session), never a success")
@@ -45,9 +46,10 @@ struct TransportSafetyTests {
     @Test("600 attempt timeouts racing the answers never freeze the process (child process, 60 s deadline)")
     func racingTimeouts() async throws {
         let server = try await OriginServer.shared.value
-        let result = try await ChildProcess.run("recall-test-child",
-                                                ["race", server.url(OriginServer.uniquePath("race")).absoluteString, "4", "150"],
-                                                deadline: .seconds(60))
+        let result = try await ChildProcess.run(
+            "recall-test-child",
+            ["race", server.url(OriginServer.uniquePath("race")).absoluteString, "4", "150"],
+            deadline: .seconds(60))
         #expect(!result.hung, "the request loop hung for 60 s")
         // "finished 600 answered A timedOut T": both outcomes happened, so timeouts raced answers.
         let words = result.output.split(whereSeparator: \.isWhitespace).map(String.init)

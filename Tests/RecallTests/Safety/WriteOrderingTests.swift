@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An origin whose resource has a version a `PUT` bumps; a `GET` answers the version it found
@@ -18,7 +18,11 @@ private final class VersionedOrigin: Sendable {
     init() {
         mock.route("GET", "/doc") { [version, firstGet, gets] request in
             let current = version.withLock { $0 }
-            if gets.withLock({ count -> Bool in count += 1; return count == 1 }) { await firstGet.wait() }
+            if gets.withLock({ count -> Bool in
+                count += 1; return count == 1
+            }) {
+                await firstGet.wait()
+            }
             return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v\(current)".utf8), url: request.url)
         }
         mock.route("PUT", "/doc") { [version] request in
@@ -55,9 +59,9 @@ struct WriteOrderingTests {
         let early = Task { try await pipeline.send(request("GET")) }
         try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
         #expect(try await pipeline.send(request("PUT")).status == 204)
-        #expect(try await pipeline.send(request("GET")).bodyText == "v2") // after the PUT: the new version, stored
+        #expect(try await pipeline.send(request("GET")).bodyText == "v2")  // after the PUT: the new version, stored
         origin.firstGet.open()
-        #expect(try await early.value.bodyText == "v1") // it began before the PUT: its own answer
+        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
         await cache.flush()
         let later = try await pipeline.send(request("GET"))
         #expect(later.bodyText == "v2")
@@ -160,8 +164,9 @@ extension UnseenCredentialsTests {
         let origin = MockTransport()
         origin.route("GET", "/vary") { request in
             let owner = request.value(forHTTPHeaderField: "Authorization") ?? "nobody"
-            return RecallResponse(status: 200, headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"],
-                            body: Data(owner.utf8), url: request.url)
+            return RecallResponse(
+                status: 200, headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"],
+                body: Data(owner.utf8), url: request.url)
         }
         origin.route("GET", "/smaxage", .text("s", headers: ["Cache-Control": "public, max-age=3600, s-maxage=0"]))
         let cache = HTTPCache()

@@ -4,7 +4,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Issue #16: code written as Squid, Decree, Echo and Predix users write it, run against the
@@ -36,7 +36,7 @@ struct Loopback: HttpService {
     static let errors = Locked<[String]>([])
     static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase   // Squid's default
+        decoder.keyDecodingStrategy = .convertFromSnakeCase  // Squid's default
         return decoder
     }()
 
@@ -362,8 +362,10 @@ struct SeedMigrationTests {
         mock.route("GET", "/v1/catalog/nostore", .text("x", headers: ["Cache-Control": "no-store"]))
         mock.route("GET", "/v1/catalog/nocache", .text("x", headers: ["Cache-Control": "no-cache"]))
         mock.route("GET", "/v1/catalog/zero", .text("x", headers: ["Cache-Control": "max-age=0"]))
-        for url in ["https://api.test/v1/catalog/items", "https://api.test/v1/other", "https://img.cdn.test/img.png",
-                    "https://api.test/v1/catalog/nostore", "https://api.test/v1/catalog/nocache", "https://api.test/v1/catalog/zero"] {
+        for url in [
+            "https://api.test/v1/catalog/items", "https://api.test/v1/other", "https://img.cdn.test/img.png",
+            "https://api.test/v1/catalog/nostore", "https://api.test/v1/catalog/nocache", "https://api.test/v1/catalog/zero"
+        ] {
             _ = try await get(url)
             _ = try await get(url)
         }
@@ -388,8 +390,9 @@ struct SeedMigrationTests {
         #expect(LifetimeRule("127.0.0.1:8080", .seconds(1)).matches(URL(string: "http://127.0.0.1:8080/x")!))
 
         // The assigned lifetime survives the disk format, and a hostile value reads as corrupt.
-        var entry = CacheEntry(status: 200, headers: ["Content-Type": "text/plain"], body: Data("x".utf8), url: nil,
-                               requestTime: Date(timeIntervalSince1970: 1_000), responseTime: Date(timeIntervalSince1970: 1_000))
+        var entry = CacheEntry(
+            status: 200, headers: ["Content-Type": "text/plain"], body: Data("x".utf8), url: nil,
+            requestTime: Date(timeIntervalSince1970: 1_000), responseTime: Date(timeIntervalSince1970: 1_000))
         entry.assignedLifetime = 300
         let record = CacheRecord(key: "k", variants: [entry])
         let decoded = try CacheRecordCodec.decode(CacheRecordCodec.encode(record))
@@ -410,7 +413,7 @@ struct SeedMigrationTests {
             var apiUrl: String { host }
             var transport: any Transport { mock }
             var clock: any Clock<Duration> { ManualClock(autoAdvance: true) }
-            var retrierFactory: any RetrierFactory { .exponentialBackoff(maxAttempts: 5) }   // computed: a new factory per request
+            var retrierFactory: any RetrierFactory { .exponentialBackoff(maxAttempts: 5) }  // computed: a new factory per request
         }
         let dead = Dead(host: host, mock: mock)
         for _ in 0..<40 { _ = try? await dead.send(try dead.makeRequest(method: .get, path: "down")) }
@@ -421,8 +424,9 @@ struct SeedMigrationTests {
         let unshared = MockTransport()
         unshared.route("GET", "/down", .status(503))
         for _ in 0..<40 {
-            let pipeline = Pipeline(transport: unshared, retrierFactory: .exponentialBackoff(maxAttempts: 5, budget: RetryQuota()),
-                                    clock: ManualClock(autoAdvance: true))
+            let pipeline = Pipeline(
+                transport: unshared, retrierFactory: .exponentialBackoff(maxAttempts: 5, budget: RetryQuota()),
+                clock: ManualClock(autoAdvance: true))
             _ = try? await pipeline.send(URLRequest(url: URL(string: "https://\(host)/down")!))
         }
         #expect(unshared.count(for: "/down") == 200)
@@ -440,8 +444,9 @@ struct SeedProxyAndRouterTests {
         proxy.headers = ["X-Client": "echo-app"]
         let name = OriginServer.uniquePath("echo-post").dropFirst()
         let arguments: [String: Any] = ["count": 8, "tags": ["a", "b"], "skip": WebServiceProxy.undefined, "none": NSNull()]
-        let echo: OriginEcho = try await proxy.invoke(.post, path: String(name), arguments: arguments,
-                                                      content: Data("raw".utf8))
+        let echo: OriginEcho = try await proxy.invoke(
+            .post, path: String(name), arguments: arguments,
+            content: Data("raw".utf8))
         #expect(echo.method == "POST")
         #expect(echo.query == "count=8&tags=a&tags=b")
         #expect(echo.bodyLength == 3)
@@ -480,11 +485,12 @@ struct SeedProxyAndRouterTests {
         struct Opaque {}
         let items = try WebServiceProxy.queryItems([
             "size": Size.large, "id": UUID(uuidString: "00000000-0000-0000-0000-000000000001")!, "ok": true,
-            "at": Date(timeIntervalSince1970: 2), "price": 1.5, "site": URL(string: "https://a.test/x")!,
+            "at": Date(timeIntervalSince1970: 2), "price": 1.5, "site": URL(string: "https://a.test/x")!
         ])
-        #expect(items.map { "\($0.name)=\($0.value ?? "")" } == [
-            "at=2000", "id=00000000-0000-0000-0000-000000000001", "ok=true", "price=1.5", "site=https://a.test/x", "size=large",
-        ])
+        #expect(
+            items.map { "\($0.name)=\($0.value ?? "")" } == [
+                "at=2000", "id=00000000-0000-0000-0000-000000000001", "ok=true", "price=1.5", "site=https://a.test/x", "size=large"
+            ])
         let mock = MockTransport()
         let proxy = WebServiceProxy(transport: mock, baseURL: URL(string: "https://echo.test/")!)
         let opaque = await #expect(throws: ServiceError.self) { try await proxy.invoke(.get, path: "x", arguments: ["thing": Opaque()]) }

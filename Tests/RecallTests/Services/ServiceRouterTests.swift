@@ -4,7 +4,7 @@ import RecallServices
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A service that records its lifecycle callbacks and answers by path.
@@ -112,7 +112,9 @@ struct ServiceRouterTests {
         let router = ServiceRouter()
         let inFlight = Locked((now: 0, peak: 0, gaveUp: false))
         try await router.register(as: "slow") { request in
-            inFlight.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
+            inFlight.withLock {
+                $0.now += 1; $0.peak = max($0.peak, $0.now)
+            }
             // Each call is held until another one is in flight too, rather than for 20 ms that a
             // loaded machine may spend before the next call starts. A router that called services
             // one at a time never gets there: the first call gives up after 10 s, the others at once.
@@ -158,7 +160,7 @@ struct ServiceRouterTests {
         let response = try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/echo/stream")!))
         #expect(response.body.isStreamed && response.headers["Content-Length"] == "3000")
         var received = Data()
-        for try await chunk in response.body { received.append(chunk) } // (chunks may come joined: only the bytes count)
+        for try await chunk in response.body { received.append(chunk) }  // (chunks may come joined: only the bytes count)
         let expected = [UInt8(ascii: "a"), UInt8(ascii: "b"), UInt8(ascii: "c")].map { Data(repeating: $0, count: 1000) }.reduce(Data(), +)
         #expect(received == expected)
         let hit = try await pipeline.send(URLRequest(url: URL(string: "http://pmapi/echo/stream")!))

@@ -4,7 +4,7 @@ import RecallServices
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Shared parts of the test service (properties are read per request, so they are static).
@@ -116,13 +116,15 @@ struct TypedServiceTests {
 
     @Test("OutEndpoint decodes JSON with the service's decoder; a second call is answered from the cache")
     func outEndpointAndCache() async throws {
-        CatalogParts.mock.route("GET", "/v1/items/7", .text(#"{"item_id":7,"name":"Lamp"}"#, headers: ["Content-Type": "application/json", "Cache-Control": "max-age=60"]))
+        CatalogParts.mock.route(
+            "GET", "/v1/items/7", .text(#"{"item_id":7,"name":"Lamp"}"#, headers: ["Content-Type": "application/json", "Cache-Control": "max-age=60"]))
         let before = CatalogParts.log.events.count
         #expect(try await GetItem(id: 7).call(on: Catalog()) == Item(itemId: 7, name: "Lamp"))
         #expect(try await GetItem(id: 7).call(on: Catalog()) == Item(itemId: 7, name: "Lamp"))
         #expect(CatalogParts.mock.count(for: "/v1/items/7") == 1)
         // The outer hook saw both typed calls, one from the network and one from the cache.
-        #expect(Array(CatalogParts.log.events.dropFirst(before)) == ["typed.schedule", "typed.success(200 network)", "typed.schedule", "typed.success(200 cache)"])
+        #expect(
+            Array(CatalogParts.log.events.dropFirst(before)) == ["typed.schedule", "typed.success(200 network)", "typed.schedule", "typed.success(200 cache)"])
     }
 
     @Test("InOutEndpoint sends JSON with the service's encoder and requires authorization")
@@ -184,17 +186,18 @@ struct TypedServiceTests {
     @Test("XML output decodes into Decodable types (elements, attributes, repeated elements, numbers, Booleans)")
     func xmlOutput() async throws {
         let xml = """
-        <?xml version="1.0"?>
-        <feed version="2">
-          <entries>
-            <entry id="1"><title>First</title><draft>false</draft></entry>
-            <entry id="2"><title><![CDATA[Second & more]]></title><draft>1</draft></entry>
-          </entries>
-        </feed>
-        """
+            <?xml version="1.0"?>
+            <feed version="2">
+              <entries>
+                <entry id="1"><title>First</title><draft>false</draft></entry>
+                <entry id="2"><title><![CDATA[Second & more]]></title><draft>1</draft></entry>
+              </entries>
+            </feed>
+            """
         CatalogParts.mock.route("GET", "/v1/feed.xml", .text(xml, headers: ["Content-Type": "application/xml"]))
         let feed = try await Feed().call(on: Catalog())
-        #expect(feed == .init(version: "2", entries: [.init(id: 1, title: "First", draft: false), .init(id: 2, title: "Second & more", draft: true)], note: nil))
+        #expect(
+            feed == .init(version: "2", entries: [.init(id: 1, title: "First", draft: false), .init(id: 2, title: "Second & more", draft: true)], note: nil))
         #expect(CatalogParts.mock.requests.last?.value(forHTTPHeaderField: "Accept") == "application/xml")
         struct Repeated: Decodable { var tag: [String] }
         #expect(try XMLDecoder().decode(Repeated.self, from: Data("<r><tag>a</tag><tag>b</tag></r>".utf8)).tag == ["a", "b"])
@@ -207,9 +210,11 @@ struct TypedServiceTests {
         mock.route("GET", "/api/sum") { request in .text("6", headers: ["Content-Type": "application/json"]) }
         let proxy = WebServiceProxy(baseURL: URL(string: "https://echo.test/api/")!, pipeline: Pipeline(transport: mock))
         let nothing: String? = nil
-        let sum: Int = try await proxy.invoke(.get, path: "sum", arguments: [
-            "values": [1, 2, 3], "when": Date(timeIntervalSince1970: 1.5), "skip": nothing, "text": "a+b c",
-        ])
+        let sum: Int = try await proxy.invoke(
+            .get, path: "sum",
+            arguments: [
+                "values": [1, 2, 3], "when": Date(timeIntervalSince1970: 1.5), "skip": nothing, "text": "a+b c"
+            ])
         #expect(sum == 6)
         #expect(mock.requests.last?.url?.query == "text=a%2Bb%20c&values=1&values=2&values=3&when=1500")
         // Optionals inside arrays are unwrapped and their nils skipped, never sent as "Optional(…)".
@@ -222,8 +227,9 @@ struct TypedServiceTests {
         struct Event: Codable, Equatable { var name: String; var at: Date }
         let mock = MockTransport()
         mock.route("POST", "/api/echo") { request in
-            RecallResponse(status: 200, headers: ["Content-Type": request.value(forHTTPHeaderField: "Content-Type") ?? "application/octet-stream"],
-                     body: request.httpBody ?? Data())
+            RecallResponse(
+                status: 200, headers: ["Content-Type": request.value(forHTTPHeaderField: "Content-Type") ?? "application/octet-stream"],
+                body: request.httpBody ?? Data())
         }
         mock.route("POST", "/api/form") { request in .text(request.url?.query ?? "") }
         mock.route("DELETE", "/api/thing", .status(204))

@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The storage boundary: a backend moves bytes by key, the records are encoded and checked once
@@ -21,9 +21,11 @@ struct ByteStoreTests {
         #expect(await store.record(for: "https://a.test/other") == nil)
     }
 
-    @Test("bytes that are not a record are a miss, removed and counted as corrupt", arguments: [
-        Data(), Data("garbage that is not a record".utf8), Data("RCL1".utf8) + Data(repeating: 0xFF, count: 40),
-    ])
+    @Test(
+        "bytes that are not a record are a miss, removed and counted as corrupt",
+        arguments: [
+            Data(), Data("garbage that is not a record".utf8), Data("RCL1".utf8) + Data(repeating: 0xFF, count: 40)
+        ])
     func corruptBytes(bytes: Data) async {
         let store = InMemoryByteStore()
         store.put(bytes, for: "k")
@@ -37,8 +39,8 @@ struct ByteStoreTests {
         let store = InMemoryByteStore()
         store.put(Data("garbage".utf8), for: "k")
         store.holdReads()
-        let slowRead = Task { await store.record(for: "k") } // reads the garbage, delivers it late
-        await store.waitForHeldReads(1) // it has taken the garbage and waits
+        let slowRead = Task { await store.record(for: "k") }  // reads the garbage, delivers it late
+        await store.waitForHeldReads(1)  // it has taken the garbage and waits
         let valid = makeRecord("k")
         await store.store(valid)
         store.releaseReads()
@@ -108,10 +110,10 @@ struct ByteStoreTests {
         let lower = InMemoryByteStore()
         let tiers = TieredStorage(upper: upper, lower: lower)
         let record = makeRecord("k")
-        await lower.store(record) // only below: a read promotes it
+        await lower.store(record)  // only below: a read promotes it
         lower.holdReads()
         let slowRead = Task { await tiers.record(for: "k") }
-        await lower.waitForHeldReads(1) // the read is waiting on the lower tier
+        await lower.waitForHeldReads(1)  // the read is waiting on the lower tier
         await tiers.remove("k")
         lower.releaseReads()
         #expect(await slowRead.value == record, "the read did not start before the removal: nothing was tested")
@@ -128,9 +130,9 @@ struct ByteStoreTests {
         await lower.store(old)
         lower.holdReads()
         let slowRead = Task { await tiers.record(for: "k") }
-        await lower.waitForHeldReads(1)                // the read is waiting on the lower tier
-        lower.put(makeRecord("k", bodySize: 10).encoded(), for: "k")   // another process replaced it…
-        await lower.changeElsewhere("k")               // …and said so
+        await lower.waitForHeldReads(1)  // the read is waiting on the lower tier
+        lower.put(makeRecord("k", bodySize: 10).encoded(), for: "k")  // another process replaced it…
+        await lower.changeElsewhere("k")  // …and said so
         lower.releaseReads()
         #expect(await slowRead.value == old, "the read did not start before the change: nothing was tested")
         #expect(await upper.record(for: "k") == nil, "the old record was promoted after the change")
@@ -159,7 +161,7 @@ struct ByteStoreTests {
         let store = OneMemoStore()
         let first = makeRecord("k", bodySize: 10), second = makeRecord("k", bodySize: 50)
         await store.store(first)
-        #expect(await store.record(for: "k") == first) // decoded, kept in the memo
+        #expect(await store.record(for: "k") == first)  // decoded, kept in the memo
         await store.store(second)
         #expect(await store.record(for: "k") == second)
         #expect(store.statistics.corruptRemoved == 0)

@@ -9,7 +9,6 @@ struct ByteWritingTests {
         try DiskStorage(directory: directory, byteLimit: 8 << 20, entryLimit: entryLimit)
     }
 
-
     @Test("appended pieces become the key's bytes only at the commit, at once; they read back whole and in pieces")
     func commit() async throws {
         let directory = temporaryDirectory()
@@ -34,7 +33,7 @@ struct ByteWritingTests {
     func abandon() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let disk = try DiskStorage(directory: directory, byteLimit: 10, entryLimit: 10) // (pieces may make up to the byte limit)
+        let disk = try DiskStorage(directory: directory, byteLimit: 10, entryLimit: 10)  // (pieces may make up to the byte limit)
         await disk.write(Data("old".utf8), for: "k", expires: nil)
         await disk.flush()
         let abandoned = try #require(await disk.beginWriting(for: "k", size: nil, expires: nil))
@@ -104,8 +103,9 @@ struct ByteWritingTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         func open() throws -> DiskStorage {
-            try DiskStorage(directory: directory, byteLimit: 8 << 20, entryLimit: 1000, pendingByteLimit: 1 << 20,
-                            eviction: .s3fifo, openFileLimit: 4, settledAge: 0)
+            try DiskStorage(
+                directory: directory, byteLimit: 8 << 20, entryLimit: 1000, pendingByteLimit: 1 << 20,
+                eviction: .s3fifo, openFileLimit: 4, settledAge: 0)
         }
         do {
             let disk = try open()
@@ -136,8 +136,9 @@ struct ByteWritingTests {
         do {
             try await storeInPieces("large", bodySize: 1000, in: try storage(directory, entryLimit: 100))
         }
-        let disk = try DiskStorage(directory: directory, byteLimit: 8 << 20, entryLimit: 100, pendingByteLimit: 1 << 20,
-                                   eviction: .s3fifo, openFileLimit: 4, settledAge: 3600) // (the file is younger than that)
+        let disk = try DiskStorage(
+            directory: directory, byteLimit: 8 << 20, entryLimit: 100, pendingByteLimit: 1 << 20,
+            eviction: .s3fifo, openFileLimit: 4, settledAge: 3600)  // (the file is younger than that)
         try #require(await disk.reading("large")).noteWhole()
         #expect(try #require(await disk.reading("large")).knownWhole == false)
     }
@@ -150,7 +151,7 @@ struct ByteWritingTests {
         for key in ["a", "b"] {
             await disk.write(Data(repeating: 1, count: 400), for: key, expires: nil)
             await disk.flush()
-            _ = await disk.bytes(for: key) // (read: promoted to the main queue when the policy next looks)
+            _ = await disk.bytes(for: key)  // (read: promoted to the main queue when the policy next looks)
         }
         let write = try #require(await disk.beginWriting(for: "new", size: nil, expires: nil))
         try await write.append(Data(repeating: 2, count: 700))
@@ -182,7 +183,7 @@ struct ByteWritingTests {
         #expect(await disk.bytes(for: "k")?.data == Data("after".utf8), "the write made after the removal stays")
 
         let cleared = try await begin("j")
-        await disk.removeAll() // a logout, say: nothing begun before it may land after it
+        await disk.removeAll()  // a logout, say: nothing begun before it may land after it
         await #expect(throws: CacheStorageError.self) { try await cleared.commit() }
         #expect(await disk.bytes(for: "j") == nil && disk.statistics.writeFailures == 0)
 

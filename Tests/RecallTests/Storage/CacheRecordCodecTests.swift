@@ -24,7 +24,7 @@ struct CacheRecordCodecTests {
             (CacheRecordCodec.legacyVersion, CacheRecordCodec.legacyChecksum),
             (CacheRecordCodec.legacyPartialVersion, CacheRecordCodec.legacyChecksum),
             (CacheRecordCodec.fourLaneVersion, CacheRecordCodec.fourLaneChecksum),
-            (CacheRecordCodec.fourLanePartialVersion, CacheRecordCodec.fourLaneChecksum),
+            (CacheRecordCodec.fourLanePartialVersion, CacheRecordCodec.fourLaneChecksum)
         ]
         for (version, checksum) in older {
             #expect(try CacheRecordCodec.decode(olderBytes(record, version: version, checksum: checksum)) == record, "version \(version)")
@@ -78,7 +78,7 @@ struct CacheRecordCodecTests {
                 #expect(changed.withUnsafeBytes { CacheRecordCodec.checksum($0) } != original, "bytes \(first), \(second)")
             }
         }
-        for _ in 0..<20_000 { // random pairs of bits anywhere
+        for _ in 0..<20_000 {  // random pairs of bits anywhere
             let first = Int.random(in: 0..<1_000, using: &generator), second = Int.random(in: 0..<1_000, using: &generator)
             let firstBit = UInt8(1) << UInt8.random(in: 0..<8, using: &generator), secondBit = UInt8(1) << UInt8.random(in: 0..<8, using: &generator)
             guard first != second || firstBit != secondBit else { continue }
@@ -94,11 +94,11 @@ struct CacheRecordCodecTests {
         var generator = SeededRandomSource(seed: 12)
         let bytes = (0..<4_093).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let original = bytes.withUnsafeBytes { CacheRecordCodec.checksum($0) }
-        var swapped = bytes // words 64 bytes apart: the same stream, so the same plain sum
+        var swapped = bytes  // words 64 bytes apart: the same stream, so the same plain sum
         for index in 0..<8 { swapped.swapAt(128 + index, 192 + index) }
-        var moved = bytes // two whole blocks exchanged: every stream's plain sum unchanged
+        var moved = bytes  // two whole blocks exchanged: every stream's plain sum unchanged
         for index in 0..<64 { moved.swapAt(index, 1_024 + index) }
-        var zeroed = bytes // a torn write: the last 1,000 bytes never reached the disk (a length not a multiple of 32)
+        var zeroed = bytes  // a torn write: the last 1,000 bytes never reached the disk (a length not a multiple of 32)
         for index in 3_093..<4_093 { zeroed[index] = 0 }
         for (name, changed) in [("swapped", swapped), ("moved", moved), ("zeroed", zeroed)] {
             #expect(changed != bytes)
@@ -126,10 +126,12 @@ struct CacheRecordCodecTests {
             let encoded = CacheRecordCodec.encode(makeRecord("https://x.test/large", bodySize: 64 << 10))
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: encoded.count, alignment: 16)
             encoded.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: encoded.count)
-            let file = Data(bytesNoCopy: buffer, count: encoded.count, deallocator: .custom { pointer, _ in
-                memset(pointer, 0xEE, encoded.count) // a use after free reads garbage, not the body
-                pointer.deallocate()
-            })
+            let file = Data(
+                bytesNoCopy: buffer, count: encoded.count,
+                deallocator: .custom { pointer, _ in
+                    memset(pointer, 0xEE, encoded.count)  // a use after free reads garbage, not the body
+                    pointer.deallocate()
+                })
             decoded = try CacheRecordCodec.decode(file, sharingBuffer: true)
         }
         let body = try #require(decoded?.variants.first?.body)
@@ -143,8 +145,8 @@ struct CacheRecordCodecTests {
     @Test("bodies are copied unless the buffer is private: changing a served body never changes the stored bytes")
     func bodiesCopiedFromSharedBuffers() throws {
         let stored = CacheRecordCodec.encode(makeRecord("https://x.test/shared", bodySize: 64 << 10))
-        var record = try CacheRecordCodec.decode(stored) // a buffer someone else holds (a pending write, another backend)
-        record.variants[0].body[0] = UInt8(ascii: "y") // in place, were the body the sole owner of shared bytes
+        var record = try CacheRecordCodec.decode(stored)  // a buffer someone else holds (a pending write, another backend)
+        record.variants[0].body[0] = UInt8(ascii: "y")  // in place, were the body the sole owner of shared bytes
         #expect(try CacheRecordCodec.decode(stored).variants[0].body[0] == UInt8(ascii: "x"))
     }
 
@@ -158,16 +160,18 @@ struct CacheRecordCodecTests {
         do {
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: encoded.count, alignment: 16)
             encoded.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: encoded.count)
-            let file = Data(bytesNoCopy: buffer, count: encoded.count, deallocator: .custom { pointer, _ in
-                freed.withLock { $0 = true }
-                pointer.deallocate()
-            })
+            let file = Data(
+                bytesNoCopy: buffer, count: encoded.count,
+                deallocator: .custom { pointer, _ in
+                    freed.withLock { $0 = true }
+                    pointer.deallocate()
+                })
             let decoded = try CacheRecordCodec.decode(file, sharingBuffer: true)
             #expect(decoded == two)
             small = decoded.variants[0].body
         }
         #expect(small?.count == 5_000)
-        #expect(freed.withLock { $0 }) // only the 5,000-byte body is left, and it is a copy
+        #expect(freed.withLock { $0 })  // only the 5,000-byte body is left, and it is a copy
     }
 
     @Test("a hit on a write not yet on disk gets its own copy: changing it corrupts neither the write nor the next hit")
@@ -187,7 +191,7 @@ struct CacheRecordCodecTests {
             await storage.store(record)
             let queued = await storage.bytes(for: record.key)?.data
             let read = await storage.record(for: record.key)
-            if storage.statistics.pendingBytes > 0, let queued, let read { // still queued after both reads
+            if storage.statistics.pendingBytes > 0, let queued, let read {  // still queued after both reads
                 hit = (read, queued)
                 break
             }
@@ -196,8 +200,8 @@ struct CacheRecordCodecTests {
             Issue.record("the write queue landed every write before it was read: the pending path was not reached")
             return
         }
-        hit = nil // so that `first` holds its record alone, as a caller would
-        first.variants[0].body[0] = 0 // a subscript set changes a sole no-copy Data in place (withUnsafeMutableBytes copies)
+        hit = nil  // so that `first` holds its record alone, as a caller would
+        first.variants[0].body[0] = 0  // a subscript set changes a sole no-copy Data in place (withUnsafeMutableBytes copies)
         #expect(queued == CacheRecordCodec.encode(record))
         await storage.flush()
         #expect(await storage.record(for: record.key) == record)

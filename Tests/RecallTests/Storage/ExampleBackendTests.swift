@@ -3,7 +3,7 @@ import Recall
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The backend docs/architecture.md shows (`ExpiringByteStore`, in DocSnippets): I/O only, and

@@ -3,17 +3,18 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A record whose header and body both say `version`, so a mix of two versions shows.
 private func versioned(_ key: String, _ version: Int, bodySize: Int = 6000) -> CacheRecord {
-    let entry = CacheEntry(status: 200, headers: ["Cache-Control": "max-age=60", "X-Version": String(version)],
-                           body: Data(repeating: UInt8(truncatingIfNeeded: version), count: bodySize), url: nil,
-                           requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001))
+    let entry = CacheEntry(
+        status: 200, headers: ["Cache-Control": "max-age=60", "X-Version": String(version)],
+        body: Data(repeating: UInt8(truncatingIfNeeded: version), count: bodySize), url: nil,
+        requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001))
     return CacheRecord(key: key, variants: [entry])
 }
 
@@ -21,8 +22,9 @@ private func versioned(_ key: String, _ version: Int, bodySize: Int = 6000) -> C
 struct HeldFileTests {
     /// A storage that may hold any file at once (the real one waits until a file is two seconds old).
     private func storage(_ directory: URL, openFileLimit: Int = 64, settledAge: Int = 0) throws -> DiskStorage {
-        try DiskStorage(directory: directory, byteLimit: 256 << 20, entryLimit: 16 << 20, pendingByteLimit: 16 << 20,
-                        eviction: .s3fifo, openFileLimit: openFileLimit, settledAge: settledAge)
+        try DiskStorage(
+            directory: directory, byteLimit: 256 << 20, entryLimit: 16 << 20, pendingByteLimit: 16 << 20,
+            eviction: .s3fifo, openFileLimit: openFileLimit, settledAge: settledAge)
     }
 
     private func path(_ directory: URL, _ key: String) -> String {
@@ -54,9 +56,9 @@ struct HeldFileTests {
         for index in 0..<5 { await disk.store(versioned("https://x.test/\(index)", index)) }
         await disk.flush()
         #expect(disk.heldFileCount == 0)
-        #expect(await disk.record(for: "https://x.test/0") == versioned("https://x.test/0", 0)) // checked, then held
+        #expect(await disk.record(for: "https://x.test/0") == versioned("https://x.test/0", 0))  // checked, then held
         #expect(disk.heldFileCount == 1)
-        for _ in 0..<3 { #expect(await disk.record(for: "https://x.test/0") == versioned("https://x.test/0", 0)) } // through it
+        for _ in 0..<3 { #expect(await disk.record(for: "https://x.test/0") == versioned("https://x.test/0", 0)) }  // through it
         for index in 1..<5 { #expect(await disk.record(for: "https://x.test/\(index)") == versioned("https://x.test/\(index)", index)) }
         #expect(disk.heldFileCount == 3)
         #expect(disk.statistics.corruptRemoved == 0)
@@ -90,7 +92,7 @@ struct HeldFileTests {
         await disk.flush()
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
-        #expect(disk.recordWithoutSuspending(for: key) == versioned(key, 1)) // the read without suspending
+        #expect(disk.recordWithoutSuspending(for: key) == versioned(key, 1))  // the read without suspending
         try await tick()
         // Same size, one body byte changed, written into the same inode.
         let descriptor = open(path(directory, key), O_WRONLY)
@@ -98,7 +100,7 @@ struct HeldFileTests {
         var byte: UInt8 = 0x7F
         #expect(pwrite(descriptor, &byte, 1, 300) == 1)
         close(descriptor)
-        #expect(disk.recordWithoutSuspending(for: key) == nil) // not at hand: the file changed
+        #expect(disk.recordWithoutSuspending(for: key) == nil)  // not at hand: the file changed
         #expect(disk.heldFileCount == 0)
         #expect(await disk.record(for: key) == nil)
         #expect(disk.statistics.corruptRemoved == 1)
@@ -138,8 +140,8 @@ struct HeldFileTests {
         await disk.flush()
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
-        await disk.store(versioned(key, 2, bodySize: 6000)) // same size: only the identity tells
-        #expect(disk.recordWithoutSuspending(for: key) == nil) // a write pending
+        await disk.store(versioned(key, 2, bodySize: 6000))  // same size: only the identity tells
+        #expect(disk.recordWithoutSuspending(for: key) == nil)  // a write pending
         await disk.flush()
         #expect(disk.heldFileCount == 0)
         #expect(disk.recordWithoutSuspending(for: key) == nil)
@@ -203,7 +205,7 @@ struct HeldFileTests {
             Issue.record("a file not held yet was answered without a read by name")
             return
         }
-        #expect(try await pipeline.send(request).source == .cache) // read by name, checked, then held
+        #expect(try await pipeline.send(request).source == .cache)  // read by name, checked, then held
         guard case .respond(let held)? = cache.decideWithoutSuspending(request, context: RecallContext(originalRequest: request)) else {
             Issue.record("a held file's hit was not answered without suspending")
             return

@@ -2,14 +2,15 @@ import Foundation
 import Recall
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func makeRecord(_ key: String, bodySize: Int = 10, status: Int = 200) -> CacheRecord {
-    let entry = CacheEntry(status: status, headers: ["Cache-Control": "max-age=60", "ETag": "\"\(key.count)\""],
-                           body: Data(repeating: UInt8(ascii: "x"), count: bodySize), url: nil,
-                           requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001),
-                           varyValues: [HeaderFields.Field(name: "accept", value: "text/html")])
+    let entry = CacheEntry(
+        status: status, headers: ["Cache-Control": "max-age=60", "ETag": "\"\(key.count)\""],
+        body: Data(repeating: UInt8(ascii: "x"), count: bodySize), url: nil,
+        requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001),
+        varyValues: [HeaderFields.Field(name: "accept", value: "text/html")])
     return CacheRecord(key: key, variants: [entry])
 }
 
@@ -46,7 +47,7 @@ struct StorageTests {
             let storage = MemoryStorage(byteLimit: 1 << 30, countLimit: 20, entryLimit: 1 << 20, eviction: eviction)
             for hot in 0..<10 { storage.storeNow(makeRecord("hot\(hot)")) }
             for _ in 0..<3 { for hot in 0..<10 { _ = storage.recordNow(for: "hot\(hot)") } }
-            for cold in 0..<100 { storage.storeNow(makeRecord("cold\(cold)")) } // a scan, each read once
+            for cold in 0..<100 { storage.storeNow(makeRecord("cold\(cold)")) }  // a scan, each read once
             let kept = (0..<10).filter { storage.recordNow(for: "hot\($0)") != nil }.count
             #expect((kept == 10) == survives, "\(eviction.name) kept \(kept) of 10 hot keys")
             #expect(storage.statistics.count <= 20)
@@ -60,7 +61,7 @@ struct StorageTests {
         let first = policy.victim()
         #expect(first == "a")
         policy.recordRemoval("a")
-        policy.recordInsert("a", size: 1) // back from the ghost: into main
+        policy.recordInsert("a", size: 1)  // back from the ghost: into main
         #expect(policy.victim() == "b")
         policy.recordRemoval("b")
         #expect(policy.victim() == "c")
@@ -114,8 +115,9 @@ struct StorageTests {
             await storage.store(record)
             await storage.flush()
         }
-        let file = try #require(try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
-            .first { $0.pathExtension == "rce" })
+        let file = try #require(
+            try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+                .first { $0.pathExtension == "rce" })
         let bytes = try Data(contentsOf: file)
         // Every truncation point is detected on a fresh open, counted, and the file removed.
         for cut in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 40)) {
@@ -140,7 +142,7 @@ struct StorageTests {
         do {
             let storage = try DiskStorage(directory: directory)
             for index in 0..<20 { await storage.store(makeRecord("https://x.test/\(index)", bodySize: 100 + index)) }
-            #expect(await storage.record(for: "https://x.test/3") == makeRecord("https://x.test/3", bodySize: 103)) // pending, visible
+            #expect(await storage.record(for: "https://x.test/3") == makeRecord("https://x.test/3", bodySize: 103))  // pending, visible
             await storage.flush()
         }
         let reopened = try DiskStorage(directory: directory)
@@ -177,7 +179,7 @@ struct StorageTests {
         _ = try DiskStorage(directory: directory)
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         #expect(!names.contains(leftover))
-        #expect(names.contains("notes.rce.tmp-1-1")) // not a name the cache makes: never touched
+        #expect(names.contains("notes.rce.tmp-1-1"))  // not a name the cache makes: never touched
     }
 
     @Test("DiskStorage: a file holding another key is a miss (collision safety), garbage and empty files are removed")
@@ -229,7 +231,7 @@ struct StorageTests {
         let reopened = try DiskStorage(directory: directory)
         #expect(await reopened.record(for: "https://x.test/unreadable") == nil)
         #expect(reopened.statistics.corruptRemoved == 1)
-        #expect(!FileManager.default.fileExists(atPath: path.path)) // cleaned up
+        #expect(!FileManager.default.fileExists(atPath: path.path))  // cleaned up
         await reopened.store(makeRecord("https://x.test/unreadable"))
         await reopened.flush()
         #expect(await reopened.record(for: "https://x.test/unreadable") == makeRecord("https://x.test/unreadable"))
@@ -282,8 +284,9 @@ struct StorageTests {
         #expect(await disk.record(for: "k") == nil)
     }
 
-    @Test("MemoryStorage: hits read without waiting while stores, removals and evictions run; the books stay exact",
-          arguments: [Eviction.lru, .s3fifo, .wTinyLFU])
+    @Test(
+        "MemoryStorage: hits read without waiting while stores, removals and evictions run; the books stay exact",
+        arguments: [Eviction.lru, .s3fifo, .wTinyLFU])
     func concurrentReadsAndWrites(eviction: Eviction) async {
         let storage = MemoryStorage(byteLimit: 1 << 30, countLimit: 50, entryLimit: 1 << 20, eviction: eviction)
         let keys = (0..<200).map { "https://c.test/\($0)" }

@@ -73,7 +73,7 @@ struct StoredBodyTests {
         let file = StoredBodyFile(reading: known, range: 0..<Self.body.count, checksum: Self.checksum(Self.body) ^ 1)
         var cursor = file.cursor()
         _ = try await cursor.next()
-        known.forget() // (the file changed while it was read)
+        known.forget()  // (the file changed while it was read)
         await #expect(throws: CacheStorageError.self) { while try await cursor.next() != nil {} }
 
         let stillKnown = MemoryReading(Self.body, knownWhole: true)
@@ -138,7 +138,7 @@ struct DeliveryWindowTests {
         window.close()
         #expect(await waiting.value == false)
         #expect(await window.reserve(1) == false && window.isClosed)
-        await window.drain() // (returns: closed)
+        await window.drain()  // (returns: closed)
 
         let other = DeliveryWindow(limit: 1)
         #expect(await other.reserve(1))

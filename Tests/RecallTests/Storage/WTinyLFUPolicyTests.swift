@@ -33,7 +33,7 @@ struct WTinyLFUPolicyTests {
             let storage = MemoryStorage(byteLimit: 1 << 30, countLimit: 20, entryLimit: 1 << 20, eviction: eviction)
             for hot in 0..<10 { storage.storeNow(makeRecord("hot\(hot)")) }
             for _ in 0..<3 { for hot in 0..<10 { _ = storage.recordNow(for: "hot\(hot)") } }
-            for cold in 0..<100 { storage.storeNow(makeRecord("cold\(cold)")) } // a scan, each read once
+            for cold in 0..<100 { storage.storeNow(makeRecord("cold\(cold)")) }  // a scan, each read once
             let kept = (0..<10).filter { storage.recordNow(for: "hot\($0)") != nil }.count
             if eviction.name == "LRU" {
                 #expect(kept == 0, "LRU kept \(kept) of 10 hot keys")
@@ -57,7 +57,7 @@ struct WTinyLFUPolicyTests {
                     let key = "loop\(index)"
                     let hit = storage.recordNow(for: key) != nil
                     if !hit { storage.storeNow(makeRecord(key)) }
-                    if pass >= 10 { // after warm-up
+                    if pass >= 10 {  // after warm-up
                         requests += 1
                         if hit { hits += 1 }
                     }
@@ -87,19 +87,19 @@ struct WTinyLFUPolicyTests {
             for step in 0..<2000 where problems.isEmpty {
                 let key = "k\(Int.random(in: 0..<60, using: &random))"
                 switch Int.random(in: 0..<100, using: &random) {
-                case 0..<35: // insert, or replace with a new size
+                case 0..<35:  // insert, or replace with a new size
                     let size = Int.random(in: 1...300, using: &random)
                     policy.recordInsert(key, size: size)
                     tracked[key] = size
                 case 35..<70:
                     policy.recordAccess(key)
-                case 70..<78: // removed for another reason (invalidation)
+                case 70..<78:  // removed for another reason (invalidation)
                     policy.recordRemoval(key)
                     tracked[key] = nil
-                case 78..<82: // asked twice without removing: the same answer
+                case 78..<82:  // asked twice without removing: the same answer
                     let first = policy.victim()
                     if policy.victim() != first { problems.append("step \(step): the victim changed without a removal") }
-                default: // the storage's loop, down to a random bound
+                default:  // the storage's loop, down to a random bound
                     let bound = Int.random(in: 0...max(1, tracked.count), using: &random)
                     while tracked.count > bound, let victim = policy.victim() {
                         guard tracked.removeValue(forKey: victim) != nil else {
@@ -133,7 +133,7 @@ struct WTinyLFUPolicyTests {
     @Test("W-TinyLFU's window grows on a recency-biased workload and stays small on a skewed one")
     func adaptiveWindow() {
         var random = SeededRandomSource(seed: 7)
-        let events = 60_000 // six sample periods of the hill climber
+        let events = 60_000  // six sample periods of the hill climber
         // Recency-biased: keys drawn from a range of 80 that slides by one key every 10
         // requests; what was popular soon never comes back, so frequency misleads.
         let sliding = (0..<events).map { "r\($0 / 10 + Int.random(in: 0..<80, using: &random))" }
@@ -163,6 +163,6 @@ struct WTinyLFUPolicyTests {
         let hits = drive(&frequency, capacity: 100, requests: zipf)
         #expect(frequency.windowShare < 0.25, "window share \(frequency.windowShare) on the Zipf trace")
         #expect(frequency.windowShare < recency.windowShare)
-        #expect(Double(hits) / Double(events) > 0.55) // LFU bound for 100 of 2,000 keys: 63 %
+        #expect(Double(hits) / Double(events) > 0.55)  // LFU bound for 100 of 2,000 keys: 63 %
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The programs built next to the test bundle (`recall`, `recall-test-child`,
@@ -55,12 +55,16 @@ enum ChildProcess {
     /// Runs the program at `executable` with `arguments` to its end, or kills it at `deadline`.
     /// Its standard input is `input` (or empty); its output and error are read while it runs (a
     /// child writing more than a pipe holds never blocks on the parent).
-    static func run(executable: String, _ arguments: [String], input: Data? = nil,
-                    deadline: Duration = .seconds(20)) async throws -> Result {
-        signal(SIGPIPE, SIG_IGN) // a child that exits before reading all its input must not kill the tests
+    static func run(
+        executable: String, _ arguments: [String], input: Data? = nil,
+        deadline: Duration = .seconds(20)
+    ) async throws -> Result {
+        signal(SIGPIPE, SIG_IGN)  // a child that exits before reading all its input must not kill the tests
         let (pid, stdin, stdout, stderr) = try spawning.withLock { try spawn(executable, arguments) }
         let inputBytes = input ?? Data()
-        let feeding = Thread.detached { writeAll(inputBytes, to: stdin); close(stdin) }
+        let feeding = Thread.detached {
+            writeAll(inputBytes, to: stdin); close(stdin)
+        }
         let outputReader = Thread.detached { readAll(stdout) }
         let errorReader = Thread.detached { readAll(stderr) }
 
@@ -82,13 +86,14 @@ enum ChildProcess {
         let outputData = await outputReader.value
         let errorData = await errorReader.value
         #if os(Linux)
-        let peak = Int(usage.ru_maxrss) * 1024 // kilobytes on Linux
+            let peak = Int(usage.ru_maxrss) * 1024  // kilobytes on Linux
         #else
-        let peak = Int(usage.ru_maxrss) // bytes on Darwin
+            let peak = Int(usage.ru_maxrss)  // bytes on Darwin
         #endif
         let signalled = status & 0x7F
-        return Result(status: signalled == 0 ? (status >> 8) & 0xFF : signalled, outputData: outputData,
-                      error: String(decoding: errorData, as: UTF8.self), hung: hung, peakResidentBytes: peak)
+        return Result(
+            status: signalled == 0 ? (status >> 8) & 0xFF : signalled, outputData: outputData,
+            error: String(decoding: errorData, as: UTF8.self), hung: hung, peakResidentBytes: peak)
     }
 
     /// Held while pipes are made and a child spawned: pipes are made close-on-exec, and no
@@ -99,9 +104,9 @@ enum ChildProcess {
     private static func spawn(_ executable: String, _ arguments: [String]) throws -> (pid_t, Int32, Int32, Int32) {
         let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
         #if os(Linux)
-        var actions = posix_spawn_file_actions_t()
+            var actions = posix_spawn_file_actions_t()
         #else
-        var actions: posix_spawn_file_actions_t?
+            var actions: posix_spawn_file_actions_t?
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -150,7 +155,7 @@ enum ChildProcess {
             if count > 0 {
                 offset += count
             } else if count < 0, errno != EINTR {
-                return // the child closed its input
+                return  // the child closed its input
             }
         }
     }

@@ -2,7 +2,7 @@ import Foundation
 import Recall
 import RecallTesting
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The loopback origin server (`origin_server.py`) as the tests use it: one process per test

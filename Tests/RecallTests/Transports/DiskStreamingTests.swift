@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import Testing
@@ -40,7 +40,6 @@ struct DiskStreamingTests {
     func disk(_ directory: URL) throws -> DiskStorage {
         try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
     }
-
 
     @Test("a body over the whole-read limit is stored as it streams and served from the file: whole, a range, after a restart")
     func storedInPieces() async throws {
@@ -197,8 +196,9 @@ struct DiskStreamingTests {
         }
         try flipByte(at: 3 << 20, in: directory, modified: nil)
 
-        let reopened = try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10, pendingByteLimit: 16 << 20,
-                                       eviction: .s3fifo, openFileLimit: 64, settledAge: 0)
+        let reopened = try DiskStorage(
+            directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10, pendingByteLimit: 16 << 20,
+            eviction: .s3fifo, openFileLimit: 64, settledAge: 0)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache(storage: reopened)])
         let hit = try await pipeline.send(URLRequest(url: url))
         #expect(hit.source == .cache)
@@ -232,8 +232,9 @@ struct DiskStreamingTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = server.url(OriginServer.uniquePath("disk-full"), ["stream": "\(Self.size)", "cc": "max-age=600"])
-        let result = try await ChildProcess.run("recall-test-child", ["tee", directory.path, url.absoluteString, "--fsize-limit", "\(1 << 20)"],
-                                                deadline: .seconds(60))
+        let result = try await ChildProcess.run(
+            "recall-test-child", ["tee", directory.path, url.absoluteString, "--fsize-limit", "\(1 << 20)"],
+            deadline: .seconds(60))
         #expect(result.status == 0 && !result.hung, "\(result.error)")
         #expect(result.output.contains("received \(Self.size) stores 0 tooLarge 1 writeFailures 1"), "\(result.output)")
         #expect(cacheFiles(in: directory).isEmpty, "\(cacheFiles(in: directory))")

@@ -4,7 +4,7 @@ import Foundation
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #13, point 1: a plain `URLSession` with `RecallURLProtocol` in its configuration gets
@@ -53,8 +53,9 @@ struct RecallURLProtocolTests {
             override class var routes: URLProtocolRoutes { mine }
         }
         let server = try await OriginServer.shared.value
-        let pipeline = Pipeline(transport: URLSessionTransport(),
-                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let pipeline = Pipeline(
+            transport: URLSessionTransport(),
+            retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         let session = try session(pipeline, protocolClass: Routes.self)
         let flaky = server.url(OriginServer.uniquePath("protocol-flaky"), ["fail_first": "2", "body": "recovered"])
         let (data, response) = try await session.data(from: flaky)
@@ -74,7 +75,7 @@ struct RecallURLProtocolTests {
         let cache = HTTPCache()
         let session = try session(Pipeline(transport: URLSessionTransport(), hooks: [cache]), protocolClass: Routes.self)
         _ = try await session.data(from: url)
-        origin = nil // the server exits: its port refuses connections
+        origin = nil  // the server exits: its port refuses connections
         try await Task.sleep(for: .milliseconds(200))
         let (data, response) = try await session.data(from: url)
         #expect(status(response) == 200 && String(decoding: data, as: UTF8.self) == "kept")
@@ -109,7 +110,8 @@ struct RecallURLProtocolTests {
         #expect(prepared.httpBody == bytes && prepared.httpBodyStream == nil)
         #expect(throws: URLError.self) { try RecallURLProtocol.read(InputStream(data: bytes), limit: 1_000) }
         #expect(throws: RecallURLProtocolError.uploadBodyUnavailable) {
-            try RecallURLProtocol.withBody(URLRequest(url: URL(string: "http://origin.test/upload")!), isUpload: true, limit: RecallURLProtocol.maxRequestBodyBytes)
+            try RecallURLProtocol.withBody(
+                URLRequest(url: URL(string: "http://origin.test/upload")!), isUpload: true, limit: RecallURLProtocol.maxRequestBodyBytes)
         }
     }
 
@@ -123,8 +125,9 @@ struct RecallURLProtocolTests {
         #expect(RecallURLProtocol.sessionError(RetryError.deadlineExceeded(deadline: .seconds(1), attempts: 3), url: url).code == .timedOut)
         #expect(RecallURLProtocol.sessionError(TransportError(.cannotConnect), url: url).code == .cannotConnectToHost)
         #expect(RecallURLProtocol.sessionError(TransportError(.dnsFailure), url: url).code == .cannotFindHost)
-        #expect(RecallURLProtocol.sessionError(TransportError(.other, urlErrorCode: URLError.notConnectedToInternet.rawValue), url: url).code
-            == .notConnectedToInternet)
+        #expect(
+            RecallURLProtocol.sessionError(TransportError(.other, urlErrorCode: URLError.notConnectedToInternet.rawValue), url: url).code
+                == .notConnectedToInternet)
         #expect(RecallURLProtocol.sessionError(URLError(.badServerResponse), url: url).code == .badServerResponse)
         #expect(RecallURLProtocol.sessionError(CocoaError(.fileNoSuchFile), url: url).code == .unknown)
     }
@@ -152,8 +155,8 @@ struct RecallURLProtocolTests {
         // cancellation on (with 3 s, a slow run could see the attempt answered instead).
         let slow = server.url(OriginServer.uniquePath("protocol-slow"), ["delay_ms": "30000"])
         let call = Task { try await session.data(from: slow) }
-        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) } // (the suite's time limit bounds it)
-        try await Task.sleep(for: .milliseconds(50)) // the attempt is on the wire
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }  // (the suite's time limit bounds it)
+        try await Task.sleep(for: .milliseconds(50))  // the attempt is on the wire
         call.cancel()
         let outcome = await call.result
         #expect(throws: URLError.self) { try outcome.get() }
@@ -277,7 +280,7 @@ struct RecallURLProtocolTests {
             override class var routes: URLProtocolRoutes { mine }
         }
         let inner = ClosureTransport { _ in
-            try await Task.sleep(for: .seconds(60)) // far beyond the session's limit
+            try await Task.sleep(for: .seconds(60))  // far beyond the session's limit
             return .text("late")
         }
         let configuration = URLSessionConfiguration.ephemeral
@@ -301,7 +304,7 @@ struct RecallURLProtocolTests {
         let billing = try routes.add(pipeline, hosts: ["billing.example.com"])
         #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline) }
         #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline, hosts: ["BILLING.example.com", "x.test"]) }
-        try routes.add(pipeline, hosts: ["search.example.com"]) // another host: fine
+        try routes.add(pipeline, hosts: ["search.example.com"])  // another host: fine
         routes.removeAll()
         try routes.add(pipeline)
         #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(pipeline, hosts: ["api.example.com"]) }

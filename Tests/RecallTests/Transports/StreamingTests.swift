@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import Recall
 import Synchronization
@@ -74,7 +74,7 @@ struct StreamingTests {
         let gate = UUID().uuidString
         let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20))
         var policy = RetryPolicy(maxAttempts: 2)
-        policy.attemptTimeout = .seconds(600) // (a timer per wait for the body, counted too: one left running outlives the test's limit)
+        policy.attemptTimeout = .seconds(600)  // (a timer per wait for the body, counted too: one left running outlives the test's limit)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache], retrierFactory: .policy(policy))
         let census = TaskCensus()
         let firstChunk = Flag()

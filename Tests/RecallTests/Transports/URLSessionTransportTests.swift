@@ -2,7 +2,7 @@ import Foundation
 import Recall
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("URLSessionTransport end to end against the loopback origin", .timeLimit(.minutes(1)))
@@ -26,8 +26,9 @@ struct URLSessionTransportTests {
         #expect(try await server.hits(path) == 1)
     }
 
-    @Test("maxResponseBodyBytes: a body up to the limit arrives; a larger one fails (Content-Length or bytes received), not retried",
-          arguments: ["given", "omit"])
+    @Test(
+        "maxResponseBodyBytes: a body up to the limit arrives; a larger one fails (Content-Length or bytes received), not retried",
+        arguments: ["given", "omit"])
     func bodyLimit(length: String) async throws {
         let server = try await OriginServer.shared.value
         let limited = URLSessionTransport(maxResponseBodyBytes: 1_000)
@@ -95,8 +96,9 @@ struct URLSessionTransportTests {
         #expect(error?.code == .connectionLost)
     }
 
-    @Test("an unusual Content-Encoding: no worse than plain URLSession — its body where it gets one, else its own error, never a lost connection (#39)",
-          arguments: ["Content-Encoding:foo", "Content-Encoding:gzip", "Content-Encoding:x-custom, identity", "Content-Encoding:br"])
+    @Test(
+        "an unusual Content-Encoding: no worse than plain URLSession — its body where it gets one, else its own error, never a lost connection (#39)",
+        arguments: ["Content-Encoding:foo", "Content-Encoding:gzip", "Content-Encoding:x-custom, identity", "Content-Encoding:br"])
     func unusualContentEncoding(header: String) async throws {
         let server = try await OriginServer.shared.value
         let url = server.url(OriginServer.uniquePath("encoding"), ["body": "hello", "header": header])
@@ -116,8 +118,9 @@ struct URLSessionTransportTests {
         }
     }
 
-    @Test("a 3xx without Location whose body corelibs drops: the head arrives, the body fails when read, and the cache stores nothing; with Location the body arrives",
-          arguments: [301, 302, 307, 308])
+    @Test(
+        "a 3xx without Location whose body corelibs drops: the head arrives, the body fails when read, and the cache stores nothing; with Location the body arrives",
+        arguments: [301, 302, 307, 308])
     func redirectWithoutLocation(status: Int) async throws {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("no-location")
@@ -134,8 +137,12 @@ struct URLSessionTransportTests {
         let located = server.url(OriginServer.uniquePath("located"), ["status": String(status), "body": "fifteen bytes!!", "header": "Location:/x"])
         #expect(try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: located)).collected().bodyText == "fifteen bytes!!")
         // Of unknown length (no Content-Length, the body ends with the connection): failing too.
-        let unknown = server.url(OriginServer.uniquePath("no-location-unknown"), ["status": String(status), "stream": "100", "length": "omit",
-                                                                                  "cc": "max-age=600"])
+        let unknown = server.url(
+            OriginServer.uniquePath("no-location-unknown"),
+            [
+                "status": String(status), "stream": "100", "length": "omit",
+                "cc": "max-age=600"
+            ])
         let open = try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: unknown))
         #expect(open.status == status)
         await #expect(throws: TransportError.self) { try await open.body.collect(upTo: 1 << 20) }
@@ -144,12 +151,14 @@ struct URLSessionTransportTests {
         #expect(try await URLSessionTransport(redirects: .doNotFollow).send(URLRequest(url: empty)).collected().bodyText == "")
     }
 
-    @Test("interim responses (102, 103) before the answer: corelibs loses the final status and fields, so the transport fails clearly instead of answering 1xx",
-          arguments: [["102"], ["103"], ["102", "103"]])
+    @Test(
+        "interim responses (102, 103) before the answer: corelibs loses the final status and fields, so the transport fails clearly instead of answering 1xx",
+        arguments: [["102"], ["103"], ["102", "103"]])
     func interimResponses(codes: [String]) async throws {
         let server = try await OriginServer.shared.value
-        let url = server.url(OriginServer.uniquePath("interim"), ["body": "final", "cc": "max-age=60"],
-                             extra: codes.map { URLQueryItem(name: "interim", value: $0) })
+        let url = server.url(
+            OriginServer.uniquePath("interim"), ["body": "final", "cc": "max-age=60"],
+            extra: codes.map { URLQueryItem(name: "interim", value: $0) })
         let error = await #expect(throws: TransportError.self) { try await URLSessionTransport().send(URLRequest(url: url)) }
         #expect(error?.code == .other && error?.message.contains("interim response") == true)
         let plain = try await URLSessionTransport().send(URLRequest(url: server.url(OriginServer.uniquePath("no-interim"), ["body": "final"])))
@@ -201,17 +210,19 @@ struct URLSessionTransportTests {
 
 @Suite("TransportError taxonomy", .timeLimit(.minutes(1)))
 struct TransportErrorTests {
-    @Test("URLError codes map to kinds", arguments: [
-        (URLError.Code.timedOut, TransportError.Code.timedOut),
-        (.cannotConnectToHost, .cannotConnect),
-        (.networkConnectionLost, .connectionLost),
-        (.cannotFindHost, .dnsFailure),
-        (.dnsLookupFailed, .dnsFailure),
-        (.secureConnectionFailed, .tls),
-        (.serverCertificateUntrusted, .tls),
-        (.cancelled, .cancelled),
-        (.badURL, .other),
-    ])
+    @Test(
+        "URLError codes map to kinds",
+        arguments: [
+            (URLError.Code.timedOut, TransportError.Code.timedOut),
+            (.cannotConnectToHost, .cannotConnect),
+            (.networkConnectionLost, .connectionLost),
+            (.cannotFindHost, .dnsFailure),
+            (.dnsLookupFailed, .dnsFailure),
+            (.secureConnectionFailed, .tls),
+            (.serverCertificateUntrusted, .tls),
+            (.cancelled, .cancelled),
+            (.badURL, .other)
+        ])
     func mapping(code: URLError.Code, kind: TransportError.Code) {
         let error = TransportError(URLError(code), url: URL(string: "https://example.com"))
         #expect(error.code == kind)

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import NIOCore
 import NIOHTTP1
@@ -58,11 +58,13 @@ let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te
 func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> (HTTPResponseHead, ByteBuffer) {
     guard let url = URL(string: origin + head.uri) else {
         let text = "proxy: not a request target: \(head.uri)"
-        return (HTTPResponseHead(version: head.version, status: .badRequest, headers: ["Content-Length": String(text.utf8.count)]),
-                ByteBuffer(string: text))
+        return (
+            HTTPResponseHead(version: head.version, status: .badRequest, headers: ["Content-Length": String(text.utf8.count)]),
+            ByteBuffer(string: text)
+        )
     }
     var request = URLRequest(url: url)
-    request.httpMethod = head.method == .MSEARCH ? "M-SEARCH" : head.method.rawValue // (NIO spells it MSEARCH)
+    request.httpMethod = head.method == .MSEARCH ? "M-SEARCH" : head.method.rawValue  // (NIO spells it MSEARCH)
     for (name, value) in head.headers where !hopByHop.contains(name.lowercased()) {
         request.addValue(value, forHTTPHeaderField: name)
     }
@@ -78,13 +80,17 @@ func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> (HTTPResponseHea
             headers.add(name: "Content-Length", value: String(bytes.count))
         }
         let status = HTTPResponseStatus(statusCode: response.status)
-        return (HTTPResponseHead(version: head.version, status: status, headers: headers),
-                head.method == .HEAD ? ByteBuffer() : ByteBuffer(bytes: bytes))
+        return (
+            HTTPResponseHead(version: head.version, status: status, headers: headers),
+            head.method == .HEAD ? ByteBuffer() : ByteBuffer(bytes: bytes)
+        )
     } catch {
         let text = "proxy: \(error)"
         FileHandle.standardError.write(Data("\(head.method) \(head.uri): \(error)\n".utf8))
-        return (HTTPResponseHead(version: head.version, status: .badGateway, headers: ["Content-Length": String(text.utf8.count)]),
-                ByteBuffer(string: text))
+        return (
+            HTTPResponseHead(version: head.version, status: .badGateway, headers: ["Content-Length": String(text.utf8.count)]),
+            ByteBuffer(string: text)
+        )
     }
 }
 

@@ -56,11 +56,11 @@ extension AsyncHTTPClientTransport {
         case let error as IOError:
             return make(errno: error.errnoCode)
         #if canImport(Network)
-        // Apple's platforms: HTTPClient.shared runs on Network.framework (NIOTransportServices).
-        case let error as HTTPClient.NWPOSIXError:
-            return make(errno: error.errorCode.rawValue)
-        case is HTTPClient.NWTLSError:
-            return make(.tls)
+            // Apple's platforms: HTTPClient.shared runs on Network.framework (NIOTransportServices).
+            case let error as HTTPClient.NWPOSIXError:
+                return make(errno: error.errorCode.rawValue)
+            case is HTTPClient.NWTLSError:
+                return make(.tls)
         #endif
         case is NIOTooManyBytesError:
             return TransportError(.other, url: url, message: "the response body is larger than the transport's maxResponseBodyBytes")

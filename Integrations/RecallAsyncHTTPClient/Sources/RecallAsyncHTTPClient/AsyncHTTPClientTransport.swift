@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import NIOCore
 import NIOHTTP1
@@ -79,8 +79,9 @@ public struct AsyncHTTPClientTransport: Transport {
                 guard bytes.readableBytes == length else { throw TransportError.bodyEnded(after: bytes.readableBytes, of: length, url: url) }
                 return RecallResponse(status: status, headers: headers, body: Data(bytes.readableBytesView), url: response.url ?? url)
             }
-            return RecallResponse(status: status, headers: headers, body: body(of: response, expectedLength: length, url: url),
-                                  url: response.url ?? url)
+            return RecallResponse(
+                status: status, headers: headers, body: body(of: response, expectedLength: length, url: url),
+                url: response.url ?? url)
         } catch let error as TransportError {
             throw error
         } catch {
@@ -103,7 +104,7 @@ public struct AsyncHTTPClientTransport: Transport {
                 }
             } catch let error as TransportError {
                 throw error
-            } catch where !(error is CancellationError) {
+            } catch  where !(error is CancellationError) {
                 throw Self.mapError(error, url: url)
             }
         }

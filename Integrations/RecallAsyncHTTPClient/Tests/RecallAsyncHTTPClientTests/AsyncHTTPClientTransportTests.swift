@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Recall
 import RecallAsyncHTTPClient
@@ -55,10 +55,11 @@ struct AsyncHTTPClientTransportTests {
     func pipeline() async throws {
         let origin = try Self.origin()
         let cache = HTTPCache()
-        let pipeline = Pipeline(transport: transport, hooks: [cache],
-                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let pipeline = Pipeline(
+            transport: transport, hooks: [cache],
+            retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         let fresh = origin.url("/fresh", [("cc", "max-age=600")])
-        try await pipeline.send(URLRequest(url: fresh)).collected() // (read: a body dropped unread is not stored)
+        try await pipeline.send(URLRequest(url: fresh)).collected()  // (read: a body dropped unread is not stored)
         #expect(try await echo(await pipeline.send(URLRequest(url: fresh))).hit == 1)
         let tagged = origin.url("/tagged", [("cc", "max-age=0"), ("etag", "v1")])
         try await pipeline.send(URLRequest(url: tagged)).collected()
@@ -70,7 +71,8 @@ struct AsyncHTTPClientTransportTests {
         #expect(cache.statistics.hits == 1 && cache.statistics.revalidated == 1)
     }
 
-    @Test("issue #39 through a real HTTPClient: a one-user cache returns Set-Cookie; a piece without ETag answers ranges inside it; a plain GET completes pieces")
+    @Test(
+        "issue #39 through a real HTTPClient: a one-user cache returns Set-Cookie; a piece without ETag answers ranges inside it; a plain GET completes pieces")
     func conformanceRules() async throws {
         let origin = try Self.origin()
         var oneUser = CacheConfiguration()
@@ -102,8 +104,10 @@ struct AsyncHTTPClientTransportTests {
         let whole = try await pipeline.send(URLRequest(url: tagged)).collected()
         #expect(whole.status == 200 && whole.body.bytes == expected && whole.headers["Content-Range"] == nil)
         struct Last: Decodable { let range: String?; let ifRange: String? }
-        let last = try JSONDecoder().decode(Last.self, from: try await transport.send(URLRequest(url: origin.url("/__hits", [("path", "/tagged-pieces")])))
-            .body.collect(upTo: 1 << 20))
+        let last = try JSONDecoder().decode(
+            Last.self,
+            from: try await transport.send(URLRequest(url: origin.url("/__hits", [("path", "/tagged-pieces")])))
+                .body.collect(upTo: 1 << 20))
         #expect(last.range == "bytes=30-99" && last.ifRange == "\"p1\"")
         #expect(try await pipeline.send(URLRequest(url: tagged)).collected().source == .cache)
     }
@@ -153,10 +157,11 @@ struct AsyncHTTPClientTransportTests {
         var origin: LoopbackOrigin? = try Self.origin()
         let stored = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept")]))
         let cache = HTTPCache()
-        let pipeline = Pipeline(transport: transport, hooks: [cache],
-                                retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
+        let pipeline = Pipeline(
+            transport: transport, hooks: [cache],
+            retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         try await pipeline.send(URLRequest(url: stored)).collected()
-        origin = nil // the server exits: its port refuses connections
+        origin = nil  // the server exits: its port refuses connections
         try await Task.sleep(for: .milliseconds(200))
         do {
             _ = try await transport.send(URLRequest(url: stored))
@@ -180,7 +185,7 @@ struct AsyncHTTPClientTransportTests {
         var origin: LoopbackOrigin? = try Self.origin()
         let stored = try #require(origin?.url("/documented", [("cc", "max-age=0"), ("body", "kept")]))
         #expect(try await upstream.send(URLRequest(url: stored)).collected().source == .network)
-        origin = nil // the server exits: its port refuses connections
+        origin = nil  // the server exits: its port refuses connections
         try await Task.sleep(for: .milliseconds(200))
         let offline = try await upstream.send(URLRequest(url: stored)).collected()
         #expect(offline.source == .stale && offline.bodyText == "kept", "not a RetryError at the 2 s deadline")
@@ -232,7 +237,7 @@ struct AsyncHTTPClientTransportTests {
     @Test("64 MiB streams through a cached pipeline with no cap: every byte arrives, in chunks; a body the cache can keep is kept")
     func largeBodyStreams() async throws {
         let origin = try Self.origin()
-        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20)) // (an entry limit of 16 MiB)
+        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20))  // (an entry limit of 16 MiB)
         let pipeline = Pipeline(transport: transport, hooks: [cache])
         let large = origin.url("/large", [("stream", "\(64 << 20)"), ("cc", "max-age=600")])
         let response = try await pipeline.send(URLRequest(url: large))
@@ -262,9 +267,12 @@ struct AsyncHTTPClientTransportTests {
         #expect(kind(HTTPClientError.readTimeout) == .timedOut && kind(HTTPClientError.deadlineExceeded) == .timedOut)
         #expect(kind(HTTPClientError.cancelled) == .cancelled)
         #expect(kind(HTTPClientError.invalidURL) == .other)
-        #expect(RetryClassifier.default.retryReason(for: Attempt(request: URLRequest(url: URL(string: "http://a.test")!),
-                                                                 outcome: .failure(AsyncHTTPClientTransport.mapError(HTTPClientError.remoteConnectionClosed, url: nil)),
-                                                                 number: 1, elapsed: .zero,
-                                                                 context: RecallContext(originalRequest: URLRequest(url: URL(string: "http://a.test")!)))) != nil)
+        #expect(
+            RetryClassifier.default.retryReason(
+                for: Attempt(
+                    request: URLRequest(url: URL(string: "http://a.test")!),
+                    outcome: .failure(AsyncHTTPClientTransport.mapError(HTTPClientError.remoteConnectionClosed, url: nil)),
+                    number: 1, elapsed: .zero,
+                    context: RecallContext(originalRequest: URLRequest(url: URL(string: "http://a.test")!)))) != nil)
     }
 }

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Hummingbird
 import NIOHTTP1
@@ -23,7 +23,8 @@ struct Upstream: Sendable {
         let answer: RecallResponse = try await pipeline.send(URLRequest(url: URL(string: "https://upstream.test/item")!))
         var headers = HTTPFields()
         if let value = answer.headers["Cache-Control"] { headers[.cacheControl] = value }
-        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try await answer.body.collect(upTo: 1 << 20))))
+        return Response(
+            status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try await answer.body.collect(upTo: 1 << 20))))
     }
 }
 
@@ -66,7 +67,7 @@ struct NamesTests {
         let upstream = Upstream(pipeline: Pipeline(transport: origin, hooks: [Tagging(), HTTPCache()]))
         let router = Router()
         router.get("/item") { request, context in try await upstream.route(request, context: context) }
-        _ = router // (the route is made; serving it needs no network for this check)
+        _ = router  // (the route is made; serving it needs no network for this check)
         let first = try await upstream.pipeline.send(URLRequest(url: URL(string: "https://upstream.test/item")!))
         let second = try await upstream.pipeline.send(URLRequest(url: URL(string: "https://upstream.test/item")!))
         #expect(first.source == .network)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Logging
 import Metrics
@@ -56,8 +56,10 @@ public final class RecallTelemetry: ServiceHook, Sendable {
 
     /// Creates the telemetry. `metrics` and `tracer` default to the process's bootstrapped
     /// systems; pass `tracer: nil` for no spans.
-    public init(logger: Logger, metrics: (any MetricsFactory)? = nil, tracer: (any Tracer)? = InstrumentationSystem.tracer,
-                cache: HTTPCache? = nil, breaker: CircuitBreaker? = nil, prefix: String = "recall") {
+    public init(
+        logger: Logger, metrics: (any MetricsFactory)? = nil, tracer: (any Tracer)? = InstrumentationSystem.tracer,
+        cache: HTTPCache? = nil, breaker: CircuitBreaker? = nil, prefix: String = "recall"
+    ) {
         self.logger = logger
         self.metrics = metrics ?? MetricsSystem.factory
         self.tracer = tracer
@@ -124,10 +126,12 @@ public final class RecallTelemetry: ServiceHook, Sendable {
         } else if let error {
             logger.notice("\(method) \(Self.redacted(url)) failed: \(error)", metadata: ["recall.attempts": "\(context.attempts)"])
         } else {
-            logger.debug("\(method) \(Self.redacted(url)) → \(status ?? 0)", metadata: [
-                "recall.cache.result": "\(result ?? "none")", "recall.attempts": "\(context.attempts)",
-                "recall.duration_ms": "\(elapsed.nanoseconds / 1_000_000)",
-            ])
+            logger.debug(
+                "\(method) \(Self.redacted(url)) → \(status ?? 0)",
+                metadata: [
+                    "recall.cache.result": "\(result ?? "none")", "recall.attempts": "\(context.attempts)",
+                    "recall.duration_ms": "\(elapsed.nanoseconds / 1_000_000)"
+                ])
         }
         updateGauges(request)
     }
@@ -140,11 +144,12 @@ public final class RecallTelemetry: ServiceHook, Sendable {
         }
         if let breaker {
             let partition = breaker.partitioning.partition(of: request)
-            let value = switch breaker.state(of: partition) {
-            case .closed: 0
-            case .halfOpen: 1
-            case .open: 2
-            }
+            let value =
+                switch breaker.state(of: partition) {
+                case .closed: 0
+                case .halfOpen: 1
+                case .open: 2
+                }
             Gauge(label: label("circuit.state"), dimensions: [("partition", partition)], factory: metrics).record(value)
         }
     }

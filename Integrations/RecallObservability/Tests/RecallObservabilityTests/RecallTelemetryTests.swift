@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import InMemoryLogging
 import InMemoryTracing
@@ -34,9 +34,10 @@ struct RecallTelemetryTests {
             logger.logLevel = level
             breaker = CircuitBreaker(minimumCalls: minimumCalls, clock: ManualClock())
             let telemetry = RecallTelemetry(logger: logger, metrics: metrics, tracer: tracer, cache: cache, breaker: breaker)
-            pipeline = Pipeline(transport: mock.withCircuitBreaker(breaker), hooks: [telemetry, cache],
-                                retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 3, budget: nil),
-                                clock: ManualClock(autoAdvance: true), observer: telemetry.observe)
+            pipeline = Pipeline(
+                transport: mock.withCircuitBreaker(breaker), hooks: [telemetry, cache],
+                retrierFactory: .exponentialBackoff(base: .zero, maxAttempts: 3, budget: nil),
+                clock: ManualClock(autoAdvance: true), observer: telemetry.observe)
         }
 
         func get(_ path: String) async throws -> RecallResponse {
@@ -100,7 +101,7 @@ struct RecallTelemetryTests {
         let verbose = Setup(level: .debug)
         verbose.mock.route("GET", "/items", .status(503), .text("items", headers: ["Cache-Control": "max-age=60"]))
         _ = try await verbose.get("/items")
-        await verbose.cache.flush() // the miss is stored, and logged, just after its answer
+        await verbose.cache.flush()  // the miss is stored, and logged, just after its answer
         let messages = verbose.logs.entries.map { "\($0.message)" }
         #expect(messages.contains("cache miss") && messages.contains { $0.hasPrefix("retry #2") } && messages.contains("cache stored"))
     }
@@ -109,7 +110,7 @@ struct RecallTelemetryTests {
     func breaker() async throws {
         let s = Setup(level: .info, minimumCalls: 2)
         s.mock.route("GET", "/down", .status(500))
-        _ = try? await s.get("/down") // 500, 500: open; the third attempt is refused
+        _ = try? await s.get("/down")  // 500, 500: open; the third attempt is refused
         _ = try? await s.get("/down")
         #expect(try s.metrics.expectCounter("recall.circuit.refused").totalValue >= 2, "the third attempt and the next request refused")
         #expect(try s.metrics.expectGauge("recall.circuit.state", [("partition", "api.test")]).lastValue == 2)
@@ -120,11 +121,12 @@ struct RecallTelemetryTests {
     @Test("a background refresh leaves the answered request's spans alone and opens none of its own")
     func backgroundRefresh() async throws {
         let s = Setup()
-        s.mock.route("GET", "/swr", .text("v1", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"1\""]),
-                     .text("v2", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"2\""]))
+        s.mock.route(
+            "GET", "/swr", .text("v1", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"1\""]),
+            .text("v2", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"2\""]))
         _ = try await s.get("/swr")
         try await Task.sleep(for: .milliseconds(1_100))
-        #expect(try await s.get("/swr").bodyText == "v1")   // stale; the refresh runs in the background
+        #expect(try await s.get("/swr").bodyText == "v1")  // stale; the refresh runs in the background
         await s.cache.waitForBackgroundRefreshes()
         #expect(s.mock.count(for: "/swr") == 2)
         let spans = s.tracer.finishedSpans
@@ -203,8 +205,10 @@ struct RecallTelemetryTests {
         let gate = AsyncStream<Void>.makeStream()
         let calls = Mutex(0)
         mock.route("GET", "/swr") { _ in
-            let call = calls.withLock { count -> Int in count += 1; return count }
-            if call == 2 { // the refresh: held until the test opens the gate
+            let call = calls.withLock { count -> Int in
+                count += 1; return count
+            }
+            if call == 2 {  // the refresh: held until the test opens the gate
                 var iterator = gate.stream.makeAsyncIterator()
                 await iterator.next()
             }
@@ -214,7 +218,7 @@ struct RecallTelemetryTests {
         let request = URLRequest(url: URL(string: "https://api.test/swr")!)
         _ = try await pipeline.send(request)
         try await Task.sleep(for: .milliseconds(1_100))
-        #expect(try await pipeline.send(request).bodyText == "v1") // served stale; the refresh starts
+        #expect(try await pipeline.send(request).bodyText == "v1")  // served stale; the refresh starts
         while calls.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
         let logs = InMemoryLogHandler()
         let service = RecallCacheService(caches: [cache], logger: Logger(label: "shutdown", factory: { _ in logs }))

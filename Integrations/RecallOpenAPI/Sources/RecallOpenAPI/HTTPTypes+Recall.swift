@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import HTTPTypes
 import Recall
@@ -19,7 +19,8 @@ extension URLRequest {
     /// the base URL's path), with its method and header fields.
     public init(_ request: HTTPRequest, baseURL: URL) throws {
         guard var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false),
-              let target = URLComponents(string: request.path ?? "") else {
+            let target = URLComponents(string: request.path ?? "")
+        else {
             throw RecallOpenAPIConversionError(message: "cannot make a URL of \(baseURL) and \(request.path ?? "no path")")
         }
         let basePath = components.percentEncodedPath.hasSuffix("/") ? String(components.percentEncodedPath.dropLast()) : components.percentEncodedPath
@@ -41,8 +42,9 @@ extension HTTPRequest {
     /// request's URL lies under it (its path relative to it), else the URL's origin.
     static func from(_ request: URLRequest, under baseURL: URL) throws -> (HTTPRequest, URL) {
         guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-              let scheme = components.scheme, let host = components.percentEncodedHost,
-              let method = HTTPRequest.Method(request.httpMethod ?? "GET") else {
+            let scheme = components.scheme, let host = components.percentEncodedHost,
+            let method = HTTPRequest.Method(request.httpMethod ?? "GET")
+        else {
             throw RecallOpenAPIConversionError(message: "cannot send \(request.url?.absoluteString ?? "a request without a URL") as an HTTPRequest")
         }
         var full = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import HTTPTypes
 import OpenAPIRuntime
@@ -62,10 +62,12 @@ public struct RecallMiddleware: ClientMiddleware {
     public var credentialsMayBeAddedBelow: Bool
 
     /// Creates the middleware.
-    public init(hooks: [any ServiceHook] = [], retrierFactory: any RetrierFactory = NilRetrierFactory(),
-                maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int? = nil,
-                clock: any Clock<Duration> = ContinuousClock(),
-                observer: (@Sendable (RecallEvent, RecallContext) -> Void)? = nil, credentialsMayBeAddedBelow: Bool = true) {
+    public init(
+        hooks: [any ServiceHook] = [], retrierFactory: any RetrierFactory = NilRetrierFactory(),
+        maxRequestBodyBytes: Int = 4 << 20, maxResponseBodyBytes: Int? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        observer: (@Sendable (RecallEvent, RecallContext) -> Void)? = nil, credentialsMayBeAddedBelow: Bool = true
+    ) {
         self.hooks = hooks
         self.retrierFactory = retrierFactory
         self.maxRequestBodyBytes = max(0, maxRequestBodyBytes)
@@ -76,8 +78,9 @@ public struct RecallMiddleware: ClientMiddleware {
     }
 
     /// Sends the request through the hooks and the retrier, each attempt through `next`.
-    public func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                          next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    public func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         var outgoing = try URLRequest(request, baseURL: baseURL)
         let (replayable, passedOn) = try await collect(body)
@@ -107,8 +110,8 @@ public struct RecallMiddleware: ClientMiddleware {
         if case .known(let length) = body.length, length > Int64(maxRequestBodyBytes) { return (nil, body) }
         do {
             return (try await Data(collecting: body, upTo: maxRequestBodyBytes), nil)
-        } catch where !(error is CancellationError) {
-            return (nil, body) // longer than it said (or than the limit): sent once, as it is
+        } catch  where !(error is CancellationError) {
+            return (nil, body)  // longer than it said (or than the limit): sent once, as it is
         }
     }
 }

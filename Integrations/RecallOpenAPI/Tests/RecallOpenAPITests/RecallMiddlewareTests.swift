@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import HTTPTypes
 import OpenAPIAsyncHTTPClient
@@ -81,9 +81,10 @@ struct RecallMiddlewareTests {
     func transportFailure() async throws {
         let origin = try Self.origin()
         let attempts = Mutex(0)
-        var middleware = RecallMiddleware(hooks: [HTTPCache()],
-                                          retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil),
-                                          credentialsMayBeAddedBelow: false)
+        var middleware = RecallMiddleware(
+            hooks: [HTTPCache()],
+            retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil),
+            credentialsMayBeAddedBelow: false)
         middleware.observer = { event, _ in
             if case .attemptStarted = event { attempts.withLock { $0 += 1 } }
         }
@@ -91,9 +92,10 @@ struct RecallMiddlewareTests {
         let online = try await client(origin, middleware).getItem(path: .init(id: "gone"), query: .init(cc: "max-age=0")).ok.body.json
         let port = origin.port
         origin.stop()
-        try await Task.sleep(for: .milliseconds(100))   // the server has exited
-        let offline = Client(serverURL: URL(string: "http://127.0.0.1:\(port)/")!, transport: OpenAPIURLSession.URLSessionTransport(),
-                             middlewares: [middleware])
+        try await Task.sleep(for: .milliseconds(100))  // the server has exited
+        let offline = Client(
+            serverURL: URL(string: "http://127.0.0.1:\(port)/")!, transport: OpenAPIURLSession.URLSessionTransport(),
+            middlewares: [middleware])
         attempts.withLock { $0 = 0 }
         let answer = try await offline.getItem(path: .init(id: "gone"), query: .init(cc: "max-age=0")).ok.body.json
         #expect(answer.hit == online.hit, "the stored answer, served because the origin cannot be reached")
@@ -106,7 +108,7 @@ struct RecallMiddlewareTests {
         let client = client(origin, RecallMiddleware(hooks: [HTTPCache()], credentialsMayBeAddedBelow: false))
         let cc = "max-age=0, stale-while-revalidate=60"
         _ = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc))
-        try await Task.sleep(for: .milliseconds(1_100)) // the origin's Date has one-second steps
+        try await Task.sleep(for: .milliseconds(1_100))  // the origin's Date has one-second steps
         let refreshed = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc)).ok.body.json
         #expect(refreshed.hit == 2)
     }
@@ -138,15 +140,19 @@ struct RecallMiddlewareTests {
         func next(_ request: HTTPRequest, _ body: HTTPBody?, _ baseURL: URL) async throws -> (HTTPResponse, HTTPBody?) {
             var text = ""
             if let body { text = try await String(collecting: body, upTo: 1 << 20) }
-            let count = calls.withLock { $0.append(text); return $0.count }
+            let count = calls.withLock {
+                $0.append(text); return $0.count
+            }
             return (HTTPResponse(status: count == 1 ? .serviceUnavailable : .ok), HTTPBody("done"))
         }
     }
 
     func put(_ body: HTTPBody, through middleware: RecallMiddleware, _ scripted: Scripted) async throws -> HTTPResponse {
         let request = HTTPRequest(method: .put, scheme: "http", authority: "api.test", path: "/items/1")
-        return try await middleware.intercept(request, body: body, baseURL: URL(string: "http://api.test")!, operationID: "putItem",
-                                              next: scripted.next).0
+        return try await middleware.intercept(
+            request, body: body, baseURL: URL(string: "http://api.test")!, operationID: "putItem",
+            next: scripted.next
+        ).0
     }
 
     @Test("a body that can be sent again is retried with the same bytes; a one-shot stream is sent once, never buffered")
@@ -185,8 +191,10 @@ struct RecallMiddlewareTests {
     /// Adds one user's bearer token, as an app's auth middleware does.
     struct BearerAuth: ClientMiddleware {
         var token: String
-        func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                       next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+        func intercept(
+            _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+            next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+        ) async throws -> (HTTPResponse, HTTPBody?) {
             var request = request
             request.headerFields[.authorization] = "Bearer \(token)"
             return try await next(request, body, baseURL)
@@ -228,10 +236,11 @@ struct RecallMiddlewareTests {
         #expect(cache.statistics.hits == 1)
     }
 
-    @Test("64 MiB through the generated client over AsyncHTTPClient: no cap, every byte in order, in chunks, in bounded memory; the cache keeps a body that fits")
+    @Test(
+        "64 MiB through the generated client over AsyncHTTPClient: no cap, every byte in order, in chunks, in bounded memory; the cache keeps a body that fits")
     func largeDownload() async throws {
         let origin = try Self.origin()
-        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20)) // (an entry limit of 16 MiB)
+        let cache = HTTPCache(storage: MemoryStorage(byteLimit: 64 << 20))  // (an entry limit of 16 MiB)
         // (AsyncHTTPClient's transport streams; URLSession's buffers whole bodies on Linux.)
         let client = Client(serverURL: origin.url("/"), transport: AsyncHTTPClientTransport(), middlewares: [RecallMiddleware(hooks: [cache])])
         let peak = PeakMemory()
@@ -250,8 +259,9 @@ struct RecallMiddlewareTests {
 
         let small = try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary
         let first = try await Data(collecting: small, upTo: 2 << 20)
-        let again = try await Data(collecting: try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary,
-                                   upTo: 2 << 20)
+        let again = try await Data(
+            collecting: try await client.download(query: .init(stream: "\(1 << 20)", cc: "public, max-age=600")).ok.body.binary,
+            upTo: 2 << 20)
         #expect(first.count == 1 << 20 && again == first && cache.statistics.hits == 1)
     }
 }
@@ -263,10 +273,10 @@ struct PeakMemory {
 
     init() {
         #if os(Linux)
-        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-        baseline = Self.read("VmRSS")
+            try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+            baseline = Self.read("VmRSS")
         #else
-        baseline = nil
+            baseline = nil
         #endif
     }
 

@@ -157,8 +157,10 @@ final class ConnectionLanes: Sendable {
     /// The batch's leader: when a statement of the lane finishes (or after ``stall``, or when the
     /// lane's connection changes), it takes the batch — later lookups start another — and sends
     /// it: down the lane's connection when it still holds it and was not late, else through the pool.
-    private func lead(_ batch: LookupBatch, on ticket: Ticket, waitingOn laneConnection: PostgresConnection,
-                      _ lookup: PostgresStatements.Lookup) async throws -> PostgresStatements.Lookup.Row? {
+    private func lead(
+        _ batch: LookupBatch, on ticket: Ticket, waitingOn laneConnection: PostgresConnection,
+        _ lookup: PostgresStatements.Lookup
+    ) async throws -> PostgresStatements.Lookup.Row? {
         let timer = laneConnection.eventLoop.scheduleTask(in: TimeAmount(Self.stall)) { batch.turn(late: true) }
         let late = await batch.waitForTurn()
         timer.cancel()
@@ -192,8 +194,10 @@ final class ConnectionLanes: Sendable {
     /// arrives (rows name their keys; matched by the keys' bytes, as the database hashes them);
     /// returns the leader's. When the server refuses the statement (a key it cannot take, say),
     /// the keys not yet answered are looked up one by one, so one bad key fails only its lookup.
-    private func send(_ keys: [String], of batch: LookupBatch, on connection: PostgresConnection?,
-                      like lookup: PostgresStatements.Lookup) async -> Result<PostgresStatements.Lookup.Row?, any Error> {
+    private func send(
+        _ keys: [String], of batch: LookupBatch, on connection: PostgresConnection?,
+        like lookup: PostgresStatements.Lookup
+    ) async -> Result<PostgresStatements.Lookup.Row?, any Error> {
         var slots: [[UInt8]: [Int]] = [:]
         for (slot, key) in keys.enumerated() { slots[Array(key.utf8), default: []].append(slot) }
         var answers: [Int: Result<PostgresStatements.Lookup.Row?, any Error>] = [:]
@@ -203,8 +207,7 @@ final class ConnectionLanes: Sendable {
         }
         let many = PostgresStatements.LookupMany(keys: keys, touchInterval: lookup.touchInterval, maxRecordBytes: lookup.maxRecordBytes)
         do {
-            let rows = if let connection { try await connection.execute(many, logger: logger) }
-                       else { try await client.execute(many, logger: logger) }
+            let rows = if let connection { try await connection.execute(many, logger: logger) } else { try await client.execute(many, logger: logger) }
             for try await row in rows {
                 for slot in slots[Array(row.0.utf8)] ?? [] where answers[slot] == nil { answer(slot, .success(row)) }
             }
@@ -244,7 +247,8 @@ final class ConnectionLanes: Sendable {
             for offset in 0..<count {
                 let lane = (state.next + offset) % count, candidate = state.lanes[lane]
                 guard let connection = candidate.connection, !connection.isClosed,
-                      candidate.busy == 0 || now - candidate.progress < Self.stall else { continue }
+                    candidate.busy == 0 || now - candidate.progress < Self.stall
+                else { continue }
                 if chosen.map({ candidate.busy < state.lanes[$0].busy }) ?? true { chosen = lane }
                 if candidate.busy == 0 { break }
             }
@@ -345,10 +349,11 @@ final class ConnectionLanes: Sendable {
             case .timedOut:
                 let quiet = state.withLock { ContinuousClock.now - $0.lanes[lane].progress }
                 guard quiet >= Self.keepAlive else { continue }
-                let answered = (try? await Deadline.run(within: Self.keepAliveTimeout) {
-                    try await connection.query("SELECT 1", logger: self.logger).drain()
-                    return true
-                }) ?? false
+                let answered =
+                    (try? await Deadline.run(within: Self.keepAliveTimeout) {
+                        try await connection.query("SELECT 1", logger: self.logger).drain()
+                        return true
+                    }) ?? false
                 if answered {
                     state.withLock { if $0.lanes[lane].generation == generation, $0.lanes[lane].busy == 0 { $0.lanes[lane].progress = .now } }
                 } else {

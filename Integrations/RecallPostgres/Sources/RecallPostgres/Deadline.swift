@@ -11,8 +11,10 @@ import Synchronization
 /// ones PostgresNIO's connections run on), not a sleeping task: a task per limit cost a hit
 /// about 15 µs and a sixth of the throughput (docs/benchmarks.md, "Next to pgbench").
 enum Deadline {
-    static func run<Value: Sendable>(within limit: Duration,
-                                     _ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    static func run<Value: Sendable>(
+        within limit: Duration,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
         let race = Race<Value>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -35,8 +37,10 @@ enum Deadline {
 
         private let state = Mutex(State())
 
-        func start(_ continuation: CheckedContinuation<Value, any Error>, limit: Duration,
-                   _ operation: @escaping @Sendable () async throws -> Value) {
+        func start(
+            _ continuation: CheckedContinuation<Value, any Error>, limit: Duration,
+            _ operation: @escaping @Sendable () async throws -> Value
+        ) {
             // A cancellation that came before the continuation existed answers at once.
             if let early = state.withLock({ state -> Result<Value, any Error>? in
                 if state.finished { return state.pending ?? .failure(CancellationError()) }

@@ -75,7 +75,7 @@ enum PostgresSchema {
             holder uuid NOT NULL,
             expires_at timestamptz NOT NULL
         )
-        """,
+        """
     ]
 
     /// Creates the tables or migrates them to ``version``, once for the fleet: the work runs in a
@@ -96,11 +96,13 @@ enum PostgresSchema {
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
             // Only when missing: `CREATE … IF NOT EXISTS` needs the right to create in the schema
             // even when the table exists, and a runtime role without it must still open.
-            let metaExists = try await connection.query("SELECT to_regclass('recall_meta') IS NOT NULL", logger: logger)
+            let metaExists =
+                try await connection.query("SELECT to_regclass('recall_meta') IS NOT NULL", logger: logger)
                 .first()?.decode(Bool.self) ?? false
             if !metaExists {
-                _ = try await connection.query("CREATE TABLE IF NOT EXISTS recall_meta (name text PRIMARY KEY, value bytea NOT NULL)",
-                                               logger: logger)
+                _ = try await connection.query(
+                    "CREATE TABLE IF NOT EXISTS recall_meta (name text PRIMARY KEY, value bytea NOT NULL)",
+                    logger: logger)
             }
             let found = try await connection.query("SELECT value FROM recall_meta WHERE name = 'schema_version'", logger: logger)
                 .first()?.decode(Data.self)
@@ -113,7 +115,8 @@ enum PostgresSchema {
                 _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             let versionText = Data(String(version).utf8)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO recall_meta (name, value) VALUES ('schema_version', \(versionText))
                 ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value
                 """, logger: logger)
@@ -125,7 +128,8 @@ enum PostgresSchema {
     static func sharedSecret(_ client: PostgresClient, logger: Logger) async throws -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         let candidate = Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-        _ = try await client.query("""
+        _ = try await client.query(
+            """
             INSERT INTO recall_meta (name, value) VALUES ('secret', \(candidate)) ON CONFLICT (name) DO NOTHING
             """, logger: logger)
         let row = try await client.query("SELECT value FROM recall_meta WHERE name = 'secret'", logger: logger).first()

@@ -41,10 +41,11 @@ enum PostgresStatements {
     /// whether its use should be recorded (it was last touched longer ago than the touch interval).
     struct Lookup: PostgresPreparedStatement {
         static let name = "recall_lookup_v2"
-        static let sql = tag + """
-            SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
-            FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8'))
-            """
+        static let sql =
+            tag + """
+                SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
+                FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8'))
+                """
         typealias Row = (String, Data?, Bool)
         var key: String
         var touchInterval: Double
@@ -65,10 +66,11 @@ enum PostgresStatements {
     /// ``LookupBatch``): a row for each key found, in no order.
     struct LookupMany: PostgresPreparedStatement {
         static let name = "recall_lookup_many_v1"
-        static let sql = tag + """
-            SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
-            FROM recall_entries WHERE key_hash = ANY (ARRAY(SELECT sha256(convert_to(k, 'UTF8')) FROM unnest($1::text[]) AS k))
-            """
+        static let sql =
+            tag + """
+                SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
+                FROM recall_entries WHERE key_hash = ANY (ARRAY(SELECT sha256(convert_to(k, 'UTF8')) FROM unnest($1::text[]) AS k))
+                """
         typealias Row = Lookup.Row
         var keys: [String]
         var touchInterval: Double
@@ -88,10 +90,11 @@ enum PostgresStatements {
     /// Records a use of a key: the recency eviction reads and the second chance it gives.
     struct Touch: PostgresPreparedStatement {
         static let name = "recall_touch_v1"
-        static let sql = tag + """
-            UPDATE recall_entries SET used_at = now(), uses = least(uses + 1, 1000)
-            WHERE key_hash = sha256(convert_to($1, 'UTF8'))
-            """
+        static let sql =
+            tag + """
+                UPDATE recall_entries SET used_at = now(), uses = least(uses + 1, 1000)
+                WHERE key_hash = sha256(convert_to($1, 'UTF8'))
+                """
         typealias Row = ()
         var key: String
 
@@ -108,16 +111,17 @@ enum PostgresStatements {
     /// so memory tiers drop the version they hold.
     struct Upsert: PostgresPreparedStatement {
         static let name = "recall_upsert_v2"
-        static let sql = tag + """
-            WITH stored AS (
-                INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
-                VALUES (sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4)
-                ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size,
-                    stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
-                RETURNING 1
-            )
-            SELECT pg_notify('\(PostgresStorage.channel)', $5) FROM (SELECT count(*) FROM stored) AS counted
-            """
+        static let sql =
+            tag + """
+                WITH stored AS (
+                    INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
+                    VALUES (sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4)
+                    ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size,
+                        stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
+                    RETURNING 1
+                )
+                SELECT pg_notify('\(PostgresStorage.channel)', $5) FROM (SELECT count(*) FROM stored) AS counted
+                """
         typealias Row = ()
         var key: String
         var record: Data
@@ -140,10 +144,11 @@ enum PostgresStatements {
     /// Removes a key and tells the fleet (`NOTIFY`), so memory tiers drop it too.
     struct Delete: PostgresPreparedStatement {
         static let name = "recall_delete_v1"
-        static let sql = tag + """
-            WITH gone AS (DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) RETURNING 1)
-            SELECT pg_notify('\(PostgresStorage.channel)', $2) FROM (SELECT count(*) FROM gone) AS counted
-            """
+        static let sql =
+            tag + """
+                WITH gone AS (DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) RETURNING 1)
+                SELECT pg_notify('\(PostgresStorage.channel)', $2) FROM (SELECT count(*) FROM gone) AS counted
+                """
         typealias Row = ()
         var key: String
         var notice: String
@@ -162,9 +167,10 @@ enum PostgresStatements {
     /// writer with a larger limit): it could never be served, and every lookup would carry it.
     struct DeleteOversized: PostgresPreparedStatement {
         static let name = "recall_delete_oversized_v1"
-        static let sql = tag + """
-            DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND octet_length(record) > $2
-            """
+        static let sql =
+            tag + """
+                DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND octet_length(record) > $2
+                """
         typealias Row = ()
         var key: String
         var maxRecordBytes: Int
@@ -183,9 +189,10 @@ enum PostgresStatements {
     /// record stored since with them).
     struct DeleteIfStill: PostgresPreparedStatement {
         static let name = "recall_delete_if_still_v1"
-        static let sql = tag + """
-            DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND record = $2
-            """
+        static let sql =
+            tag + """
+                DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) AND record = $2
+                """
         typealias Row = ()
         var key: String
         var record: Data
@@ -204,12 +211,13 @@ enum PostgresStatements {
     /// when the claim is this process's.
     struct Claim: LeaseStatement {
         static let name = "recall_claim_v1"
-        static let sql = tag + """
-            INSERT INTO recall_leases (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
-            ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-                WHERE recall_leases.expires_at < now()
-            RETURNING holder
-            """
+        static let sql =
+            tag + """
+                INSERT INTO recall_leases (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+                ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+                    WHERE recall_leases.expires_at < now()
+                RETURNING holder
+                """
         typealias Row = UUID
         var name: String
         var holder: UUID
@@ -222,9 +230,10 @@ enum PostgresStatements {
     /// row comes back when the claim is still its own.
     struct Renew: LeaseStatement {
         static let name = "recall_renew_v1"
-        static let sql = tag + """
-            UPDATE recall_leases SET expires_at = now() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 RETURNING 1
-            """
+        static let sql =
+            tag + """
+                UPDATE recall_leases SET expires_at = now() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 RETURNING 1
+                """
         typealias Row = Int32
         var name: String
         var holder: UUID

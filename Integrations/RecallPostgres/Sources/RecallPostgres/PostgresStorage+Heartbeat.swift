@@ -54,7 +54,8 @@ extension PostgresStorage {
             return (first, state.listening)
         }
         if first {
-            logger.notice("recall postgres storage: the listener heard nothing for \(configuration.silenceLimit); memory tiers stop serving until it hears again")
+            logger.notice(
+                "recall postgres storage: the listener heard nothing for \(configuration.silenceLimit); memory tiers stop serving until it hears again")
         }
         await forgetTiers(nil)
         // Only if it is still the listener's: it may have been handed back to the pool meanwhile.

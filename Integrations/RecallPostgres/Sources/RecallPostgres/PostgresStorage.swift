@@ -296,8 +296,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     ///   ``PostgresStorageError/schemaTooNew(found:supported:)`` when the schema is newer than
     ///   this code; the database's own error for anything else it refuses (a role without the
     ///   rights, say).
-    public static func open(client: PostgresClient, configuration: Configuration = Configuration(),
-                            logger: Logger = Logger(label: "recall.postgres")) async throws -> PostgresStorage {
+    public static func open(
+        client: PostgresClient, configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "recall.postgres")
+    ) async throws -> PostgresStorage {
         let secret: [UInt8]
         do {
             secret = try await Deadline.run(within: configuration.openTimeout) {
@@ -323,7 +325,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// A ``Recall/TieredStorage`` with `memory` in front of this storage; removals by any
     /// replica reach `memory` (see the type's notes on memory tiers).
     public func withMemoryTier(_ memory: MemoryStorage = MemoryStorage()) -> TieredStorage {
-        TieredStorage(upper: memory, lower: self) // it subscribes to the fleet's changes
+        TieredStorage(upper: memory, lower: self)  // it subscribes to the fleet's changes
     }
 
     /// Stops listening and waits for a maintenance pass under way; call it before the client
@@ -362,8 +364,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         // Known before the read, so that a notice for this key while the read is under way is not lost.
         await noteHeld(key)
-        let statement = PostgresStatements.Lookup(key: key, touchInterval: configuration.touchInterval.seconds,
-                                                  maxRecordBytes: configuration.maxRecordBytes)
+        let statement = PostgresStatements.Lookup(
+            key: key, touchInterval: configuration.touchInterval.seconds,
+            maxRecordBytes: configuration.maxRecordBytes)
         let lookup: @Sendable () async throws -> PostgresStatements.Lookup.Row? = { [lanes] in
             try await lanes.lookup(statement, pooled: patient)
         }
@@ -374,7 +377,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         guard let bytes = found else {
             // Longer than any record this storage takes: a miss, and the row goes.
-            count { $0.misses += 1; $0.corruptRemoved += 1 }
+            count {
+                $0.misses += 1; $0.corruptRemoved += 1
+            }
             let removal = PostgresStatements.DeleteOversized(key: key, maxRecordBytes: configuration.maxRecordBytes)
             _ = await attempt { [lanes] in try await lanes.run(removal) }
             return nil
@@ -467,7 +472,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Removes the bytes under `key` if they are still `data`, counting them — and counting the
     /// lookup that found them a miss, not a hit.
     public func removeCorrupt(_ key: String, ifStill data: Data) async {
-        count { $0.corruptRemoved += 1; $0.hits -= 1; $0.misses += 1 }
+        count {
+            $0.corruptRemoved += 1; $0.hits -= 1; $0.misses += 1
+        }
         let statement = PostgresStatements.DeleteIfStill(key: key, record: data)
         _ = await attempt { [lanes] in try await lanes.run(statement) }
     }
@@ -504,7 +511,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public func refreshStatistics() async {
         let usage = await attempt { [client, logger] in try await client.execute(PostgresStatements.Usage(), logger: logger).first() }
         guard let (entries, bytes) = usage ?? nil else { return }
-        count { $0.entries = Int(entries); $0.bytes = Int(bytes) }
+        count {
+            $0.entries = Int(entries); $0.bytes = Int(bytes)
+        }
     }
 
     // MARK: Maintenance
@@ -623,7 +632,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
                 try? await Task.sleep(for: configuration.leaseTime / 3)
                 guard !Task.isCancelled, ContinuousClock.now < end else { return }
                 let renewed = await coordinate { try await lanes.first(statement, pooled: true) }
-                if case .some(nil) = renewed { return }   // no longer this process's claim
+                if case .some(nil) = renewed { return }  // no longer this process's claim
                 if renewed != nil { count { $0.claimRenewals += 1 } }
             }
         }
@@ -667,9 +676,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let end = ContinuousClock.now + configuration.longestFetch + configuration.leaseTime
         var poll = configuration.leasePoll
         while !Task.isCancelled, ContinuousClock.now < end, coordinating(), !stored() {
-            guard let held = await coordinate({ [lanes] in
-                try await lanes.first(PostgresStatements.Claimed(name: name), pooled: true)
-            }), held != nil else { return }
+            guard
+                let held = await coordinate({ [lanes] in
+                    try await lanes.first(PostgresStatements.Claimed(name: name), pooled: true)
+                }), held != nil
+            else { return }
             try? await Task.sleep(for: poll)
             // A long fetch is checked less often (its store's notice still wakes the wait at the next check).
             poll = min(poll * 2, max(configuration.leasePoll, .milliseconds(250)))
@@ -679,14 +690,16 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// Releases this process's claim on `name`.
     public func release(_ name: String) async {
         // Only this claim's row: a later claim of the same name (this one lapsed) stays.
-        guard let claim = state.withLock({ state -> (token: UUID, renewal: Task<Void, Never>, key: String?)? in
-            guard let claim = state.claims.removeValue(forKey: name) else { return nil }
-            if let key = claim.key {
-                let left = (state.claimedStores[key] ?? 1) - 1
-                state.claimedStores[key] = left > 0 ? left : nil
-            }
-            return claim
-        }) else { return }
+        guard
+            let claim = state.withLock({ state -> (token: UUID, renewal: Task<Void, Never>, key: String?)? in
+                guard let claim = state.claims.removeValue(forKey: name) else { return nil }
+                if let key = claim.key {
+                    let left = (state.claimedStores[key] ?? 1) - 1
+                    state.claimedStores[key] = left > 0 ? left : nil
+                }
+                return claim
+            })
+        else { return }
         claim.renewal.cancel()
         let statement = PostgresStatements.Release(name: name, holder: claim.token)
         _ = await coordinate { [lanes] in try await lanes.run(statement, pooled: true) }
@@ -731,7 +744,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
                         await self.forgetTiers(nil)
                         self.state.withLock { state in
                             state.statistics.listeningStarts += 1
-                            state.lastHeard = .now   // a new connection has a whole silence limit to carry a heartbeat
+                            state.lastHeard = .now  // a new connection has a whole silence limit to carry a heartbeat
                         }
                         delay = .milliseconds(50)
                         for try await notification in notifications {
@@ -843,9 +856,12 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         let statement = PostgresStatements.Claimed(name: "recall-probe")
         while !Task.isCancelled, !state.withLock({ $0.shutDown }) {
             try? await Task.sleep(for: configuration.pause)
-            if (try? await Deadline.run(within: coordinationLimit, { [lanes] in
-                try await lanes.first(statement, pooled: true)
-            })) != nil {
+            if (try? await Deadline.run(
+                within: coordinationLimit,
+                { [lanes] in
+                    try await lanes.first(statement, pooled: true)
+                })) != nil
+            {
                 break
             }
         }
@@ -865,8 +881,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     }
 
     /// Runs `operation` within the timeout; `nil` when it failed or was cut (counted towards a pause).
-    private func attempt<Value: Sendable>(maintenance: Bool = false,
-                                          _ operation: @escaping @Sendable () async throws -> Value) async -> Value? {
+    private func attempt<Value: Sendable>(
+        maintenance: Bool = false,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) async -> Value? {
         do {
             let value = try await Deadline.run(within: maintenance ? configuration.maintenanceTimeout : configuration.timeout, operation)
             let replay = state.withLock { state -> Bool in
@@ -907,13 +925,15 @@ extension PostgresStorage {
     /// (found by the tag its text starts with), from the listener's connection when it has one
     /// (the pool's may all be hanging). One pass at a time; a cut during a pass asks for another.
     fileprivate func reclaimConnections() {
-        guard state.withLock({ state -> Bool in
-            guard !state.shutDown else { return false }
-            // A statement cut during a pass may have been too young for it: one more pass follows.
-            guard !state.reclaiming else { state.reclaimAgain = true; return false }
-            state.reclaiming = true
-            return true
-        }) else { return }
+        guard
+            state.withLock({ state -> Bool in
+                guard !state.shutDown else { return false }
+                // A statement cut during a pass may have been too young for it: one more pass follows.
+                guard !state.reclaiming else { state.reclaimAgain = true; return false }
+                state.reclaiming = true
+                return true
+            })
+        else { return }
         Task { [client, logger, configuration] in
             var failedPasses = 0, cancelledLast = false
             repeat {

@@ -28,14 +28,16 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
     /// The database holds a schema newer than this code reads: upgrade RecallPostgres on every
     /// replica before the newest one migrates, or point this one at another database.
     public static func schemaTooNew(found: Int, supported: Int) -> PostgresStorageError {
-        PostgresStorageError(code: .schemaTooNew,
-                             reason: "the database holds Recall's cache schema version \(found); this code supports up to \(supported)",
-                             found: found, supported: supported)
+        PostgresStorageError(
+            code: .schemaTooNew,
+            reason: "the database holds Recall's cache schema version \(found); this code supports up to \(supported)",
+            found: found, supported: supported)
     }
 
     /// The fleet's shared secret is missing or too short in `recall_meta` (a row edited by hand).
-    public static let missingSecret = PostgresStorageError(code: .missingSecret,
-                                                           reason: "recall_meta holds no usable 'secret' row (at least 16 bytes)")
+    public static let missingSecret = PostgresStorageError(
+        code: .missingSecret,
+        reason: "recall_meta holds no usable 'secret' row (at least 16 bytes)")
 
     /// An operation took longer than ``PostgresStorage/Configuration/timeout``.
     public static func timedOut(_ limit: Duration) -> PostgresStorageError {
@@ -46,10 +48,11 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
     /// (``PostgresStorage/Configuration/openTimeout``): the database is down or unreachable, or
     /// the client cannot connect to it.
     public static func unreachable(after limit: Duration) -> PostgresStorageError {
-        PostgresStorageError(code: .unreachable,
-                             reason: "the database did not answer within \(limit) while opening Recall's cache storage "
-                                 + "(is PostgreSQL up, and the client's host, port and credentials right?)",
-                             limit: limit)
+        PostgresStorageError(
+            code: .unreachable,
+            reason: "the database did not answer within \(limit) while opening Recall's cache storage "
+                + "(is PostgreSQL up, and the client's host, port and credentials right?)",
+            limit: limit)
     }
 
     /// What went wrong, in a sentence.

@@ -17,18 +17,20 @@ import PostgresNIO
 import Recall
 import RecallPostgres
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4 || (arguments.count == 5 && arguments[4] == "no-coordinator"), let port = Int(arguments[1]), let origin = URL(string: arguments[3]) else {
+guard arguments.count == 4 || (arguments.count == 5 && arguments[4] == "no-coordinator"), let port = Int(arguments[1]), let origin = URL(string: arguments[3])
+else {
     FileHandle.standardError.write(Data("usage: recall-postgres-fleet-worker PORT DATABASE ORIGIN-URL [no-coordinator]\n".utf8))
     exit(2)
 }
 var logger = Logger(label: "recall.fleet-worker")
 logger.logLevel = ProcessInfo.processInfo.environment["RECALL_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
-var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port, username: "recall", password: nil,
-                                                 database: arguments[2], tls: .disable)
+var configuration = PostgresClient.Configuration(
+    host: "127.0.0.1", port: port, username: "recall", password: nil,
+    database: arguments[2], tls: .disable)
 configuration.options.connectTimeout = .seconds(10)
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 // Started at once, before the storage asks for a connection (a plain Task may start later, and
@@ -58,7 +60,7 @@ do {
     // A loaded CI machine: be patient, the tests check behaviour, not speed (unless they set it).
     storageConfiguration.timeout = .milliseconds(Int(environment["RECALL_TIMEOUT_MS"] ?? "") ?? 10_000)
     storageConfiguration.leaseTime = .milliseconds(Int(environment["RECALL_LEASE_MS"] ?? "") ?? 60_000)
-    storageConfiguration.silenceLimit = .seconds(60)   // a heartbeat late on a loaded machine only costs memory hits
+    storageConfiguration.silenceLimit = .seconds(60)  // a heartbeat late on a loaded machine only costs memory hits
     let storage = try await PostgresStorage.open(client: client, configuration: storageConfiguration, logger: logger)
     let coordinated = arguments.count == 4
     let cache = HTTPCache(storage: storage.withMemoryTier(), coordinator: coordinated ? storage : nil)
@@ -86,7 +88,8 @@ do {
                     group.addTask {
                         let url = URL(string: "\(parts[1])\(index)?\(parts[2])", relativeTo: origin)!.absoluteURL
                         guard let response = try? await pipeline.send(URLRequest(url: url)),
-                              (try? await response.body.collect(upTo: 1 << 20)) != nil else { return "other" }
+                            (try? await response.body.collect(upTo: 1 << 20)) != nil
+                        else { return "other" }
                         return response.source == .network || response.source == .cache ? "\(response.source)" : "other"
                     }
                 }
@@ -97,7 +100,9 @@ do {
             say("network=\(sources["network", default: 0]) cache=\(sources["cache", default: 0]) other=\(sources["other", default: 0])")
         case ("stats", _):
             let mine = storage.fleetStatistics
-            say("coalesced=\(cache.statistics.coalesced) claims=\(mine.claims) held-elsewhere=\(mine.claimsHeldElsewhere) invalidations=\(mine.invalidationsReceived) renewals=\(mine.claimRenewals)")
+            say(
+                "coalesced=\(cache.statistics.coalesced) claims=\(mine.claims) held-elsewhere=\(mine.claimsHeldElsewhere) invalidations=\(mine.invalidationsReceived) renewals=\(mine.claimRenewals)"
+            )
         default:
             say("error unknown command: \(line)")
         }

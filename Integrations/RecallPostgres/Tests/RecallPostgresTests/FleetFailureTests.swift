@@ -4,7 +4,7 @@ import RecallPostgresTestSupport
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #40: a fleet of real processes (`recall-postgres-fleet-worker`) on one real PostgreSQL
@@ -12,7 +12,9 @@ import FoundationNetworking
 /// eight processes sharing one origin request per URL.
 @Suite("A fleet on one PostgreSQL survives its failures", .postgres, .serialized, .timeLimit(.minutes(4)))
 struct FleetFailureTests {
-    @Test("the process holding a fetch claim is killed (SIGKILL) while the origin takes 3 s: one other process takes the claim over within the lease; the rest read its answer")
+    @Test(
+        "the process holding a fetch claim is killed (SIGKILL) while the origin takes 3 s: one other process takes the claim over within the lease; the rest read its answer"
+    )
     func killedLeader() async throws {
         let server = try PostgresFixture.current
         let origin = try LoopbackOrigin(script: FleetTests.originScript)

@@ -4,10 +4,10 @@ import RecallPostgresTestSupport
 import RecallTesting
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Issue #14, point 3: four OS processes (`recall-postgres-fleet-worker`) on one database, in
@@ -44,7 +44,7 @@ struct FleetTests {
             let heard = try workers.map { try Self.invalidations($0.ask("stats")) }
             try #expect(workers[0].ask("post " + shared) == "200 network 2")
             for (worker, before) in zip(workers, heard).dropFirst() {
-                let end = ContinuousClock.now + .seconds(30)   // generous: it ends as soon as the notification is heard
+                let end = ContinuousClock.now + .seconds(30)  // generous: it ends as soon as the notification is heard
                 while try Self.invalidations(worker.ask("stats")) <= before, ContinuousClock.now < end {
                     try await Task.sleep(for: .milliseconds(20))
                 }
@@ -63,8 +63,10 @@ struct FleetTests {
     /// Starts `count` workers on `database` (the server or a proxy at `port`) in front of
     /// `origin`, all at once (they race to create the tables), and waits until each is ready.
     /// The caller stops them.
-    static func startWorkers(_ count: Int, port: Int, database: String, origin: LoopbackOrigin,
-                             lease: Duration? = nil, timeout: Duration? = nil) throws -> [FleetWorkerProcess] {
+    static func startWorkers(
+        _ count: Int, port: Int, database: String, origin: LoopbackOrigin,
+        lease: Duration? = nil, timeout: Duration? = nil
+    ) throws -> [FleetWorkerProcess] {
         let workers = try (0..<count).map { _ in
             try FleetWorkerProcess(port: port, database: database, origin: origin.url("/"), lease: lease, timeout: timeout)
         }

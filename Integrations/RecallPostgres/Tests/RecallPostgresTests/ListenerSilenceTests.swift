@@ -14,7 +14,7 @@ struct ListenerSilenceTests {
     func silentConnection() async throws {
         let server = try PostgresFixture.current
         try await PostgresFixture.withDatabase { client, database in
-            let b = try await PostgresFixture.open(client)   // another replica, connected directly
+            let b = try await PostgresFixture.open(client)  // another replica, connected directly
             let proxy = try TCPProxy(target: server.port)
             let viaProxy = PostgresFixture.configuration(server, database: database, port: proxy.port)
             try await PostgresFixture.withClient(viaProxy) { proxied in
@@ -40,7 +40,7 @@ struct ListenerSilenceTests {
 
                 try proxy.stall()
                 let stalled = ContinuousClock.now
-                await b.store(v2)   // A cannot hear of it
+                await b.store(v2)  // A cannot hear of it
                 try await PostgresStorageTests.eventually { a.fleetStatistics.listenerSilent }
                 let noticed = ContinuousClock.now - stalled
                 #expect(a.fleetStatistics.silences > silences)
@@ -52,7 +52,9 @@ struct ListenerSilenceTests {
 
                 try proxy.resume()
                 try await PostgresStorageTests.eventually { !a.fleetStatistics.listenerSilent }
-                try await PostgresStorageTests.eventually { await tieredA.record(for: "k").map(PostgresStorageTests.summary) == PostgresStorageTests.summary(v2) }
+                try await PostgresStorageTests.eventually {
+                    await tieredA.record(for: "k").map(PostgresStorageTests.summary) == PostgresStorageTests.summary(v2)
+                }
                 #expect(a.fleetStatistics.listeningStarts >= 2, "the silent connection was replaced")
                 FleetFailureTests.report("silent listener: memory tiers stopped serving \(noticed) after the stall (heartbeat 200 ms, silence limit 1 s)")
                 await a.shutdown()
@@ -77,10 +79,12 @@ struct ListenerSilenceTests {
             #expect(await tieredA.record(for: "k").map(PostgresStorageTests.summary) == PostgresStorageTests.summary(v1))
             #expect(await memoryA.record(for: "k") != nil)
             let starts = a.fleetStatistics.listeningStarts
-            _ = try await client.query("""
+            _ = try await client.query(
+                """
                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE \(unescaped: PostgresStorageTests.listenerActivity)
-                """).all()
-            await b.store(v2)   // while A may not be listening: its notification may be lost
+                """
+            ).all()
+            await b.store(v2)  // while A may not be listening: its notification may be lost
             try await PostgresStorageTests.eventually { a.fleetStatistics.listeningStarts > starts }
             #expect(await tieredA.record(for: "k").map(PostgresStorageTests.summary) == PostgresStorageTests.summary(v2))
             await a.shutdown()

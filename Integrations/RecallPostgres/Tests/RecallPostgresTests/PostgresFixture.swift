@@ -43,8 +43,9 @@ enum PostgresFixture {
     /// outage test does not wait long for one attempt (a server that is down refuses at once).
     /// With `port`, it connects there instead (a proxy in front of the server).
     static func configuration(_ server: TemporaryPostgres, database: String, port: Int? = nil) -> PostgresClient.Configuration {
-        var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port ?? server.port, username: server.user,
-                                                         password: nil, database: database, tls: .disable)
+        var configuration = PostgresClient.Configuration(
+            host: "127.0.0.1", port: port ?? server.port, username: server.user,
+            password: nil, database: database, tls: .disable)
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }
@@ -87,8 +88,10 @@ enum PostgresFixture {
     }
 
     /// Runs `body` with a running client for `configuration`.
-    static func withClient<Value: Sendable>(_ configuration: PostgresClient.Configuration,
-                                            _ body: (PostgresClient) async throws -> Value) async throws -> Value {
+    static func withClient<Value: Sendable>(
+        _ configuration: PostgresClient.Configuration,
+        _ body: (PostgresClient) async throws -> Value
+    ) async throws -> Value {
         let client = PostgresClient(configuration: configuration)
         let run = Task { await client.run() }
         defer { run.cancel() }

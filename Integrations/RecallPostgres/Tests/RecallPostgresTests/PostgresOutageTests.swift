@@ -5,13 +5,15 @@ import RecallPostgres
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Its own suite, so its own server: it stops the server mid-run.
 @Suite("PostgresStorage when the database goes away and comes back", .postgres, .timeLimit(.minutes(2)))
 struct PostgresOutageTests {
-    @Test("database down: requests still reach the origin within the storage timeout, stores are dropped and counted; back up: the cache recovers without a restart")
+    @Test(
+        "database down: requests still reach the origin within the storage timeout, stores are dropped and counted; back up: the cache recovers without a restart"
+    )
     func outageAndRecovery() async throws {
         let server = try PostgresFixture.current
         try await PostgresFixture.withDatabase { client, _ in
@@ -61,7 +63,7 @@ struct PostgresOutageTests {
 
             try server.start()
             // Back: within a pause or two the storage answers again (the pool reconnects).
-            let end = ContinuousClock.now + .seconds(40)   // generous: it ends as soon as the cache answers
+            let end = ContinuousClock.now + .seconds(40)  // generous: it ends as soon as the cache answers
             var recovered = false
             while ContinuousClock.now < end {
                 if try await get("/a").source == .cache { recovered = true; break }

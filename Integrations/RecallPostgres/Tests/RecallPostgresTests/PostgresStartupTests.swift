@@ -5,7 +5,7 @@ import RecallPostgres
 import RecallPostgresTestSupport
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue #40: a process that starts while PostgreSQL is down learns it in bounded time.
@@ -26,7 +26,7 @@ struct PostgresStartupTests {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        try #require(bound == 0 && listen(socket, 64) == 0) // (the kernel completes connections; nobody answers them)
+        try #require(bound == 0 && listen(socket, 64) == 0)  // (the kernel completes connections; nobody answers them)
         return try await body(port)
     }
 

@@ -5,7 +5,7 @@ import RecallPostgres
 import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("PostgresStorage on a real PostgreSQL", .postgres, .timeLimit(.minutes(2)))
@@ -25,7 +25,7 @@ struct PostgresStorageTests {
     func sharedRecords() async throws {
         try await PostgresFixture.withDatabase { client, _ in
             let first = try await PostgresFixture.open(client)
-            let second = try await PostgresFixture.open(client)     // another replica, same database
+            let second = try await PostgresFixture.open(client)  // another replica, same database
             #expect(first.secret == second.secret)
             #expect(first.secret.count == 32)
             let version = try await client.query("SELECT convert_from(value, 'UTF8') FROM recall_meta WHERE name = 'schema_version'")
@@ -50,12 +50,13 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("a replica waiting for another's fetch wakes when that one stores its answer, though it never releases its claim (#40)",
-          arguments: [String(repeating: "k", count: 12), String(repeating: "long-key/", count: 40)])
+    @Test(
+        "a replica waiting for another's fetch wakes when that one stores its answer, though it never releases its claim (#40)",
+        arguments: [String(repeating: "k", count: 12), String(repeating: "long-key/", count: 40)])
     func waiterWakesOnStore(key: String) async throws {
         try await PostgresFixture.withDatabase { client, _ in
             var configuration = PostgresFixture.patient
-            configuration.leaseTime = .seconds(45) // longer than the test may take: only the store can wake the waiter
+            configuration.leaseTime = .seconds(45)  // longer than the test may take: only the store can wake the waiter
             let leader = try await PostgresFixture.open(client, configuration)
             let waiter = try await PostgresFixture.open(client, configuration)
             let listening = ContinuousClock.now + .seconds(30)
@@ -112,13 +113,15 @@ struct PostgresStorageTests {
             #expect(await storage.record(for: "k-good").map(Self.summary) == Self.summary(good))
             // Garbage under a key.
             let garbage = Data("not a record at all".utf8)
-            _ = try await client.query("""
+            _ = try await client.query(
+                """
                 INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-bad', 'UTF8')), 'k-bad', \(garbage), \(garbage.count))
                 """)
             #expect(await storage.record(for: "k-bad") == nil)
             // The record of another key under this one.
             let other = await Self.encoded(CacheRecord(key: "k-other", variants: [Self.entry("other")]))
-            _ = try await client.query("""
+            _ = try await client.query(
+                """
                 INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-swapped', 'UTF8')), 'k-swapped', \(other), \(other.count))
                 """)
             #expect(await storage.record(for: "k-swapped") == nil)
@@ -139,7 +142,8 @@ struct PostgresStorageTests {
             configuration.maxRecordBytes = 4_096
             let storage = try await PostgresFixture.open(client, configuration)
             let large = await Self.encoded(CacheRecord(key: "k-large", variants: [Self.entry(String(repeating: "x", count: 20_000))]))
-            _ = try await client.query("""
+            _ = try await client.query(
+                """
                 INSERT INTO recall_entries (key_hash, key, record, size) VALUES (sha256(convert_to('k-large', 'UTF8')), 'k-large', \(large), \(large.count))
                 """)
             #expect(await storage.record(for: "k-large") == nil)
@@ -156,8 +160,8 @@ struct PostgresStorageTests {
             var configuration = PostgresFixture.patient
             configuration.maxBytes = 40_000
             configuration.batchSize = 10
-            configuration.touchInterval = .zero               // every use is recorded
-            configuration.maintenanceInterval = 1_000_000     // only explicit passes here
+            configuration.touchInterval = .zero  // every use is recorded
+            configuration.maintenanceInterval = 1_000_000  // only explicit passes here
             let storage = try await PostgresFixture.open(client, configuration)
             let body = String(repeating: "x", count: 2_000)
             for index in 0..<50 {
@@ -197,7 +201,7 @@ struct PostgresStorageTests {
             for index in 0..<100 {
                 await storage.store(CacheRecord(key: "k\(index)", variants: [Self.entry("v")]))
             }
-            await storage.shutdown()   // waits for a pass under way; no explicit maintain()
+            await storage.shutdown()  // waits for a pass under way; no explicit maintain()
             await storage.refreshStatistics()
             // Passes ran in the background: at most the stores since the last pass (and those
             // made while one ran) are over the limit.
@@ -262,14 +266,14 @@ struct PostgresStorageTests {
             await a.store(record)
             // A store is announced too; once B has heard it, B reads through and keeps the record.
             try await Self.eventually { b.fleetStatistics.invalidationsReceived >= 1 }
-            #expect(await tieredB.record(for: "k").map(Self.summary) == Self.summary(record))   // read through, kept in memory
+            #expect(await tieredB.record(for: "k").map(Self.summary) == Self.summary(record))  // read through, kept in memory
             #expect(await memoryB.record(for: "k").map(Self.summary) == Self.summary(record))
             // Replica A stores a new version: B's memory drops the old one, B reads the new one.
             let newer = CacheRecord(key: "k", variants: [Self.entry("v2")])
             await a.store(newer)
             try await Self.eventually { await memoryB.record(for: "k") == nil }
             #expect(await tieredB.record(for: "k").map(Self.summary) == Self.summary(newer))
-            await a.remove("k")                                       // replica A invalidates
+            await a.remove("k")  // replica A invalidates
             try await Self.eventually { await memoryB.record(for: "k") == nil }
             #expect(await tieredB.record(for: "k") == nil)
             #expect(b.fleetStatistics.invalidationsReceived >= 3)
@@ -288,7 +292,7 @@ struct PostgresStorageTests {
             let heard = b.fleetStatistics.invalidationsReceived
             // (Made once: an entry made again a second later has another date.)
             let newer = CacheRecord(key: long, variants: [Self.entry("v2")])
-            await a.store(newer)   // replica A replaces the long key
+            await a.store(newer)  // replica A replaces the long key
             try await Self.eventually { b.fleetStatistics.invalidationsReceived > heard }
             try await Self.eventually { await memoryB.record(for: long) == nil }
             #expect(memoryB.statistics.count == 100, "the warm keys stay")
@@ -375,13 +379,15 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("a slow database (its table locked by another session): requests are answered by the origin within the timeout, the hanging statements are cancelled and their connections come back; then hits come back")
+    @Test(
+        "a slow database (its table locked by another session): requests are answered by the origin within the timeout, the hanging statements are cancelled and their connections come back; then hits come back"
+    )
     func slowDatabase() async throws {
         try await PostgresFixture.withDatabase { client, database in
             var configuration = PostgresStorage.Configuration()
             configuration.timeout = .milliseconds(200)
             configuration.pause = .milliseconds(300)
-            configuration.silenceLimit = .seconds(60)   // (a late heartbeat would close the listener's connection, where cancellations run from)
+            configuration.silenceLimit = .seconds(60)  // (a late heartbeat would close the listener's connection, where cancellations run from)
             // The storage's own pool of three (the listener's, one kept for lookups, one more):
             // without cancellation, hanging lookups would hold all of it.
             configuration.requestConnections = 1
@@ -435,7 +441,9 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("lookups go down the connections the storage holds (requestConnections), not the pool; one the database terminated is replaced; shutdown gives them back")
+    @Test(
+        "lookups go down the connections the storage holds (requestConnections), not the pool; one the database terminated is replaced; shutdown gives them back"
+    )
     func heldConnections() async throws {
         try await PostgresFixture.withDatabase { client, database in
             var configuration = PostgresFixture.patient
@@ -495,7 +503,9 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("the held connection is terminated again and again under bursts of lookups: no lookup gets another key's record, and the lane serves again after (its load is not left behind)")
+    @Test(
+        "the held connection is terminated again and again under bursts of lookups: no lookup gets another key's record, and the lane serves again after (its load is not left behind)"
+    )
     func laneSurvivesTermination() async throws {
         try await PostgresFixture.withDatabase { client, database in
             var configuration = PostgresFixture.patient
@@ -531,19 +541,23 @@ struct PostgresStorageTests {
 
     /// The backends whose last statement was a storage's lookup.
     static func lookupBackends(_ client: PostgresClient) async throws -> [Int32] {
-        try await client.query("""
+        try await client.query(
+            """
             SELECT pid FROM pg_stat_activity
             WHERE datname = current_database() AND pid <> pg_backend_pid()
               AND query LIKE '/* recall %' AND query LIKE '%FROM recall_entries WHERE key_hash%'
-            """).all().map { try $0.decode(Int32.self) }
+            """
+        ).all().map { try $0.decode(Int32.self) }
     }
 
     /// Statements of a storage (their text starts with its tag) waiting for a lock now.
     static func waitingOnLocks(_ client: PostgresClient) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT count(*)::bigint FROM pg_stat_activity
             WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE '/* recall %'
-            """).all()
+            """
+        ).all()
         return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 
@@ -557,12 +571,13 @@ struct PostgresStorageTests {
             for statement in [
                 "CREATE ROLE \(role) LOGIN",
                 "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
-                "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON recall_entries, recall_usage, recall_leases, recall_meta TO \(role)",
+                "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON recall_entries, recall_usage, recall_leases, recall_meta TO \(role)"
             ] {
                 _ = try await client.query(PostgresQuery(unsafeSQL: statement)).all()
             }
-            var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: server.port, username: role,
-                                                             password: nil, database: database, tls: .disable)
+            var configuration = PostgresClient.Configuration(
+                host: "127.0.0.1", port: server.port, username: role,
+                password: nil, database: database, tls: .disable)
             configuration.options.connectTimeout = .seconds(5)
             try await PostgresFixture.withClient(configuration) { restricted in
                 let storage = try await PostgresFixture.open(restricted)
@@ -592,19 +607,26 @@ struct PostgresStorageTests {
     // MARK: Helpers
 
     /// A stored 200 with `body`, received at `date`.
-    static func entry(_ body: String, at date: Date = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), cacheControl: String = "max-age=60",
-                      headers extra: [String: String] = [:]) -> CacheEntry {
+    static func entry(
+        _ body: String, at date: Date = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), cacheControl: String = "max-age=60",
+        headers extra: [String: String] = [:]
+    ) -> CacheEntry {
         var headers: HeaderFields = ["Cache-Control": cacheControl, "Date": HTTPDate.format(date)]
         for (name, value) in extra { headers.add(name, value) }
-        return CacheEntry(status: 200, headers: headers, body: Data(body.utf8), url: URL(string: "https://origin.test/x"),
-                          requestTime: date, responseTime: date)
+        return CacheEntry(
+            status: 200, headers: headers, body: Data(body.utf8), url: URL(string: "https://origin.test/x"),
+            requestTime: date, responseTime: date)
     }
 
     /// What a record says, compared across an encoding round trip.
     static func summary(_ record: CacheRecord) -> [String] {
-        [record.key] + record.variants.flatMap { entry in
-            ["\(entry.status)", String(decoding: entry.body, as: UTF8.self), entry.headers["Cache-Control"] ?? "", "\(entry.responseTime.timeIntervalSince1970)"]
-        }
+        [record.key]
+            + record.variants.flatMap { entry in
+                [
+                    "\(entry.status)", String(decoding: entry.body, as: UTF8.self), entry.headers["Cache-Control"] ?? "",
+                    "\(entry.responseTime.timeIntervalSince1970)"
+                ]
+            }
     }
 
     static func uses(_ client: PostgresClient, _ key: String) async throws -> Int {

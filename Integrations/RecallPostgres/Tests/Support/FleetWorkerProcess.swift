@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A `recall-postgres-fleet-worker` child process, spoken to a line at a time.
@@ -13,8 +13,10 @@ public final class FleetWorkerProcess {
     /// Starts a worker on `database` of the server at `port`, in front of `origin`; without
     /// `coordinated`, it does not share misses with the fleet. `lease` and `timeout` set its
     /// storage's (defaults: a minute and 10 s, for tests of behaviour on a loaded machine).
-    public init(port: Int, database: String, origin: URL, coordinated: Bool = true,
-                lease: Duration? = nil, timeout: Duration? = nil) throws {
+    public init(
+        port: Int, database: String, origin: URL, coordinated: Bool = true,
+        lease: Duration? = nil, timeout: Duration? = nil
+    ) throws {
         var environment = ProcessInfo.processInfo.environment
         if let lease { environment["RECALL_LEASE_MS"] = "\(lease.components.seconds * 1_000 + lease.components.attoseconds / 1_000_000_000_000_000)" }
         if let timeout { environment["RECALL_TIMEOUT_MS"] = "\(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)" }

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real PostgreSQL server for one test run: `initdb` into a temporary directory, `postgres`
@@ -36,8 +36,9 @@ public final class TemporaryPostgres: Sendable {
             try Self.run("/bin/chown", ["postgres:postgres", directory.path])
         }
         port = try Self.freePort()
-        try Self.run(initdb, ["-D", directory.appendingPathComponent("data").path, "-U", user, "-A", "trust", "--no-sync", "-E", "UTF8"],
-                     asPostgres: Self.asRoot)
+        try Self.run(
+            initdb, ["-D", directory.appendingPathComponent("data").path, "-U", user, "-A", "trust", "--no-sync", "-E", "UTF8"],
+            asPostgres: Self.asRoot)
         try start()
     }
 
@@ -45,8 +46,10 @@ public final class TemporaryPostgres: Sendable {
     /// not a daemon — and waits until it accepts connections.
     public func start() throws {
         let process = Process()
-        let arguments = ["-D", directory.appendingPathComponent("data").path, "-p", "\(port)", "-k", directory.path,
-                         "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"]
+        let arguments = [
+            "-D", directory.appendingPathComponent("data").path, "-p", "\(port)", "-k", directory.path,
+            "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"
+        ]
         let postgres = try Self.tool("postgres")
         if Self.asRoot {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -145,9 +148,9 @@ public final class TemporaryPostgres: Sendable {
     /// A loopback TCP port nothing listens on now.
     public static func freePort() throws -> Int {
         #if canImport(Glibc)
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        let socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+            let socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
         guard socket >= 0 else { throw Unavailable(description: "no socket for a free port") }
         defer { close(socket) }
