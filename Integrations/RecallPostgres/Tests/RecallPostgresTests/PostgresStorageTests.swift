@@ -446,13 +446,7 @@ struct PostgresStorageTests {
     )
     func heldConnections() async throws {
         try await PostgresFixture.withDatabase { client, database in
-            var configuration = PostgresFixture.patient
-            configuration.requestConnections = 2
-            var own = PostgresFixture.configuration(try PostgresFixture.current, database: database)
-            own.options.maximumConnections = 6
-            try await PostgresFixture.withClient(own) { storageClient in
-                let storage = try await PostgresFixture.open(storageClient, configuration)
-                try await Self.eventually { storage.fleetStatistics.connectionsHeld == 2 }
+            try await Self.withStorage(holding: 2, in: database) { storage in
                 let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
                 await storage.store(record)
                 // One at a time: a lane is never stalled, so nothing goes through the pool.
@@ -477,29 +471,22 @@ struct PostgresStorageTests {
 
     @Test("lookups that wait for a held connection go down it together, as one statement, and each gets its own answer")
     func batchedLookups() async throws {
-        try await PostgresFixture.withDatabase { client, _ in
-            var configuration = PostgresFixture.patient
-            configuration.requestConnections = 1
-            let storage = try await PostgresFixture.open(client, configuration)
-            try await Self.eventually { storage.fleetStatistics.connectionsHeld == 1 }
-            let records = (0..<20).map { CacheRecord(key: "k\($0)", variants: [Self.entry("v\($0)")]) }
-            for record in records { await storage.store(record) }
-            // Bursts of 40 lookups at once — the 20 stored keys and 20 never stored — until some
-            // had to wait for the connection (each burst does, unless the machine runs them one by one).
-            try await Self.eventually {
-                let answers = await withTaskGroup(of: (Int, [String]?).self) { group in
+        try await PostgresFixture.withDatabase { _, database in
+            try await Self.withStorage(holding: 1, in: database) { storage in
+                let records = (0..<20).map { CacheRecord(key: "k\($0)", variants: [Self.entry("v\($0)")]) }
+                for record in records { await storage.store(record) }
+                // Bursts of 40 lookups at once — the 20 stored keys and 20 never stored — until some
+                // had to wait for the connection (each burst does, unless the machine runs them one by one).
+                try await Self.eventually {
+                    let answers = await Self.burst(of: 40, on: storage) { "k\($0)" }
                     for index in 0..<40 {
-                        group.addTask { (index, await storage.record(for: "k\(index)").map(Self.summary)) }
+                        #expect(answers[index]! == (index < 20 ? Self.summary(records[index]) : nil), "lookup of k\(index)")
                     }
-                    return await group.reduce(into: [Int: [String]?]()) { $0[$1.0] = $1.1 }
+                    return storage.fleetStatistics.lookupsBatched > 0
                 }
-                for index in 0..<40 {
-                    #expect(answers[index]! == (index < 20 ? Self.summary(records[index]) : nil), "lookup of k\(index)")
-                }
-                return storage.fleetStatistics.lookupsBatched > 0
+                #expect(storage.fleetStatistics.failures == 0)
+                await storage.shutdown()
             }
-            #expect(storage.fleetStatistics.failures == 0)
-            await storage.shutdown()
         }
     }
 
@@ -508,20 +495,14 @@ struct PostgresStorageTests {
     )
     func laneSurvivesTermination() async throws {
         try await PostgresFixture.withDatabase { client, database in
-            var configuration = PostgresFixture.patient
-            configuration.requestConnections = 1
-            try await PostgresFixture.withClient(PostgresFixture.configuration(try PostgresFixture.current, database: database)) { storageClient in
-                let storage = try await PostgresFixture.open(storageClient, configuration)
-                try await Self.eventually { storage.fleetStatistics.connectionsHeld == 1 }
+            // Lookups cut by a termination fail: no pause after them, which would make the last lookups misses.
+            var unpausing = PostgresFixture.patient
+            unpausing.failuresToPause = .max
+            try await Self.withStorage(holding: 1, in: database, configuration: unpausing) { storage in
                 let records = (0..<20).map { CacheRecord(key: "k\($0)", variants: [Self.entry("v\($0)")]) }
                 for record in records { await storage.store(record) }
                 for _ in 0..<3 {
-                    async let answers = withTaskGroup(of: (Int, [String]?).self) { group in
-                        for index in 0..<40 {
-                            group.addTask { (index, await storage.record(for: "k\(index % 20)").map(Self.summary)) }
-                        }
-                        return await group.reduce(into: [Int: [String]?]()) { $0[$1.0] = $1.1 }
-                    }
+                    async let answers = Self.burst(of: 40, on: storage) { "k\($0 % 20)" }
                     for pid in try await Self.lookupBackends(client) { _ = try await client.query("SELECT pg_terminate_backend(\(pid))").all() }
                     for (index, answer) in await answers {
                         // A lookup cut by the termination is a miss; none may be another key's record.
@@ -536,6 +517,34 @@ struct PostgresStorageTests {
                 #expect(storage.fleetStatistics.statementsThroughPool == pooled, "the lane was left loaded: lookups went through the pool")
                 await storage.shutdown()
             }
+        }
+    }
+
+    /// Runs `body` with a storage (patient limits) holding `connections` of its own client's
+    /// connections (a pool of 6), once it holds them all: the test's own statements do not share
+    /// its pool.
+    static func withStorage(
+        holding connections: Int, in database: String, configuration: PostgresStorage.Configuration = PostgresFixture.patient,
+        _ body: (PostgresStorage) async throws -> Void
+    ) async throws {
+        var configuration = configuration
+        configuration.requestConnections = connections
+        var own = PostgresFixture.configuration(try PostgresFixture.current, database: database)
+        own.options.maximumConnections = 6
+        try await PostgresFixture.withClient(own) { storageClient in
+            let storage = try await PostgresFixture.open(storageClient, configuration)
+            try await Self.eventually { storage.fleetStatistics.connectionsHeld == connections }
+            try await body(storage)
+        }
+    }
+
+    /// `count` lookups at once, of the keys `key(index)` names: each one's record, summarized, by index.
+    static func burst(of count: Int, on storage: PostgresStorage, key: @escaping @Sendable (Int) -> String) async -> [Int: [String]?] {
+        await withTaskGroup(of: (Int, [String]?).self) { group in
+            for index in 0..<count {
+                group.addTask { (index, await storage.record(for: key(index)).map(Self.summary)) }
+            }
+            return await group.reduce(into: [Int: [String]?]()) { $0[$1.0] = $1.1 }
         }
     }
 
