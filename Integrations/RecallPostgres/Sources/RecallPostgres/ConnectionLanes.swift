@@ -127,9 +127,9 @@ final class ConnectionLanes: Sendable {
         switch pooled ? .pool : route(batching: nil) {
         case .send(let ticket, let connection):
             defer { finished(ticket, answered: 1, sent: true) }
-            return try await connection.execute(statement, logger: logger).first()
+            return try await rows(of: statement, on: connection).first()
         case .pool, .batch:
-            return try await client.execute(statement, logger: logger).first()
+            return try await rows(of: statement, on: nil).first()
         }
     }
 
@@ -143,10 +143,10 @@ final class ConnectionLanes: Sendable {
     func lookup(_ lookup: PostgresStatements.Lookup, pooled: Bool = false) async throws -> PostgresStatements.Lookup.Row? {
         switch pooled ? .pool : route(batching: lookup.key) {
         case .pool:
-            return try await client.execute(lookup, logger: logger).first()
+            return try await rows(of: lookup, on: nil).first()
         case .send(let ticket, let connection):
             defer { finished(ticket, answered: 1, sent: true) }
-            return try await connection.execute(lookup, logger: logger).first()
+            return try await rows(of: lookup, on: connection).first()
         case .batch(_, let batch, let slot, _) where slot > 0:
             return try await batch.answer(slot)
         case .batch(let ticket, let batch, _, let connection):
@@ -180,8 +180,7 @@ final class ConnectionLanes: Sendable {
         if keys.count == 1 {
             // Alone after all; its caller may have given up meanwhile.
             try Task.checkCancellation()
-            if let connection { return try await connection.execute(lookup, logger: logger).first() }
-            return try await client.execute(lookup, logger: logger).first()
+            return try await rows(of: lookup, on: connection).first()
         }
         // In a task of its own: the leader's caller may give up (its time limit), the others'
         // answers must still come.
@@ -207,8 +206,7 @@ final class ConnectionLanes: Sendable {
         }
         let many = PostgresStatements.LookupMany(keys: keys, touchInterval: lookup.touchInterval, maxRecordBytes: lookup.maxRecordBytes)
         do {
-            let rows = if let connection { try await connection.execute(many, logger: logger) } else { try await client.execute(many, logger: logger) }
-            for try await row in rows {
+            for try await row in try await rows(of: many, on: connection) {
                 for slot in slots[Array(row.0.utf8)] ?? [] where answers[slot] == nil { answer(slot, .success(row)) }
             }
             for slot in keys.indices where answers[slot] == nil { answer(slot, .success(nil)) }
@@ -222,17 +220,21 @@ final class ConnectionLanes: Sendable {
                 var alone = lookup
                 alone.key = key
                 do {
-                    if let connection {
-                        answer(slot, .success(try await connection.execute(alone, logger: logger).first()))
-                    } else {
-                        answer(slot, .success(try await client.execute(alone, logger: logger).first()))
-                    }
+                    answer(slot, .success(try await rows(of: alone, on: connection).first()))
                 } catch {
                     answer(slot, .failure(error))
                 }
             }
         }
         return answers[0]!
+    }
+
+    /// `statement`'s rows: down `connection`, or on one leased from the pool when there is none.
+    private func rows<Statement: PostgresPreparedStatement>(
+        of statement: Statement, on connection: PostgresConnection?
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
+        if let connection { return try await connection.execute(statement, logger: logger) }
+        return try await client.execute(statement, logger: logger)
     }
 
     /// Where a request goes: the least busy lane with an open connection that is not stalled,
