@@ -27,7 +27,7 @@ public enum EvictionReplay {
     }
 
     /// The storage limit that holds `capacity` bytes of bodies. A `MemoryStorage` charges each
-    /// record its body plus an overhead (key, fields, bookkeeping: ``CacheRecord/byteCount``),
+    /// record its body plus an overhead (key, fields, bookkeeping: ``/Recall/CacheRecord/byteCount``),
     /// so the limit is the capacity plus the overhead of the objects that capacity holds on
     /// average, each object's overhead worked out with the storage's own charge for its record,
     /// and at least the largest overhead, so that any object of at most `capacity` bytes fits.

@@ -14,7 +14,7 @@ public struct HTTPReplayReport: Sendable, Hashable {
     public var rangeRequests = 0
 
     /// What the cache counted over the replay: hits, stale answers, revalidations, misses,
-    /// requests passed through by method, stores (``CacheStatistics/hitRatio`` is the share of
+    /// requests passed through by method, stores (``/Recall/CacheStatistics/hitRatio`` is the share of
     /// lookups answered without a body from the origin).
     public var cache = CacheStatistics()
 

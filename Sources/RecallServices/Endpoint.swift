@@ -42,9 +42,9 @@ public enum OutputFormat: Sendable, Hashable {
 public protocol Endpoint: Sendable {
     /// The service the endpoint belongs to.
     associatedtype Service: HttpService
-    /// What ``method`` is written as: ``RequestMethod`` (`.post`) or a `String` (`"POST"`).
+    /// What ``method`` is written as: ``/Recall/RequestMethod`` (`.post`) or a `String` (`"POST"`).
     associatedtype MethodName: RequestMethodConvertible = RequestMethod
-    /// What ``header`` is written as: ``HeaderFields`` or `[String: String]`.
+    /// What ``header`` is written as: ``/Recall/HeaderFields`` or `[String: String]`.
     associatedtype Header: HeaderFieldsConvertible = HeaderFields
 
     /// The HTTP method: `GET` unless declared.
@@ -69,10 +69,10 @@ public protocol Endpoint: Sendable {
     /// ``ServiceError`` with code `.badStatus`.
     static var acceptedStatuses: StatusSet { get }
     /// The cache policy of this endpoint's requests (`.useProtocolCachePolicy` by default), as
-    /// an ``HTTPCache`` in the service's pipeline reads it: `.reloadIgnoringLocalCacheData`
+    /// an ``/Recall/HTTPCache`` in the service's pipeline reads it: `.reloadIgnoringLocalCacheData`
     /// always asks the origin, `.returnCacheDataElseLoad` takes a stored answer however old…
     static var cachePolicy: URLRequest.CachePolicy { get }
-    /// How long an answer stays fresh in an ``HTTPCache`` when the origin says nothing about
+    /// How long an answer stays fresh in an ``/Recall/HTTPCache`` when the origin says nothing about
     /// freshness (no `max-age`, `s-maxage` or `Expires`); nil (the default) leaves it to the
     /// cache's configuration. Never overrides `no-store`, `no-cache` or `private`.
     static var cacheLifetime: Duration? { get }
@@ -109,7 +109,7 @@ extension Endpoint {
     /// None: the cache's configuration decides.
     public static var cacheLifetime: Duration? { nil }
 
-    /// The request this endpoint sends for `input`, as ``perform(on:input:)`` sends it.
+    /// The request this endpoint sends for `input`, as calling the endpoint sends it.
     public func request<Input: Encodable>(on service: Service, input: Input?) throws -> URLRequest {
         var fields: HeaderFields = [:]
         switch Self.authorizationRequirement {

@@ -1,5 +1,5 @@
 import Recall
-/// A value that gives header fields: ``HeaderFields`` itself, or a `[String: String]`.
+/// A value that gives header fields: ``/Recall/HeaderFields`` itself, or a `[String: String]`.
 ///
 /// ``Endpoint/header`` takes either, so an endpoint's `var header: [String: String]` is sent
 /// just as `var header: HeaderFields` is (a declaration of either type is never ignored).

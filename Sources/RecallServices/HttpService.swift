@@ -48,7 +48,7 @@ public protocol HttpService: Sendable {
     /// Decodes JSON bodies.
     var decoder: JSONDecoder { get }
     /// The longest response body an endpoint collects to decode, in bytes; a longer one fails
-    /// the call with ``ResponseBodyError`` `tooLarge`.
+    /// the call with ``/Recall/ResponseBodyError`` `tooLarge`.
     var maxResponseBodyBytes: Int { get }
     /// Called with every failure of a request against this service (transport errors,
     /// non-2xx statuses, decoding errors), before the error is thrown to the caller.

@@ -1,5 +1,5 @@
 import Recall
-/// A value that names an HTTP method: ``RequestMethod`` itself, or a `String` such as `"POST"`.
+/// A value that names an HTTP method: ``/Recall/RequestMethod`` itself, or a `String` such as `"POST"`.
 ///
 /// ``Endpoint/method`` takes either, so `static let method: RequestMethod = .post`,
 /// `static let method = "POST"` and Decree's `static let method: Method = .post` all declare

@@ -8,15 +8,15 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// What kind of error it is.
     public let code: Code
-    /// The status the service answered with, for ``Code/badStatus``.
+    /// The status the service answered with, for ``Recall/ErrorCode/badStatus``.
     public let statusCode: Int?
-    /// The body of that answer, for ``Code/badStatus``: always the raw bytes, whether or not
+    /// The body of that answer, for ``Recall/ErrorCode/badStatus``: always the raw bytes, whether or not
     /// they decoded as the service's `ErrorResponse`.
     public let body: Data?
     /// The endpoint, URL text or coding failure the error is about, for the other codes.
     public let subject: String?
     /// The answer's body decoded as the service's ``HttpService/ErrorResponse``, for
-    /// ``Code/badStatus`` when the service declares one and the body decoded; read it with
+    /// ``Recall/ErrorCode/badStatus`` when the service declares one and the body decoded; read it with
     /// ``errorResponse(as:)``. Not part of equality.
     public let errorResponse: (any Sendable)?
 
@@ -85,7 +85,7 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
         lhs.code == rhs.code && lhs.statusCode == rhs.statusCode && lhs.body == rhs.body && lhs.subject == rhs.subject
     }
 
-    /// Hashes what ``==`` compares.
+    /// Hashes what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
         hasher.combine(statusCode)

@@ -4,7 +4,7 @@ import Recall
     import FoundationNetworking
 #endif
 
-/// A ``Transport`` that answers requests from in-process services, addressed as
+/// A ``/Recall/Transport`` that answers requests from in-process services, addressed as
 /// `http://<host>/<identifier>/<path>` (the host is `pmapi` unless you choose another).
 ///
 /// ```swift

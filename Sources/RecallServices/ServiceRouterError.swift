@@ -8,11 +8,11 @@ public struct ServiceRouterError: Error, Sendable, Hashable, CustomStringConvert
 
     /// What kind of error it is.
     public let code: Code
-    /// The identifier, for ``Code/alreadyRegistered`` and ``Code/invalidIdentifier``.
+    /// The identifier, for ``Recall/ErrorCode/alreadyRegistered`` and ``Recall/ErrorCode/invalidIdentifier``.
     public let identifier: String?
-    /// The request's URL, for ``Code/wrongHost``.
+    /// The request's URL, for ``Recall/ErrorCode/wrongHost``.
     public let url: URL?
-    /// The router's host, for ``Code/wrongHost``.
+    /// The router's host, for ``Recall/ErrorCode/wrongHost``.
     public let expectedHost: String?
 
     /// Another service is already registered under this identifier; unregister it first.

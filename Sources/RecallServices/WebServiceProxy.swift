@@ -5,7 +5,7 @@ import Recall
 #endif
 
 /// A client in the style of Echo's `WebServiceProxy`: `invoke` a method on a path with
-/// arguments, through a Recall ``Pipeline`` (so caching, retries and hooks apply).
+/// arguments, through a Recall ``/Recall/Pipeline`` (so caching, retries and hooks apply).
 ///
 /// ```swift
 /// let proxy = WebServiceProxy(session: .shared, baseURL: URL(string: "https://api.example.com/")!)
@@ -44,7 +44,7 @@ public final class WebServiceProxy: Sendable {
     /// The pipeline requests go through.
     public let pipeline: Pipeline
     /// The longest response body collected, in bytes (32 MiB by default); a longer one fails the
-    /// call with ``ResponseBodyError`` `tooLarge`.
+    /// call with ``/Recall/ResponseBodyError`` `tooLarge`.
     public let maxResponseBodyBytes: Int
 
     private let storedHeaders: Locked<[String: String]>

@@ -1,7 +1,7 @@
 import Foundation
 import Recall
 
-/// A ``CacheByteStore`` over a dictionary: the smallest possible backend, and a test double for
+/// A ``/Recall/CacheByteStore`` over a dictionary: the smallest possible backend, and a test double for
 /// code that takes one. It can hold its reads until the test lets them go (``holdReads()``), or
 /// slow them, to test what happens while one is under way, and lets a test put any bytes under
 /// a key, to test what a storage does with bad ones.
@@ -15,7 +15,7 @@ import Recall
 /// ```
 ///
 /// Everything the cache needs beyond these few lines of "I/O" — encoding records, checking
-/// them, comparing keys — comes from ``CacheByteStore``.
+/// them, comparing keys — comes from ``/Recall/CacheByteStore``.
 public final class InMemoryByteStore: CacheByteStore {
     private struct State {
         var bytes: [String: Data] = [:]
@@ -129,7 +129,7 @@ public final class InMemoryByteStore: CacheByteStore {
     }
 
     /// Tells the observers that `key` (`nil`: every key) changed elsewhere, as a store another
-    /// process shares would (see ``CacheStorage/subscribe(toChangesElsewhere:)``).
+    /// process shares would (see ``/Recall/CacheStorage/subscribe(toChangesElsewhere:)``).
     public func changeElsewhere(_ key: String?) async {
         for observer in state.withLock({ $0.observers }) { await observer(key) }
     }

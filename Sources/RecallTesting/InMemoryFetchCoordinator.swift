@@ -1,6 +1,6 @@
 import Recall
 
-/// A ``FetchCoordinator`` inside one process: several ``HTTPCache``s over one storage stand for
+/// A ``/Recall/FetchCoordinator`` inside one process: several ``/Recall/HTTPCache``s over one storage stand for
 /// the replicas of a fleet, so a test can check cross-process coalescing without processes.
 /// Claims lapse after ``leaseTime`` when they are not released (a holder that crashed), like a
 /// database's lease rows — measured on the clock it is given: a ``ManualClock`` lets a test say

@@ -11,7 +11,7 @@ public final class LoopbackOrigin: Sendable {
     private let process: Locked<(Process, Pipe)>
 
     /// Starts `script` with `interpreter` and waits until it reports its port.
-    /// - Throws: ``TransportError`` with kind `.other` when the script exits or says something else.
+    /// - Throws: ``/Recall/TransportError`` with kind `.other` when the script exits or says something else.
     public init(script: URL, interpreter: String = "python3") throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -4,7 +4,7 @@ import Recall
     import FoundationNetworking
 #endif
 
-/// A scriptable ``Transport`` for tests: routes by method and path to canned responses,
+/// A scriptable ``/Recall/Transport`` for tests: routes by method and path to canned responses,
 /// closures or sequences (fail, fail, succeed), and records every request it saw.
 ///
 /// ```swift
@@ -48,7 +48,7 @@ public final class MockTransport: Transport {
 
     private let state = Locked(State())
 
-    /// Whether the transport returns promptly once cancelled (see ``Transport/respondsToCancellation``):
+    /// Whether the transport returns promptly once cancelled (see ``/Recall/Transport/respondsToCancellation``):
     /// canned replies always do; claim it for handlers only when they do too.
     public let respondsToCancellation: Bool
 

@@ -4,7 +4,7 @@ import Recall
     import FoundationNetworking
 #endif
 
-/// A ``ServiceHook`` that records the events it sees, to check the order of hooks and what
+/// A ``/Recall/ServiceHook`` that records the events it sees, to check the order of hooks and what
 /// each saw. Several hooks may share one ``HookLog`` to record a single ordered trace.
 public struct RecordingHook: ServiceHook {
     /// The name written in front of each event.

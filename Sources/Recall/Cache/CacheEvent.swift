@@ -1,7 +1,7 @@
 /// What an ``HTTPCache`` did with a request, recorded in its ``RecallContext`` as
 /// ``RecallEvent/cache(_:)`` next to the retry events, so one observer sees the whole story of
 /// a request. The events match ``CacheStatistics`` one for one (a background refresh records
-/// none, as it counts none), plus ``stored``, ``invalidated`` and ``evicted``.
+/// none, as it counts none), plus ``stored``, ``invalidated`` and ``evicted(count:)``.
 public enum CacheEvent: Sendable, Hashable, CustomStringConvertible {
     /// Answered from a fresh stored response, without the origin.
     case hit

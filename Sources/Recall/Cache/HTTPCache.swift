@@ -50,9 +50,13 @@ public final class HTTPCache: ServiceHook {
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     ///
-    /// - Parameter coordinator: for a storage several processes share, lets one of them fetch a
-    ///   missing response for all (see ``FetchCoordinator``); used only when
-    ///   ``CacheConfiguration/coalescesRequests`` is on.
+    /// - Parameters:
+    ///   - storage: where responses are kept (a ``MemoryStorage`` by default).
+    ///   - configuration: the cache's rules and limits.
+    ///   - coordinator: for a storage several processes share, lets one of them fetch a
+    ///     missing response for all (see ``FetchCoordinator``); used only when
+    ///     ``CacheConfiguration/coalescesRequests`` is on.
+    ///   - now: the current date.
     public init(
         storage: any CacheStorage = MemoryStorage(), configuration: CacheConfiguration = CacheConfiguration(),
         coordinator: (any FetchCoordinator)? = nil, now: @escaping @Sendable () -> Date = { Date() }

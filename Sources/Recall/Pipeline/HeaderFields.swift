@@ -168,7 +168,7 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
         lhs.count == rhs.count && lhs.fields == rhs.fields
     }
 
-    /// Hashes the fields in order, as ``==`` compares them.
+    /// Hashes the fields in order, as ``==(_:_:)`` compares them.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(fields)
     }

@@ -7,7 +7,7 @@ public struct ResponseBodyError: Error, Sendable, Hashable, CustomStringConverti
 
     /// What kind of error it is.
     public let code: Code
-    /// The limit a body passed, for ``Code/tooLarge``.
+    /// The limit a body passed, for ``ErrorCode/tooLarge``.
     public let limit: Int?
 
     /// The body is longer than the limit it was collected with (its stream was abandoned).

@@ -193,11 +193,20 @@ extension RetrierFactory where Self == BackoffRetrierFactory {
     /// ```
     ///
     /// - Parameters:
+    ///   - base: the wait before the first retry, before jitter.
+    ///   - multiplier: what each further wait is multiplied by.
+    ///   - cap: the longest wait, before jitter.
+    ///   - jitter: how each wait is randomized (``Jitter/full`` by default: anywhere from zero to it).
     ///   - maxAttempts: attempts in all, the first included: `1...10` (``RetryPolicy/attemptLimit``);
     ///     a value outside is held to that range and listed in ``RetryPolicy/adjustments``.
+    ///   - deadline: the most time all attempts and waits together may take (``RetryPolicy/deadline``);
+    ///     none by default.
+    ///   - attemptTimeout: the most time one attempt may take (``RetryPolicy/attemptTimeout``); none
+    ///     by default.
     ///   - retryableStatuses: the statuses worth another attempt (``RetryClassifier/defaultStatuses``
     ///     by default); transport failures are classified as ``RetryClassifier/default`` does.
     ///   - budget: what retries draw on: ``RetryQuota/shared`` (per process, per host) by default.
+    ///   - random: where the jitter comes from (inject a ``SeededRandomSource`` in tests).
     public static func exponentialBackoff(
         base: Duration = .milliseconds(100), multiplier: Double = 2, cap: Duration = .seconds(10),
         jitter: Jitter = .full, maxAttempts: Int = 3, deadline: Duration? = nil, attemptTimeout: Duration? = nil,

@@ -5,16 +5,16 @@ public struct RetryError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// What kind of error it is.
     public let code: Code
-    /// The wait the origin asked for (`Retry-After`), for ``Code/retryAfterExceedsDeadline`` and
-    /// ``Code/retryAfterTooLong``: schedule the request again after it.
+    /// The wait the origin asked for (`Retry-After`), for ``ErrorCode/retryAfterExceedsDeadline`` and
+    /// ``ErrorCode/retryAfterTooLong``: schedule the request again after it.
     public let hint: Duration?
-    /// What was left of the deadline, for ``Code/retryAfterExceedsDeadline``.
+    /// What was left of the deadline, for ``ErrorCode/retryAfterExceedsDeadline``.
     public let remaining: Duration?
-    /// The longest wait the policy allows (``RetryPolicy/maxRetryAfter``), for ``Code/retryAfterTooLong``.
+    /// The longest wait the policy allows (``RetryPolicy/maxRetryAfter``), for ``ErrorCode/retryAfterTooLong``.
     public let limit: Duration?
-    /// The deadline, for ``Code/deadlineExceeded``.
+    /// The deadline, for ``ErrorCode/deadlineExceeded``.
     public let deadline: Duration?
-    /// The attempts made, for ``Code/deadlineExceeded``.
+    /// The attempts made, for ``ErrorCode/deadlineExceeded``.
     public let attempts: Int?
     /// The origin's last answer (the `503` or `429` with the `Retry-After`), when there was one.
     public let response: RecallResponse?

@@ -118,7 +118,14 @@ public final class DiskStorage: CacheByteStore {
     /// - Throws: ``CacheStorageError/directory(_:)`` when the directory cannot be made or
     ///   read, is not yours, is writable by others, or holds files that are not a Recall
     ///   cache's; ``CacheStorageError/locked(_:)`` when another storage has it open.
-    /// - Parameter openFileLimit: the most files held open for fast rereads (``openFileLimit``).
+    /// - Parameters:
+    ///   - directory: the cache's directory; made if it does not exist, and yours alone.
+    ///   - byteLimit: the most bytes of records the directory holds; older ones are evicted past it.
+    ///   - entryLimit: the largest record written and read whole; larger ones (bodies that
+    ///     stream) are written and read in pieces.
+    ///   - pendingByteLimit: the most bytes queued for writing before a store waits for the queue.
+    ///   - eviction: which records go first when the directory is full (``Eviction/s3fifo``).
+    ///   - openFileLimit: the most files held open for fast rereads (``openFileLimit``).
     public convenience init(
         directory: URL, byteLimit: Int = 256 << 20, entryLimit: Int = 16 << 20,
         pendingByteLimit: Int = 16 << 20, eviction: Eviction = .s3fifo, openFileLimit: Int = 64

@@ -122,7 +122,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     /// A body that ended after `received` of the `expected` bytes its `Content-Length` promised:
-    /// the connection was lost (``Code/connectionLost``; a session reports
+    /// the connection was lost (``ErrorCode/connectionLost``; a session reports
     /// `URLError(.networkConnectionLost)`). For transports of your own, as Recall's use it.
     public static func bodyEnded(after received: Int, of expected: Int, url: URL?) -> TransportError {
         TransportError(
