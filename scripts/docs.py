@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Recall's documentation in DocC form, built with the toolchain's `docc` (no package dependency).
+"""Recall's documentation in DocC form, built with the toolchain's `docc` (no package dependency):
+every library product, the root package's and those of the packages under Integrations/.
 
 The prose has one source: README.md and docs/*.md, which GitHub shows as they are. The articles
 of the `Recall` catalog (Sources/Recall/Recall.docc/Articles) are made from them by this script,
@@ -33,8 +34,12 @@ CATALOG = ROOT / "Sources/Recall/Recall.docc"
 ARTICLES = CATALOG / "Articles"
 RESOURCES = CATALOG / "Resources"
 OUT = ROOT / ".build/docs"
-# The library products, in build order: the others link to Recall's symbols.
-MODULES = ["Recall", "RecallServices", "RecallTesting", "RecallReplay"]
+# The library products, by package, in build order: the others link to Recall's symbols.
+MODULES = [(".", "Recall"), (".", "RecallServices"), (".", "RecallTesting"), (".", "RecallReplay"),
+           ("Integrations/RecallAsyncHTTPClient", "RecallAsyncHTTPClient"),
+           ("Integrations/RecallOpenAPI", "RecallOpenAPI"),
+           ("Integrations/RecallObservability", "RecallObservability"),
+           ("Integrations/RecallPostgres", "RecallPostgres")]
 BUNDLE_PREFIX = "org.recall."
 
 GENERATED_NOTE = "<!-- Made from {source} by scripts/docs.sh --update: edit that file, not this one. -->"
@@ -215,60 +220,66 @@ def check_current():
 # MARK: - Build
 
 
-def run(arguments, **kwargs):
-    result = subprocess.run(arguments, cwd=ROOT, text=True, capture_output=True, **kwargs)
+def run(arguments, package="."):
+    result = subprocess.run(arguments, cwd=ROOT / package, text=True, capture_output=True)
     if result.returncode != 0:
         sys.stderr.write(result.stdout + result.stderr)
-        raise DocsError(f"{' '.join(map(str, arguments[:2]))} failed (exit {result.returncode})")
+        raise DocsError(f"{' '.join(map(str, arguments[:2]))} failed in {package} (exit {result.returncode})")
     return result.stdout + result.stderr
 
 
-def symbol_graphs():
+def symbol_graphs(package):
+    """Where `swift package dump-symbol-graph` wrote the package's symbol graphs (it builds first)."""
     output = run(["swift", "package", "dump-symbol-graph", "--minimum-access-level", "public",
-                  "--emit-extension-block-symbols"])
+                  "--emit-extension-block-symbols"], package)
     written = re.search(r"Files written to (\S+)", output)
     if not written:
-        raise DocsError("swift package dump-symbol-graph did not say where it wrote the symbol graphs:\n" + output)
+        raise DocsError(f"swift package dump-symbol-graph did not say where it wrote {package}'s symbol graphs:\n" + output)
     return Path(written.group(1))
 
 
-def undocumented(graphs):
-    """Public symbols declared in this package that have no doc comment."""
+def module_graphs(graphs, module):
+    """The module's symbol graph and those of its extensions to other modules."""
+    return [graphs / f"{module}.symbols.json", *sorted(graphs.glob(f"{module}@*.symbols.json"))]
+
+
+def undocumented(module, graphs):
+    """Public symbols the module declares that have no doc comment."""
     missing = []
-    for module in MODULES:
-        for path in sorted(graphs.glob(f"{module}.symbols.json")) + sorted(graphs.glob(f"{module}@*.symbols.json")):
-            for symbol in json.loads(path.read_text())["symbols"]:
-                # Extension blocks have no text of their own; symbols without a location are made by
-                # the compiler (Hashable's members) or inherited from a protocol's extension.
-                if symbol["kind"]["identifier"] == "swift.extension" or "location" not in symbol:
-                    continue
-                if not symbol.get("docComment"):
-                    location = symbol["location"]
-                    file = location["uri"].split("/Sources/", 1)[-1]
-                    missing.append(f"Sources/{file}:{location['position']['line'] + 1}: {'.'.join(symbol['pathComponents'])}")
+    for path in module_graphs(graphs, module):
+        for symbol in json.loads(path.read_text())["symbols"]:
+            # Extension blocks have no text of their own; symbols without a location are made by
+            # the compiler (Hashable's members) or inherited from a protocol's extension.
+            if symbol["kind"]["identifier"] == "swift.extension" or "location" not in symbol:
+                continue
+            if not symbol.get("docComment"):
+                location = symbol["location"]
+                file = Path(location["uri"].removeprefix("file://")).relative_to(ROOT)
+                missing.append(f"{file}:{location['position']['line'] + 1}: {'.'.join(symbol['pathComponents'])}")
     return missing
 
 
 def build():
-    graphs = symbol_graphs()
-    missing = undocumented(graphs)
-    if missing:
-        raise DocsError(f"{len(missing)} public symbols have no doc comment:\n  " + "\n  ".join(missing))
     shutil.rmtree(OUT, ignore_errors=True)
     (OUT / "modules").mkdir(parents=True)
+    graphs_of = {package: symbol_graphs(package) for package, _ in MODULES}
+    missing = [line for package, module in MODULES for line in undocumented(module, graphs_of[package])]
+    if missing:
+        raise DocsError(f"public symbols without a doc comment ({len(missing)}):\n  " + "\n  ".join(missing))
     archives = []
-    for module in MODULES:
-        module_graphs = OUT / "symbol-graphs" / module
-        module_graphs.mkdir(parents=True)
-        for path in [graphs / f"{module}.symbols.json", *graphs.glob(f"{module}@*.symbols.json")]:
-            shutil.copy(path, module_graphs)
+    for package, module in MODULES:
+        graphs = graphs_of[package]
+        inputs = OUT / "symbol-graphs" / module
+        inputs.mkdir(parents=True)
+        for path in module_graphs(graphs, module):
+            shutil.copy(path, inputs)
         archive = OUT / "modules" / f"{module}.doccarchive"
-        arguments = ["docc", "convert", ROOT / f"Sources/{module}/{module}.docc",
-                     "--additional-symbol-graph-dir", module_graphs, "--output-path", archive,
+        arguments = ["docc", "convert", ROOT / package / f"Sources/{module}/{module}.docc",
+                     "--additional-symbol-graph-dir", inputs, "--output-path", archive,
                      "--fallback-display-name", module, "--fallback-bundle-identifier", BUNDLE_PREFIX + module,
                      "--enable-experimental-external-link-support", "--warnings-as-errors"]
-        for dependency in archives:
-            arguments += ["--dependency", dependency]
+        if archives:  # links to another module's symbols go to Recall's (one dependency: DocC takes one well)
+            arguments += ["--dependency", archives[0]]
         output = run(arguments)
         if re.search(r"(?m)^(warning|error):", output):
             sys.stderr.write(output)

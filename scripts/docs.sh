@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The documentation in DocC form, with the toolchain's docc (see scripts/docs.py for the details):
+# The documentation in DocC form, with the toolchain's docc, for every library product (the root
+# package's and Integrations/'), one archive (see scripts/docs.py for the details):
 #
 #   scripts/docs.sh            # check the articles are current, build every module's documentation
 #                              # (warnings are errors), merge it, fail on an undocumented public symbol

@@ -6,7 +6,9 @@ blocks are left as they are, and a catalog that no longer matches its pages is f
     python3 scripts/test_docs.py
 """
 
+import contextlib
 import importlib.util
+import io
 import tempfile
 import unittest
 from pathlib import Path
@@ -42,6 +44,9 @@ let link = "[not a link](nowhere.md)"
 
 class ArticlesTests(unittest.TestCase):
     def setUp(self):
+        quiet = contextlib.redirect_stdout(io.StringIO())
+        quiet.__enter__()
+        self.addCleanup(quiet.__exit__, None, None, None)
         self.folder = tempfile.TemporaryDirectory()
         root = Path(self.folder.name)
         (root / "docs/samples").mkdir(parents=True)

@@ -5,7 +5,7 @@ import NIOPosix
 import Recall
 
 extension AsyncHTTPClientTransport {
-    /// `error`, thrown by AHC or NIO for a request to `url`, as a ``Recall/TransportError``.
+    /// `error`, thrown by AHC or NIO for a request to `url`, as a ``/Recall/TransportError``.
     public static func mapError(_ error: any Error, url: URL?) -> TransportError {
         let message = String(describing: error)
         func make(_ kind: TransportError.Code, neverSent: Bool? = nil) -> TransportError {

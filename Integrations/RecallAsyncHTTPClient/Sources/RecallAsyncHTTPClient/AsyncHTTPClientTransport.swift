@@ -7,7 +7,7 @@ import NIOCore
 import NIOHTTP1
 import Recall
 
-/// A Recall ``Recall/Transport`` over AsyncHTTPClient's `HTTPClient`, for server-side Swift
+/// A Recall ``/Recall/Transport`` over AsyncHTTPClient's `HTTPClient`, for server-side Swift
 /// (Vapor, Hummingbird, services calling upstreams).
 ///
 /// ```swift
@@ -18,10 +18,10 @@ import Recall
 /// - **The `HTTPClient` stays yours**: the transport never shuts it down (use `.shared`, or shut
 ///   down your own after the last request).
 /// - The response is handed over as soon as its head is in; its body streams from AHC's body
-///   stream as the caller reads it (``Recall/ResponseBody``), at the caller's pace, with no
+///   stream as the caller reads it (``/Recall/ResponseBody``), at the caller's pace, with no
 ///   size limit unless ``maxResponseBodyBytes`` sets one (then a longer body fails with a
-///   ``Recall/TransportError`` of kind `.other` saying so). A body of at most
-///   ``Recall/ResponseBody/collectedUpTo`` bytes by its `Content-Length` arrives whole with the
+///   ``/Recall/TransportError`` of kind `.other` saying so). A body of at most
+///   ``/Recall/ResponseBody/collectedUpTo`` bytes by its `Content-Length` arrives whole with the
 ///   head. A body cut short of its `Content-Length` fails the read with `.connectionLost`. AHC's
 ///   deadline (the request's `timeoutInterval`) covers the whole exchange, body included.
 /// - The request's `timeoutInterval` becomes AHC's deadline for the whole exchange (Recall's
@@ -30,7 +30,7 @@ import Recall
 /// - AHC retries connecting to a host that refuses until the request's deadline unless its
 ///   configuration's `connectionPool.retryConnectionEstablishment` is `false`: turn it off for a
 ///   prompt offline answer from the cache and Recall's own retries.
-/// - Every AHC and NIO failure becomes a ``Recall/TransportError`` of the kind the retrier,
+/// - Every AHC and NIO failure becomes a ``/Recall/TransportError`` of the kind the retrier,
 ///   the idempotency rule, the circuit breaker and the cache's offline answers understand
 ///   (``mapError(_:url:)``): connection refused or a connect timeout is `.cannotConnect` and
 ///   never sent (so even a `POST` may be retried), a connection the server closed is

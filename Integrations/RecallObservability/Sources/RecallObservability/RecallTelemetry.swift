@@ -155,7 +155,7 @@ public final class RecallTelemetry: ServiceHook, Sendable {
     }
 
     /// `url` for spans and logs: without user information, and with the values of secret
-    /// query parameters (``Recall/CacheConfiguration/defaultSecretQueryParameters``) replaced.
+    /// query parameters (``/Recall/CacheConfiguration/defaultSecretQueryParameters``) replaced.
     static func redacted(_ url: URL?) -> String {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "?" }
         if components.user != nil || components.password != nil {

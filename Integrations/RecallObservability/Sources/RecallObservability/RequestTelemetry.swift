@@ -2,7 +2,7 @@ import Recall
 import Synchronization
 import Tracing
 
-/// What ``RecallTelemetry`` keeps for one logical request, in its ``Recall/RecallContext``.
+/// What ``RecallTelemetry`` keeps for one logical request, in its ``/Recall/RecallContext``.
 final class RequestTelemetry: Sendable {
     struct State {
         var span: (any Span)?

@@ -6,7 +6,7 @@ import HTTPTypes
 import OpenAPIRuntime
 import Recall
 
-/// The rest of an OpenAPI client's chain as a Recall ``Recall/Transport``, for the length of
+/// The rest of an OpenAPI client's chain as a Recall ``/Recall/Transport``, for the length of
 /// one ``RecallMiddleware/intercept(_:body:baseURL:operationID:next:)`` call.
 struct NextTransport: Transport {
     let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)

@@ -7,7 +7,7 @@ import OpenAPIRuntime
 import Recall
 
 /// Recall under an OpenAPI-generated client: a `ClientMiddleware` that runs Recall's hooks — an
-/// ``Recall/HTTPCache`` above all — and its retrier around the rest of the client's chain (the
+/// ``/Recall/HTTPCache`` above all — and its retrier around the rest of the client's chain (the
 /// middlewares after it, then the transport).
 ///
 /// ```swift
@@ -27,7 +27,7 @@ import Recall
 ///   `Vary` on a credential field): a `private` answer is never served to another caller,
 ///   whatever the order.
 /// - Requests and responses are converted between swift-http-types' `HTTPRequest`/`HTTPResponse`
-///   and Recall's `URLRequest`/``Recall/RecallResponse``. A request body is collected up to
+///   and Recall's `URLRequest`/``/Recall/RecallResponse``. A request body is collected up to
 ///   ``maxRequestBodyBytes`` (see below); a response body **streams** from the transport's
 ///   `HTTPBody` through the hooks (the cache keeps a copy as it passes) to the client's, read
 ///   once, with no size limit unless ``maxResponseBodyBytes`` sets one.
@@ -38,7 +38,7 @@ import Recall
 /// - `next` may be called only while the call lasts, so a `stale-while-revalidate` refresh runs
 ///   before the answer (the stale response answers if it fails) rather than in the background.
 /// - Errors thrown below this middleware reach the retrier as they are; errors of clients that
-///   adopt ``Recall/TransportErrorConvertible`` are classified like `URLError`s.
+///   adopt ``/Recall/TransportErrorConvertible`` are classified like `URLError`s.
 public struct RecallMiddleware: ClientMiddleware {
     /// The hooks, outermost first.
     public var hooks: [any ServiceHook]
@@ -49,7 +49,7 @@ public struct RecallMiddleware: ClientMiddleware {
     public var maxRequestBodyBytes: Int
     /// The largest response body passed on, in bytes; nil (the default) for no limit: bodies
     /// stream, so their size costs no memory here. A longer body fails its read with a
-    /// ``Recall/TransportError`` of kind `other`.
+    /// ``/Recall/TransportError`` of kind `other`.
     public var maxResponseBodyBytes: Int?
     /// The clock retry delays and attempt timeouts run on.
     public var clock: any Clock<Duration>
@@ -57,7 +57,7 @@ public struct RecallMiddleware: ClientMiddleware {
     public var observer: (@Sendable (RecallEvent, RecallContext) -> Void)?
     /// Whether a middleware after this one may add credentials to the request (`true` unless
     /// you say otherwise): then the hooks' caches keep only what every caller may share (see
-    /// ``Recall/HTTPCache/credentialsMayBeAddedBelow``). Put this middleware after the ones
+    /// ``/Recall/HTTPCache/credentialsMayBeAddedBelow``). Put this middleware after the ones
     /// that add credentials and pass `false`.
     public var credentialsMayBeAddedBelow: Bool
 

@@ -6,7 +6,7 @@ import PostgresNIO
 ///
 /// Version 1:
 /// - `recall_entries`: one row a cache key — `key_hash` (SHA-256 of the key, the primary key),
-///   `key` (compared on every read), `record` (the encoded ``Recall/CacheRecord``), `size`,
+///   `key` (compared on every read), `record` (the encoded ``/Recall/CacheRecord``), `size`,
 ///   `stored_at`, `used_at` (touched at most once per touch interval) and `uses` (touches since
 ///   the last eviction pass: the second chance), `expires_at` (when no stored response can be
 ///   served any more; null: only eviction removes it). Indexes on `used_at` (eviction) and
@@ -14,7 +14,7 @@ import PostgresNIO
 /// - `recall_usage`: rows and bytes of `recall_entries`, kept by a trigger in 16 counter rows (a
 ///   connection adds to the row of its backend, so concurrent writers seldom wait on one
 ///   another): the size is read from 16 rows, never counted.
-/// - `recall_leases`: claims of fetches across processes (``Recall/FetchCoordinator``).
+/// - `recall_leases`: claims of fetches across processes (``/Recall/FetchCoordinator``).
 /// - `recall_meta`: the schema version and the shared secret.
 enum PostgresSchema {
     /// The schema version this code writes and reads.

@@ -6,7 +6,7 @@ import Synchronization
 
 /// Recall's fleet storage: cache records in one PostgreSQL table that every replica of a service
 /// shares. A response one replica stored is a hit in the others, an invalidation in one is seen
-/// by all on their next lookup, and (as the cache's ``Recall/FetchCoordinator``) concurrent
+/// by all on their next lookup, and (as the cache's ``/Recall/FetchCoordinator``) concurrent
 /// misses on one key across replicas cost the origin one request.
 ///
 /// ```swift
@@ -59,8 +59,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// The longest any entry is kept after it was stored (7 days), also one that can still
         /// be revalidated.
         public var retention: Duration = .seconds(7 * 86_400)
-        /// Not used: the ``Recall/HTTPCache`` tells each write when its responses stop being
-        /// servable (``Recall/CacheStorage/store(_:expires:)``), under its own configuration.
+        /// Not used: the ``/Recall/HTTPCache`` tells each write when its responses stop being
+        /// servable (``/Recall/CacheStorage/store(_:expires:)``), under its own configuration.
         @available(*, deprecated, message: "not used: the cache computes each record's expiry and hands it to the storage")
         public var cache: CacheConfiguration {
             get { CacheConfiguration() }
@@ -322,7 +322,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         return storage
     }
 
-    /// A ``Recall/TieredStorage`` with `memory` in front of this storage; removals by any
+    /// A ``/Recall/TieredStorage`` with `memory` in front of this storage; removals by any
     /// replica reach `memory` (see the type's notes on memory tiers).
     public func withMemoryTier(_ memory: MemoryStorage = MemoryStorage()) -> TieredStorage {
         TieredStorage(upper: memory, lower: self)  // it subscribes to the fleet's changes
@@ -483,7 +483,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// and not stored (bodies live in the row).
     public var entryLimit: Int { configuration.maxRecordBytes }
 
-    /// The counters, as ``Recall/StorageStatistics`` (see ``fleetStatistics`` for all of them).
+    /// The counters, as ``/Recall/StorageStatistics`` (see ``fleetStatistics`` for all of them).
     public var statistics: StorageStatistics {
         let mine = fleetStatistics
         var statistics = StorageStatistics()
