@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Compares the public API of the root package's library products with the baseline commit named
-# in .api-baseline (the last release; see CONTRIBUTING.md, "Releasing"), using the toolchain's
-# `swift package diagnose-api-breaking-changes`. A breaking change fails unless CHANGELOG.md's
-# "Unreleased" section lists it under a "### Breaking" heading: the declaration, or a type it
-# belongs to, named there (`MockTransport.send` or `MockTransport` both cover
-# `func MockTransport.send(_:)`).
+# Compares the public API of every library product — the root package's, and those of the packages
+# under Integrations/ — with the baseline commit named in .api-baseline (the last release; see
+# CONTRIBUTING.md, "Releasing"), using the toolchain's `swift package diagnose-api-breaking-changes`.
+# A breaking change fails unless CHANGELOG.md's "Unreleased" section lists it under a "### Breaking"
+# heading: the declaration, or a type it belongs to, named there (`MockTransport.send` or
+# `MockTransport` both cover `func MockTransport.send(_:)`).
 #
-#   scripts/check-api.sh              # against .api-baseline
+#   scripts/check-api.sh                  # against .api-baseline
 #   scripts/check-api.sh --baseline REV   # against another commit (to try the check itself)
+#
+# The toolchain's command compares a package with a commit of the package's own repository, so an
+# Integrations/ package (a subdirectory of this one, with the root as a path dependency) is
+# compared in a repository made for the purpose under .build/api-check: a commit of the package as
+# it was at the baseline, its dependency on Recall pointing to Recall as it was then, and a commit
+# of the package as it is, pointing to Recall as it is (built in the package's own .build, so only
+# what changed is built again; the baseline is built once, and kept in .build/api-check). A package no file of which changed since
+# the baseline is not compared: its API is what its own files declare (what it shows of Recall's
+# types is compared with the root package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,19 +35,73 @@ if ! git cat-file -e "$baseline^{commit}" 2>/dev/null; then
     exit 1
 fi
 
+root="$(pwd)"
 report="$(mktemp)"
-trap 'rm -f "$report"' EXIT
+trap 'rm -f "$report" "$report.one"' EXIT
+
+# diagnose DIRECTORY SCRATCH TREEISH [ARGUMENTS…]: runs the toolchain's command in DIRECTORY, with
+# its builds in SCRATCH (a package's own .build: its dependencies are built there already), and adds its
+# report to $report. Exit status 1 means breaks were found (checked against the CHANGELOG at the
+# end); anything it prints besides its build log is shown.
+diagnose() {
+    local directory="$1" scratch="$2" treeish="$3" status
+    shift 3
+    set +e
+    (cd "$directory" && swift package --scratch-path "$scratch" diagnose-api-breaking-changes "$treeish" "$@") >"$report.one" 2>&1
+    status=$?
+    set -e
+    grep -Ev '^\[[0-9]+/[0-9]+\]|^Building for|^Build complete|^warning: .*unhandled|^ +/.*/\.build/|^(Fetching|Fetched|Computing|Computed|Cloning|Cloned|Updating|Updated|Creating working copy|Working copy of) ' \
+        "$report.one" || true
+    if [ "$status" -ne 0 ] && ! grep -q "API breakage:" "$report.one"; then
+        echo "error: diagnose-api-breaking-changes failed in $directory (status $status) without a report of breaks" >&2
+        exit 1
+    fi
+    cat "$report.one" >>"$report"
+}
+
+# commit REPOSITORY MESSAGE: commits everything in REPOSITORY. The same files make the same commit
+# (fixed names and dates), so a baseline kept in --baseline-dir is found again on the next run.
+commit() {
+    git -C "$1" add -A
+    GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
+        git -C "$1" -c user.name="scripts/check-api.sh" -c user.email="check-api@recall.invalid" commit -q -m "$2"
+}
+
 echo "API of the root package's library products against $baseline"
-# Exit status 1 means breaks were found (checked below against the CHANGELOG); anything the
-# tool prints besides its build log is shown.
-set +e
-swift package diagnose-api-breaking-changes "$baseline" >"$report" 2>&1
-status=$?
-set -e
-grep -Ev '^\[[0-9]+/[0-9]+\]|^Building for|^Build complete' "$report" || true
-if [ "$status" -ne 0 ] && ! grep -q "API breakage:" "$report"; then
-    echo "error: diagnose-api-breaking-changes failed (status $status) without a report of breaks" >&2
-    exit 1
-fi
+diagnose . "$root/.build" "$baseline"
+
+work=".build/api-check"
+baseline_root="$root/$work/recall-$baseline"
+for package in Integrations/*/; do
+    package="${package%/}"
+    name="$(basename "$package")"
+    grep -q '\.library(' "$package/Package.swift" 2>/dev/null || continue
+    if ! git cat-file -e "$baseline:$package/Package.swift" 2>/dev/null; then
+        echo "$name: new since $baseline, nothing to compare"
+        continue
+    fi
+    if git diff --quiet "$baseline" -- "$package" && [ -z "$(git ls-files --others --exclude-standard -- "$package")" ]; then
+        echo "$name: no file changed since $baseline"
+        continue
+    fi
+    echo "API of $name against $baseline"
+    if [ ! -d "$baseline_root" ]; then
+        mkdir -p "$baseline_root"
+        git archive "$baseline" | tar -x -C "$baseline_root"
+    fi
+    repository="$root/$work/$name"
+    rm -rf "$repository"
+    mkdir -p "$repository"
+    git -C "$repository" init -q
+    git archive "$baseline" "$package" | tar -x -C "$repository" --strip-components=2
+    sed -i "s#path: \"\.\./\.\.\"#path: \"$baseline_root\"#" "$repository/Package.swift"
+    commit "$repository" "$name at $baseline"
+    git -C "$repository" tag baseline
+    find "$repository" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
+    tar -C "$package" --exclude=./.build --exclude=./.swiftpm -cf - . | tar -x -C "$repository"
+    sed -i "s#path: \"\.\./\.\.\"#path: \"$root\"#" "$repository/Package.swift"
+    commit "$repository" "$name as it is"
+    diagnose "$repository" "$root/$package/.build" baseline --baseline-dir "$root/$work/baselines/$name-$baseline"
+done
 
 python3 scripts/api-breaks-listed.py "$report" CHANGELOG.md
