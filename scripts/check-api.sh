@@ -13,8 +13,8 @@
 # Integrations/ package (a subdirectory of this one, with the root as a path dependency) is
 # compared in a repository made for the purpose under .build/api-check: a commit of the package as
 # it was at the baseline, its dependency on Recall pointing to Recall as it was then, and a commit
-# of the package as it is, pointing to Recall as it is (built in the package's own .build, so only
-# what changed is built again; the baseline is built once, and kept in .build/api-check). A package no file of which changed since
+# of the package as it is, pointing to Recall as it is (built in the package's own .build, where its
+# dependencies are built already; the baseline is built once, and kept in .build/api-check). A package no file of which changed since
 # the baseline is not compared: its API is what its own files declare (what it shows of Recall's
 # types is compared with the root package).
 set -euo pipefail
@@ -30,21 +30,29 @@ if [ -z "$baseline" ]; then
     echo "error: .api-baseline names no commit" >&2
     exit 1
 fi
-if ! git cat-file -e "$baseline^{commit}" 2>/dev/null; then
-    echo "error: the API baseline $baseline is not in this clone's history (a shallow clone? fetch it: git fetch --unshallow)" >&2
+if ! baseline="$(git rev-parse --verify --quiet "$baseline^{commit}")"; then
+    echo "error: the API baseline is not in this clone's history (a shallow clone? fetch it: git fetch --unshallow)" >&2
     exit 1
 fi
 
 root="$(pwd)"
 report="$(mktemp)"
-trap 'rm -f "$report" "$report.one"' EXIT
+trap 'rm -f "$report" "$report.one" "$report.files"' EXIT
+
+# library_modules DIRECTORY: the modules of the package's library products, one per line.
+library_modules() {
+    (cd "$1" && swift package dump-package) |
+        python3 -c 'import json, sys; m = json.load(sys.stdin); print("\n".join(sorted({t for p in m["products"] if "library" in p["type"] for t in p["targets"]})))'
+}
 
 # diagnose DIRECTORY SCRATCH TREEISH [ARGUMENTS…]: runs the toolchain's command in DIRECTORY, with
 # its builds in SCRATCH (a package's own .build: its dependencies are built there already), and adds its
 # report to $report. Exit status 1 means breaks were found (checked against the CHANGELOG at the
-# end); anything it prints besides its build log is shown.
+# end); anything it prints besides its build log is shown. Each library module of the package
+# must have its verdict in the report ("No breaking changes detected in M" or "N breaking changes
+# detected in M"): a module that failed to compare is an error, whatever the others reported.
 diagnose() {
-    local directory="$1" scratch="$2" treeish="$3" status
+    local directory="$1" scratch="$2" treeish="$3" status module
     shift 3
     set +e
     (cd "$directory" && swift package --scratch-path "$scratch" diagnose-api-breaking-changes "$treeish" "$@") >"$report.one" 2>&1
@@ -56,7 +64,26 @@ diagnose() {
         echo "error: diagnose-api-breaking-changes failed in $directory (status $status) without a report of breaks" >&2
         exit 1
     fi
+    if grep -Eq '^error:' "$report.one"; then
+        echo "error: diagnose-api-breaking-changes reported an error in $directory (above)" >&2
+        exit 1
+    fi
+    for module in $(library_modules "$directory"); do
+        if ! grep -Eq "^(No breaking changes|[0-9]+ breaking changes?) detected in $module:?\$" "$report.one"; then
+            echo "error: diagnose-api-breaking-changes gave no verdict on $module in $directory" >&2
+            exit 1
+        fi
+    done
     cat "$report.one" >>"$report"
+}
+
+# point_at_recall MANIFEST PATH: the manifest's path dependency on Recall ("../..") points at PATH.
+point_at_recall() {
+    RECALL="$2" perl -pi -e 's#path: "\.\./\.\."#path: "$ENV{RECALL}"#' "$1"
+    if ! grep -qF "path: \"$2\"" "$1"; then
+        echo "error: $1 has no path dependency \"../..\" on Recall to point at $2" >&2
+        exit 1
+    fi
 }
 
 # commit REPOSITORY MESSAGE: commits everything in REPOSITORY. The same files make the same commit
@@ -85,21 +112,26 @@ for package in Integrations/*/; do
         continue
     fi
     echo "API of $name against $baseline"
-    if [ ! -d "$baseline_root" ]; then
-        mkdir -p "$baseline_root"
-        git archive "$baseline" | tar -x -C "$baseline_root"
+    if [ ! -d "$baseline_root" ]; then   # made whole, then moved into place
+        rm -rf "$baseline_root.partial"
+        mkdir -p "$baseline_root.partial"
+        git archive "$baseline" | tar -x -C "$baseline_root.partial"
+        mv "$baseline_root.partial" "$baseline_root"
     fi
     repository="$root/$work/$name"
     rm -rf "$repository"
     mkdir -p "$repository"
     git -C "$repository" init -q
     git archive "$baseline" "$package" | tar -x -C "$repository" --strip-components=2
-    sed -i "s#path: \"\.\./\.\.\"#path: \"$baseline_root\"#" "$repository/Package.swift"
+    point_at_recall "$repository/Package.swift" "$baseline_root"
     commit "$repository" "$name at $baseline"
     git -C "$repository" tag baseline
     find "$repository" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
-    tar -C "$package" --exclude=./.build --exclude=./.swiftpm -cf - . | tar -x -C "$repository"
-    sed -i "s#path: \"\.\./\.\.\"#path: \"$root\"#" "$repository/Package.swift"
+    # The package's files as they are: tracked or new, not those git ignores (.build, Package.resolved).
+    git -C "$package" ls-files -co --exclude-standard --deduplicate |
+        while IFS= read -r file; do [ -e "$package/$file" ] && printf '%s\n' "$file"; done >"$report.files"
+    tar -C "$package" -cf - -T "$report.files" | tar -x -C "$repository"
+    point_at_recall "$repository/Package.swift" "$root"
     commit "$repository" "$name as it is"
     diagnose "$repository" "$root/$package/.build" baseline --baseline-dir "$root/$work/baselines/$name-$baseline"
 done

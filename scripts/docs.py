@@ -15,6 +15,7 @@ so the Swift Package Index, Xcode and `docc` show the same pages with links that
     scripts/docs.sh            # check the articles are current, build every module's documentation
                                # with warnings as errors, merge them, count undocumented public symbols
     scripts/docs.sh --update   # remake the articles after editing README.md or docs/*.md
+    scripts/docs.sh --check    # only check the articles are current (instant: CI runs it first)
 
 The documentation is written to .build/docs/Recall.doccarchive (`docc preview` can serve a catalog).
 """
@@ -34,12 +35,8 @@ CATALOG = ROOT / "Sources/Recall/Recall.docc"
 ARTICLES = CATALOG / "Articles"
 RESOURCES = CATALOG / "Resources"
 OUT = ROOT / ".build/docs"
-# The library products, by package, in build order: the others link to Recall's symbols.
-MODULES = [(".", "Recall"), (".", "RecallServices"), (".", "RecallTesting"), (".", "RecallReplay"),
-           ("Integrations/RecallAsyncHTTPClient", "RecallAsyncHTTPClient"),
-           ("Integrations/RecallOpenAPI", "RecallOpenAPI"),
-           ("Integrations/RecallObservability", "RecallObservability"),
-           ("Integrations/RecallPostgres", "RecallPostgres")]
+# The module the others link to (`/Recall/...`): built first, and given to them as a dependency.
+FIRST = "Recall"
 BUNDLE_PREFIX = "org.recall."
 
 GENERATED_NOTE = "<!-- Made from {source} by scripts/docs.sh --update: edit that file, not this one. -->"
@@ -61,10 +58,11 @@ def pages():
 
 
 def outside_code(lines):
-    """Yields (index, line) for the lines that are not inside a fenced code block."""
+    """Yields (index, line) for the lines that are not inside a fenced code block (in a block
+    quote too). Pages use fences, not indented code blocks."""
     fence = None
     for index, line in enumerate(lines):
-        stripped = line.strip()
+        stripped = re.sub(r"^(\s*>)*", "", line).strip()
         marker = re.match(r"(`{3,}|~{3,})", stripped)
         if fence is None and marker:
             fence = marker.group(1)
@@ -90,28 +88,41 @@ def github_slug(text):
 
 
 def docc_fragment(text):
-    """The anchor DocC gives a heading: whitespace and dash runs become one dash, punctuation goes."""
-    parts = [part for part in re.split(r"[\s\-]+", plain_heading(text)) if part]
-    joined = "-".join(parts)
-    return "".join(c for c in joined if c == "-" or not unicodedata.category(c)[0] in "PS")
+    """The anchor DocC gives a heading (swift-docc's urlReadableFragment): runs of whitespace,
+    hyphens, en and em dashes become one hyphen; punctuation and backticks go, other symbols stay."""
+    parts = [part for part in re.split(r"[\s\-\u2013\u2014]+", plain_heading(text)) if part]
+    return "".join(c for c in "-".join(parts) if c == "-" or not unicodedata.category(c).startswith("P"))
 
 
 def anchors(source):
-    """GitHub slug -> DocC fragment for every heading of a page."""
+    """GitHub slug -> DocC fragment for every section heading of a page (the title has none in
+    DocC); None for a heading whose text another heading has too (DocC cannot tell them apart)."""
     lines = (ROOT / source).read_text(encoding="utf-8").split("\n")
+    headings = [match.group(1) for _, line in outside_code(lines)
+                if (match := re.match(r" {0,3}#{2,6}\s+(.*?)\s*#*\s*$", line))]
+    fragments = [docc_fragment(heading) for heading in headings]
     found, seen = {}, {}
-    for _, line in outside_code(lines):
-        heading = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if not heading:
-            continue
-        slug = github_slug(heading.group(1))
+    for heading, fragment in zip(headings, fragments):
+        slug = github_slug(heading)
         count = seen.get(slug, 0)
         seen[slug] = count + 1
-        found[slug if count == 0 else f"{slug}-{count}"] = docc_fragment(heading.group(1))
+        found[slug if count == 0 else f"{slug}-{count}"] = fragment if fragments.count(fragment) == 1 else None
     return found
 
 
 LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(([^()\s]+)\)")
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)")
+# Link forms the pages do not use, refused rather than left as links that lead nowhere in DocC.
+UNSUPPORTED = [
+    (re.compile(r"(?m)^ {0,3}\[[^\]]+\]:\s*\S"), "a reference-style link definition (write the link inline)"),
+    (re.compile(r"\]\((?:<|[^()\s]*\s+[\"'(])"), "a link with a title or in angle brackets (write [text](path))"),
+]
+
+
+def links_outside_spans(text, change):
+    """`text` with `change` applied to each link that does not start inside a code span."""
+    spans = [span.span() for span in CODE_SPAN.finditer(text)]
+    return LINK.sub(lambda match: match.group(0) if any(a <= match.start() < b for a, b in spans) else change(match), text)
 
 
 def article(name, source, title, by_source):
@@ -128,11 +139,12 @@ def article(name, source, title, by_source):
         path, _, fragment = target.partition("#")
         repo_path = os.path.normpath(base / path).replace(os.sep, "/") if path else source
         if bang:
+            resource = Path(repo_path).name
             if not (ROOT / repo_path).is_file():
                 problems.append(f"{source}: the image {target} does not exist")
-                return match.group(0)
-            resources[Path(repo_path).name] = repo_path
-            return f"![{text}]({Path(repo_path).name})"
+            elif resources.setdefault(resource, repo_path) != repo_path or resource_owners.setdefault(resource, repo_path) != repo_path:
+                problems.append(f"{source}: the image {target} has the name of another image ({resource})")
+            return f"![{text}]({resource})"
         if repo_path in by_source:
             target_name = by_source[repo_path]
             if not fragment:
@@ -140,35 +152,53 @@ def article(name, source, title, by_source):
             known = anchors(repo_path)
             if fragment not in known:
                 problems.append(f"{source}: the link {target} names no heading of {repo_path}")
-                return match.group(0)
-            return f"[{text}](<doc:{target_name}#{known[fragment]}>)"
+            elif known[fragment] is None:
+                problems.append(f"{source}: the link {target} names a heading {repo_path} has twice (DocC cannot tell them apart)")
+            else:
+                return f"[{text}](<doc:{target_name}#{known[fragment]}>)"
+            return match.group(0)
         if not (ROOT / repo_path).exists():
             problems.append(f"{source}: the link {target} names no file of the repository")
             return match.group(0)
         # A file that is not a page: its path, as the reader of the built documentation finds it.
         return f"{text} (`{repo_path}`)" if text.strip("`") != repo_path else f"`{repo_path}`"
 
-    code = {index for index in range(len(lines))} - {index for index, _ in outside_code(lines)}
-    output = []
-    titled = False
-    for index, line in enumerate(lines):
+    def prose(text):
+        for pattern, what in UNSUPPORTED:
+            for found in pattern.finditer(text):
+                line = text[: found.start()].count("\n") + 1
+                problems.append(f"{source}: {what}, in: {text.splitlines()[line - 1].strip()}")
+        return links_outside_spans(text, link)
+
+    # Runs of prose (a link's text may wrap onto the next line) between the code blocks.
+    code = set(range(len(lines))) - {index for index, _ in outside_code(lines)}
+    output, run, titled = [], [], False
+    for index, line in enumerate(lines + [None]):
+        if line is not None and index not in code and not (not titled and line.startswith("# ")):
+            run.append(line)
+            continue
+        if run:
+            output += prose("\n".join(run)).split("\n")
+            run = []
+        if line is None:
+            break
         if index in code:
             output.append(line)
-            continue
-        if not titled and line.startswith("# "):
-            output.append(f"# {title}" if title else line)
-            output.append("")
-            output.append(GENERATED_NOTE.format(source=source))
+        else:
+            output += [f"# {title}" if title else line, "", GENERATED_NOTE.format(source=source)]
             titled = True
-            continue
-        output.append(LINK.sub(link, line))
     if not titled:
         problems.append(f"{source}: a page must start with a `# Title` line")
     return "\n".join(output), resources, problems
 
 
+# Resource name -> the file it was made from, across pages (two images may not share a name).
+resource_owners = {}
+
+
 def made_catalog():
     """{relative path: text or ('link', target)} of everything this script makes in the catalog."""
+    resource_owners.clear()
     by_source = {source: name for name, source, _ in pages()}
     files, problems = {}, []
     for name, source, title in pages():
@@ -188,8 +218,10 @@ def existing_catalog():
         if not folder.is_dir():
             continue
         for path in sorted(folder.iterdir()):
+            if path.name.startswith("."):  # .DS_Store and the like
+                continue
             key = f"{folder.name}/{path.name}"
-            files[key] = ("link", os.readlink(path)) if path.is_symlink() else path.read_text(encoding="utf-8")
+            files[key] = ("link", os.readlink(path)) if path.is_symlink() else path.read_bytes()
     return files
 
 
@@ -209,7 +241,8 @@ def update():
 
 
 def check_current():
-    made, existing = made_catalog(), existing_catalog()
+    made = {key: content.encode("utf-8") if isinstance(content, str) else content for key, content in made_catalog().items()}
+    existing = existing_catalog()
     stale = sorted(key for key in set(made) | set(existing) if made.get(key) != existing.get(key))
     if stale:
         raise DocsError("the DocC articles are not those README.md and docs/*.md make "
@@ -220,12 +253,35 @@ def check_current():
 # MARK: - Build
 
 
-def run(arguments, package="."):
+def run(arguments, package=".", stderr=True):
+    """The command's output (stdout, and stderr unless `stderr` is false); fails when it does."""
     result = subprocess.run(arguments, cwd=ROOT / package, text=True, capture_output=True)
     if result.returncode != 0:
         sys.stderr.write(result.stdout + result.stderr)
-        raise DocsError(f"{' '.join(map(str, arguments[:2]))} failed in {package} (exit {result.returncode})")
-    return result.stdout + result.stderr
+        raise DocsError(f"{' '.join(map(str, arguments[:3]))} failed in {package} (exit {result.returncode})")
+    return result.stdout + (result.stderr if stderr else "")
+
+
+# A diagnostic line of docc, alone or after a file position.
+DIAGNOSTIC = re.compile(r"(?m)(^|: )(warning|error):")
+
+
+def library_modules():
+    """(package, module) for every library product's module: the root package's, then each
+    Integrations/ package's, as their manifests say (`swift package dump-package`)."""
+    packages = ["."] + sorted(str(path.parent.relative_to(ROOT)) for path in ROOT.glob("Integrations/*/Package.swift"))
+    found = []
+    for package in packages:
+        manifest = json.loads(run(["swift", "package", "dump-package"], package, stderr=False))
+        for product in manifest["products"]:
+            if "library" in product["type"]:
+                found += [(package, target) for target in product["targets"] if (package, target) not in found]
+    found.sort(key=lambda item: (item[0] != ".", item[1] != FIRST))
+    missing = [f"{package}/Sources/{module}/{module}.docc" for package, module in found
+               if not (ROOT / package / f"Sources/{module}/{module}.docc").is_dir()]
+    if missing:
+        raise DocsError("library modules without a documentation catalog (add one, with a landing page):\n  " + "\n  ".join(missing))
+    return found
 
 
 def symbol_graphs(package):
@@ -252,7 +308,8 @@ def undocumented(module, graphs):
             # the compiler (Hashable's members) or inherited from a protocol's extension.
             if symbol["kind"]["identifier"] == "swift.extension" or "location" not in symbol:
                 continue
-            if not symbol.get("docComment"):
+            # A comment of its own: not one inherited from a protocol requirement it implements.
+            if symbol.get("docComment", {}).get("uri") != symbol["location"]["uri"]:
                 location = symbol["location"]
                 file = Path(location["uri"].removeprefix("file://")).relative_to(ROOT)
                 missing.append(f"{file}:{location['position']['line'] + 1}: {'.'.join(symbol['pathComponents'])}")
@@ -262,12 +319,13 @@ def undocumented(module, graphs):
 def build():
     shutil.rmtree(OUT, ignore_errors=True)
     (OUT / "modules").mkdir(parents=True)
-    graphs_of = {package: symbol_graphs(package) for package, _ in MODULES}
-    missing = [line for package, module in MODULES for line in undocumented(module, graphs_of[package])]
+    modules = library_modules()
+    graphs_of = {package: symbol_graphs(package) for package, _ in modules}
+    missing = [line for package, module in modules for line in undocumented(module, graphs_of[package])]
     if missing:
         raise DocsError(f"public symbols without a doc comment ({len(missing)}):\n  " + "\n  ".join(missing))
     archives = []
-    for package, module in MODULES:
+    for package, module in modules:
         graphs = graphs_of[package]
         inputs = OUT / "symbol-graphs" / module
         inputs.mkdir(parents=True)
@@ -281,14 +339,17 @@ def build():
         if archives:  # links to another module's symbols go to Recall's (one dependency: DocC takes one well)
             arguments += ["--dependency", archives[0]]
         output = run(arguments)
-        if re.search(r"(?m)^(warning|error):", output):
+        if DIAGNOSTIC.search(output):
             sys.stderr.write(output)
             raise DocsError(f"docc reported problems in {module}'s documentation")
         archives.append(archive)
     merged = OUT / "Recall.doccarchive"
-    run(["docc", "merge", *archives, "--output-path", merged, "--synthesized-landing-page-name", "Recall"])
+    output = run(["docc", "merge", *archives, "--output-path", merged, "--synthesized-landing-page-name", "Recall"])
+    if DIAGNOSTIC.search(output):
+        sys.stderr.write(output)
+        raise DocsError("docc merge reported problems")
     pages_built = sum(1 for _ in (merged / "data/documentation").rglob("*.json"))
-    print(f"docs: {len(MODULES)} modules, {pages_built} pages, no warnings, every public symbol documented: "
+    print(f"docs: {len(modules)} modules, {pages_built} pages, no warnings, every public symbol documented: "
           f"{merged.relative_to(ROOT)}")
 
 
@@ -296,6 +357,8 @@ def main(arguments):
     try:
         if arguments == ["--update"]:
             update()
+        elif arguments == ["--check"]:
+            check_current()
         elif arguments == []:
             check_current()
             build()

@@ -25,12 +25,19 @@ see [CHANGELOG.md](CHANGELOG.md) and [the changes](CHANGELOG.md).
 
 CACHING = """# Caching
 
-Back to [the start](../README.md), [down](#retry-after-and-3xx-the-head-case), [again](#notes-1),
-[away](https://example.com/a.md) and ![a chart](samples/chart.svg).
+Back to [the start](../README.md), [down](#retry-after-and-3xx-the-head-case), [a wrapped
+link](#audience-one-user-or-many), [away](https://example.com/a.md) and ![a chart](samples/chart.svg).
+Write `[text](nowhere.md)` for a link; [`samples/chart.svg`](samples/chart.svg) is a file.
 
 ```swift
 let link = "[not a link](nowhere.md)"
 ```
+
+> ```
+> [quoted code](nowhere.md)
+> ```
+
+## Dashes — and symbols → C++
 
 ## Audience: one user or many
 
@@ -70,7 +77,10 @@ class ArticlesTests(unittest.TestCase):
         self.assertEqual(docs.docc_fragment("Audience: one user or many"), "Audience-one-user-or-many")
         self.assertEqual(docs.github_slug("`Retry-After` and 3xx (the `HEAD` case)"), "retry-after-and-3xx-the-head-case")
         self.assertEqual(docs.docc_fragment("`Retry-After` and 3xx (the `HEAD` case)"), "Retry-After-and-3xx-the-HEAD-case")
-        self.assertEqual(docs.anchors("docs/caching.md")["notes-1"], "Notes")
+        self.assertEqual(docs.docc_fragment("Dashes — and symbols → C++"), "Dashes-and-symbols-→-C++")
+        self.assertEqual(docs.anchors("docs/caching.md")["dashes--and-symbols--c"], "Dashes-and-symbols-→-C++")
+        self.assertIsNone(docs.anchors("docs/caching.md")["notes-1"])  # two "Notes": DocC cannot tell them apart
+        self.assertNotIn("caching", docs.anchors("docs/caching.md"))  # the title has no anchor in DocC
 
     def test_links_become_docc_links(self):
         made = docs.made_catalog()
@@ -81,15 +91,32 @@ class ArticlesTests(unittest.TestCase):
         self.assertIn("see `CHANGELOG.md` and the changes (`CHANGELOG.md`).", start)
         self.assertIn("[the start](<doc:GettingStarted>)", caching)
         self.assertIn("[down](<doc:caching#Retry-After-and-3xx-the-HEAD-case>)", caching)
-        self.assertIn("[again](<doc:caching#Notes>)", caching)
+        self.assertIn("[a wrapped\nlink](<doc:caching#Audience-one-user-or-many>)", caching)
+        self.assertIn("Write `[text](nowhere.md)` for a link; `samples/chart.svg` (`docs/samples/chart.svg`) is a file.", caching)
+        self.assertIn("> [quoted code](nowhere.md)", caching)
         self.assertIn("[away](https://example.com/a.md)", caching)
         self.assertIn("![a chart](chart.svg)", caching)
         self.assertIn('let link = "[not a link](nowhere.md)"', caching)
         self.assertEqual(made["Resources/chart.svg"], ("link", "../../../../docs/samples/chart.svg"))
 
-    def test_a_link_to_a_missing_heading_fails_and_is_named(self):
-        (self.root / "docs/caching.md").write_text(CACHING.replace("#notes-1", "#notes-2"))
-        with self.assertRaisesRegex(docs.DocsError, r"docs/caching.md: the link #notes-2 names no heading"):
+    def test_a_link_to_a_missing_or_repeated_heading_fails_and_is_named(self):
+        (self.root / "docs/caching.md").write_text(CACHING + "\n[here](#notes-2) and [there](#notes-1)\n")
+        with self.assertRaises(docs.DocsError) as failure:
+            docs.made_catalog()
+        self.assertIn("docs/caching.md: the link #notes-2 names no heading", str(failure.exception))
+        self.assertIn("docs/caching.md: the link #notes-1 names a heading docs/caching.md has twice", str(failure.exception))
+
+    def test_link_forms_docc_would_not_resolve_fail_and_are_named(self):
+        (self.root / "README.md").write_text(README + '[titled](docs/caching.md "Caching")\n\n[ref]: docs/caching.md\n')
+        with self.assertRaises(docs.DocsError) as failure:
+            docs.made_catalog()
+        self.assertIn("a link with a title", str(failure.exception))
+        self.assertIn("a reference-style link definition", str(failure.exception))
+
+    def test_two_images_with_one_name_fail(self):
+        (self.root / "docs/chart.svg").write_text("<svg/>")
+        (self.root / "README.md").write_text(README + "![one](docs/chart.svg)\n")
+        with self.assertRaisesRegex(docs.DocsError, r"has the name of another image \(chart.svg\)"):
             docs.made_catalog()
 
     def test_a_link_to_a_missing_file_or_image_fails_and_is_named(self):

@@ -50,6 +50,7 @@ public struct HAREntry: Sendable, Hashable {
         self.line = line
     }
 
+    /// Equal when every field is, headers compared by name and value in order.
     public static func == (lhs: HAREntry, rhs: HAREntry) -> Bool {
         lhs.started == rhs.started && lhs.method == rhs.method && lhs.url == rhs.url && lhs.status == rhs.status
             && lhs.bodySize == rhs.bodySize && lhs.clientCache == rhs.clientCache && lhs.line == rhs.line
@@ -57,6 +58,7 @@ public struct HAREntry: Sendable, Hashable {
             && lhs.responseHeaders.map { [$0.name, $0.value] } == rhs.responseHeaders.map { [$0.name, $0.value] }
     }
 
+    /// Hashes what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(started)
         hasher.combine(method)

@@ -87,7 +87,38 @@ struct DocSnippetTests {
     static var pages: [String] {
         get throws {
             let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
-            return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+            return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 } + catalogPages()
+        }
+    }
+
+    /// The hand-written pages of the DocC catalogs (`Sources/<Module>/<Module>.docc/*.md`, in this
+    /// package and those under `Integrations/`): their landing pages. Their `Articles` are made
+    /// from README.md and docs/*.md by scripts/docs.sh, so their blocks are those pages' blocks.
+    static func catalogPages() -> [String] {
+        let files = FileManager.default
+        var packages = [""]
+        for package in (try? files.contentsOfDirectory(atPath: root.appendingPathComponent("Integrations").path).sorted()) ?? [] {
+            packages.append("Integrations/\(package)/")
+        }
+        var found: [String] = []
+        for package in packages {
+            let sources = package + "Sources"
+            for module in (try? files.contentsOfDirectory(atPath: root.appendingPathComponent(sources).path).sorted()) ?? [] {
+                let catalog = "\(sources)/\(module)/\(module).docc"
+                for file in (try? files.contentsOfDirectory(atPath: root.appendingPathComponent(catalog).path).sorted()) ?? []
+                where file.hasSuffix(".md") {
+                    found.append("\(catalog)/\(file)")
+                }
+            }
+        }
+        return found
+    }
+
+    @Test("the catalogs' landing pages are among the pages: one per library module")
+    func catalogPagesAreFound() {
+        let pages = Self.catalogPages()
+        for module in ["Recall", "RecallServices", "RecallTesting", "RecallReplay", "RecallPostgres"] {
+            #expect(pages.contains { $0.hasSuffix("/\(module).docc/\(module).md") }, "no landing page for \(module) in \(pages)")
         }
     }
 
