@@ -26,7 +26,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unicodedata
 from pathlib import Path
 
@@ -125,11 +124,11 @@ def links_outside_spans(text, change):
     return LINK.sub(lambda match: match.group(0) if any(a <= match.start() < b for a, b in spans) else change(match), text)
 
 
-def article(name, source, title, by_source):
-    """The DocC article made from one page."""
+def article(name, source, title, by_source, images):
+    """The DocC article made from one page; `images` (resource name -> file, across pages) gets
+    its images."""
     lines = (ROOT / source).read_text(encoding="utf-8").split("\n")
     base = Path(source).parent
-    resources = {}
     problems = []
 
     def link(match):
@@ -142,7 +141,7 @@ def article(name, source, title, by_source):
             resource = Path(repo_path).name
             if not (ROOT / repo_path).is_file():
                 problems.append(f"{source}: the image {target} does not exist")
-            elif resources.setdefault(resource, repo_path) != repo_path or resource_owners.setdefault(resource, repo_path) != repo_path:
+            elif images.setdefault(resource, repo_path) != repo_path:
                 problems.append(f"{source}: the image {target} has the name of another image ({resource})")
             return f"![{text}]({resource})"
         if repo_path in by_source:
@@ -189,24 +188,19 @@ def article(name, source, title, by_source):
             titled = True
     if not titled:
         problems.append(f"{source}: a page must start with a `# Title` line")
-    return "\n".join(output), resources, problems
-
-
-# Resource name -> the file it was made from, across pages (two images may not share a name).
-resource_owners = {}
+    return "\n".join(output), problems
 
 
 def made_catalog():
     """{relative path: text or ('link', target)} of everything this script makes in the catalog."""
-    resource_owners.clear()
     by_source = {source: name for name, source, _ in pages()}
-    files, problems = {}, []
+    files, problems, images = {}, [], {}
     for name, source, title in pages():
-        text, resources, found = article(name, source, title, by_source)
+        text, found = article(name, source, title, by_source, images)
         problems += found
         files[f"Articles/{name}.md"] = text
-        for file_name, repo_path in resources.items():
-            files[f"Resources/{file_name}"] = ("link", os.path.relpath(ROOT / repo_path, RESOURCES))
+    for file_name, repo_path in images.items():
+        files[f"Resources/{file_name}"] = ("link", os.path.relpath(ROOT / repo_path, RESOURCES))
     if problems:
         raise DocsError("links in the pages that lead nowhere:\n  " + "\n  ".join(problems))
     return files
