@@ -171,39 +171,24 @@ func compareWithPgbench(
     print(
         "\(rounds) rounds; each: pgbench \(transactions) transactions a run, `-M prepared`, on the same server, then Recall (\(hits) hits at 1 task, \(hits * 4) at 16 and 64). `-S` is pgbench's select-only transaction (one row of pgbench_accounts by primary key); *Recall-shaped* is Recall's lookup statement on a copy of Recall's table (\(keys) of its records, \(record.count) bytes each). Recall's pool: up to 64 connections; the storage holds \(storage.configuration.requestConnections) of them (`requestConnections`). Median of the rounds (range); ratios are taken within a round, then the median.\n"
     )
+    /// A row of the table: `recall`'s figures next to `floor`'s, and their ratio.
+    func row(_ label: String, _ floor: String, _ recall: String, _ unit: String) {
+        print("| \(label) | \(cell(floor, unit)) | \(cell(recall, unit)) | \(String(format: "%.2f×", ratio(recall, floor))) |")
+    }
+    let pooled = "… the same, each statement leasing from the pool (`requestConnections = 0`)"
     print("| figure | pgbench | Recall | ratio |")
     print("|---|---|---|---|")
-    print(
-        "| hit p50, 1 client: `-S` / pipeline hit | \(cell("select p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "select p50"))) |"
-    )
-    print(
-        "| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select p50", "µs")) | \(cell("pooled hit p50", "µs")) | \(String(format: "%.2f×", ratio("pooled hit p50", "select p50"))) |"
-    )
-    print(
-        "| hit p50, 1 client: Recall-shaped / pipeline hit | \(cell("lookup p50", "µs")) | \(cell("hit p50", "µs")) | \(String(format: "%.2f×", ratio("hit p50", "lookup p50"))) |"
-    )
-    print(
-        "| … `PostgresStorage.bytes(for:)` | \(cell("lookup p50", "µs")) | \(cell("storage p50", "µs")) | \(String(format: "%.2f×", ratio("storage p50", "lookup p50"))) |"
-    )
-    print(
-        "| … PostgresNIO alone, through its pool | \(cell("lookup p50", "µs")) | \(cell("driver p50", "µs")) | \(String(format: "%.2f×", ratio("driver p50", "lookup p50"))) |"
-    )
-    print(
-        "| … PostgresNIO alone, one connection | \(cell("lookup p50", "µs")) | \(cell("connection p50", "µs")) | \(String(format: "%.2f×", ratio("connection p50", "lookup p50"))) |"
-    )
-    print(
-        "| … PostgresNIO alone, one connection, run on its event loop | \(cell("lookup p50", "µs")) | \(cell("loop p50", "µs")) | \(String(format: "%.2f×", ratio("loop p50", "lookup p50"))) |"
-    )
-    print(
-        "| store p50, 1 client: `INSERT … ON CONFLICT` / `write` | \(cell("upsert p50", "µs")) | \(cell("store p50", "µs")) | \(String(format: "%.2f×", ratio("store p50", "upsert p50"))) |"
-    )
+    row("hit p50, 1 client: `-S` / pipeline hit", "select p50", "hit p50", "µs")
+    row(pooled, "select p50", "pooled hit p50", "µs")
+    row("hit p50, 1 client: Recall-shaped / pipeline hit", "lookup p50", "hit p50", "µs")
+    row("… `PostgresStorage.bytes(for:)`", "lookup p50", "storage p50", "µs")
+    row("… PostgresNIO alone, through its pool", "lookup p50", "driver p50", "µs")
+    row("… PostgresNIO alone, one connection", "lookup p50", "connection p50", "µs")
+    row("… PostgresNIO alone, one connection, run on its event loop", "lookup p50", "loop p50", "µs")
+    row("store p50, 1 client: `INSERT … ON CONFLICT` / `write`", "upsert p50", "store p50", "µs")
     for tasks in [16, 64] {
-        print(
-            "| throughput, \(tasks) clients / tasks: `-S` / pipeline hits | \(cell("select \(tasks)", "/s")) | \(cell("hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("hits \(tasks)", "select \(tasks)"))) |"
-        )
-        print(
-            "| … the same, each statement leasing from the pool (`requestConnections = 0`) | \(cell("select \(tasks)", "/s")) | \(cell("pooled hits \(tasks)", "/s")) | \(String(format: "%.2f×", ratio("pooled hits \(tasks)", "select \(tasks)"))) |"
-        )
+        row("throughput, \(tasks) clients / tasks: `-S` / pipeline hits", "select \(tasks)", "hits \(tasks)", "/s")
+        row(pooled, "select \(tasks)", "pooled hits \(tasks)", "/s")
     }
     return [
         ("hit-p50", ratio("hit p50", "select p50")),

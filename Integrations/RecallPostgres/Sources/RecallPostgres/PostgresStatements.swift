@@ -41,11 +41,13 @@ enum PostgresStatements {
     /// whether its use should be recorded (it was last touched longer ago than the touch interval).
     struct Lookup: PostgresPreparedStatement {
         static let name = "recall_lookup_v2"
-        static let sql =
-            tag + """
-                SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
-                FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8'))
-                """
+        static let sql = tag + selection + " WHERE key_hash = sha256(convert_to($1, 'UTF8'))"
+        /// The columns of ``Row`` from `recall_entries` ($2: the touch interval, $3: the largest
+        /// record), for ``LookupMany`` too.
+        static let selection = """
+            SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
+            FROM recall_entries
+            """
         typealias Row = (String, Data?, Bool)
         var key: String
         var touchInterval: Double
@@ -67,10 +69,7 @@ enum PostgresStatements {
     struct LookupMany: PostgresPreparedStatement {
         static let name = "recall_lookup_many_v1"
         static let sql =
-            tag + """
-                SELECT key, CASE WHEN octet_length(record) <= $3 THEN record END, used_at < now() - make_interval(secs => $2)
-                FROM recall_entries WHERE key_hash = ANY (ARRAY(SELECT sha256(convert_to(k, 'UTF8')) FROM unnest($1::text[]) AS k))
-                """
+            tag + Lookup.selection + " WHERE key_hash = ANY (ARRAY(SELECT sha256(convert_to(k, 'UTF8')) FROM unnest($1::text[]) AS k))"
         typealias Row = Lookup.Row
         var keys: [String]
         var touchInterval: Double
