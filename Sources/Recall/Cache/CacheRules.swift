@@ -110,6 +110,9 @@ package struct CacheRules: Sendable {
             return false
         }
         if facts.varyNames.contains("*") { return false }
+        // (A Content-Length that is not one length this cache takes — `+5`, `5,6`, 19 digits —
+        // frames nothing it could check a stored body against: never stored.)
+        if ContentLength(response.headers) == .invalid { return false }
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
         guard headerBytes <= configuration.maxHeaderBytes, response.headers.count <= configuration.maxHeaderFields else { return false }
         return directives.maxAge != nil || !facts.expires.isEmpty || directives.isPublic

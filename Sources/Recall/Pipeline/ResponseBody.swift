@@ -113,15 +113,15 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
     /// The length a response's body must reach by its `Content-Length`, to check a streamed body
     /// against: nil when the body lawfully differs from it or has none — an answer to `HEAD`, a
     /// `1xx`, `204` or `304` — when a client may decode the bytes (a `Content-Encoding` other than
-    /// `identity`) or `Transfer-Encoding` is present, or when the field is not one number.
+    /// `identity`) or `Transfer-Encoding` is present, or when the field is not one length: not
+    /// `1*DIGIT`, a list of differing values, or more than 18 digits (a size no storage takes, and
+    /// one whose sums could overflow). A list of identical values (`5, 5`) is one length.
     public static func declaredLength(status: Int, headers: HeaderFields, requestMethod: String?) -> Int? {
         guard requestMethod?.uppercased() != "HEAD", status >= 200, status != 204, status != 304,
             !headers.contains("Transfer-Encoding"),
-            headers.values(for: "Content-Encoding").allSatisfy({ $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }),
-            let values = Optional(headers.values(for: "Content-Length")), values.count == 1,
-            let length = Int(values[0].trimmingCharacters(in: .whitespaces)), length >= 0
+            headers.values(for: "Content-Encoding").allSatisfy({ $0.trimmingOWS.lowercased() == "identity" })
         else { return nil }
-        return length
+        return ContentLength(headers).value
     }
 
     /// The whole body, when its bytes are at hand (not streamed); nil for a streamed body (read

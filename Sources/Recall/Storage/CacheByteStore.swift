@@ -118,8 +118,13 @@ extension CacheByteStore {
     public func beginStoring(_ record: CacheRecord, expires: Date?) async -> (any RecordWriting)? {
         guard CacheRecordCodec.canStream(record) else { return nil }
         let head = CacheRecordCodec.streamedHead(record), entry = record.variants[0]
-        let body = ResponseBody.declaredLength(status: entry.status, headers: entry.headers, requestMethod: "GET")
-        let size = body.map { head.count + $0 + CacheRecordCodec.trailerSize }
+        // (Each length is at most 18 digits, so this sum cannot overflow; checked all the same, as
+        // every sum of sizes from the wire is: a size that does not add up is refused.)
+        var size: Int?
+        if let body = ResponseBody.declaredLength(status: entry.status, headers: entry.headers, requestMethod: "GET") {
+            guard let total = ByteCount.sum(head.count, body, CacheRecordCodec.trailerSize) else { return nil }
+            size = total
+        }
         guard let writing = await beginWriting(for: record.key, size: size, expires: expires) else { return nil }
         do {
             try await writing.append(head)

@@ -14,6 +14,8 @@ Every path answers; the query string says how:
   stream=N            body of N binary bytes (0, 1, … 255, 0, …: not UTF-8), written 64 KiB at a
                       time and never held whole, so N may be gigabytes; with length=omit, sent
                       without Content-Length (the body ends when the connection closes);
+                      with length=VALUE, VALUE sent verbatim as the Content-Length (a hostile
+                      one: 9223372036854775807, +5, 5,6) and the connection closed after the body;
                       with gate=NAME, the first 64 KiB is sent and the rest waits until
                       GET /__open?gate=NAME (or 60 s); with truncate=1, the body stops 1,000
                       bytes short of its Content-Length and the connection closes; with
@@ -168,6 +170,9 @@ class Handler(BaseHTTPRequestHandler):
             fields = headers + [("Content-Type", "application/octet-stream")]
             if one("length") == "omit":
                 self.close_connection = True
+            elif one("length") is not None:
+                self.close_connection = True
+                fields.append(("Content-Length", one("length")))
             else:
                 fields.append(("Content-Length", str(total)))
             for name, value in fields:

@@ -1,0 +1,56 @@
+/// A message's `Content-Length` fields read as RFC 9110 §8.6 says, with the size checked before
+/// any arithmetic is done with it.
+///
+/// The field is `1*DIGIT`: no sign, no spaces inside, no other characters. A list of identical
+/// values (`5, 5`, or the field twice) is one length, as the RFC allows; differing values
+/// (`5,6`) make the framing invalid. A number of more than ``maxDigits`` digits is beyond any
+/// storage (and near `Int.max` a sum with it would trap): it is refused too, never converted.
+/// A response whose field is ``invalid`` is never stored, and its body is not checked against it.
+enum ContentLength: Equatable, Sendable {
+    /// No `Content-Length` field.
+    case absent
+    /// One length, at most ``maxDigits`` digits.
+    case length(Int)
+    /// A field that is not one length this cache can take: not `1*DIGIT`, a list of differing
+    /// values, or a number of more than ``maxDigits`` digits.
+    case invalid
+
+    /// The most digits a length may have: up to 10^18 - 1 bytes (888 PiB), so that sums of a few
+    /// lengths and record overheads never come near `Int.max` (about 9.2 × 10^18).
+    static let maxDigits = 18
+
+    /// The `Content-Length` of `headers`.
+    init(_ headers: HeaderFields) {
+        var found: Int?
+        for field in headers where field.name.utf8.count == 14 && HeaderFields.namesEqual(field.name, "Content-Length") {
+            for member in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                guard let value = Self.number(member), found == nil || found == value else {
+                    self = .invalid
+                    return
+                }
+                found = value
+            }
+        }
+        self = found.map { .length($0) } ?? .absent
+    }
+
+    /// The length, when there is one valid length.
+    var value: Int? {
+        if case .length(let value) = self { return value }
+        return nil
+    }
+
+    /// `1*DIGIT` between optional whitespace, at most ``maxDigits`` digits, or `nil`.
+    private static func number(_ bytes: Substring.UTF8View) -> Int? {
+        func isOWS(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        guard let start = bytes.firstIndex(where: { !isOWS($0) }), let end = bytes.lastIndex(where: { !isOWS($0) }) else { return nil }
+        let digits = bytes[start...end]
+        guard digits.count <= maxDigits else { return nil }
+        var value = 0
+        for byte in digits {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
+    }
+}
