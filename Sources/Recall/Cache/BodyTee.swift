@@ -33,10 +33,12 @@ enum BodyTee {
     /// The body the caller reads: `upstream` passed on, its copy kept in memory up to `limit`
     /// bytes, and appended to `writing` when given (a body declared larger than the limit) or,
     /// once it outgrows the limit, to the record `spill` begins (the bytes so far first) — `nil`
-    /// from `spill`, and the body is too large to keep.
+    /// from `spill`, and the body is too large to keep. `behind` runs when the caller falls behind
+    /// (``ResponseBody/makeStream(expectedLength:url:highWater:)``'s high-water mark waits
+    /// unread): from then on the copy is kept at the caller's pace, so nobody else should wait for it.
     static func body(
         passing upstream: ResponseBody, keepingUpTo limit: Int, into writing: (any RecordWriting)? = nil,
-        spill: (@Sendable () async -> (any RecordWriting)?)? = nil, url: URL?,
+        spill: (@Sendable () async -> (any RecordWriting)?)? = nil, url: URL?, behind: (@Sendable () -> Void)? = nil,
         ended: @escaping @Sendable (Kept) async -> Void
     ) -> ResponseBody {
         let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
@@ -60,7 +62,7 @@ enum BodyTee {
                         spool = await current.abandon()
                         await ended(.tooLarge)
                     }
-                    try await writer.write(chunk)
+                    try await writer.write(chunk, onWait: behind)
                 }
             } catch {
                 if let spool { await spool.abandon() }

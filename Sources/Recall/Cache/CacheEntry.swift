@@ -59,6 +59,17 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         set { unique().storedBody = newValue }
     }
 
+    /// Whether the body is what the head declares: as many bytes as its `Content-Length` says,
+    /// when that is a length to check against (``ResponseBody/declaredLength(status:headers:requestMethod:)``;
+    /// the pieces of a `206` entry are checked against their `Content-Range` fields instead). A
+    /// body kept in its store was checked against it as it arrived.
+    var bodyMatchesDeclaredLength: Bool {
+        guard status != 206, storage.storedBody == nil,
+            let declared = ResponseBody.declaredLength(status: status, headers: headers, requestMethod: nil)
+        else { return true }
+        return declared == body.count
+    }
+
     /// The body served for this entry: its bytes, or the body kept in its store.
     var responseBody: ResponseBody {
         storage.storedBody.map { ResponseBody(stored: $0) } ?? ResponseBody(body)

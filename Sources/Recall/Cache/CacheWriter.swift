@@ -55,11 +55,14 @@ final class CacheWriter: Sendable {
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
     /// Stores nothing when a removal of the key came after `since` (the removal counts when the
     /// request began; `nil` for the answer of the write that removed): that answer may predate
-    /// the write. Records ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
+    /// the write; nor an entry whose body is not as long as its `Content-Length` says. Records
+    /// ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
     func store(
         _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
         context: RecallContext?
     ) async {
+        // Never a record whose body is not what its head declares (a head stored without its body).
+        guard entry.bodyMatchesDeclaredLength else { return }
         let key = location.key
         await keys.lock(key)
         defer { keys.unlock(key) }

@@ -34,15 +34,28 @@ extension HTTPCache {
             return try await act(on: after, whole, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
         }
         let head = RecallResponse(status: response.status, headers: response.headers, url: response.url, source: response.source)
-        let (after, exchange, target) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
-        let entry: CacheEntry
+        let (after, exchange, decided) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
+        // The entry to keep, where its record goes, and the removals count that may still refuse it.
+        let entry: CacheEntry, target: CacheLocator.Location?, since: InvalidationEpochs.Snapshot?
         switch after {
         case .store(let stored) where state.method != .head, .storeAndAnswer(let stored, _) where state.method != .head:
-            entry = stored  // (the answer: the response as it streams)
+            (entry, target, since) = (stored, decided, state.since)  // (the answer: the response as it streams)
+        case .invalidate(let urls, .some(let post)):
+            // The answer to a POST stored for later GETs (RFC 9110 §9.3.3): the invalidation now,
+            // the answer kept as its body streams, like a GET's — stored once it arrived whole, after
+            // the invalidation (as the answer of the write that removed, it is not refused by it).
+            _ = try await act(
+                on: .invalidate(urls, store: nil), response, for: request, sent: sent, exchange: exchange, target: decided, state: state,
+                context: context)
+            guard let location = locator.location(of: CacheStrategy.asGet(sent)) else {
+                leads.finish(state.lead)
+                return response
+            }
+            (entry, target, since) = (post, location, nil)
         default:
             // (An answer to HEAD has no body: a stored response it updates keeps its own.)
             defer { leads.finish(state.lead) }
-            let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+            let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: decided, state: state, context: context)
             if answer.body != response.body { response.body.discard() }
             return answer
         }
@@ -52,9 +65,12 @@ extension HTTPCache {
         let record = CacheRecord(key: target?.key ?? "", variants: [entry])
         let expires = strategy.expiry(of: record)
         var writing: (any RecordWriting)?
+        // (The followers of this miss wait for its store — or, once its caller falls behind reading
+        // the body, for one of them to lead in its place: never at one caller's pace.)
+        let lead = LeadEnding(state.lead, of: leads)
         if let length, length > limit {
             guard target != nil, let started = await storage.beginStoring(record, expires: expires) else {
-                gaveUp(.tooLarge, state: state, context: context)
+                gaveUp(.tooLarge, lead: lead, state: state, context: context)
                 return response
             }
             writing = started
@@ -69,22 +85,27 @@ extension HTTPCache {
         var answer = response
         answer.body = BodyTee.body(
             passing: response.body, keepingUpTo: limit, into: writing, spill: spill,
-            url: response.url ?? request.url
+            url: response.url ?? request.url, behind: { lead.abandon() }
         ) { [self] kept in
             switch kept {
             case .complete(let body):
                 var whole = entry
                 whole.body = body
-                _ = try? await act(on: .store(whole), head, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+                if let target {
+                    // (A POST's answer, read nothing for: its record is read afresh.)
+                    let keepsNothing = since != nil && state.keepsNothing(storing: whole, key: target.key, under: strategy)
+                    locator.remember(target, for: exchange.answered.url)
+                    await writer.store(whole, at: target, keepsNothing: keepsNothing, since: since, context: state.isRefresh ? nil : context)
+                }
             case .written(let writing):
-                guard let target, await writer.commit(writing, at: target, since: state.since, context: state.isRefresh ? nil : context) else {
-                    return leads.abandon(state.lead)
+                guard let target, await writer.commit(writing, at: target, since: since, context: state.isRefresh ? nil : context) else {
+                    return lead.abandon()
                 }
                 locator.remember(target, for: exchange.answered.url)
             case .tooLarge, .incomplete:
-                return gaveUp(kept, state: state, context: context)
+                return gaveUp(kept, lead: lead, state: state, context: context)
             }
-            leads.finish(state.lead)
+            lead.finish()
         }
         return answer
     }
@@ -92,9 +113,9 @@ extension HTTPCache {
     /// A body the cache meant to keep and did not (`kept`: too large, or incomplete): counted, and
     /// the waiting misses go on — all at once for one too large (it will not be kept for them
     /// either), one of them for an incomplete one.
-    private func gaveUp(_ kept: BodyTee.Kept, state: CacheRequestState, context: RecallContext) {
+    private func gaveUp(_ kept: BodyTee.Kept, lead: LeadEnding, state: CacheRequestState, context: RecallContext) {
         notStored(kept.isTooLarge ? .tooLarge : .incomplete, state: state, context: context)
-        kept.isTooLarge ? leads.finish(state.lead) : leads.abandon(state.lead)
+        kept.isTooLarge ? lead.finish() : lead.abandon()
     }
 
     /// Counts a response that was to be stored and was not (a background refresh counts nothing).

@@ -89,7 +89,7 @@ final class WriteBehind: Sendable {
             writer.keys.unlock(state.key)
             pending.end(ticket, stripe: state.location.stripe)
         }
-        guard let entry, writer.epochs.isCurrent(state.since, stripe: state.location.epochStripe) else {
+        guard let entry, entry.bodyMatchesDeclaredLength, writer.epochs.isCurrent(state.since, stripe: state.location.epochStripe) else {
             memory.unwatch(state.key)
             return false
         }

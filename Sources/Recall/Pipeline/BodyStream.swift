@@ -125,9 +125,10 @@ final class BodyStream: Sendable {
         }
     }
 
-    /// Adds `chunk`, first waiting while the high-water mark waits to be read. Throws
-    /// `CancellationError` when the reader has left or the body has ended (stop producing).
-    func write(_ chunk: Data) async throws {
+    /// Adds `chunk`, first waiting while the high-water mark waits to be read — calling `onWait`,
+    /// when given, as it begins to wait (the reader is behind). Throws `CancellationError` when
+    /// the reader has left or the body has ended (stop producing).
+    func write(_ chunk: Data, onWait: (@Sendable () -> Void)? = nil) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let proceed = state.withLock { state -> Bool? in
                 if state.readerLeft || state.end != nil { return nil }
@@ -138,7 +139,7 @@ final class BodyStream: Sendable {
             switch proceed {
             case nil: continuation.resume(throwing: CancellationError())
             case true?: continuation.resume()
-            case false?: break
+            case false?: onWait?()
             }
         }
         guard yield(chunk) else { throw CancellationError() }

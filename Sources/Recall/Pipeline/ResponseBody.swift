@@ -248,6 +248,11 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
             try await stream.write(chunk)
         }
 
+        /// ``write(_:)``, calling `onWait` when it begins to wait for the reader.
+        func write(_ chunk: Data, onWait: (@Sendable () -> Void)?) async throws {
+            try await stream.write(chunk, onWait: onWait)
+        }
+
         /// Ends the body: complete (checked against its expected length) when `error` is nil,
         /// else failed with `error`, which the reader gets after the chunks before it.
         public func finish(throwing error: (any Error)? = nil) {

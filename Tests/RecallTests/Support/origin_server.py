@@ -32,6 +32,7 @@ Every path answers; the query string says how:
   fail_first=N        the first N hits of this path answer fail_status (default 503)
   fail_after=N        every hit of this path after the N-th answers fail_status
   header=Name:Value   an extra header field (repeatable)
+  content_location=self  a Content-Location naming the request's own path and query
   interim=N           an interim response of status N (1xx) before the answer (repeatable)
   echo=1              answer with the request body
   body=TEXT           answer with TEXT (text/plain unless a header= gives Content-Type)
@@ -154,6 +155,8 @@ class Handler(BaseHTTPRequestHandler):
         date = one("date")
         if date != "omit":
             headers.append(("Date", http_date(float(date or 0))))
+        if one("content_location") == "self":
+            headers.append(("Content-Location", self.path))
         for field in query.get("header", []):
             name, _, value = field.partition(":")
             headers.append((name.strip(), value.strip()))
