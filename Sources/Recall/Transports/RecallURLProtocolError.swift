@@ -18,7 +18,8 @@ public struct RecallURLProtocolError: Error, Sendable, Hashable, CustomStringCon
 
     /// A new route would take requests from a route already in the same table, for every
     /// session of the process that lists the protocol class: a route for every host added
-    /// beside others (or others beside it), or two routes for one host pattern. Remove the
+    /// beside others (or others beside it), or host patterns that share a request (one pattern
+    /// twice, a wildcard and a host it covers, a host and the same host with a port). Remove the
     /// other route first, or give each set of sessions a `RecallURLProtocol` subclass with
     /// routes of its own.
     public static let routeConflict = RecallURLProtocolError(code: .routeConflict)

@@ -24,16 +24,27 @@ public final class URLProtocolRoutes: Sendable {
         /// The pipeline matching requests go through.
         public let pipeline: Pipeline
 
+        /// The host patterns, parsed (`nil`: every host).
+        let patterns: [HostPattern]?
+
+        init(id: UInt64, hosts: [String]?, pipeline: Pipeline) {
+            self.id = id
+            self.hosts = hosts
+            self.pipeline = pipeline
+            patterns = hosts?.map(HostPattern.init)
+        }
+
         /// Whether the route takes `url` (an `http` or `https` URL).
         func matches(_ url: URL) -> Bool {
-            guard let hosts else { return true }
+            guard let patterns else { return true }
             guard let host = url.host?.lowercased() else { return false }
-            let port = url.port.map { "\(host):\($0)" }
-            return hosts.contains { pattern in
-                let pattern = pattern.lowercased()
-                if pattern.hasPrefix("*.") { return host.hasSuffix(pattern.dropFirst(1)) }
-                return pattern == host || pattern == port
-            }
+            return patterns.contains { $0.matches(host: host, port: url.port) }
+        }
+
+        /// Whether the route would take any request a route for `others` takes (`nil`: every host).
+        func overlaps(_ others: [HostPattern]?) -> Bool {
+            guard let patterns, let others else { return true }
+            return patterns.contains { mine in others.contains(where: mine.overlaps) }
         }
     }
 
@@ -49,9 +60,11 @@ public final class URLProtocolRoutes: Sendable {
     ///   ``URLSessionTransport`` over a session that lists a `RecallURLProtocol` class: its
     ///   requests would come back to the protocol and loop. Give the pipeline a transport with
     ///   a session of its own (the default `URLSessionTransport()`); ``RecallURLProtocolError/routeConflict``
-    ///   when the route would take requests another route of this table takes (a route for
-    ///   every host beside any other, or a host pattern another route has): routes are
-    ///   process-wide, so that would silently move another module's sessions to this pipeline.
+    ///   when the route would take any request another route of this table takes (a route for
+    ///   every host beside any other; a host pattern another route has; `*.example.com` beside
+    ///   `api.example.com`; `api.example.com` beside `api.example.com:8443`): routes are
+    ///   process-wide, so that would silently move another module's sessions to this pipeline —
+    ///   the newest route never wins an overlap, it is refused.
     ///   The same pipeline for the same hosts again returns the route already there.
     @discardableResult
     public func add(_ pipeline: Pipeline, hosts: [String]? = nil) throws -> UInt64 {
@@ -70,10 +83,8 @@ public final class URLProtocolRoutes: Sendable {
             }) {
                 return same.id
             }
-            let conflict = state.routes.contains { route in
-                guard let theirs = route.hosts, patterns != nil else { return true }  // a route for every host
-                return !lowered.isDisjoint(with: theirs.map { $0.lowercased() })
-            }
+            let parsed = patterns?.map(HostPattern.init)
+            let conflict = state.routes.contains { $0.overlaps(parsed) }
             if conflict { throw RecallURLProtocolError.routeConflict }
             defer { state.next += 1 }
             state.routes.insert(Route(id: state.next, hosts: patterns, pipeline: pipeline), at: 0)

@@ -317,4 +317,49 @@ struct RecallURLProtocolTests {
         #expect(throws: RecallURLProtocolError.routeConflict) { try routes.add(Pipeline(transport: MockTransport()), hosts: ["a.test"]) }
         _ = billing
     }
+
+    @Test("issue #53, point 5: host patterns that share any request are refused in either order; patterns that share none are kept")
+    func routeOverlaps() throws {
+        let overlapping: [(String, String)] = [
+            ("*.example.com", "api.example.com"), ("api.example.com", "api.example.com:8443"), ("*.com", "api.example.com"),
+            ("*.com", "*.example.com"), ("*.example.com", "deep.api.example.com:1"), ("API.example.com:8443", "api.example.com:8443")
+        ]
+        let apart: [(String, String)] = [
+            ("api.example.com:80", "api.example.com:81"), ("*.a.test", "*.b.test"), ("*.example.com", "example.com"),
+            ("api.example.com", "api.example.org"), ("*.example.com", "example.com:8443")
+        ]
+        let pipeline = Pipeline(transport: MockTransport())
+        for (first, second) in overlapping + overlapping.map({ ($0.1, $0.0) }) {
+            let routes = URLProtocolRoutes()
+            try routes.add(pipeline, hosts: [first])
+            #expect(throws: RecallURLProtocolError.routeConflict, "\(second) after \(first)") {
+                try routes.add(Pipeline(transport: MockTransport()), hosts: [second])
+            }
+            #expect(routes.routes.count == 1)
+        }
+        for (first, second) in apart + apart.map({ ($0.1, $0.0) }) {
+            let routes = URLProtocolRoutes()
+            try routes.add(pipeline, hosts: [first])
+            try routes.add(Pipeline(transport: MockTransport()), hosts: [second])
+            #expect(routes.routes.count == 2, "\(second) after \(first)")
+        }
+    }
+
+    @Test("issue #53, point 5: through a real URLSession, a module's session for api.example.com keeps its pipeline when another module asks for *.example.com")
+    func overlappingModuleRefused() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let moduleA = MockTransport(), moduleB = MockTransport()
+        moduleA.route("GET", "/who", .text("A"))
+        moduleB.route("GET", "/who", .text("B"))
+        let session = try session(Pipeline(transport: moduleA), protocolClass: Routes.self, hosts: ["api.example.com"])
+        #expect(throws: RecallURLProtocolError.routeConflict) {
+            try URLSessionConfiguration.ephemeral.sendThroughRecall(Pipeline(transport: moduleB), hosts: ["*.example.com"], protocolClass: Routes.self)
+        }
+        let (data, _) = try await session.data(from: URL(string: "https://api.example.com/who")!)
+        #expect(String(decoding: data, as: UTF8.self) == "A")
+        #expect(moduleB.requests.isEmpty)
+    }
 }
