@@ -19,15 +19,16 @@ final class CacheWriter: Sendable {
     private let memory: MemoryStorage?
     private let strategy: CacheStrategy
     private let counts: CacheCounters
-    /// One write of a key at a time.
-    let keys = KeyedLock()
+    /// One write of a key at a time — the storage's (``CacheStorage/writeOrder``): shared with
+    /// every cache over it.
+    let keys: KeyedLock
     /// Removals per stripe of keys: an answer to a request that began before its key's latest
-    /// removal is not stored, and does not lead later requests.
-    let epochs = InvalidationEpochs()
+    /// removal (by any cache over the storage) is not stored, and does not lead later requests.
+    let epochs: InvalidationEpochs
     /// Counts completed stores and removals: a request that reads it before its lookup and leads
     /// a miss afterwards looks again only when it changed (nothing can have been stored for it
     /// otherwise). One atomic load, so the hit path pays no lock for it.
-    private let writeCount = Atomic<UInt64>(0)
+    private let order: StorageWriteOrder
     /// The storage's eviction count when the writer last looked.
     private let evictionsSeen: Atomic<Int>
 
@@ -37,10 +38,13 @@ final class CacheWriter: Sendable {
         self.strategy = strategy
         self.counts = counts
         self.evictionsSeen = Atomic(storage.statistics.evictions)
+        order = storage.writeOrder ?? StorageWriteOrder()
+        keys = order.keys
+        epochs = order.epochs
     }
 
-    /// The count of completed writes (see ``writeCount``).
-    var writes: UInt64 { writeCount.load(ordering: .acquiring) }
+    /// The count of completed writes (see ``StorageWriteOrder``).
+    var writes: UInt64 { order.writeCount.load(ordering: .acquiring) }
 
     /// The stored record of `key`, or `nil`. Storages compare keys too; checking here keeps the
     /// guarantee for any storage a user plugs in.
@@ -119,7 +123,7 @@ final class CacheWriter: Sendable {
     /// also when stores land out of order); else what the storage's eviction count says it
     /// evicted since the last store the writer saw.
     func stored(context: RecallContext?, evicted: Int? = nil) {
-        writeCount.add(1, ordering: .releasing)
+        order.writeCount.add(1, ordering: .releasing)
         counts.count { $0.stores += 1 }
         guard let context else { return }
         context.record(.cache(.stored))
@@ -141,7 +145,7 @@ final class CacheWriter: Sendable {
         epochs.advance(stripe: Self.epochStripe(of: key))
         if counting, await storage.record(for: key) != nil { counts.count { $0.invalidations += 1 } }
         await storage.remove(key)
-        writeCount.add(1, ordering: .releasing)
+        order.writeCount.add(1, ordering: .releasing)
         keys.unlock(key)
     }
 
@@ -158,7 +162,7 @@ final class CacheWriter: Sendable {
                 let record = CacheRecord(key: key, variants: kept)
                 await storage.store(record, expires: strategy.expiry(of: record))
             }
-            writeCount.add(1, ordering: .releasing)
+            order.writeCount.add(1, ordering: .releasing)
         }
         keys.unlock(key)
     }

@@ -57,6 +57,10 @@ public protocol CacheStorage: Sendable {
     /// through this instance — by another process sharing it (``TieredStorage`` drops its upper
     /// tier's copy then). The default never calls it: the storage changes only through its own calls.
     func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void)
+    /// The order of the writes every cache over this storage makes (``StorageWriteOrder``), so
+    /// that two caches over it keep "no stale data after a completed write" between them; `nil`
+    /// (the default) when each cache orders its own writes only.
+    var writeOrder: StorageWriteOrder? { get }
 }
 
 extension CacheStorage {
@@ -77,6 +81,9 @@ extension CacheStorage {
 
     /// Nothing changes it from elsewhere: `observer` is never called.
     public func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {}
+
+    /// None: each cache over the storage orders its own writes.
+    public var writeOrder: StorageWriteOrder? { nil }
 
     /// Stores `record` with no expiry hint (``store(_:expires:)``).
     public func store(_ record: CacheRecord) async {

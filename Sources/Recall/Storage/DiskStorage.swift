@@ -62,6 +62,9 @@ public final class DiskStorage: CacheByteStore {
     /// The secret an ``HTTPCache`` hashes credentials with, kept in the directory's
     /// `.recall-cache` file so that it lives exactly as long as the entries.
     public let secret: [UInt8]
+    /// The order of the writes of every cache over this storage (one per directory: a second
+    /// storage over it in this process or another is refused).
+    public let writeOrder: StorageWriteOrder? = StorageWriteOrder()
 
     private enum Pending {
         case store(Data, generation: UInt64)

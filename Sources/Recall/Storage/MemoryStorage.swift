@@ -37,6 +37,8 @@ public final class MemoryStorage: CacheStorage {
 
     /// A secret made for this storage (its records live no longer than it does).
     public let secret = StorageSecret.make()
+    /// The order of the writes of every cache over this storage.
+    public let writeOrder: StorageWriteOrder? = StorageWriteOrder()
 
     /// Creates a storage. `entryLimit` defaults to a quarter of `byteLimit`.
     public init(byteLimit: Int = 64 << 20, countLimit: Int = 10_000, entryLimit: Int? = nil, eviction: Eviction = .s3fifo) {

@@ -33,6 +33,11 @@ public final class TieredStorage: CacheStorage {
         lower.subscribe(toChangesElsewhere: { [weak self] key in await self?.forgetUpper(key) })
     }
 
+    /// The lower tier's write order (a cache over the lower tier alone keeps order with a cache
+    /// over the pair), else the upper tier's, else the pair's own.
+    public var writeOrder: StorageWriteOrder? { lower.writeOrder ?? upper.writeOrder ?? ownOrder }
+    private let ownOrder = StorageWriteOrder()
+
     /// Creates the usual pair, a memory tier over `lower`.
     public convenience init(memory: MemoryStorage, lower: any CacheStorage) {
         self.init(upper: memory, lower: lower)

@@ -132,15 +132,20 @@ struct WriteBehindTests {
         #expect(h.cache.statistics.stores == 0)
         #expect(try await h.get("/p").source == .network)
 
-        // Another cache on the same storage invalidates the URL while this cache's store is pending.
+        // Another cache on the same storage invalidates the URL while this cache's store is pending:
+        // the storage's write order makes its removal wait for that store, then come after it.
         let again = Held(try #require(h.cache.writeBehindQueue))
         defer { again.release() }
         _ = try await h.get("/q")
         var post = URLRequest(url: URL(string: h.base + "/q")!)
         post.httpMethod = "POST"
         h.origin("/q", method: "POST", [(204, [:], "")])
-        _ = try await Pipeline(transport: h.mock, hooks: [other]).send(post)
+        let posted = Task { try await Pipeline(transport: h.mock, hooks: [other]).send(post) }
+        let key = try #require(h.cache.key(for: h.request("/q")))
+        let order = try #require(storage.writeOrder)
+        try await waitUntil("the other cache's removal waits for the pending store") { order.keys.waiters(for: key) == 1 }
         again.release()
+        #expect(try await posted.value.status == 204)
         await h.cache.flush()
         #expect(try await h.get("/q").source == .network, "the other cache's invalidation stands")
     }

@@ -87,6 +87,71 @@ struct WriteOrderingTests {
     }
 }
 
+/// Issue #53, point 4: "no stale data after a completed write" holds between two caches over
+/// one storage — the slow GET made through one, the PUT and the next GET through the other.
+@Suite("Safety: no stale data after a completed write through another cache over the same storage")
+struct SharedStorageWriteOrderingTests {
+    enum Sharing: String, CaseIterable, Sendable {
+        /// Both caches over one MemoryStorage, one DiskStorage, one TieredStorage.
+        case memory, disk, tiered
+        /// One cache over a TieredStorage, the other over its lower tier alone.
+        case tieredAndLower
+    }
+
+    /// Two caches over one storage shared as `sharing` says (in `directory`).
+    private func caches(_ sharing: Sharing, coalescing: Bool, in directory: URL) throws -> (HTTPCache, HTTPCache) {
+        var configuration = CacheConfiguration()
+        configuration.coalescesRequests = coalescing
+        func pair(_ a: any CacheStorage, _ b: any CacheStorage) -> (HTTPCache, HTTPCache) {
+            (HTTPCache(storage: a, configuration: configuration), HTTPCache(storage: b, configuration: configuration))
+        }
+        switch sharing {
+        case .memory:
+            let storage = MemoryStorage()
+            return pair(storage, storage)
+        case .disk:
+            let storage = try DiskStorage(directory: directory)
+            return pair(storage, storage)
+        case .tiered:
+            let storage = TieredStorage(memory: MemoryStorage(), lower: try DiskStorage(directory: directory))
+            return pair(storage, storage)
+        case .tieredAndLower:
+            let disk = try DiskStorage(directory: directory)
+            return pair(TieredStorage(memory: MemoryStorage(), lower: disk), disk)
+        }
+    }
+
+    private func request(_ method: String) -> URLRequest {
+        var request = URLRequest(url: URL(string: "https://origin.test/doc")!)
+        request.httpMethod = method
+        return request
+    }
+
+    @Test(
+        "a GET through cache A that began before a PUT through cache B is not stored over what B stored after it",
+        arguments: Sharing.allCases, [false, true])
+    func lateAnswerFromTheOtherCache(sharing: Sharing, coalescing: Bool) async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = VersionedOrigin()
+        let (a, b) = try caches(sharing, coalescing: coalescing, in: directory)
+        let replicaA = Pipeline(transport: origin.mock, hooks: [a])
+        let replicaB = Pipeline(transport: origin.mock, hooks: [b])
+        let early = Task { try await replicaA.send(request("GET")) }
+        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
+        #expect(try await replicaB.send(request("PUT")).status == 204)
+        #expect(try await replicaB.send(request("GET")).bodyText == "v2")  // after the PUT: the new version, stored
+        origin.firstGet.open()
+        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+        await a.flush()
+        await b.flush()
+        for (name, replica) in [("B", replicaB), ("A", replicaA)] {
+            let later = try await replica.send(request("GET"))
+            #expect(later.bodyText == "v2", "replica \(name) served the answer from before the PUT")
+        }
+    }
+}
+
 /// Adds a bearer token where the pipeline cannot see it, as a middleware after
 /// `RecallMiddleware` does in an OpenAPI client.
 private struct TokenBelow: Transport {
