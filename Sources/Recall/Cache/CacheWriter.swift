@@ -29,6 +29,8 @@ final class CacheWriter: Sendable {
     /// a miss afterwards looks again only when it changed (nothing can have been stored for it
     /// otherwise). One atomic load, so the hit path pays no lock for it.
     private let order: StorageWriteOrder
+    /// Stores made after their answers (``storeAfterAnswering(_:)``), by number, until they end.
+    private let afterAnswers = Locked<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// The storage's eviction count when the writer last looked.
     private let evictionsSeen: Atomic<Int>
 
@@ -116,6 +118,26 @@ final class CacheWriter: Sendable {
                 requestTime: state.requestTime, responseTime: date)
         else { return }
         await store(merged, at: location, keepsNothing: false, since: state.since, context: context)
+    }
+
+    /// Runs `store` after the caller has its answer, in a task of its own that ``waitForStoresAfterAnswers()``
+    /// waits for: a store that copies a body kept in the store (a large one, whose head a 304
+    /// freshened) must not make the caller wait for the copy. It is ordered like any other store
+    /// (the key's lock, the removals since its request began).
+    func storeAfterAnswering(_ store: @escaping @Sendable () async -> Void) {
+        afterAnswers.withLock { books in
+            let number = books.next
+            books.next += 1
+            books.running[number] = TaskCensus.task { [afterAnswers] in
+                await store()
+                afterAnswers.withLock { _ = $0.running.removeValue(forKey: number) }
+            }
+        }
+    }
+
+    /// Waits until every store begun by ``storeAfterAnswering(_:)`` so far has ended.
+    func waitForStoresAfterAnswers() async {
+        for task in afterAnswers.withLock({ Array($0.running.values) }) { await task.value }
     }
 
     /// Counts a store that reached the storage, and records it in `context` with what it

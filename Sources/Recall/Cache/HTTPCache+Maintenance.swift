@@ -21,6 +21,7 @@ extension HTTPCache {
     /// ``statistics``' `stores` directly, and before a process exits.
     public func flush() async {
         await behind?.waitForWritesBegun()
+        await writer.waitForStoresAfterAnswers()
         await storage.flush()
     }
 

@@ -275,7 +275,7 @@ public final class HTTPCache: ServiceHook {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
         // Stores `entry` where the answer belongs, and remembers that URL's location.
-        func storeAnswer(_ entry: CacheEntry) async {
+        @Sendable func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             locator.remember(target, for: exchange.answered.url)
             await writer.store(
@@ -288,6 +288,11 @@ public final class HTTPCache: ServiceHook {
         case .store(let entry):
             await storeAnswer(entry)
             return response
+        case .revalidated(let entry, let answer) where entry.storedBody != nil:
+            // Its body stays in the store, and the record's new head means copying it: after the
+            // answer, which reads the old record's body (held open, it stays until read).
+            writer.storeAfterAnswering { await storeAnswer(entry) }
+            return answer
         case .storeAndAnswer(let entry, let answer), .revalidated(let entry, let answer):
             await storeAnswer(entry)
             return answer
