@@ -48,6 +48,12 @@ final class DiskWrite: ByteWriting {
     func append(_ bytes: Data) async throws {
         // (Removed since it began — a logout's `removeAll()`, say: it would not land; stop writing.)
         guard !storage.isRevoked(generation) else { throw CacheStorageError.writeFailed("the key was removed while it was written") }
+        // (Off the cooperative pool: a write the kernel throttles must not hold one of its threads.)
+        try await FileWrites.run { [self] in try appendNow(bytes) }
+    }
+
+    /// Appends `bytes` to the file, blocking until they are written.
+    private func appendNow(_ bytes: Data) throws {
         try state.withLock { state in
             guard !state.ended else { throw CacheStorageError.writeFailed("the write has ended") }
             guard state.written + bytes.count <= limit else {

@@ -195,3 +195,22 @@ struct ByteWritingTests {
         #expect(cacheFiles(in: directory) == [DiskStorage.fileName(for: "m")], "no temporary file left")
     }
 }
+
+/// Issue #53, "also": a disk write of a streamed body blocks a thread of its own, never one of
+/// Swift concurrency's pool.
+@Suite("Disk writes off the cooperative pool")
+struct FileWritesTests {
+    @Test("a write runs as a Dispatch work item, not on a task's thread; a DiskStorage write in pieces through it lands")
+    func writesOffThePool() async throws {
+        // (Run as a Dispatch work item, not as part of a task: no task is current there.)
+        #expect(try await FileWrites.run { withUnsafeCurrentTask { $0 != nil } } == false)
+        #expect(withUnsafeCurrentTask { $0 != nil })
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try DiskStorage(directory: directory, entryLimit: 1024)
+        let writing = try #require(await storage.beginWriting(for: "k", size: 3 << 20, expires: nil))
+        for _ in 0..<3 { try await writing.append(Data(repeating: 1, count: 1 << 20)) }
+        try await writing.commit()
+        #expect(await storage.reading("k")?.count == 3 << 20)
+    }
+}

@@ -351,11 +351,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public func bytes(for key: String) async -> StoredBytes? {
         // One lock decides how the lookup goes: not at all (a removal of the key waits to be
         // replayed, or the storage pauses), or patiently — the look after waiting for another
-        // replica's fetch, whose answer the fleet paid for — or as usual.
+        // replica's fetch, whose answer the fleet paid for, and the look after winning the claim
+        // of its fetch (a miss there fetches again what another replica may just have stored) —
+        // or as usual.
         let patient = state.withLock { state -> Bool? in
             let afterWait = state.lookAfterWait.removeValue(forKey: key).map { ContinuousClock.now < $0 } ?? false
             if state.pendingRemovals.contains(key) { return nil }
-            if afterWait, state.coordinationAnswers { return true }
+            if afterWait || state.claimedStores[key] != nil, state.coordinationAnswers { return true }
             return state.pausing() ? nil : false
         }
         guard let patient else {
