@@ -35,16 +35,6 @@ struct FleetTests {
             #expect(answers.filter { $0 == "200 network 1" }.count == 1, "\(answers)")
             #expect(answers.filter { $0 == "200 cache 1" }.count == 3, "\(answers)")
 
-            // Issue #53, point 7: docs/scale-out.md's setup with the storage's defaults (250 ms
-            // database limit, 5 s lease), four processes each sending the same 20 fresh URLs at
-            // once — one origin request per URL, round after round.
-            for round in 0..<3 {
-                let prefix = "/many\(round)-"
-                for worker in workers { try worker.send("burst 20 \(prefix) cc=max-age%3D60") }
-                let bursts = try workers.map { try $0.line() }
-                #expect(try await Self.hits(origin, prefix: prefix, count: 20) == 20, "round \(round): \(bursts)")
-            }
-
             // Stored by one, a hit in the others.
             let shared = "/shared?cc=max-age%3D60"
             try #expect(workers[0].ask("get " + shared) == "200 network 1")
@@ -68,6 +58,16 @@ struct FleetTests {
 
             let coalesced = try workers.map { try $0.ask("stats") }
             #expect(coalesced.filter { $0.hasPrefix("coalesced=1 ") }.count == 3, "\(coalesced)")
+
+            // Issue #53, point 7: docs/scale-out.md's setup with the storage's defaults (250 ms
+            // database limit, 5 s lease), four processes each sending the same 20 fresh URLs at
+            // once — one origin request per URL, round after round.
+            for round in 0..<3 {
+                let prefix = "/many\(round)-"
+                for worker in workers { try worker.send("burst 20 \(prefix) cc=max-age%3D60") }
+                let bursts = try workers.map { try $0.line() }
+                #expect(try await Self.hits(origin, prefix: prefix, count: 20) == 20, "round \(round): \(bursts)")
+            }
         }
     }
 
