@@ -32,6 +32,24 @@ private final class VersionedOrigin: Sendable {
     }
 
     var getsSeen: Int { gets.withLock { $0 } }
+
+    /// A request for the resource.
+    static func request(_ method: String) -> URLRequest {
+        var request = URLRequest(url: URL(string: "https://origin.test/doc")!)
+        request.httpMethod = method
+        return request
+    }
+
+    /// The race of a write: a GET through `slow` reaches the origin and is held; a PUT, then a GET,
+    /// go through `writer`; then the held GET is answered with the version from before the PUT.
+    func slowGetAcrossAPut(through slow: Pipeline, writeThrough writer: Pipeline) async throws {
+        let early = Task { try await slow.send(Self.request("GET")) }
+        try await waitUntil("the first GET at the origin") { getsSeen == 1 }
+        #expect(try await writer.send(Self.request("PUT")).status == 204)
+        #expect(try await writer.send(Self.request("GET")).bodyText == "v2")  // after the PUT: the new version, stored
+        firstGet.open()
+        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+    }
 }
 
 @Suite("Safety: no stale data after a completed write")
@@ -45,25 +63,14 @@ struct WriteOrderingTests {
         return HTTPCache(storage: storage, configuration: configuration)
     }
 
-    private func request(_ method: String) -> URLRequest {
-        var request = URLRequest(url: URL(string: "https://origin.test/doc")!)
-        request.httpMethod = method
-        return request
-    }
-
     @Test("a GET answered before a PUT but arriving after it never overwrites what a later GET stored", arguments: Store.allCases)
     func lateAnswerIsNotStored(store: Store) async throws {
         let origin = VersionedOrigin()
         let cache = try cache(store, coalescing: false)
         let pipeline = Pipeline(transport: origin.mock, hooks: [cache])
-        let early = Task { try await pipeline.send(request("GET")) }
-        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-        #expect(try await pipeline.send(request("PUT")).status == 204)
-        #expect(try await pipeline.send(request("GET")).bodyText == "v2")  // after the PUT: the new version, stored
-        origin.firstGet.open()
-        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+        try await origin.slowGetAcrossAPut(through: pipeline, writeThrough: pipeline)
         await cache.flush()
-        let later = try await pipeline.send(request("GET"))
+        let later = try await pipeline.send(VersionedOrigin.request("GET"))
         #expect(later.bodyText == "v2")
         #expect(later.source == .cache)
     }
@@ -73,17 +80,17 @@ struct WriteOrderingTests {
         let origin = VersionedOrigin()
         let cache = try cache(store, coalescing: true)
         let pipeline = Pipeline(transport: origin.mock, hooks: [cache])
-        let early = Task { try await pipeline.send(request("GET")) }
+        let early = Task { try await pipeline.send(VersionedOrigin.request("GET")) }
         try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-        #expect(try await pipeline.send(request("PUT")).status == 204)
-        let after = Task { try await pipeline.send(request("GET")) }
+        #expect(try await pipeline.send(VersionedOrigin.request("PUT")).status == 204)
+        let after = Task { try await pipeline.send(VersionedOrigin.request("GET")) }
         // It either waits for the early fetch (the defect) or goes to the origin itself.
         try await waitUntil("the second GET waiting or at the origin") { cache.statistics.waiting == 1 || origin.getsSeen == 2 }
         origin.firstGet.open()
         #expect(try await after.value.bodyText == "v2")
         #expect(try await early.value.bodyText == "v1")
         await cache.flush()
-        #expect(try await pipeline.send(request("GET")).bodyText == "v2")
+        #expect(try await pipeline.send(VersionedOrigin.request("GET")).bodyText == "v2")
     }
 }
 
@@ -121,12 +128,6 @@ struct SharedStorageWriteOrderingTests {
         }
     }
 
-    private func request(_ method: String) -> URLRequest {
-        var request = URLRequest(url: URL(string: "https://origin.test/doc")!)
-        request.httpMethod = method
-        return request
-    }
-
     @Test(
         "a GET through cache A that began before a PUT through cache B is not stored over what B stored after it",
         arguments: Sharing.allCases, [false, true])
@@ -137,16 +138,11 @@ struct SharedStorageWriteOrderingTests {
         let (a, b) = try caches(sharing, coalescing: coalescing, in: directory)
         let replicaA = Pipeline(transport: origin.mock, hooks: [a])
         let replicaB = Pipeline(transport: origin.mock, hooks: [b])
-        let early = Task { try await replicaA.send(request("GET")) }
-        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-        #expect(try await replicaB.send(request("PUT")).status == 204)
-        #expect(try await replicaB.send(request("GET")).bodyText == "v2")  // after the PUT: the new version, stored
-        origin.firstGet.open()
-        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+        try await origin.slowGetAcrossAPut(through: replicaA, writeThrough: replicaB)
         await a.flush()
         await b.flush()
         for (name, replica) in [("B", replicaB), ("A", replicaA)] {
-            let later = try await replica.send(request("GET"))
+            let later = try await replica.send(VersionedOrigin.request("GET"))
             #expect(later.bodyText == "v2", "replica \(name) served the answer from before the PUT")
         }
     }
