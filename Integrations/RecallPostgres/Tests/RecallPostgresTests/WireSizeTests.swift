@@ -16,7 +16,7 @@ struct PostgresWireSizeTests {
     func contentLength() async throws {
         let values = [
             "9223372036854775807", "9223372036854775806", "9223372036854775608", "1234567890123456789",
-            "123456789012345678901234567890", "-1", "+5", "5, 5", "5,6",
+            "123456789012345678901234567890", "-1", "+5", "5, 5", "5,6"
         ]
         try await PostgresFixture.withDatabase { client, _ in
             let storage = try await PostgresFixture.open(client)
