@@ -61,11 +61,13 @@ final class CacheWriter: Sendable {
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
     /// Stores nothing when a removal of the key came after `since` (the removal counts when the
     /// request began; `nil` for the answer of the write that removed): that answer may predate
-    /// the write; nor an entry whose body is not as long as its `Content-Length` says. Records
+    /// the write; nor an entry whose body is not as long as its `Content-Length` says; nor, given
+    /// `stillHolding` (a freshened response stored after its answer), unless the record read afresh
+    /// still holds that stored body — a newer response stored meanwhile, or a removal, wins. Records
     /// ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
     func store(
         _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
-        context: RecallContext?
+        context: RecallContext?, stillHolding body: StoredBodyFile? = nil
     ) async {
         // Never a record whose body is not what its head declares (a head stored without its body).
         guard entry.bodyMatchesDeclaredLength else { return }
@@ -74,6 +76,7 @@ final class CacheWriter: Sendable {
         defer { keys.unlock(key) }
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
+        if let body, existing?.variants.contains(where: { $0.storedBody?.isSameBody(as: body) == true }) != true { return }
         let updated = strategy.record(storing: entry, key: key, over: existing)
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)

@@ -36,14 +36,14 @@ extension HTTPCache {
         let head = RecallResponse(status: response.status, headers: response.headers, url: response.url, source: response.source)
         let (after, exchange, decided) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
         // The entry to keep, where its record goes, and the removals count that may still refuse it.
-        let entry: CacheEntry, target: CacheLocator.Location?, since: InvalidationEpochs.Snapshot?
+        let entry: CacheEntry, target: CacheLocator.Location?, since: InvalidationEpochs.Snapshot, isPostAnswer: Bool
         switch after {
         case .store(let stored) where state.method != .head, .storeAndAnswer(let stored, _) where state.method != .head:
-            (entry, target, since) = (stored, decided, state.since)  // (the answer: the response as it streams)
+            (entry, target, since, isPostAnswer) = (stored, decided, state.since, false)  // (the answer: the response as it streams)
         case .invalidate(let urls, .some(let post)):
             // The answer to a POST stored for later GETs (RFC 9110 §9.3.3): the invalidation now,
-            // the answer kept as its body streams, like a GET's — stored once it arrived whole, after
-            // the invalidation (as the answer of the write that removed, it is not refused by it).
+            // the answer kept as its body streams, like a GET's — stored once it arrived whole,
+            // unless another removal of its key came after its own (its epochs read after it).
             _ = try await act(
                 on: .invalidate(urls, store: nil), response, for: request, sent: sent, exchange: exchange, target: decided, state: state,
                 context: context)
@@ -51,7 +51,7 @@ extension HTTPCache {
                 leads.finish(state.lead)
                 return response
             }
-            (entry, target, since) = (post, location, nil)
+            (entry, target, since, isPostAnswer) = (post, location, writer.epochs.snapshot(stripe: location.epochStripe), true)
         default:
             // (An answer to HEAD has no body: a stored response it updates keeps its own.)
             defer { leads.finish(state.lead) }
@@ -93,7 +93,7 @@ extension HTTPCache {
                 whole.body = body
                 if let target {
                     // (A POST's answer, read nothing for: its record is read afresh.)
-                    let keepsNothing = since != nil && state.keepsNothing(storing: whole, key: target.key, under: strategy)
+                    let keepsNothing = !isPostAnswer && state.keepsNothing(storing: whole, key: target.key, under: strategy)
                     locator.remember(target, for: exchange.answered.url)
                     await writer.store(whole, at: target, keepsNothing: keepsNothing, since: since, context: state.isRefresh ? nil : context)
                 }

@@ -275,12 +275,13 @@ public final class HTTPCache: ServiceHook {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
         // Stores `entry` where the answer belongs, and remembers that URL's location.
-        @Sendable func storeAnswer(_ entry: CacheEntry) async {
+        // (`afterAnswer`: a freshened body kept in the store, stored after its answer — only over that body.)
+        @Sendable func storeAnswer(_ entry: CacheEntry, afterAnswer: Bool = false) async {
             guard let target else { return }
             locator.remember(target, for: exchange.answered.url)
             await writer.store(
-                entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
-                context: recording)
+                entry, at: target, keepsNothing: !afterAnswer && state.keepsNothing(storing: entry, key: target.key, under: strategy),
+                since: state.since, context: recording, stillHolding: afterAnswer ? entry.storedBody : nil)
         }
         switch after {
         case .pass:
@@ -291,7 +292,7 @@ public final class HTTPCache: ServiceHook {
         case .revalidated(let entry, let answer) where entry.storedBody != nil:
             // Its body stays in the store, and the record's new head means copying it: after the
             // answer, which reads the old record's body (held open, it stays until read).
-            writer.storeAfterAnswering { await storeAnswer(entry) }
+            writer.storeAfterAnswering { await storeAnswer(entry, afterAnswer: true) }
             return answer
         case .storeAndAnswer(let entry, let answer), .revalidated(let entry, let answer):
             await storeAnswer(entry)

@@ -21,9 +21,11 @@ enum ContentLength: Equatable, Sendable {
 
     /// The `Content-Length` of `headers`.
     init(_ headers: HeaderFields) {
-        var found: Int?
+        var found: Int?, present = false
         for field in headers where field.name.utf8.count == 14 && HeaderFields.namesEqual(field.name, "Content-Length") {
-            for member in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            present = true
+            // (Empty members of a list are ignored, RFC 9110 §5.6.1: `5,` and `, 5` are `5`.)
+            for member in field.value.utf8.split(separator: UInt8(ascii: ",")) where member.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
                 guard let value = Self.number(member), found == nil || found == value else {
                     self = .invalid
                     return
@@ -31,7 +33,7 @@ enum ContentLength: Equatable, Sendable {
                 found = value
             }
         }
-        self = found.map { .length($0) } ?? .absent
+        self = found.map { .length($0) } ?? (present ? .invalid : .absent)
     }
 
     /// The length, when there is one valid length.

@@ -9,7 +9,9 @@ import Foundation
 /// blocked item of such a queue a thread of its own, never one of the pool's), and the task
 /// waits for them without holding a thread. Reads stay where they are: a `pread` of at most one
 /// piece (256 KiB, ``StoredBodyFile/pieceSize``) from the page cache is not throttled, and a hop
-/// per piece would cost the hit path more than the read.
+/// per piece would cost the hit path more than the read. The queue is concurrent (writes of
+/// different files go on together): the appends of one file must not overlap — a writer awaits
+/// each before the next, as ``DiskWrite``'s callers do.
 enum FileWrites {
     private static let queue = DispatchQueue(label: "recall.file-writes", attributes: .concurrent)
 

@@ -28,6 +28,12 @@ final class StoredBodyFile: Sendable {
     /// The body's length.
     var count: Int { range.count }
 
+    /// Whether `other` is the same stored body: the same bytes at the same place of a record (a
+    /// record read again gives a new reading of the same body).
+    func isSameBody(as other: StoredBodyFile) -> Bool {
+        checksum == other.checksum && range == other.range && reading.count == other.reading.count
+    }
+
     /// A reading of the body — or of the bytes of `bounds` within it — from the store, piece by
     /// piece as its reader asks (no task, no buffer: a reader that stops asking stops the reads).
     /// A whole read is checked unless the store knows the bytes whole; `checked` checks it anyway

@@ -33,8 +33,9 @@ public final class TieredStorage: CacheStorage {
         lower.subscribe(toChangesElsewhere: { [weak self] key in await self?.forgetUpper(key) })
     }
 
-    /// The lower tier's write order (a cache over the lower tier alone keeps order with a cache
-    /// over the pair), else the upper tier's, else the pair's own.
+    /// The lower tier's write order (a cache over the lower tier alone keeps its stores and
+    /// removals in order with a cache over the pair — though the upper tier is not told of what
+    /// changes through the lower tier alone), else the upper tier's, else the pair's own.
     public var writeOrder: StorageWriteOrder? { lower.writeOrder ?? upper.writeOrder ?? ownOrder }
     private let ownOrder = StorageWriteOrder()
 

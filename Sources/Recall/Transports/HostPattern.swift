@@ -9,16 +9,22 @@ struct HostPattern: Sendable, Hashable {
     /// Whether the pattern is `*.suffix`.
     let isWildcard: Bool
 
-    /// The pattern `text` (trimmed, compared without regard to case).
+    /// The pattern `text` (trimmed, compared without regard to case). An IPv6 address is a host
+    /// (`::1`), or in brackets with a port (`[::1]:8080`).
     init(_ text: String) {
         let lowered = text.trimmingOWS.lowercased()
         if lowered.hasPrefix("*.") {
             (host, port, isWildcard) = (String(lowered.dropFirst(1)), nil, true)
-        } else if let colon = lowered.lastIndex(of: ":"), !lowered.hasSuffix("]"), let port = Int(lowered[lowered.index(after: colon)...]) {
-            (host, self.port, isWildcard) = (String(lowered[..<colon]), port, false)
-        } else {
-            (host, port, isWildcard) = (lowered, nil, false)
+            return
         }
+        var host = Substring(lowered), port: Int?
+        if let colon = host.lastIndex(of: ":"), let number = Int(host[host.index(after: colon)...]),
+            host[..<colon].hasSuffix("]") || !host[..<colon].contains(":")
+        {
+            (host, port) = (host[..<colon], number)
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        (self.host, self.port, isWildcard) = (String(host), port, false)
     }
 
     /// Whether the pattern takes a request for `host` (lowercased) on `port`.

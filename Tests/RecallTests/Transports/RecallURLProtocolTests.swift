@@ -322,11 +322,13 @@ struct RecallURLProtocolTests {
     func routeOverlaps() throws {
         let overlapping: [(String, String)] = [
             ("*.example.com", "api.example.com"), ("api.example.com", "api.example.com:8443"), ("*.com", "api.example.com"),
-            ("*.com", "*.example.com"), ("*.example.com", "deep.api.example.com:1"), ("API.example.com:8443", "api.example.com:8443")
+            ("*.com", "*.example.com"), ("*.example.com", "deep.api.example.com:1"), ("API.example.com:8443", "api.example.com:8443"),
+            ("::1", "[::1]:8080"), ("127.0.0.1", "127.0.0.1:8080")
         ]
         let apart: [(String, String)] = [
             ("api.example.com:80", "api.example.com:81"), ("*.a.test", "*.b.test"), ("*.example.com", "example.com"),
-            ("api.example.com", "api.example.org"), ("*.example.com", "example.com:8443")
+            ("api.example.com", "api.example.org"), ("*.example.com", "example.com:8443"), ("::1", "::2"),
+            ("[::1]:8080", "[::1]:8081")
         ]
         let pipeline = Pipeline(transport: MockTransport())
         for (first, second) in overlapping + overlapping.map({ ($0.1, $0.0) }) {
