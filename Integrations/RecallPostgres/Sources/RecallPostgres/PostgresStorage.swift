@@ -271,14 +271,6 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         var storesAwaited: [String: (waiters: Int, stores: Int)] = [:]
         var shutDown = false
 
-        /// Makes the next lookup of `key`, until `until`, a patient one (the look after a wait or
-        /// a won claim); at most 1,024 such marks, expired ones dropped first.
-        mutating func noteLookAfterWait(_ key: String, until: ContinuousClock.Instant) {
-            let now = ContinuousClock.now
-            if lookAfterWait.count >= 1_024 { lookAfterWait = lookAfterWait.filter { $0.value > now } }
-            if lookAfterWait.count < 1_024 { lookAfterWait[key] = until }
-        }
-
         /// Whether the storage is pausing now (a pause that ended is cleared).
         mutating func pausing() -> Bool {
             guard let until = pausedUntil else { return false }
@@ -358,9 +350,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func bytes(for key: String) async -> StoredBytes? {
         // One lock decides how the lookup goes: not at all (a removal of the key waits to be
-        // replayed, or the storage pauses), or patiently — the one look after waiting for another
-        // replica's fetch, whose answer the fleet paid for, or after winning the claim of its fetch
-        // (a miss there fetches again what another replica may just have stored) — or as usual.
+        // replayed, or the storage pauses), or patiently — the look after waiting for another
+        // replica's fetch, whose answer the fleet paid for — or as usual.
         let patient = state.withLock { state -> Bool? in
             let afterWait = state.lookAfterWait.removeValue(forKey: key).map { ContinuousClock.now < $0 } ?? false
             if state.pendingRemovals.contains(key) { return nil }
@@ -626,10 +617,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         state.withLock { state in
             state.statistics.claims += 1
             state.claims[name] = (token, renewal, key)
-            if let key {
-                state.claimedStores[key, default: 0] += 1
-                state.noteLookAfterWait(key, until: ContinuousClock.now + coordinationLimit)
-            }
+            if let key { state.claimedStores[key, default: 0] += 1 }
         }
         return true
     }
@@ -674,8 +662,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
         // The look that follows, if it reaches this storage soon (a memory tier may answer it).
-        let until = ContinuousClock.now + coordinationLimit
-        state.withLock { $0.noteLookAfterWait(key, until: until) }
+        let now = ContinuousClock.now
+        state.withLock { state in
+            if state.lookAfterWait.count >= 1_024 { state.lookAfterWait = state.lookAfterWait.filter { $0.value > now } }
+            if state.lookAfterWait.count < 1_024 { state.lookAfterWait[key] = now + coordinationLimit }
+        }
     }
 
     /// Polls the claim on `name` until it is released or lapses, or `stored()` says the answer
