@@ -72,6 +72,33 @@ struct AsyncHTTPClientTransportTests {
     }
 
     @Test(
+        "issue #53, point 1, through a real HTTPClient into a disk storage: no Content-Length traps the process (Int.max too, which corelibs' URLSession traps on by itself); none but one length is stored"
+    )
+    func hostileContentLength() async throws {
+        let origin = try Self.origin()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-ahc-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try DiskStorage(directory: directory, entryLimit: 1024)
+        let cache = HTTPCache(storage: TieredStorage(memory: MemoryStorage(), lower: storage))
+        let pipeline = Pipeline(transport: transport, hooks: [cache])
+        let values = [
+            "9223372036854775807", "9223372036854775806", "9223372036854775608", "1234567890123456789",
+            "123456789012345678901234567890", "-1", "+5", "5,6"
+        ]
+        for (index, value) in values.enumerated() {
+            let path = "/hostile-length-\(index)"
+            let url = origin.url(path, [("stream", "5"), ("length", value), ("cc", "max-age=600")])
+            for _ in 0..<2 {
+                // The client may refuse the framing (an error), or read the five bytes: either way, no trap.
+                _ = try? await pipeline.send(URLRequest(url: url)).collected()
+            }
+            #expect(try await hits(origin, path) == 2, "Content-Length: \(value) was stored")
+        }
+        await cache.flush()
+        #expect(cache.statistics.stores == 0 && storage.statistics.count == 0)
+    }
+
+    @Test(
         "issue #39 through a real HTTPClient: a one-user cache returns Set-Cookie; a piece without ETag answers ranges inside it; a plain GET completes pieces")
     func conformanceRules() async throws {
         let origin = try Self.origin()
