@@ -36,7 +36,6 @@ final class CacheLookup: Sendable {
     private let partitioner: CachePartitioner
     private let storage: any CacheStorage
     private let writer: CacheWriter
-    private let behind: WriteBehind?
     /// Over a ``MemoryStorage``: its hits read through per-core copies.
     let memory: MemoryReads?
     /// The same, for the hit path to use without retaining it (``memory`` keeps it alive): a
@@ -46,7 +45,7 @@ final class CacheLookup: Sendable {
 
     init(
         strategy: CacheStrategy, locator: CacheLocator, partitioner: CachePartitioner, storage: any CacheStorage,
-        memory: MemoryReads?, writer: CacheWriter, behind: WriteBehind?, now: @escaping @Sendable () -> Date
+        memory: MemoryReads?, writer: CacheWriter, now: @escaping @Sendable () -> Date
     ) {
         self.strategy = strategy
         self.locator = locator
@@ -55,7 +54,6 @@ final class CacheLookup: Sendable {
         self.memory = memory
         self.unownedMemory = memory.map { Unmanaged.passUnretained($0) }
         self.writer = writer
-        self.behind = behind
         self.now = now
     }
 
@@ -85,7 +83,7 @@ final class CacheLookup: Sendable {
             facts: facts, route: route, location: location, inScope: inScope, requestTime: now(),
             partition: partition, since: writer.epochs.snapshot(stripe: location.epochStripe))
         // A store made after its answer lands before anything else reads or writes its key.
-        if behind?.mayHold(stripe: location.stripe) == true { return .wait(Waiting(scheduling: scheduling, afterWrite: true)) }
+        if writer.pending.mayHold(stripe: location.stripe) { return .wait(Waiting(scheduling: scheduling, afterWrite: true)) }
         return look(scheduling, copy: copy)
     }
 

@@ -19,18 +19,18 @@ final class CacheWriter: Sendable {
     private let memory: MemoryStorage?
     private let strategy: CacheStrategy
     private let counts: CacheCounters
-    /// One write of a key at a time — the storage's (``CacheStorage/writeOrder``): shared with
-    /// every cache over it.
-    let keys: KeyedLock
-    /// Removals per stripe of keys: an answer to a request that began before its key's latest
-    /// removal (by any cache over the storage) is not stored, and does not lead later requests.
-    let epochs: InvalidationEpochs
-    /// Counts completed stores and removals: a request that reads it before its lookup and leads
-    /// a miss afterwards looks again only when it changed (nothing can have been stored for it
-    /// otherwise). One atomic load, so the hit path pays no lock for it.
+    /// The storage's order of writes (``CacheStorage/writeOrder``), shared with every cache over
+    /// it: one write of a key at a time, removals per stripe of keys (an answer to a request that
+    /// began before its key's latest removal, by any cache over the storage, is not stored, and
+    /// does not lead later requests), and a count of completed stores and removals (a request that
+    /// reads it before its lookup and leads a miss afterwards looks again only when it changed;
+    /// one atomic load, so the hit path pays no lock for it).
     private let order: StorageWriteOrder
-    /// Stores made after their answers (``storeAfterAnswering(_:)``), by number, until they end.
-    private let afterAnswers = Locked<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
+    var keys: KeyedLock { order.keys }
+    var epochs: InvalidationEpochs { order.epochs }
+    /// The stores this cache makes after their answers (write-behind over memory, a freshened
+    /// body's rewrite): every lookup of their keys waits for them, and ``HTTPCache/flush()`` too.
+    let pending = PendingWrites()
     /// The storage's eviction count when the writer last looked.
     private let evictionsSeen: Atomic<Int>
 
@@ -41,8 +41,6 @@ final class CacheWriter: Sendable {
         self.counts = counts
         self.evictionsSeen = Atomic(storage.statistics.evictions)
         order = storage.writeOrder ?? StorageWriteOrder()
-        keys = order.keys
-        epochs = order.epochs
     }
 
     /// The count of completed writes (see ``StorageWriteOrder``).
@@ -61,19 +59,26 @@ final class CacheWriter: Sendable {
     /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
     /// Stores nothing when a removal of the key came after `since` (the removal counts when the
     /// request began; `nil` for the answer of the write that removed): that answer may predate
-    /// the write; nor an entry whose body is not as long as its `Content-Length` says; nor, given
-    /// `stillHolding` (a freshened response stored after its answer), unless the record read afresh
-    /// still holds that stored body — a newer response stored meanwhile, or a removal, wins. Records
+    /// the write; nor an entry whose body is not as long as its `Content-Length` says. Records
     /// ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
     func store(
         _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
-        context: RecallContext?, stillHolding body: StoredBodyFile? = nil
+        context: RecallContext?
+    ) async {
+        await keys.lock(location.key)
+        defer { keys.unlock(location.key) }
+        await storeLocked(entry, at: location, keepsNothing: keepsNothing, since: since, context: context, stillHolding: nil)
+    }
+
+    /// ``store(_:at:keepsNothing:since:context:)`` with the key's lock held; given `stillHolding`,
+    /// only over that stored body.
+    private func storeLocked(
+        _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
+        context: RecallContext?, stillHolding body: StoredBodyFile?
     ) async {
         // Never a record whose body is not what its head declares (a head stored without its body).
         guard entry.bodyMatchesDeclaredLength else { return }
         let key = location.key
-        await keys.lock(key)
-        defer { keys.unlock(key) }
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
         if let body, existing?.variants.contains(where: { $0.storedBody?.isSameBody(as: body) == true }) != true { return }
@@ -123,24 +128,23 @@ final class CacheWriter: Sendable {
         await store(merged, at: location, keepsNothing: false, since: state.since, context: context)
     }
 
-    /// Runs `store` after the caller has its answer, in a task of its own that ``waitForStoresAfterAnswers()``
-    /// waits for: a store that copies a body kept in the store (a large one, whose head a 304
-    /// freshened) must not make the caller wait for the copy. It is ordered like any other store
-    /// (the key's lock, the removals since its request began).
-    func storeAfterAnswering(_ store: @escaping @Sendable () async -> Void) {
-        afterAnswers.withLock { books in
-            let number = books.next
-            books.next += 1
-            books.running[number] = TaskCensus.task { [afterAnswers] in
-                await store()
-                afterAnswers.withLock { _ = $0.running.removeValue(forKey: number) }
-            }
+    /// Begins storing `entry`, a freshened response whose body stays in the store, at `location`
+    /// after the caller has its answer — rewriting the record copies the body, which the caller
+    /// must not wait for — when the key's lock is free now: the lock is taken and the write counted
+    /// pending at once (every later write and lookup of the key comes after it), and the record is
+    /// stored, only over that same body, in a task of its own. `false` when the key is being
+    /// written: store it the usual way.
+    func storeAfterAnswering(
+        _ entry: CacheEntry, at location: CacheLocator.Location, since: InvalidationEpochs.Snapshot, context: RecallContext?
+    ) -> Bool {
+        guard keys.tryLock(location.key) else { return false }
+        let ticket = pending.begin(stripe: location.stripe)
+        TaskCensus.task { [self] in
+            await storeLocked(entry, at: location, keepsNothing: false, since: since, context: context, stillHolding: entry.storedBody)
+            keys.unlock(location.key)
+            pending.end(ticket, stripe: location.stripe)
         }
-    }
-
-    /// Waits until every store begun by ``storeAfterAnswering(_:)`` so far has ended.
-    func waitForStoresAfterAnswers() async {
-        for task in afterAnswers.withLock({ Array($0.running.values) }) { await task.value }
+        return true
     }
 
     /// Counts a store that reached the storage, and records it in `context` with what it

@@ -17,13 +17,11 @@ extension HTTPCache {
     /// Waits until every store the cache began after answering before this call (a miss over a
     /// ``MemoryStorage`` is stored just after its caller has the response; a freshened body kept in
     /// the store is rewritten after its 304's answer) has reached the storage, then flushes the
-    /// storage (``CacheStorage/flush()``). The cache's own lookups wait for a pending store of their
-    /// key over memory; a freshened body's rewrite they do not wait for (until it lands, they find
-    /// the record as it was, and may revalidate it again). Call it before reading the storage or
+    /// storage (``CacheStorage/flush()``). The cache's own lookups never need it: they wait for a
+    /// pending store of their key. Call it before reading the storage or
     /// ``statistics``' `stores` directly, and before a process exits.
     public func flush() async {
-        await behind?.waitForWritesBegun()
-        await writer.waitForStoresAfterAnswers()
+        await writer.pending.waitForWritesBegun()
         await storage.flush()
     }
 

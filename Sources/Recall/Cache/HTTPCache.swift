@@ -83,7 +83,7 @@ public final class HTTPCache: ServiceHook {
         self.lookup = CacheLookup(
             strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
             memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) },
-            writer: writer, behind: behind, now: now)
+            writer: writer, now: now)
     }
 
     // MARK: Before the network: lookup, decide, act
@@ -275,13 +275,12 @@ public final class HTTPCache: ServiceHook {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
         // Stores `entry` where the answer belongs, and remembers that URL's location.
-        // (`afterAnswer`: a freshened body kept in the store, stored after its answer — only over that body.)
-        @Sendable func storeAnswer(_ entry: CacheEntry, afterAnswer: Bool = false) async {
+        func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             locator.remember(target, for: exchange.answered.url)
             await writer.store(
-                entry, at: target, keepsNothing: !afterAnswer && state.keepsNothing(storing: entry, key: target.key, under: strategy),
-                since: state.since, context: recording, stillHolding: afterAnswer ? entry.storedBody : nil)
+                entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
+                context: recording)
         }
         switch after {
         case .pass:
@@ -292,7 +291,11 @@ public final class HTTPCache: ServiceHook {
         case .revalidated(let entry, let answer) where entry.storedBody != nil:
             // Its body stays in the store, and the record's new head means copying it: after the
             // answer, which reads the old record's body (held open, it stays until read).
-            writer.storeAfterAnswering { await storeAnswer(entry, afterAnswer: true) }
+            if let target, writer.storeAfterAnswering(entry, at: target, since: state.since, context: recording) {
+                locator.remember(target, for: exchange.answered.url)
+            } else {
+                await storeAnswer(entry)
+            }
             return answer
         case .storeAndAnswer(let entry, let answer), .revalidated(let entry, let answer):
             await storeAnswer(entry)

@@ -12,14 +12,15 @@ import Foundation
 /// a write that will land later must not be undone by, nor undo, what happens meanwhile. So
 /// ``begin(_:)`` takes the key's write lock (every later write of the key through the cache comes
 /// after this one), counts the write as pending (every later lookup of the key waits for it,
-/// ``mayHold(stripe:)``), and asks the storage to watch the key (a removal made around the cache
+/// ``PendingWrites/mayHold(stripe:)``), and asks the storage to watch the key (a removal made around the cache
 /// meanwhile — another cache on the storage, `removeAll()` at logout — drops the store).
 final class WriteBehind: Sendable {
     private let memory: MemoryStorage
     private let writer: CacheWriter
     private let strategy: CacheStrategy
-    /// Stores begun and not yet landed, per stripe of keys.
-    private let pending = PendingWrites()
+    /// Stores begun and not yet landed, per stripe of keys (the writer's: every store the cache
+    /// makes after its answer counts there).
+    private var pending: PendingWrites { writer.pending }
     /// Where the stores run: a plain queue, not a task, as a store into a memory storage never
     /// suspends (and a dispatch costs less than a task on the caller's path). Tests suspend it
     /// to hold stores back.
@@ -30,16 +31,6 @@ final class WriteBehind: Sendable {
         self.memory = memory
         self.writer = writer
         self.strategy = strategy
-    }
-
-    /// Whether a store begun here may be pending for a key of `stripe` (one atomic load).
-    func mayHold(stripe: Int) -> Bool {
-        pending.mayHold(stripe: stripe)
-    }
-
-    /// Waits until every store begun before the call has landed.
-    func waitForWritesBegun() async {
-        await pending.waitForWritesBegun()
     }
 
     /// Begins the store of `response`, the answer to `request` (sent as `sent`) in `state`, when

@@ -35,7 +35,6 @@ struct CacheLookupTests {
             lookup = CacheLookup(
                 strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
                 memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: copyBytesPerCore) }, writer: writer,
-                behind: behind,
                 now: {
                     clock.withLock {
                         $0 = $0.addingTimeInterval(1); return $0
@@ -239,6 +238,6 @@ struct WriteBehindUnitTests {
         let second = try #require(behind.begin(state))
         #expect(behind.land(.store(entry), at: state.location, state: state, context: nil, ticket: second)?.key == parts.key)
         #expect(memory.recordNow(for: parts.key)?.variants.count == 1)
-        await behind.waitForWritesBegun()
+        await parts.writer.pending.waitForWritesBegun()
     }
 }
