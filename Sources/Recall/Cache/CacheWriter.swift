@@ -33,6 +33,9 @@ final class CacheWriter: Sendable {
     let pending = PendingWrites()
     /// The storage's eviction count when the writer last looked.
     private let evictionsSeen: Atomic<Int>
+    /// Whether the storage counts removals itself, for processes that share it
+    /// (``CacheStorage/countsRemovals``): a request that may store reads its mark first.
+    let countsRemovals: Bool
 
     init(storage: any CacheStorage, memory: MemoryStorage?, strategy: CacheStrategy, counts: CacheCounters) {
         self.storage = storage
@@ -41,6 +44,23 @@ final class CacheWriter: Sendable {
         self.counts = counts
         self.evictionsSeen = Atomic(storage.statistics.evictions)
         order = storage.writeOrder ?? StorageWriteOrder()
+        countsRemovals = storage.countsRemovals
+    }
+
+    /// `since` with the storage's removal mark for `key` read now, when the storage counts
+    /// removals (else `since` as it is): a request reads it before it goes to the origin, so its
+    /// answer is stored only if no process removed the key meanwhile.
+    func marking(_ since: InvalidationEpochs.Snapshot, key: String) async -> InvalidationEpochs.Snapshot {
+        guard countsRemovals else { return since }
+        var marked = since
+        marked.storage = await storage.removalMark(for: key)
+        return marked
+    }
+
+    /// The removal counts of `location` as a request that begins now sees them (with the
+    /// storage's mark, when it counts removals).
+    func since(_ location: CacheLocator.Location) async -> InvalidationEpochs.Snapshot {
+        await marking(epochs.snapshot(stripe: location.epochStripe), key: location.key)
     }
 
     /// The count of completed writes (see ``StorageWriteOrder``).
@@ -85,6 +105,10 @@ final class CacheWriter: Sendable {
         let updated = strategy.record(storing: entry, key: key, over: existing)
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)
+        } else if let mark = since?.storage {
+            // The storage checks that no process removed the key since the request began.
+            guard await storage.store(updated, expires: strategy.expiry(of: updated), ifNotRemovedSince: mark) else { return }
+            stored(context: context)
         } else {
             await storage.store(updated, expires: strategy.expiry(of: updated))
             stored(context: context)

@@ -51,7 +51,7 @@ extension HTTPCache {
                 leads.finish(state.lead)
                 return response
             }
-            (entry, target, since, isPostAnswer) = (post, location, writer.epochs.snapshot(stripe: location.epochStripe), true)
+            (entry, target, since, isPostAnswer) = (post, location, await writer.since(location), true)
         default:
             // (An answer to HEAD has no body: a stored response it updates keeps its own.)
             defer { leads.finish(state.lead) }
@@ -68,8 +68,10 @@ extension HTTPCache {
         // (The followers of this miss wait for its store — or, once its caller falls behind reading
         // the body, for one of them to lead in its place: never at one caller's pace.)
         let lead = LeadEnding(state.lead, of: leads)
+        // (A storage that counts removals checks them in a whole store: no record in pieces.)
+        let inPieces = target != nil && since.storage == nil
         if let length, length > limit {
-            guard target != nil, let started = await storage.beginStoring(record, expires: expires) else {
+            guard inPieces, let started = await storage.beginStoring(record, expires: expires) else {
                 gaveUp(.tooLarge, lead: lead, state: state, context: context)
                 return response
             }
@@ -77,7 +79,7 @@ extension HTTPCache {
         }
         let storage = self.storage
         let spill: (@Sendable () async -> (any RecordWriting)?)? =
-            target == nil
+            !inPieces
             ? nil
             : { @Sendable in
                 await storage.beginStoring(record, expires: expires)

@@ -107,6 +107,11 @@ public final class HTTPCache: ServiceHook {
             switch suspension {
             case .lookup(let waiting):
                 if let action = decide(await lookup.resume(waiting), request, context: context) { return action }
+            case .mark(var scheduling, let record, let before, let writesBefore):
+                scheduling.since = await writer.marking(scheduling.since, key: scheduling.location.key)
+                if let action = go(on: before, scheduling, record: record, writesBefore: writesBefore, request, context: context) {
+                    return action
+                }
             case .coalesce(let scheduling, let flightKey, let record, let before, let writesBefore):
                 return try await coalesce(
                     scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
@@ -134,10 +139,33 @@ public final class HTTPCache: ServiceHook {
             return nil
         case .found(let scheduling, let record, let writesBefore):
             let before = strategy.before(request, scheduling, record: record)
-            guard case .send = before, configuration.coalescesRequests, scheduling.route == .lookup else {
-                return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
+            // Over a storage other processes share, a request that may store reads its mark first.
+            if writer.countsRemovals, scheduling.since.storage == nil, Self.mayStore(before) {
+                context[suspended] = .mark(scheduling, record: record, before: before, writesBefore: writesBefore)
+                return nil
             }
-            return lead(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
+            return go(on: before, scheduling, record: record, writesBefore: writesBefore, request, context: context)
+        }
+    }
+
+    /// Goes on with `before`, decided on `record`: a miss with coalescing on is shared, anything
+    /// else is carried out; `nil` when it must suspend first.
+    @inline(__always) private func go(
+        on before: consuming CacheStrategy.Before, _ scheduling: CacheScheduling, record: CacheRecord?, writesBefore: UInt64,
+        _ request: URLRequest, context: RecallContext
+    ) -> HookAction? {
+        guard case .send = before, configuration.coalescesRequests, scheduling.route == .lookup else {
+            return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
+        }
+        return lead(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
+    }
+
+    /// Whether `before` sends a request whose answer may be stored: to the origin now, or as a
+    /// background refresh.
+    private static func mayStore(_ before: CacheStrategy.Before) -> Bool {
+        switch before {
+        case .send, .serveAndRefresh: true
+        case .serve, .bypass, .gatewayTimeout: false
         }
     }
 
@@ -176,8 +204,13 @@ public final class HTTPCache: ServiceHook {
         var record = found
         let (before, lead) = try await leads.share(
             flightKey, storageKey: key, decided: decided, changed: { writer.writes != writesBefore },
-            // (Named without the epoch, which is this process's own.)
-            fetchName: { strategy.partitioner.fetchName(RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields)) },
+            // (Named without the epoch, which is this process's own, but with the storage's removal
+            // mark, which the fleet shares: a request that starts after a removal by any process
+            // never waits for a fetch begun before it.)
+            fetchName: {
+                strategy.partitioner.fetchName(
+                    RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, mark: scheduling.since.storage))
+            },
             coalesced: { counts.count(.coalesced, context) { $0.coalesced += 1 } },
             look: { later in
                 record = await writer.lookup(key)
@@ -312,14 +345,14 @@ public final class HTTPCache: ServiceHook {
             for key in locator.keys(of: urls, like: sent) { await writer.remove(key, counting: true) }
             // (The write's own answer: stored after its invalidation, whatever came before.)
             if let post, let location = locator.location(of: CacheStrategy.asGet(sent)) {
-                await writer.store(post, at: location, keepsNothing: false, since: nil, context: recording)
+                await writer.store(post, at: location, keepsNothing: false, since: await writer.since(location), context: recording)
             }
             return response
         case .refetch(let unconditional, let removing):
             if removing { await writer.remove(state.key) }
             guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
             context[states] = state.refetching(
-                since: removing ? writer.epochs.snapshot(stripe: state.location.epochStripe) : state.since,
+                since: removing ? await writer.since(state.location) : state.since,
                 removed: removing)
             do {
                 return try await onSuccess(try await again(unconditional), for: unconditional, context: context)

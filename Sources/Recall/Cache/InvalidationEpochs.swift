@@ -28,6 +28,10 @@ final class InvalidationEpochs: Sendable {
         var epoch: UInt64
         /// Removals of every stripe.
         var total: UInt64
+        /// The storage's own counts (``RemovalMark``), for a storage other processes share; read
+        /// when the request may store (``CacheWriter/marking(_:key:)``), `nil` before or when the
+        /// storage keeps none.
+        var storage: RemovalMark? = nil
     }
 
     /// The stripe of a key whose hash is `hash`.

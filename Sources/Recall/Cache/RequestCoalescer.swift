@@ -30,9 +30,11 @@ final class RequestCoalescer: Sendable {
     /// `hasFields`: whether the request has any (``RequestFacts/hasFields``), so that a request
     /// with none is not read again. `epoch`: the key's removal count when the request started
     /// (``InvalidationEpochs``), so that a request never waits for a fetch begun before the
-    /// latest invalidation of its key.
-    static func key(_ key: String, _ request: URLRequest, hasFields: Bool, epoch: UInt64 = 0) -> String {
+    /// latest invalidation of its key. `mark`: the storage's removal counts
+    /// (``RemovalMark``), for the fleet's name of the fetch.
+    static func key(_ key: String, _ request: URLRequest, hasFields: Bool, epoch: UInt64 = 0, mark: RemovalMark? = nil) -> String {
         var result = epoch == 0 ? key : key + "\n\u{0}epoch \(epoch)"
+        if let mark { result += "\n\u{0}removals \(mark.stripe):\(mark.stripeRemovals)" }
         guard hasFields, let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return result }
         for (name, value) in fields.sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
             result += "\n" + name.lowercased() + ": " + value

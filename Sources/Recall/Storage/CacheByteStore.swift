@@ -35,6 +35,11 @@ public protocol CacheByteStore: CacheStorage {
     /// following ``bytes(for:)`` sees it. `expires`: the cache's hint, after which nothing in
     /// the bytes can be served (`nil`: no end; see ``CacheStorage/store(_:expires:)``).
     func write(_ data: Data, for key: String, expires: Date?) async
+    /// Writes as ``write(_:for:expires:)`` does, unless a key was removed after `mark` was read
+    /// (see ``CacheStorage/store(_:expires:ifNotRemovedSince:)``): a store that counts removals
+    /// (``CacheStorage/countsRemovals``) checks it atomically with the write. Whether it wrote;
+    /// the default writes.
+    func write(_ data: Data, for key: String, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool
     /// Removes the bytes under `key` because they are not a record of this cache (torn by a
     /// crash, garbage, crafted, another format version) — **only if they are still `data`**, the
     /// bytes that failed: a valid record stored since the read must survive — and counts them
@@ -52,6 +57,22 @@ public protocol CacheByteStore: CacheStorage {
 extension CacheByteStore {
     /// Nothing at hand without suspending.
     public func bytesWithoutSuspending(for key: String) -> StoredBytes? { nil }
+
+    /// Writes (a store that keeps no removal counts has none to check): `true`.
+    public func write(_ data: Data, for key: String, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
+        await write(data, for: key, expires: expires)
+        return true
+    }
+
+    /// Stores `record`, encoded, under its key unless a key was removed after `mark` (see
+    /// ``write(_:for:expires:ifNotRemovedSince:)``); whether it stored. The variants whose bodies
+    /// stay in the store (written in pieces) are not stored so: the others are.
+    public func store(_ record: CacheRecord, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
+        let kept = record.variants.filter { $0.storedBody == nil }
+        guard !kept.isEmpty else { return false }
+        let whole = kept.count == record.variants.count ? record : CacheRecord(key: record.key, variants: kept)
+        return await write(CacheRecordCodec.encode(whole), for: record.key, expires: expires, ifNotRemovedSince: mark)
+    }
 
     /// Whole bytes only.
     public func beginWriting(for key: String, size: Int?, expires: Date?) async -> (any ByteWriting)? { nil }

@@ -61,6 +61,18 @@ public protocol CacheStorage: Sendable {
     /// that two caches over it keep "no stale data after a completed write" between them; `nil`
     /// (the default) when each cache orders its own writes only.
     var writeOrder: StorageWriteOrder? { get }
+    /// Whether the storage counts removals itself, for processes that share it
+    /// (``removalMark(for:)``). `false` by default: within one process, ``writeOrder`` does.
+    var countsRemovals: Bool { get }
+    /// The storage's removal counts for `key` now (``RemovalMark``), or `nil` when it keeps none.
+    /// The cache reads it when a request that may store begins — a miss, a revalidation, a
+    /// refresh; never for a hit — and stores that request's answer through
+    /// ``store(_:expires:ifNotRemovedSince:)``, whole (not through ``beginStoring(_:expires:)``).
+    func removalMark(for key: String) async -> RemovalMark?
+    /// Stores `record` as ``store(_:expires:)`` does, unless a key was removed after `mark` was
+    /// read — the key's stripe's count when the record's key is of `mark`'s stripe, all removals'
+    /// otherwise — checked atomically with the write; whether it stored. The default stores.
+    func store(_ record: CacheRecord, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool
 }
 
 extension CacheStorage {
@@ -84,6 +96,18 @@ extension CacheStorage {
 
     /// None: each cache over the storage orders its own writes.
     public var writeOrder: StorageWriteOrder? { nil }
+
+    /// `false`: the storage keeps no removal counts.
+    public var countsRemovals: Bool { false }
+
+    /// None kept.
+    public func removalMark(for key: String) async -> RemovalMark? { nil }
+
+    /// Stores (a storage that keeps no removal counts has none to check): `true`.
+    public func store(_ record: CacheRecord, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
+        await store(record, expires: expires)
+        return true
+    }
 
     /// Stores `record` with no expiry hint (``store(_:expires:)``).
     public func store(_ record: CacheRecord) async {

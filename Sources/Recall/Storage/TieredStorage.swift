@@ -83,10 +83,32 @@ public final class TieredStorage: CacheStorage {
     /// no longer promote it once the upper step (which bumps the key's generation) has run.
     public func store(_ record: CacheRecord, expires: Date?) async {
         await lower.store(record, expires: expires)
+        await storeUpper(record, expires: expires)
+    }
+
+    /// The upper tier's step of a store, once the lower tier has the record.
+    private func storeUpper(_ record: CacheRecord, expires: Date?) async {
         guard !record.variants.contains(where: { $0.storedBody != nil }) else {
             return await changeUpper(record.key) { await self.upper.remove(record.key) }  // (kept below only)
         }
         await changeUpper(record.key) { await self.upper.store(record, expires: expires) }
+    }
+
+    /// Whether the lower tier counts removals (a table the fleet shares): the upper one is this
+    /// process's own.
+    public var countsRemovals: Bool { lower.countsRemovals }
+
+    /// The lower tier's removal counts.
+    public func removalMark(for key: String) async -> RemovalMark? {
+        await lower.removalMark(for: key)
+    }
+
+    /// Stores in the lower tier, checking `mark`, then — only if it stored — in the upper one: a
+    /// memory tier never keeps what the shared tier refused as stale.
+    public func store(_ record: CacheRecord, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
+        guard await lower.store(record, expires: expires, ifNotRemovedSince: mark) else { return false }
+        await storeUpper(record, expires: expires)
+        return true
     }
 
     /// Stores in pieces in the lower tier (the upper one holds no record written so): the upper

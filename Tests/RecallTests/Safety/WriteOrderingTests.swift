@@ -6,40 +6,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// An origin whose resource has a version a `PUT` bumps; a `GET` answers the version it found
-/// when it arrived, `max-age=600`. The first `GET` can be held at a gate after it read the
-/// version, as a slow answer produced before a write.
-private final class VersionedOrigin: Sendable {
-    let mock = MockTransport()
-    let version = Locked(1)
-    let firstGet = Gate()
-    private let gets = Locked(0)
-
-    init() {
-        mock.route("GET", "/doc") { [version, firstGet, gets] request in
-            let current = version.withLock { $0 }
-            if gets.withLock({ count -> Bool in
-                count += 1; return count == 1
-            }) {
-                await firstGet.wait()
-            }
-            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v\(current)".utf8), url: request.url)
-        }
-        mock.route("PUT", "/doc") { [version] request in
-            version.withLock { $0 += 1 }
-            return RecallResponse(status: 204, url: request.url)
-        }
-    }
-
-    var getsSeen: Int { gets.withLock { $0 } }
-
-    /// A request for the resource.
-    static func request(_ method: String) -> URLRequest {
-        var request = URLRequest(url: URL(string: "https://origin.test/doc")!)
-        request.httpMethod = method
-        return request
-    }
-
+extension VersionedOrigin {
     /// The race of a write: a GET through `slow` reaches the origin and is held; a PUT, then a GET,
     /// go through `writer`; then the held GET is answered with the version from before the PUT.
     func slowGetAcrossAPut(through slow: Pipeline, writeThrough writer: Pipeline) async throws {

@@ -16,9 +16,49 @@ import PostgresNIO
 ///   another): the size is read from 16 rows, never counted.
 /// - `recall_leases`: claims of fetches across processes (``/Recall/FetchCoordinator``).
 /// - `recall_meta`: the schema version and the shared secret.
+///
+/// Version 2 adds what keeps "no stale data after a completed write" across replicas:
+/// - `recall_removals`: removals counted per stripe of keys (4,096 rows, `stripe` 0–4095, from
+///   the first 12 bits of the key's hash, `recall_stripe`) and in all (`stripe` -1). A replica
+///   reads a key's counts before its request goes to the origin (``PostgresStatements/RemovalCounts``)
+///   and stores the answer only while they are unchanged (``PostgresStatements/UpsertIfNotRemoved``,
+///   which holds the row it checked `FOR SHARE` while it writes).
+/// - `recall_remove(key, notice)`: a removal — counts it (all removals' row, then the stripe's:
+///   every writer of several rows takes them in ascending order), then deletes the row in a
+///   statement of its own, which sees a store that committed while the count waited for its lock,
+///   and tells the fleet. A store that read the counts before the removal so either committed
+///   before it (and is deleted) or sees the new count (and writes nothing).
 enum PostgresSchema {
     /// The schema version this code writes and reads.
-    static let version = 1
+    static let version = 2
+
+    /// The statements that migrate version 1 to 2 (each idempotent).
+    static let versionTwo = [
+        """
+        CREATE TABLE IF NOT EXISTS recall_removals (
+            stripe integer PRIMARY KEY,
+            removals bigint NOT NULL DEFAULT 0
+        )
+        """,
+        "INSERT INTO recall_removals (stripe) SELECT generate_series(-1, 4095) ON CONFLICT DO NOTHING",
+        """
+        CREATE OR REPLACE FUNCTION recall_stripe(key_hash bytea) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+            SELECT get_byte(key_hash, 0) * 16 + get_byte(key_hash, 1) / 16
+        $$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION recall_remove(removed text, notice text) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+        DECLARE
+            hash bytea := sha256(convert_to(removed, 'UTF8'));
+        BEGIN
+            UPDATE recall_removals SET removals = removals + 1 WHERE stripe = -1;
+            UPDATE recall_removals SET removals = removals + 1 WHERE stripe = recall_stripe(hash);
+            DELETE FROM recall_entries WHERE key_hash = hash;
+            PERFORM pg_notify('\(PostgresStorage.channel)', notice);
+        END
+        $$
+        """
+    ]
 
     /// The statements that create version 1 (each idempotent).
     static let versionOne = [
@@ -111,7 +151,7 @@ enum PostgresSchema {
                 throw PostgresStorageError.schemaTooNew(found: current, supported: version)
             }
             guard current < version else { return }
-            for statement in versionOne {
+            for statement in (current < 1 ? versionOne : []) + versionTwo {
                 _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             let versionText = Data(String(version).utf8)

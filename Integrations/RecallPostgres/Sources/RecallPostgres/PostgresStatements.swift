@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Recall
 
 /// Every statement on the request path, as a named prepared statement (prepared once per
 /// connection). Keys are hashed by the database (`sha256`), so a row is found by its primary key.
@@ -140,14 +141,72 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 
-    /// Removes a key and tells the fleet (`NOTIFY`), so memory tiers drop it too.
-    struct Delete: PostgresPreparedStatement {
-        static let name = "recall_delete_v1"
+    /// Stores a record under its key as ``Upsert`` does — only while the removal counts read
+    /// before its request went to the origin (``RemovalCounts``) still hold: its stripe's when the
+    /// key is of that stripe (`$6`, `$7`), all removals' otherwise (`$8`). The row checked is held
+    /// `FOR SHARE` while the record is written, so a removal (``Remove``) comes wholly before (the
+    /// count differs: nothing is written) or after (it deletes what was written). Tells the fleet
+    /// only when it stored; returns how many rows it wrote (0 or 1).
+    struct UpsertIfNotRemoved: PostgresPreparedStatement {
+        static let name = "recall_upsert_if_not_removed_v1"
         static let sql =
             tag + """
-                WITH gone AS (DELETE FROM recall_entries WHERE key_hash = sha256(convert_to($1, 'UTF8')) RETURNING 1)
-                SELECT pg_notify('\(PostgresStorage.channel)', $2) FROM (SELECT count(*) FROM gone) AS counted
+                WITH gate AS MATERIALIZED (
+                    SELECT 1 FROM recall_removals
+                    WHERE stripe = (SELECT CASE WHEN recall_stripe(sha256(convert_to($1, 'UTF8'))) = $6 THEN $6 ELSE -1 END)
+                        AND removals = (SELECT CASE WHEN recall_stripe(sha256(convert_to($1, 'UTF8'))) = $6 THEN $7 ELSE $8 END)
+                    FOR SHARE
+                ), stored AS (
+                    INSERT INTO recall_entries (key_hash, key, record, size, stored_at, used_at, uses, expires_at)
+                    SELECT sha256(convert_to($1, 'UTF8')), $1, $2, $3, now(), now(), 0, $4 FROM gate
+                    ON CONFLICT (key_hash) DO UPDATE SET key = EXCLUDED.key, record = EXCLUDED.record, size = EXCLUDED.size,
+                        stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
+                    RETURNING 1
+                )
+                SELECT count(*)::bigint FROM (SELECT pg_notify('\(PostgresStorage.channel)', $5) FROM stored) AS told
                 """
+        typealias Row = Int64
+        var upsert: Upsert
+        var mark: RemovalMark
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = try upsert.makeBindings()
+            bindings.append(Int32(clamping: mark.stripe))
+            bindings.append(mark.stripeRemovals)
+            bindings.append(mark.allRemovals)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+    }
+
+    /// The removal counts of a key's stripe and of all keys (``RemovalMark``), read before a
+    /// request that may store its answer goes to the origin.
+    struct RemovalCounts: PostgresPreparedStatement {
+        static let name = "recall_removal_counts_v1"
+        static let sql =
+            tag + """
+                SELECT s.stripe, s.removals, a.removals FROM recall_removals s, recall_removals a
+                WHERE s.stripe = recall_stripe(sha256(convert_to($1, 'UTF8'))) AND a.stripe = -1
+                """
+        typealias Row = (Int32, Int64, Int64)
+        var key: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(key)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Removes a key — counted first (`recall_remove`, see ``PostgresSchema``), so that no store
+    /// of an answer older than the removal lands after it — and tells the fleet (`NOTIFY`), so
+    /// memory tiers drop it too.
+    struct Remove: PostgresPreparedStatement {
+        static let name = "recall_remove_v2"
+        static let sql = tag + "SELECT 1 FROM recall_remove($1, $2)"
         typealias Row = ()
         var key: String
         var notice: String

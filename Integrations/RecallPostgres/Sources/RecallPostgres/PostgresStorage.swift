@@ -19,7 +19,7 @@ import Synchronization
 /// run.cancel()
 /// ```
 ///
-/// - **Schema** (version 1, created or migrated by ``open(client:configuration:logger:)``): see
+/// - **Schema** (version 2, created or migrated by ``open(client:configuration:logger:)``): see
 ///   docs/scale-out.md. Every request-path statement is a named prepared statement.
 /// - **Bounded**: past ``Configuration/maxBytes`` or ``Configuration/maxEntries``, a
 ///   maintenance pass (every ``Configuration/maintenanceInterval`` stores of this process, in the
@@ -170,6 +170,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         public var pendingRemovals = 0
         /// Removals dropped because too many were waiting (``Configuration/pendingRemovalLimit``).
         public var removalsLost = 0
+        /// Stores refused because a replica removed their key (or a key of its stripe) after their
+        /// request began: their answer may be older than that removal.
+        public var storesRefusedAfterRemoval = 0
         /// Times the listener went without hearing its heartbeat for ``Configuration/silenceLimit``
         /// (each logged as a notice): memory tiers were emptied and bypassed until it heard again.
         public var silences = 0
@@ -405,9 +408,43 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// hint: nothing in it can be served after), or after ``Configuration/retention`` if that is
     /// sooner or there is no hint — plus ``Configuration/expiryMargin`` either way.
     public func write(_ data: Data, for key: String, expires: Date?) async {
+        _ = await store(data, for: key, until: until(expires), ifNotRemovedSince: nil)
+    }
+
+    /// Writes as ``write(_:for:expires:)`` does, unless a replica removed a key of `mark`'s
+    /// stripe (or, for a key of another stripe, any key) since `mark` was read — checked in the
+    /// statement that writes (``PostgresStatements/UpsertIfNotRemoved``). Whether it wrote.
+    public func write(_ data: Data, for key: String, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
+        await store(data, for: key, until: until(expires), ifNotRemovedSince: mark)
+    }
+
+    /// When a row stored now with the cache's hint `expires` expires.
+    private func until(_ expires: Date?) -> Date {
         let cap = Date().addingTimeInterval(configuration.retention.seconds)
-        let until = min(expires ?? cap, cap).addingTimeInterval(configuration.expiryMargin.seconds)
-        await store(data, for: key, until: until)
+        return min(expires ?? cap, cap).addingTimeInterval(configuration.expiryMargin.seconds)
+    }
+
+    /// `true`: the table counts removals (schema version 2), so that a replica never stores an
+    /// answer older than another replica's removal of its key.
+    public var countsRemovals: Bool { true }
+
+    /// The removal counts of `key`'s stripe and of all keys now — read as the fleet's
+    /// coordination is, within ``Configuration/coordinationTimeout`` and also during a pause
+    /// (the answer of a claimed fetch, which other replicas wait for, is stored only against
+    /// them), or, while coordination does not answer, as a lookup is. When the database cannot
+    /// say, a mark no count matches (stripe -2, counts -1): that answer is not stored.
+    public func removalMark(for key: String) async -> RemovalMark? {
+        let statement = PostgresStatements.RemovalCounts(key: key)
+        let row: PostgresStatements.RemovalCounts.Row??
+        if coordinating() {
+            row = await coordinate { [lanes] in try await lanes.first(statement, pooled: true) }
+        } else {
+            row = paused() ? nil : await attempt { [lanes] in try await lanes.first(statement) }
+        }
+        guard let (stripe, removals, all) = row ?? nil else {
+            return RemovalMark(stripe: -2, stripeRemovals: -1, allRemovals: -1)
+        }
+        return RemovalMark(stripe: Int(stripe), stripeRemovals: removals, allRemovals: all)
     }
 
     /// Tells `observer` of the keys the fleet changed (another replica's store or removal, heard
@@ -426,7 +463,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Deletes `key` in the database and tells the fleet; whether it was done.
     private func delete(_ key: String) async -> Bool {
-        let statement = PostgresStatements.Delete(key: key, notice: notice(for: key))
+        let statement = PostgresStatements.Remove(key: key, notice: notice(for: key))
         return await attempt { [lanes] in try await lanes.run(statement) } != nil
     }
 
@@ -461,6 +498,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             try await client.withTransaction(logger: logger) { connection in
                 // Waiting for the table's lock must not outlast the operation's timeout.
                 try await connection.query("SET LOCAL lock_timeout = '200ms'", logger: logger).drain()
+                // Counted as a removal of every key (rows locked in ascending order, as every writer
+                // of several takes them), before the rows go: a store that checked the old counts
+                // has committed by now (and goes with the rest), a later one sees the new counts.
+                try await connection.query("SELECT 1 FROM recall_removals ORDER BY stripe FOR UPDATE", logger: logger).drain()
+                try await connection.query("UPDATE recall_removals SET removals = removals + 1", logger: logger).drain()
                 try await connection.query("TRUNCATE recall_entries", logger: logger).drain()
                 try await connection.query("UPDATE recall_usage SET entries = 0, bytes = 0", logger: logger).drain()
                 try await connection.query("SELECT pg_notify(\(Self.channel), \(notice))", logger: logger).drain()
@@ -789,29 +831,42 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     // MARK: Failing without failing requests
 
-    private func store(_ data: Data, for key: String, until expires: Date) async {
+    /// Stores `data` under `key` until `expires` — given `mark`, only while no removal came after
+    /// it; whether it stored.
+    private func store(_ data: Data, for key: String, until expires: Date, ifNotRemovedSince mark: RemovalMark?) async -> Bool {
         await noteHeld(key)
         guard data.count <= configuration.maxRecordBytes else {
             count { $0.rejected += 1 }
-            return
+            return false
         }
         // The answer of a fetch this process claimed: the fleet waits for it.
         let patient = state.withLock { $0.claimedStores[key] != nil && $0.coordinationAnswers }
         guard patient || !paused() else {
             count { $0.writeFailures += 1 }
-            return
+            return false
         }
         let statement = PostgresStatements.Upsert(key: key, record: data, expires: expires, notice: notice(for: key))
-        let upsert: @Sendable () async throws -> Void = { [lanes] in try await lanes.run(statement, pooled: patient) }
-        if await (patient ? coordinate(upsert) : attempt(upsert)) == nil {
-            count { $0.writeFailures += 1 }
-        } else {
-            // A store replaces what a kept removal would have removed.
-            state.withLock { state in
-                if state.pendingRemovals.remove(key) != nil { state.statistics.pendingRemovals = state.pendingRemovals.count }
+        let upsert: @Sendable () async throws -> Int64 = { [lanes] in
+            guard let mark else {
+                try await lanes.run(statement, pooled: patient)
+                return 1
             }
-            storeCounted()
+            return try await lanes.first(PostgresStatements.UpsertIfNotRemoved(upsert: statement, mark: mark), pooled: patient) ?? 0
         }
+        guard let written = await (patient ? coordinate(upsert) : attempt(upsert)) else {
+            count { $0.writeFailures += 1 }
+            return false
+        }
+        guard written > 0 else {
+            count { $0.storesRefusedAfterRemoval += 1 }
+            return false
+        }
+        // A store replaces what a kept removal would have removed.
+        state.withLock { state in
+            if state.pendingRemovals.remove(key) != nil { state.statistics.pendingRemovals = state.pendingRemovals.count }
+        }
+        storeCounted()
+        return true
     }
 
     /// Whether the fleet's coordination goes to the database: while its statements answer, also

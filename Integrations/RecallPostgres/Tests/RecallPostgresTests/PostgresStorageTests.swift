@@ -576,7 +576,7 @@ struct PostgresStorageTests {
         return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 
-    @Test("a role that may only read and write the four tables opens a storage the owner migrated, and caches through it (docs/scale-out.md's grants)")
+    @Test("a role that may only read and write the five tables opens a storage the owner migrated, and caches through it (docs/scale-out.md's grants)")
     func restrictedRole() async throws {
         let server = try PostgresFixture.current
         try await PostgresFixture.withDatabase { client, database in
@@ -586,7 +586,7 @@ struct PostgresStorageTests {
             for statement in [
                 "CREATE ROLE \(role) LOGIN",
                 "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
-                "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON recall_entries, recall_usage, recall_leases, recall_meta TO \(role)"
+                "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON recall_entries, recall_usage, recall_leases, recall_meta, recall_removals TO \(role)"
             ] {
                 _ = try await client.query(PostgresQuery(unsafeSQL: statement)).all()
             }
@@ -599,6 +599,11 @@ struct PostgresStorageTests {
                 let record = CacheRecord(key: "k", variants: [Self.entry("v1")])
                 await storage.store(record)
                 #expect(await storage.record(for: "k").map(Self.summary) == Self.summary(record))
+                // A removal and a store that checks the removal counts (schema version 2) work too.
+                let mark = try #require(await storage.removalMark(for: "k"))
+                await storage.remove("k")
+                #expect(await storage.store(record, expires: nil, ifNotRemovedSince: mark) == false)
+                #expect(await storage.store(record, expires: nil, ifNotRemovedSince: try #require(await storage.removalMark(for: "k"))))
                 #expect(await storage.claim("f"))
                 await storage.release("f")
                 #expect(storage.fleetStatistics.failures == 0)
