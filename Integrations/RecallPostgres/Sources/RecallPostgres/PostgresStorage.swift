@@ -264,6 +264,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// next lookup follows a wait for another replica's fetch: both get
         /// ``Configuration/coordinationTimeout`` and go on during a pause.
         var claimedStores: [String: Int] = [:], lookAfterWait: [String: ContinuousClock.Instant] = [:]
+        /// Keys with no record when this process won the claim of their fetch: their next lookup
+        /// (the look that follows the claim) is a miss without a round trip.
+        var absentAtClaim: [String: ContinuousClock.Instant] = [:]
         /// Whether the last statement of the fleet's coordination answered in time; while it
         /// did not, a probe in the background asks until the database answers again.
         var coordinationAnswers = true, probing = false
@@ -273,6 +276,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// name them (``noticeName(of:)``): how many wait, and how many such stores were announced since.
         var storesAwaited: [String: (waiters: Int, stores: Int)] = [:]
         var shutDown = false
+
+        /// Marks `key` in `marks` until `until` (its next lookup reads it); at most 1,024 marks,
+        /// those past their time dropped first.
+        static func note(_ key: String, until: ContinuousClock.Instant, in marks: inout [String: ContinuousClock.Instant]) {
+            let now = ContinuousClock.now
+            if marks.count >= 1_024 { marks = marks.filter { $0.value > now } }
+            if marks.count < 1_024 { marks[key] = until }
+        }
 
         /// Whether the storage is pausing now (a pause that ended is cleared).
         mutating func pausing() -> Bool {
@@ -353,10 +364,13 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func bytes(for key: String) async -> StoredBytes? {
         // One lock decides how the lookup goes: not at all (a removal of the key waits to be
-        // replayed, or the storage pauses), or patiently — the look after waiting for another
-        // replica's fetch, whose answer the fleet paid for — or as usual.
+        // replayed, the storage pauses, or the claim just won found nothing under the key), or
+        // patiently — the look after waiting for another replica's fetch, or after winning a claim
+        // that found a record: what the fleet paid for — or as usual.
         let patient = state.withLock { state -> Bool? in
-            let afterWait = state.lookAfterWait.removeValue(forKey: key).map { ContinuousClock.now < $0 } ?? false
+            let now = ContinuousClock.now
+            let afterWait = state.lookAfterWait.removeValue(forKey: key).map { now < $0 } ?? false
+            if state.absentAtClaim.removeValue(forKey: key).map({ now < $0 }) == true { return nil }
             if state.pendingRemovals.contains(key) { return nil }
             if afterWait, state.coordinationAnswers { return true }
             return state.pausing() ? nil : false
@@ -645,21 +659,40 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         let token = UUID()
         let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
-        guard let claimed = await coordinate({ [lanes] in try await lanes.first(statement, pooled: true) }) else {
+        // With the key its answer is stored under, the claim also says whether a record is there
+        // now: the look that follows it (the cache's, for a store since its lookup) is then patient
+        // — a miss would fetch again what the fleet just paid for — or, with nothing there, a miss
+        // at once, without a round trip.
+        let claimed: (UUID, Bool?)??
+        if let key {
+            let checking = PostgresStatements.ClaimChecking(claim: statement, key: key)
+            claimed = await coordinate({ [lanes] in try await lanes.first(checking, pooled: true).map { ($0.0, $0.1) } })
+        } else {
+            claimed = await coordinate({ [lanes] in try await lanes.first(statement, pooled: true).map { ($0, nil) } })
+        }
+        guard let claimed else {
             // Cut, it may still land: give it back, so no replica waits for a fetch nobody makes.
             let release = PostgresStatements.Release(name: name, holder: token)
             Task { [lanes] in _ = await coordinate { try await lanes.run(release, pooled: true) } }
             return true
         }
-        guard claimed != nil else {
+        guard let (_, stored) = claimed else {
             count { $0.claimsHeldElsewhere += 1 }
             return false
         }
         let renewal = renew(name, token: token)
+        let until = ContinuousClock.now + coordinationLimit
         state.withLock { state in
             state.statistics.claims += 1
             state.claims[name] = (token, renewal, key)
-            if let key { state.claimedStores[key, default: 0] += 1 }
+            if let key {
+                state.claimedStores[key, default: 0] += 1
+                if stored == true {
+                    State.note(key, until: until, in: &state.lookAfterWait)
+                } else {
+                    State.note(key, until: until, in: &state.absentAtClaim)
+                }
+            }
         }
         return true
     }
@@ -704,11 +737,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
         // The look that follows, if it reaches this storage soon (a memory tier may answer it).
-        let now = ContinuousClock.now
-        state.withLock { state in
-            if state.lookAfterWait.count >= 1_024 { state.lookAfterWait = state.lookAfterWait.filter { $0.value > now } }
-            if state.lookAfterWait.count < 1_024 { state.lookAfterWait[key] = now + coordinationLimit }
-        }
+        let until = ContinuousClock.now + coordinationLimit
+        state.withLock { State.note(key, until: until, in: &$0.lookAfterWait) }
     }
 
     /// Polls the claim on `name` until it is released or lapses, or `stored()` says the answer

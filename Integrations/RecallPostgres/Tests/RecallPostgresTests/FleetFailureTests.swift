@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallPostgres
 import RecallPostgresTestSupport
 import RecallTesting
 import Testing
@@ -87,6 +88,30 @@ struct FleetFailureTests {
         }
     }
 
+    @Test(
+        "docs/scale-out.md's defaults word for word (250 ms database limit, 5 s lease, a memory tier, URLSessionTransport): four processes each send the same 20 fresh URLs at once, five rounds: 20 origin requests each round (#53, point 7)"
+    )
+    func documentedDefaults() async throws {
+        let server = try PostgresFixture.current
+        let origin = try LoopbackOrigin(script: FleetTests.originScript)
+        try await PostgresFixture.withDatabase { _, database in
+            let defaults = PostgresStorage.Configuration()
+            let workers = try FleetTests.startWorkers(
+                4, port: server.port, database: database, origin: origin, lease: defaults.leaseTime, timeout: defaults.timeout)
+            defer { workers.forEach { $0.stop() } }
+            var rounds: [Int] = []
+            for round in 0..<5 {
+                for worker in workers { try worker.send("burst 20 /d\(round)- cc=max-age%3D60") }
+                let answers = try workers.map { try $0.line() }
+                let total = try await FleetTests.hits(origin, prefix: "/d\(round)-", count: 20)
+                rounds.append(total)
+                #expect(total == 20, "round \(round): \(answers)")
+                #expect(answers.allSatisfy { $0.hasSuffix("other=0") }, "\(answers)")
+            }
+            Self.report("documented defaults: origin requests for 20 URLs from 4 processes, by round: \(rounds)")
+        }
+    }
+
     @Test("a slow database (each way 150 ms, a round trip past the 250 ms timeout): lookups pause, yet the fleet still makes one origin request per URL")
     func slowDatabase() async throws {
         let server = try PostgresFixture.current
@@ -113,7 +138,7 @@ struct FleetFailureTests {
         if ProcessInfo.processInfo.environment["RECALL_REPORT"] == "1" { print(line) }
     }
 
-    static func eventually(_ condition: () async throws -> Bool) async throws {
-        try await PostgresStorageTests.eventually(condition)
+    static func eventually(_ condition: () async throws -> Bool, sourceLocation location: SourceLocation = #_sourceLocation) async throws {
+        try await PostgresStorageTests.eventually(condition, sourceLocation: location)
     }
 }

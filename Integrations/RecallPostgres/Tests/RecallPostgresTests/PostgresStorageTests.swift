@@ -665,11 +665,11 @@ struct PostgresStorageTests {
 
     /// Waits until `condition` holds, for 30 s at most (generous: a loaded machine is slow, and
     /// the wait ends as soon as the condition holds).
-    static func eventually(_ condition: () async throws -> Bool) async throws {
+    static func eventually(_ condition: () async throws -> Bool, sourceLocation location: SourceLocation = #_sourceLocation) async throws {
         let end = ContinuousClock.now + .seconds(30)
         while try await !condition() {
             guard ContinuousClock.now < end else {
-                Issue.record("condition not met within 30 s")
+                Issue.record("condition not met within 30 s", sourceLocation: location)
                 return
             }
             try await Task.sleep(for: .milliseconds(10))
