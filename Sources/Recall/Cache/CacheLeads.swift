@@ -42,9 +42,12 @@ final class CacheLeads: Sendable {
     /// wait for their leader — this process's, or another's (until its claim ends or it stores
     /// under `storageKey`) — then look again (`coalesced()`
     /// counts it when the look answers it; one that must fetch after all is a miss). `look(later)` reads the record afresh and decides again (`later`: at the time
-    /// now, after a wait). Returns the decision to act on and the lead taken, if any.
+    /// now, after a wait). `mark`, when `marks`, reads the storage's removal mark for the request
+    /// that is to send (the leader, before it claims, or a follower that must fetch itself): the
+    /// fleet's name of the fetch carries it. Returns the decision to act on and the lead taken, if any.
     func share(
-        _ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool, fetchName: () -> String,
+        _ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool,
+        marks: Bool, mark: () async -> Void, fetchName: () -> String,
         coalesced: () -> Void,
         look: (_ later: Bool) async -> CacheStrategy.Before
     ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?) {
@@ -53,6 +56,7 @@ final class CacheLeads: Sendable {
             var lead = CacheRequestState.Lead.flight(flightKey, claim: nil)
             // Another leader may have stored the entry between our lookup and our lead.
             var before = changed() ? await look(false) : decided
+            if marks, Self.sends(before) { await mark() }
             guard case .send = before, let coordinator else { return (before, lead) }
             let name = fetchName()
             if await coordinator.claim(name, storingUnder: storageKey) {
@@ -81,7 +85,7 @@ final class CacheLeads: Sendable {
             try Task.checkCancellation()
             let before = await look(true)
             // A follower that must fetch itself after all (its leader failed) is a miss, not coalesced.
-            if !Self.sends(before) { coalesced() }
+            if !Self.sends(before) { coalesced() } else if marks { await mark() }
             return (before, nil)
         }
     }

@@ -28,7 +28,7 @@ struct CacheScheduling: Sendable {
         case lookup(CacheLookup.Waiting)
         /// A request that may store its answer, over a storage that counts removals: read the
         /// storage's mark (``CacheWriter/marking(_:key:)``), then go on with what was decided.
-        case mark(CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
+        case mark(CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before)
         /// A miss to share with concurrent misses of its key (coalescing), then decide again.
         case coalesce(CacheScheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
 
@@ -36,7 +36,7 @@ struct CacheScheduling: Sendable {
         var scheduling: CacheScheduling {
             switch self {
             case .lookup(let waiting): waiting.scheduling
-            case .mark(let scheduling, _, _, _): scheduling
+            case .mark(let scheduling, _, _): scheduling
             case .coalesce(let scheduling, _, _, _, _): scheduling
             }
         }

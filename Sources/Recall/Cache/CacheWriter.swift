@@ -207,13 +207,20 @@ final class CacheWriter: Sendable {
     func discard(_ outdated: CacheEntry, key: String) async {
         await keys.lock(key)
         epochs.advance(stripe: Self.epochStripe(of: key))
+        // Over a storage processes share, the variants kept go back only if no process removed the
+        // key after they were read.
+        let mark = countsRemovals ? await storage.removalMark(for: key) : nil
         if let record = await lookup(key) {
             let kept = strategy.variants(of: record, without: outdated)
             if kept.isEmpty {
                 await storage.remove(key)
             } else if kept.count < record.variants.count {
                 let record = CacheRecord(key: key, variants: kept)
-                await storage.store(record, expires: strategy.expiry(of: record))
+                if let mark {
+                    _ = await storage.store(record, expires: strategy.expiry(of: record), ifNotRemovedSince: mark)
+                } else {
+                    await storage.store(record, expires: strategy.expiry(of: record))
+                }
             }
             order.writeCount.add(1, ordering: .releasing)
         }

@@ -107,11 +107,9 @@ public final class HTTPCache: ServiceHook {
             switch suspension {
             case .lookup(let waiting):
                 if let action = decide(await lookup.resume(waiting), request, context: context) { return action }
-            case .mark(var scheduling, let record, let before, let writesBefore):
+            case .mark(var scheduling, let record, let before):
                 scheduling.since = await writer.marking(scheduling.since, key: scheduling.location.key)
-                if let action = go(on: before, scheduling, record: record, writesBefore: writesBefore, request, context: context) {
-                    return action
-                }
+                return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
             case .coalesce(let scheduling, let flightKey, let record, let before, let writesBefore):
                 return try await coalesce(
                     scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
@@ -139,25 +137,18 @@ public final class HTTPCache: ServiceHook {
             return nil
         case .found(let scheduling, let record, let writesBefore):
             let before = strategy.before(request, scheduling, record: record)
-            // Over a storage other processes share, a request that may store reads its mark first.
-            if writer.countsRemovals, scheduling.since.storage == nil, Self.mayStore(before) {
-                context[suspended] = .mark(scheduling, record: record, before: before, writesBefore: writesBefore)
+            // (A miss shared with others reads the storage's mark there, for the one that sends.)
+            if case .send = before, configuration.coalescesRequests, scheduling.route == .lookup {
+                return lead(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
+            }
+            // Over a storage other processes share, a request that may store reads its mark first
+            // (a stale hit that refreshes in the background too, before it is answered).
+            if writer.countsRemovals, Self.mayStore(before) {
+                context[suspended] = .mark(scheduling, record: record, before: before)
                 return nil
             }
-            return go(on: before, scheduling, record: record, writesBefore: writesBefore, request, context: context)
-        }
-    }
-
-    /// Goes on with `before`, decided on `record`: a miss with coalescing on is shared, anything
-    /// else is carried out; `nil` when it must suspend first.
-    @inline(__always) private func go(
-        on before: consuming CacheStrategy.Before, _ scheduling: CacheScheduling, record: CacheRecord?, writesBefore: UInt64,
-        _ request: URLRequest, context: RecallContext
-    ) -> HookAction? {
-        guard case .send = before, configuration.coalescesRequests, scheduling.route == .lookup else {
             return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
         }
-        return lead(scheduling, record: record, before: before, writesBefore: writesBefore, request, context: context)
     }
 
     /// Whether `before` sends a request whose answer may be stored: to the origin now, or as a
@@ -202,8 +193,11 @@ public final class HTTPCache: ServiceHook {
     ) async throws -> HookAction {
         let key = scheduling.location.key
         var record = found
+        var scheduling = scheduling
         let (before, lead) = try await leads.share(
             flightKey, storageKey: key, decided: decided, changed: { writer.writes != writesBefore },
+            // Over a storage other processes share, the request that is to send reads its mark.
+            marks: writer.countsRemovals, mark: { scheduling.since = await writer.marking(scheduling.since, key: key) },
             // (Named without the epoch, which is this process's own, but with the storage's removal
             // mark, which the fleet shares: a request that starts after a removal by any process
             // never waits for a fetch begun before it.)

@@ -82,16 +82,45 @@ public final class TieredStorage: CacheStorage {
     /// Stores in both tiers: the lower one first, so a read that finds the old record below can
     /// no longer promote it once the upper step (which bumps the key's generation) has run.
     public func store(_ record: CacheRecord, expires: Date?) async {
+        let before = generation(of: record.key)
         await lower.store(record, expires: expires)
-        await storeUpper(record, expires: expires)
+        await storeUpper(record, expires: expires, unlessChangedSince: before)
     }
 
-    /// The upper tier's step of a store, once the lower tier has the record.
-    private func storeUpper(_ record: CacheRecord, expires: Date?) async {
+    /// The upper tier's step of a store, once the lower tier has the record — when the key's
+    /// generation moved from `before` meanwhile (another process may have removed or replaced it
+    /// in the lower tier after this store landed there, its notice dropping the upper copy), the
+    /// upper copy is dropped instead: the upper tier never keeps what the lower one may no longer
+    /// hold, nor an older record.
+    private func storeUpper(_ record: CacheRecord, expires: Date?, unlessChangedSince before: UInt64) async {
         guard !record.variants.contains(where: { $0.storedBody != nil }) else {
             return await changeUpper(record.key) { await self.upper.remove(record.key) }  // (kept below only)
         }
-        await changeUpper(record.key) { await self.upper.store(record, expires: expires) }
+        if let memory {
+            // In one step with the check, as a promotion is: a removal elsewhere either came before
+            // (nothing is stored) or drops the record after.
+            let stripe = Self.stripe(of: record.key)
+            generations.withLock { generations in
+                let unchanged = generations[stripe] == before
+                generations[stripe] &+= 1
+                if unchanged { _ = memory.storeNow(record) } else { memory.removeNow(record.key) }
+            }
+        } else {
+            await keys.lock(record.key)
+            if bump(record.key, ifStill: before) {
+                await upper.store(record, expires: expires)
+            } else {
+                bump(record.key)
+                await upper.remove(record.key)
+            }
+            keys.unlock(record.key)
+        }
+    }
+
+    /// The generation of `key`'s stripe now.
+    private func generation(of key: String) -> UInt64 {
+        let stripe = Self.stripe(of: key)
+        return generations.withLock { $0[stripe] }
     }
 
     /// Whether the lower tier counts removals (a table the fleet shares): the upper one is this
@@ -106,8 +135,9 @@ public final class TieredStorage: CacheStorage {
     /// Stores in the lower tier, checking `mark`, then — only if it stored — in the upper one: a
     /// memory tier never keeps what the shared tier refused as stale.
     public func store(_ record: CacheRecord, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
+        let before = generation(of: record.key)
         guard await lower.store(record, expires: expires, ifNotRemovedSince: mark) else { return false }
-        await storeUpper(record, expires: expires)
+        await storeUpper(record, expires: expires, unlessChangedSince: before)
         return true
     }
 
@@ -194,6 +224,16 @@ public final class TieredStorage: CacheStorage {
     private func bump(_ key: String) {
         let stripe = Self.stripe(of: key)
         generations.withLock { $0[stripe] &+= 1 }
+    }
+
+    /// Bumps `key`'s generation if it is still `before`; whether it did.
+    private func bump(_ key: String, ifStill before: UInt64) -> Bool {
+        let stripe = Self.stripe(of: key)
+        return generations.withLock { generations in
+            guard generations[stripe] == before else { return false }
+            generations[stripe] &+= 1
+            return true
+        }
     }
 
     private static func stripe(of key: String) -> Int {

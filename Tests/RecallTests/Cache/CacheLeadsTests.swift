@@ -32,7 +32,7 @@ struct CacheLeadsTests {
     ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
         var remaining = looks, looked = 0, coalesced = 0
         let (before, lead) = try await leads.share(
-            key, storageKey: "s-" + key, decided: miss, changed: { changed }, fetchName: { "fetch-" + key },
+            key, storageKey: "s-" + key, decided: miss, changed: { changed }, marks: false, mark: {}, fetchName: { "fetch-" + key },
             coalesced: { coalesced += 1 }
         ) { _ in
             looked += 1

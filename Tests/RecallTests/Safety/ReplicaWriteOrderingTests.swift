@@ -15,6 +15,10 @@ private final class SharedTable: Sendable {
         var stripes = [Int64](repeating: 0, count: 16)
         var all: Int64 = 0
         var refused = 0
+        var marksRead = 0
+        /// A key another replica removes right after each store of it lands (before the storer
+        /// goes on), as a `PUT` through it would.
+        var removedRightAfterStore: String?
     }
 
     let state = Locked(State())
@@ -33,9 +37,16 @@ private final class SharedTable: Sendable {
         let table: SharedTable
         let countsRemovals: Bool
 
+        /// Who hears of changes other replicas make (a memory tier over this replica).
+        let observers = Locked<[@Sendable (String?) async -> Void]>([])
+
         init(table: SharedTable, countsRemovals: Bool) {
             self.table = table
             self.countsRemovals = countsRemovals
+        }
+
+        func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {
+            observers.withLock { $0.append(observer) }
         }
 
         func bytes(for key: String) async -> StoredBytes? {
@@ -44,6 +55,7 @@ private final class SharedTable: Sendable {
 
         func write(_ data: Data, for key: String, expires: Date?) async {
             table.state.withLock { $0.bytes[key] = data }
+            _ = await removedElsewhere(after: key)
         }
 
         func write(_ data: Data, for key: String, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
@@ -56,13 +68,24 @@ private final class SharedTable: Sendable {
                 }
                 state.bytes[key] = data
                 return true
-            }
+            } ? await removedElsewhere(after: key) : false
+        }
+
+        /// Another replica's removal of `key`, right after a store of it, when the test asks for one.
+        private func removedElsewhere(after key: String) async -> Bool {
+            guard table.state.withLock({ $0.removedRightAfterStore == key }) else { return true }
+            await SharedTable.Replica(table: table, countsRemovals: true).remove(key)
+            for observer in observers.withLock({ $0 }) { await observer(key) }
+            return true
         }
 
         func removalMark(for key: String) async -> RemovalMark? {
             guard countsRemovals else { return nil }
             let stripe = SharedTable.stripe(of: key)
-            return table.state.withLock { RemovalMark(stripe: stripe, stripeRemovals: $0.stripes[stripe], allRemovals: $0.all) }
+            return table.state.withLock { state in
+                state.marksRead += 1
+                return RemovalMark(stripe: stripe, stripeRemovals: state.stripes[stripe], allRemovals: state.all)
+            }
         }
 
         func removeCorrupt(_ key: String, ifStill data: Data) async {
@@ -162,5 +185,46 @@ struct ReplicaWriteOrderingTests {
         #expect(try await pipeline.send(VersionedOrigin.request("GET")).source == .network)
         #expect(try await pipeline.send(VersionedOrigin.request("GET")).source == .cache)
         #expect(table.state.withLock { $0.refused } == 0)
+    }
+
+    @Test("concurrent misses of one key in a replica: only the request that goes to the origin reads the storage's mark")
+    func oneMarkForCoalescedMisses() async throws {
+        let table = SharedTable()
+        let origin = MockTransport()
+        let gate = Gate()
+        origin.route("GET", "/doc") { request in
+            await gate.wait()
+            return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v".utf8), url: request.url)
+        }
+        let (a, _) = replicas(table, coalescing: true, coordinated: false)
+        let pipeline = Pipeline(transport: origin, hooks: [a])
+        let sends = (0..<8).map { _ in Task { try await pipeline.send(VersionedOrigin.request("GET")) } }
+        try await waitUntil("one request at the origin and seven waiting") { origin.count(for: "/doc") == 1 && a.statistics.waiting == 7 }
+        gate.open()
+        for send in sends { #expect(try await send.value.bodyText == "v") }
+        #expect(table.state.withLock { $0.marksRead } == 1)
+    }
+
+    @Test("a memory tier over a replica keeps nothing another replica removed right after this one's store landed below")
+    func memoryTierAfterARemovalElsewhere() async throws {
+        let table = SharedTable()
+        let replica = table.replica(countingRemovals: true)
+        let tiered = TieredStorage(memory: MemoryStorage(), lower: replica)
+        let record = CacheRecord(
+            key: "k",
+            variants: [
+                CacheEntry(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("v1".utf8), url: nil, requestTime: Date(), responseTime: Date())
+            ])
+        table.state.withLock { $0.removedRightAfterStore = "k" }
+        for conditional in [false, true] {
+            if conditional {
+                let mark = try #require(await tiered.removalMark(for: "k"))
+                #expect(await tiered.store(record, expires: nil, ifNotRemovedSince: mark))
+            } else {
+                await tiered.store(record, expires: nil)
+            }
+            #expect(table.state.withLock { $0.bytes["k"] } == nil)
+            #expect(await tiered.record(for: "k") == nil, "the memory tier kept what the table no longer holds")
+        }
     }
 }

@@ -446,8 +446,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// coordination is, within ``Configuration/coordinationTimeout`` and also during a pause
     /// (the answer of a claimed fetch, which other replicas wait for, is stored only against
     /// them), or, while coordination does not answer, as a lookup is. When the database cannot
-    /// say, a mark no count matches (stripe -2, counts -1): that answer is not stored.
+    /// say, or a removal of the key waits to be replayed, a mark no count matches (stripe -2,
+    /// counts -1): that answer is not stored.
     public func removalMark(for key: String) async -> RemovalMark? {
+        // A removal the database has not counted yet (kept to be replayed): nothing is stored for
+        // the key until it is, so no answer older than it lands after.
+        guard !state.withLock({ $0.pendingRemovals.contains(key) }) else {
+            return RemovalMark(stripe: -2, stripeRemovals: -1, allRemovals: -1)
+        }
         let statement = PostgresStatements.RemovalCounts(key: key)
         let row: PostgresStatements.RemovalCounts.Row??
         if coordinating() {
@@ -512,9 +518,11 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             try await client.withTransaction(logger: logger) { connection in
                 // Waiting for the table's lock must not outlast the operation's timeout.
                 try await connection.query("SET LOCAL lock_timeout = '200ms'", logger: logger).drain()
-                // Counted as a removal of every key (rows locked in ascending order, as every writer
-                // of several takes them), before the rows go: a store that checked the old counts
-                // has committed by now (and goes with the rest), a later one sees the new counts.
+                // The table first (a store under way holds it, then waits for its removal count's
+                // row: counting before would make a cycle), then counted as a removal of every key
+                // (rows locked in ascending order, as every writer of several takes them): a store
+                // that checked the old counts has committed by now, a later one sees the new counts.
+                try await connection.query("LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE", logger: logger).drain()
                 try await connection.query("SELECT 1 FROM recall_removals ORDER BY stripe FOR UPDATE", logger: logger).drain()
                 try await connection.query("UPDATE recall_removals SET removals = removals + 1", logger: logger).drain()
                 try await connection.query("TRUNCATE recall_entries", logger: logger).drain()
@@ -871,7 +879,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         }
         // The answer of a fetch this process claimed: the fleet waits for it.
         let patient = state.withLock { $0.claimedStores[key] != nil && $0.coordinationAnswers }
-        guard patient || !paused() else {
+        // (Against counts the database could not give, nothing is stored: no round trip for it.)
+        guard patient || !paused(), mark.map({ $0.stripe >= 0 }) ?? true else {
             count { $0.writeFailures += 1 }
             return false
         }
@@ -891,10 +900,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             count { $0.storesRefusedAfterRemoval += 1 }
             return false
         }
-        // A store replaces what a kept removal would have removed.
-        state.withLock { state in
-            if state.pendingRemovals.remove(key) != nil { state.statistics.pendingRemovals = state.pendingRemovals.count }
-        }
+        // (A kept removal stays kept, even under a newer store: it must be counted in the database
+        // before any answer older than it may land, and replaying it costs one entry at most.)
         storeCounted()
         return true
     }
