@@ -66,7 +66,7 @@ public protocol CacheStorage: Sendable {
     var countsRemovals: Bool { get }
     /// The storage's removal counts for `key` now (``RemovalMark``), or `nil` when it keeps none.
     /// The cache reads it when a request that may store begins — a miss, a revalidation, a
-    /// refresh; never for a hit — and stores that request's answer through
+    /// refresh; never for a fresh hit — and stores that request's answer through
     /// ``store(_:expires:ifNotRemovedSince:)``, whole (not through ``beginStoring(_:expires:)``).
     func removalMark(for key: String) async -> RemovalMark?
     /// Stores `record` as ``store(_:expires:)`` does, unless a key was removed after `mark` was
