@@ -144,11 +144,19 @@ public final class HTTPCache: ServiceHook {
             // Over a storage other processes share, a request that may store reads its mark first
             // (a stale hit that refreshes in the background too, before it is answered).
             if writer.countsRemovals, Self.mayStore(before) {
-                context[suspended] = .mark(scheduling, record: record, before: before)
-                return nil
+                return suspendToMark(scheduling, record: record, before: before, context: context)
             }
             return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
         }
+    }
+
+    /// Leaves where scheduling stopped to read the storage's removal mark (out of the inlined
+    /// path: a storage that counts removals is the only one that comes here); `nil`.
+    @inline(never) private func suspendToMark(
+        _ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, context: RecallContext
+    ) -> HookAction? {
+        context[suspended] = .mark(scheduling, record: record, before: before)
+        return nil
     }
 
     /// Whether `before` sends a request whose answer may be stored: to the origin now, or as a

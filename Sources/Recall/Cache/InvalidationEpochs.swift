@@ -30,8 +30,29 @@ final class InvalidationEpochs: Sendable {
         var total: UInt64
         /// The storage's own counts (``RemovalMark``), for a storage other processes share; read
         /// when the request may store (``CacheWriter/marking(_:key:)``), `nil` before or when the
-        /// storage keeps none.
-        var storage: RemovalMark? = nil
+        /// storage keeps none. (Boxed: a snapshot travels with every lookup, hits included, and
+        /// stays one word larger, not four.)
+        var storage: RemovalMark? {
+            get { box?.mark }
+            set { box = newValue.map(Box.init) }
+        }
+        private var box: Box?
+
+        /// A ``RemovalMark`` kept by reference.
+        private final class Box: Sendable {
+            let mark: RemovalMark
+            init(_ mark: RemovalMark) { self.mark = mark }
+        }
+
+        init(stripe: Int, epoch: UInt64, total: UInt64) {
+            self.stripe = stripe
+            self.epoch = epoch
+            self.total = total
+        }
+
+        static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
+            lhs.stripe == rhs.stripe && lhs.epoch == rhs.epoch && lhs.total == rhs.total && lhs.storage == rhs.storage
+        }
     }
 
     /// The stripe of a key whose hash is `hash`.
