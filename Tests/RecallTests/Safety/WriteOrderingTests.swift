@@ -73,11 +73,17 @@ struct SharedStorageWriteOrderingTests {
     }
 
     /// Two caches over one storage shared as `sharing` says (in `directory`).
-    private func caches(_ sharing: Sharing, coalescing: Bool, in directory: URL) throws -> (HTTPCache, HTTPCache) {
+    /// With `coordinator`, both ask it, as replicas of a fleet would.
+    private func caches(
+        _ sharing: Sharing, coalescing: Bool, in directory: URL, coordinator: (any FetchCoordinator)? = nil
+    ) throws -> (HTTPCache, HTTPCache) {
         var configuration = CacheConfiguration()
         configuration.coalescesRequests = coalescing
         func pair(_ a: any CacheStorage, _ b: any CacheStorage) -> (HTTPCache, HTTPCache) {
-            (HTTPCache(storage: a, configuration: configuration), HTTPCache(storage: b, configuration: configuration))
+            (
+                HTTPCache(storage: a, configuration: configuration, coordinator: coordinator),
+                HTTPCache(storage: b, configuration: configuration, coordinator: coordinator)
+            )
         }
         switch sharing {
         case .memory:
@@ -112,6 +118,30 @@ struct SharedStorageWriteOrderingTests {
             let later = try await replica.send(VersionedOrigin.request("GET"))
             #expect(later.bodyText == "v2", "replica \(name) served the answer from before the PUT")
         }
+    }
+
+    @Test(
+        "with a fetch coordinator too: a GET through B after B's PUT is never handed A's answer from before it",
+        arguments: Sharing.allCases)
+    func coordinatedCaches(sharing: Sharing) async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = VersionedOrigin()
+        let (a, b) = try caches(sharing, coalescing: true, in: directory, coordinator: InMemoryFetchCoordinator(leaseTime: .seconds(600)))
+        let replicaA = Pipeline(transport: origin.mock, hooks: [a])
+        let replicaB = Pipeline(transport: origin.mock, hooks: [b])
+        let early = Task { try await replicaA.send(VersionedOrigin.request("GET")) }
+        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
+        #expect(try await replicaB.send(VersionedOrigin.request("PUT")).status == 204)
+        // B may wait for A's claim (a storage that counts no removals names the fleet's fetch by its
+        // key alone): A's answer comes, and is not B's.
+        let after = Task { try await replicaB.send(VersionedOrigin.request("GET")) }
+        origin.firstGet.open()
+        #expect(try await early.value.bodyText == "v1")
+        #expect(try await after.value.bodyText == "v2")
+        await a.flush()
+        await b.flush()
+        for replica in [replicaA, replicaB] { #expect(try await replica.send(VersionedOrigin.request("GET")).bodyText == "v2") }
     }
 }
 
