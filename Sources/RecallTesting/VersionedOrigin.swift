@@ -53,4 +53,32 @@ public final class VersionedOrigin: Sendable {
         request.httpMethod = method
         return request
     }
+
+    /// What ``race(through:writeThrough:)`` saw.
+    public struct Race: Sendable {
+        /// The `PUT`'s status.
+        public var putStatus: Int
+        /// The answer to the `GET` sent after the `PUT`, while the first was still held.
+        public var afterPut: RecallResponse
+        /// The `GET`s that had reached the origin when that answer came.
+        public var getsBeforeRelease: Int
+        /// The answer to the first `GET`, once let go (the version from before the `PUT`).
+        public var early: RecallResponse
+    }
+
+    /// The race of a write: a `GET` through `slow` reaches the origin and is held there; a `PUT`,
+    /// then a `GET`, go through `writer` — that answer comes while the first is still held — and
+    /// then the first is let go. A cache (or two, over one storage) keeps "no stale data after a
+    /// completed write" when later `GET`s through either answer `v2`. It waits for the first `GET`
+    /// to reach the origin without a time limit of its own: the test's bounds it.
+    public func race(through slow: Pipeline, writeThrough writer: Pipeline) async throws -> Race {
+        let early = Task { try await slow.send(Self.request("GET")) }
+        while getsSeen < 1 { try await Task.sleep(for: .milliseconds(1)) }
+        let putStatus = try await writer.send(Self.request("PUT")).status
+        let afterPut = try await writer.send(Self.request("GET"))
+        let gets = getsSeen
+        firstGet.open()
+        return Race(putStatus: putStatus, afterPut: afterPut, getsBeforeRelease: gets, early: try await early.value)
+    }
 }
+

@@ -141,12 +141,7 @@ struct ReplicaWriteOrderingTests {
         let (a, b) = replicas(table, coalescing: coalescing, coordinated: coordinated)
         let replicaA = Pipeline(transport: origin.mock, hooks: [a])
         let replicaB = Pipeline(transport: origin.mock, hooks: [b])
-        let early = Task { try await replicaA.send(VersionedOrigin.request("GET")) }
-        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-        #expect(try await replicaB.send(VersionedOrigin.request("PUT")).status == 204)
-        #expect(try await replicaB.send(VersionedOrigin.request("GET")).bodyText == "v2")
-        origin.firstGet.open()
-        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+        try await origin.slowGetAcrossAPut(through: replicaA, writeThrough: replicaB)
         for (name, replica) in [("B", replicaB), ("A", replicaA)] {
             let later = try await replica.send(VersionedOrigin.request("GET"))
             #expect(later.bodyText == "v2", "replica \(name) served the answer from before the PUT")
@@ -162,16 +157,11 @@ struct ReplicaWriteOrderingTests {
         let (a, b) = replicas(table, coalescing: true, coordinated: true)
         let replicaA = Pipeline(transport: origin.mock, hooks: [a])
         let replicaB = Pipeline(transport: origin.mock, hooks: [b])
-        let early = Task { try await replicaA.send(VersionedOrigin.request("GET")) }
-        try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-        #expect(try await replicaB.send(VersionedOrigin.request("PUT")).status == 204)
         // Named with the removal counts it read after the PUT: B claims a fetch of its own (the
         // first GET stays held at the origin until B has its answer).
-        let after = try await replicaB.send(VersionedOrigin.request("GET"))
-        #expect(after.bodyText == "v2")
-        #expect(origin.getsSeen == 2)
-        origin.firstGet.open()
-        #expect(try await early.value.bodyText == "v1")
+        let race = try await origin.race(through: replicaA, writeThrough: replicaB)
+        #expect(race.afterPut.bodyText == "v2" && race.getsBeforeRelease == 2)
+        #expect(race.early.bodyText == "v1")
         #expect(try await replicaA.send(VersionedOrigin.request("GET")).bodyText == "v2")
     }
 

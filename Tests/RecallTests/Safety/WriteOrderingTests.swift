@@ -10,12 +10,10 @@ extension VersionedOrigin {
     /// The race of a write: a GET through `slow` reaches the origin and is held; a PUT, then a GET,
     /// go through `writer`; then the held GET is answered with the version from before the PUT.
     func slowGetAcrossAPut(through slow: Pipeline, writeThrough writer: Pipeline) async throws {
-        let early = Task { try await slow.send(Self.request("GET")) }
-        try await waitUntil("the first GET at the origin") { getsSeen == 1 }
-        #expect(try await writer.send(Self.request("PUT")).status == 204)
-        #expect(try await writer.send(Self.request("GET")).bodyText == "v2")  // after the PUT: the new version, stored
-        firstGet.open()
-        #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+        let race = try await race(through: slow, writeThrough: writer)
+        #expect(race.putStatus == 204)
+        #expect(race.afterPut.bodyText == "v2")  // after the PUT: the new version, stored
+        #expect(race.early.bodyText == "v1")  // it began before the PUT: its own answer
     }
 }
 

@@ -39,12 +39,9 @@ struct PostgresReplicaWriteOrderingTests {
             let (a, b, storages) = try await replicas(client, tier: tier, coordinated: coordinated)
             let replicaA = Pipeline(transport: origin.mock, hooks: [a])
             let replicaB = Pipeline(transport: origin.mock, hooks: [b])
-            let early = Task { try await replicaA.send(VersionedOrigin.request("GET")) }
-            try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-            #expect(try await replicaB.send(VersionedOrigin.request("PUT")).status == 204)
-            #expect(try await replicaB.send(VersionedOrigin.request("GET")).bodyText == "v2")
-            origin.firstGet.open()
-            #expect(try await early.value.bodyText == "v1")  // it began before the PUT: its own answer
+            let race = try await origin.race(through: replicaA, writeThrough: replicaB)
+            #expect(race.putStatus == 204 && race.afterPut.bodyText == "v2")
+            #expect(race.early.bodyText == "v1")  // it began before the PUT: its own answer
             for (name, replica) in [("B", replicaB), ("A", replicaA)] {
                 let later = try await replica.send(VersionedOrigin.request("GET"))
                 #expect(later.bodyText == "v2", "replica \(name) served the answer from before the PUT")
@@ -62,16 +59,11 @@ struct PostgresReplicaWriteOrderingTests {
             let (a, b, storages) = try await replicas(client, tier: .memoryTier, coordinated: true)
             let replicaA = Pipeline(transport: origin.mock, hooks: [a])
             let replicaB = Pipeline(transport: origin.mock, hooks: [b])
-            let early = Task { try await replicaA.send(VersionedOrigin.request("GET")) }
-            try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
-            #expect(try await replicaB.send(VersionedOrigin.request("PUT")).status == 204)
             // The first GET stays held at the origin until B has its answer: had B waited for A's
             // claim, this would wait for the suite's time limit.
-            let after = try await replicaB.send(VersionedOrigin.request("GET"))
-            #expect(after.bodyText == "v2")
-            #expect(origin.getsSeen == 2)
-            origin.firstGet.open()
-            #expect(try await early.value.bodyText == "v1")
+            let race = try await origin.race(through: replicaA, writeThrough: replicaB)
+            #expect(race.afterPut.bodyText == "v2" && race.getsBeforeRelease == 2)
+            #expect(race.early.bodyText == "v1")
             #expect(try await replicaA.send(VersionedOrigin.request("GET")).bodyText == "v2")
             for storage in storages { await storage.shutdown() }
         }
@@ -132,7 +124,3 @@ struct PostgresReplicaWriteOrderingTests {
     }
 }
 
-/// Polls `condition` (the suite's time limit bounds it): a wait for an event, not a timing.
-private func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    while !condition() { try await Task.sleep(for: .milliseconds(1)) }
-}
