@@ -427,7 +427,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Writes as ``write(_:for:expires:)`` does, unless a replica removed a key of `mark`'s
     /// stripe (or, for a key of another stripe, any key) since `mark` was read — checked in the
-    /// statement that writes (``PostgresStatements/UpsertIfNotRemoved``). Whether it wrote.
+    /// statement that writes (a conditional upsert; docs/scale-out.md). Whether it wrote.
     public func write(_ data: Data, for key: String, expires: Date?, ifNotRemovedSince mark: RemovalMark) async -> Bool {
         await store(data, for: key, until: until(expires), ifNotRemovedSince: mark)
     }
