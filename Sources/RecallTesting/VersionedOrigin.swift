@@ -81,4 +81,3 @@ public final class VersionedOrigin: Sendable {
         return Race(putStatus: putStatus, afterPut: afterPut, getsBeforeRelease: gets, early: try await early.value)
     }
 }
-
