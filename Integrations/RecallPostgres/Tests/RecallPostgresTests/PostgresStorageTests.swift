@@ -428,10 +428,11 @@ struct PostgresStorageTests {
                 #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
                 #expect(origin.count(for: "/s") >= 2, "lookups that could not finish were misses")
                 // While the table is still locked, the storage cancels its statements that wait on it
-                // (postgres-nio cannot): none of them is left holding a connection.
-                try await Self.eventually { storage.fleetStatistics.statementsCancelled >= 1 }
+                // (postgres-nio cannot, and nothing else here does): none of them is left holding a
+                // connection. (Counted by the storage whose pass cancelled them: every statement
+                // carries its process's tag, so a pass another storage of this test process runs at
+                // the same time may take them first, and this storage's own count then stays 0.)
                 try await Self.eventually { try await Self.waitingOnLocks(client) == 0 }
-                #expect(storage.fleetStatistics.statementsCancelled >= 1)
                 #expect(try await Self.waitingOnLocks(client) == 0, "statements of the storage still hold connections")
                 unlock.continuation.finish()
                 try await locker.value
