@@ -22,6 +22,9 @@ import RecallTesting
 // - cat: the cache's file read sequentially in 64 KiB reads (when one was stored);
 // - ahc: `--ahc-mib` MiB through a pipeline over AsyncHTTPClientTransport with an HTTPCache.
 //
+// - forward floor: the miss's floor — the simplest URLProtocol over a plain inner URLSession,
+//   without Recall (each callback of the inner session handed to the client on the loading
+//   thread): what any URLProtocol that fetches with URLSession gets here;
 // - protocol floor: the cache's file served by the simplest URLProtocol (preads handed to the
 //   client on the loading thread): what any URLProtocol gets from URLSession here;
 // - pipeline hit: the same URL through the pipeline alone, its body read as it comes.
@@ -181,6 +184,110 @@ final class FloorProtocol: URLProtocol {
     override func stopLoading() {}
 }
 
+/// The floor of a miss through any URLProtocol that fetches with URLSession here: it forwards the
+/// request (its host `forward.invalid` replaced by the `to` query item's) to a plain inner session
+/// and hands each of that session's callbacks to the client on the loading thread, taken with
+/// libdispatch's `dispatch_get_current_queue` — the client's calls go there (corelibs' client
+/// methods synchronize with the session's work queue, where the inner session's callbacks run too:
+/// a call from one of them would wait for itself) — without Recall.
+final class ForwardProtocol: URLProtocol {
+    private typealias CurrentQueue = @convention(c) () -> OpaquePointer?
+    private typealias Retain = @convention(c) (OpaquePointer) -> Void
+    private typealias AsyncF = @convention(c) (OpaquePointer, UnsafeMutableRawPointer?, @convention(c) (UnsafeMutableRawPointer?) -> Void) -> Void
+    nonisolated(unsafe) private static let library = dlopen(nil, RTLD_NOW)
+    private static let current = unsafeBitCast(dlsym(library, "dispatch_get_current_queue"), to: CurrentQueue.self)
+    private static let retain = unsafeBitCast(dlsym(library, "dispatch_retain"), to: Retain.self)
+    private static let release = unsafeBitCast(dlsym(library, "dispatch_release"), to: Retain.self)
+    private static let asyncF = unsafeBitCast(dlsym(library, "dispatch_async_f"), to: AsyncF.self)
+    /// The inner session, made before any load (making one on the work queue would wait for itself).
+    static let inner = URLSession(configuration: .ephemeral, delegate: InnerDelegate.shared, delegateQueue: nil)
+
+    private var loading: OpaquePointer?
+    private var innerTask: URLSessionDataTask?
+
+    override class func canInit(with request: URLRequest) -> Bool { request.url?.host == "forward.invalid" }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    override func startLoading() {
+        loading = Self.current()
+        if let loading { Self.retain(loading) }
+        guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+            let to = components.queryItems?.first(where: { $0.name == "to" })?.value, let target = URL(string: to)
+        else { return }
+        // (Off the work queue: making a task synchronizes with it.)
+        let load = UncheckedLoad(load: self)
+        DispatchQueue.global().async {
+            let task = Self.inner.dataTask(with: target)
+            InnerDelegate.shared.register(task.taskIdentifier, load.load)
+            load.load.innerTask = task
+            task.resume()
+        }
+    }
+
+    private struct UncheckedLoad: @unchecked Sendable { let load: ForwardProtocol }
+
+    override func stopLoading() { innerTask?.cancel() }
+
+    /// Runs `body` on the loading thread.
+    func deliver(_ body: @escaping () -> Void) {
+        guard let loading else { return body() }
+        let box = Unmanaged.passRetained(Delivery(body)).toOpaque()
+        Self.asyncF(loading, box) { raw in Unmanaged<Delivery>.fromOpaque(raw!).takeRetainedValue().body() }
+    }
+
+    func finish() {
+        if let loading { Self.release(loading) }
+        loading = nil
+    }
+
+    private final class Delivery {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    /// The inner session's delegate: hands each callback to its protocol's client.
+    final class InnerDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        static let shared = InnerDelegate()
+        private let lock = NSLock()
+        private var loads: [Int: ForwardProtocol] = [:]
+
+        func register(_ id: Int, _ load: ForwardProtocol) {
+            lock.lock()
+            loads[id] = load
+            lock.unlock()
+        }
+
+        private func load(_ id: Int, removing: Bool = false) -> ForwardProtocol? {
+            lock.lock()
+            defer { lock.unlock() }
+            return removing ? loads.removeValue(forKey: id) : loads[id]
+        }
+
+        func urlSession(
+            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+        ) {
+            if let load = load(dataTask.taskIdentifier) {
+                load.deliver { load.client?.urlProtocol(load, didReceive: response, cacheStoragePolicy: .notAllowed) }
+            }
+            completionHandler(.allow)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            guard let load = load(dataTask.taskIdentifier) else { return }
+            load.deliver { load.client?.urlProtocol(load, didLoad: data) }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            guard let load = load(task.taskIdentifier, removing: true) else { return }
+            load.deliver {
+                if let error { load.client?.urlProtocol(load, didFailWithError: error) } else { load.client?.urlProtocolDidFinishLoading(load) }
+                load.finish()
+            }
+        }
+    }
+}
+
 let settings = Settings(Array(CommandLine.arguments.dropFirst()))
 let size = settings.mib << 20
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -199,6 +306,11 @@ let recallDelegate = Download()
 let configuration = URLSessionConfiguration.ephemeral
 try configuration.sendThroughRecall(pipeline, protocolClass: CacheRoutes.self)
 let recall = URLSession(configuration: configuration, delegate: recallDelegate, delegateQueue: nil)
+_ = ForwardProtocol.inner
+let forwardDelegate = Download()
+let forwardConfiguration = URLSessionConfiguration.ephemeral
+forwardConfiguration.protocolClasses = [ForwardProtocol.self]
+let forward = URLSession(configuration: forwardConfiguration, delegate: forwardDelegate, delegateQueue: nil)
 let floorDelegate = Download()
 let floorConfiguration = URLSessionConfiguration.ephemeral
 floorConfiguration.protocolClasses = [FloorProtocol.self]
@@ -263,12 +375,17 @@ func median(_ values: [Double]) -> Double {
 print(
     "StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
 var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
-var floors: [Measure] = [], pipelineHits: [Measure] = []
+var floors: [Measure] = [], pipelineHits: [Measure] = [], forwards: [Measure] = []
 for round in 1...settings.rounds {
     let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])
     let bare = await phase(plain, plainDelegate, url)
     print(bare.line("plain"))
     plains.append(bare)
+    var forwarded = URLComponents(string: "http://forward.invalid/")!
+    forwarded.queryItems = [URLQueryItem(name: "to", value: origin.url("/forward-\(round)", [("stream", "\(size)")]).absoluteString)]
+    let floorMiss = await phase(forward, forwardDelegate, forwarded.url!)
+    print(floorMiss.line("forward floor"))
+    forwards.append(floorMiss)
     var miss = await phase(recall, recallDelegate, url)
     await disk.flush()
     miss.note += cache.statistics.stores > round - 1 ? "stored" : "not stored (over the storage's entry limit)"
@@ -325,6 +442,10 @@ let plainFirst = median(plains.map(\.firstByte)), missFirst = median(misses.map(
 print(String(format: "streaming-ratio miss-first-byte-added-ms %.2f", (missFirst - plainFirst) * 1000))
 print(String(format: "streaming-ratio miss-throughput %.3f", median(misses.map(\.throughput)) / median(plains.map(\.throughput))))
 print(String(format: "streaming-ratio miss-peak-added-mib %.1f", median(misses.map(\.peakAddedMiB))))
+print(String(format: "streaming-ratio forward-floor-first-byte-added-ms %.2f", (median(forwards.map(\.firstByte)) - plainFirst) * 1000))
+print(String(format: "streaming-ratio forward-floor-throughput %.3f", median(forwards.map(\.throughput)) / median(plains.map(\.throughput))))
+print(String(format: "streaming-ratio forward-floor-peak-added-mib %.1f", median(forwards.map(\.peakAddedMiB))))
+print(String(format: "streaming-ratio miss-first-byte-over-forward-floor-ms %.2f", (missFirst - median(forwards.map(\.firstByte))) * 1000))
 if !cats.isEmpty {
     print(String(format: "streaming-ratio hit-first-byte-ms %.2f", median(agains.map(\.firstByte)) * 1000))
     print(String(format: "streaming-ratio hit-throughput %.3f", median(agains.map(\.throughput)) / median(cats.map(\.throughput))))
