@@ -10,7 +10,7 @@ import RecallTesting
 // Large downloads, side by side in one run, from the loopback origin (origin_server.py's
 // `stream=N`: N bytes written 64 KiB at a time, never held whole):
 //
-//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64] [--inner ahc|urlsession]
+//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64] [--inner ahc|urlsession] [--slow-delegate-us 20]
 //
 // - plain: an unmodified URLSession task with a data delegate;
 // - recall miss: the same session set up with `sendThroughRecall` over a pipeline with an
@@ -22,6 +22,8 @@ import RecallTesting
 // - cat: the cache's file read sequentially in 64 KiB reads (when one was stored);
 // - ahc: `--ahc-mib` MiB through a pipeline over AsyncHTTPClientTransport with an HTTPCache.
 //
+// - plain, slow delegate: plain again, its data delegate taking `--slow-delegate-us` µs (20) per
+//   chunk, as a consumer a little slower than the network would: what corelibs holds meanwhile;
 // - forward floor: the miss's floor — the simplest URLProtocol over a plain inner URLSession,
 //   without Recall (each callback of the inner session handed to the client on the loading
 //   thread): what any URLProtocol that fetches with URLSession gets here;
@@ -39,6 +41,7 @@ struct Settings {
     var ahcMiB = 64
     var inner = "ahc"
     var hits = 1
+    var slowDelegateMicros = 20
 
     init(_ arguments: [String]) {
         var arguments = arguments.makeIterator()
@@ -49,8 +52,9 @@ struct Settings {
             case "--ahc-mib": ahcMiB = arguments.next().flatMap(Int.init) ?? ahcMiB
             case "--inner": inner = arguments.next() ?? inner
             case "--hits": hits = arguments.next().flatMap(Int.init) ?? hits
+            case "--slow-delegate-us": slowDelegateMicros = arguments.next().flatMap(Int.init) ?? slowDelegateMicros
             default:
-                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N]")
+                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N] [--slow-delegate-us N]")
                 exit(2)
             }
         }
@@ -89,8 +93,15 @@ enum Resident {
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
     }
 
+    /// glibc's `malloc_trim` (not in Swift's Glibc module), where there is one.
+    private typealias Trim = @convention(c) (Int) -> Int32
+    private static let trim = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim").map { unsafeBitCast($0, to: Trim.self) }
+
     /// Runs `body`, giving the peak resident memory it added, in MiB.
     static func peakAdded(_ body: () async throws -> Void) async rethrows -> Double {
+        // Memory an earlier phase freed goes back to the kernel first: else it stays resident in
+        // malloc's arenas, the baseline starts high, and this phase's peak hides under it.
+        _ = trim?(0)
         resetPeak()
         let baseline = read("VmRSS")
         try await body()
@@ -100,6 +111,8 @@ enum Resident {
 
 /// A data delegate that counts bytes and notes when the first and last arrive.
 final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    /// Time the delegate takes per chunk, in µs (a consumer slower than the network).
+    let delayMicros: UInt32
     private let lock = NSLock()
     private var start = ContinuousClock.now
     private var first: ContinuousClock.Instant?
@@ -118,7 +131,12 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
     }
 
+    init(delayMicros: UInt32 = 0) {
+        self.delayMicros = delayMicros
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        if delayMicros > 0 { usleep(delayMicros) }
         lock.lock()
         if first == nil { first = .now }
         received += data.count
@@ -306,6 +324,8 @@ let recallDelegate = Download()
 let configuration = URLSessionConfiguration.ephemeral
 try configuration.sendThroughRecall(pipeline, protocolClass: CacheRoutes.self)
 let recall = URLSession(configuration: configuration, delegate: recallDelegate, delegateQueue: nil)
+let slowDelegate = Download(delayMicros: UInt32(max(0, settings.slowDelegateMicros)))
+let slowPlain = URLSession(configuration: .ephemeral, delegate: slowDelegate, delegateQueue: nil)
 _ = ForwardProtocol.inner
 let forwardDelegate = Download()
 let forwardConfiguration = URLSessionConfiguration.ephemeral
@@ -375,7 +395,7 @@ func median(_ values: [Double]) -> Double {
 print(
     "StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
 var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
-var floors: [Measure] = [], pipelineHits: [Measure] = [], forwards: [Measure] = []
+var floors: [Measure] = [], pipelineHits: [Measure] = [], forwards: [Measure] = [], slowPlains: [Measure] = []
 for round in 1...settings.rounds {
     let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])
     let bare = await phase(plain, plainDelegate, url)
@@ -417,6 +437,9 @@ for round in 1...settings.rounds {
         print(direct.line("pipeline hit"))
         pipelineHits.append(direct)
     }
+    let slow = await phase(slowPlain, slowDelegate, origin.url("/slow-\(round)", [("stream", "\(size)")]))
+    print(slow.line("plain, slow"))
+    slowPlains.append(slow)
 }
 
 // AsyncHTTPClient: a body larger than any cap of the past, streamed through a cached pipeline.
@@ -442,6 +465,7 @@ let plainFirst = median(plains.map(\.firstByte)), missFirst = median(misses.map(
 print(String(format: "streaming-ratio miss-first-byte-added-ms %.2f", (missFirst - plainFirst) * 1000))
 print(String(format: "streaming-ratio miss-throughput %.3f", median(misses.map(\.throughput)) / median(plains.map(\.throughput))))
 print(String(format: "streaming-ratio miss-peak-added-mib %.1f", median(misses.map(\.peakAddedMiB))))
+print(String(format: "streaming-ratio plain-slow-delegate-peak-added-mib %.1f", median(slowPlains.map(\.peakAddedMiB))))
 print(String(format: "streaming-ratio forward-floor-first-byte-added-ms %.2f", (median(forwards.map(\.firstByte)) - plainFirst) * 1000))
 print(String(format: "streaming-ratio forward-floor-throughput %.3f", median(forwards.map(\.throughput)) / median(plains.map(\.throughput))))
 print(String(format: "streaming-ratio forward-floor-peak-added-mib %.1f", median(forwards.map(\.peakAddedMiB))))
