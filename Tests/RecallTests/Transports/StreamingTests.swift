@@ -234,18 +234,65 @@ struct StreamingTests {
         try await waitUntil("the task completes") { delegate.completed }
         #expect(delegate.received == Self.size && delegate.failure == nil && delegate.chunks > 1)
     }
+
+    @Test(
+        "progress as people expect it (#54, point 5): the response's expectedContentLength is the body's length, and chunks come before the end, on a miss, a hit and a pass-through"
+    )
+    func progressThroughRecall() async throws {
+        final class Routes: RecallURLProtocol {
+            static let mine = URLProtocolRoutes()
+            override class var routes: URLProtocolRoutes { mine }
+        }
+        let server = try await OriginServer.shared.value
+        let configuration = URLSessionConfiguration.ephemeral
+        try configuration.sendThroughRecall(Pipeline(transport: URLSessionTransport(), hooks: [HTTPCache()]), protocolClass: Routes.self)
+        /// Runs one task through a session of that configuration with a counting delegate; the
+        /// origin's gate (if any) opens once the first bytes arrived, so chunks before the end are a fact.
+        func load(_ url: URL, gate: String?) async throws -> CountingDelegate {
+            let delegate = CountingDelegate()
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            session.dataTask(with: url).resume()
+            try await waitUntil("the first bytes reach the delegate") { delegate.received > 0 }
+            if let gate {
+                #expect(delegate.received < Self.size && !delegate.completed, "the origin holds the rest until the gate opens")
+                try await server.open(gate: gate)
+            }
+            try await waitUntil("the task completes") { delegate.completed }
+            #expect(delegate.received == Self.size && delegate.failure == nil)
+            return delegate
+        }
+        for kind in ["miss", "pass-through"] {
+            let path = OriginServer.uniquePath("progress-\(kind)")
+            let gate = UUID().uuidString
+            let url = gated(server, path, gate: gate, kind == "pass-through" ? ["cc": "no-store"] : [:])
+            let first = try await load(url, gate: gate)
+            #expect(first.chunks > 1, "\(kind)")
+            // (Not the task's countOfBytesExpectedToReceive: corelibs sets it for its own protocols
+            // only, and a URLProtocol cannot — it stays 0 through any custom protocol on Linux.)
+            #expect(first.expected == Int64(Self.size), "expectedContentLength on the \(kind)")
+            guard kind == "miss" else { continue }
+            let hit = try await load(url, gate: nil)
+            #expect(hit.expected == Int64(Self.size), "expectedContentLength on the hit")
+            #expect(try await server.hits(path) == 1, "the second load was a hit")
+        }
+    }
 }
 
 /// Counts what a data task's delegate hears.
 private final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    private let state = Mutex((received: 0, chunks: 0, completed: false, failure: String?.none))
+    private let state = Mutex((received: 0, chunks: 0, completed: false, failure: String?.none, expected: Int64(-1)))
+    /// The task's response's `expectedContentLength` as its first bytes arrived.
+    var expected: Int64 { state.withLock { $0.expected } }
     var received: Int { state.withLock { $0.received } }
     var chunks: Int { state.withLock { $0.chunks } }
     var completed: Bool { state.withLock { $0.completed } }
     var failure: String? { state.withLock { $0.failure } }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let expected = dataTask.response?.expectedContentLength ?? -1
         state.withLock {
+            if $0.chunks == 0 { $0.expected = expected }
             $0.received += data.count
             $0.chunks += 1
         }
