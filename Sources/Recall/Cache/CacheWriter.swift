@@ -105,9 +105,12 @@ final class CacheWriter: Sendable {
         let updated = strategy.record(storing: entry, key: key, over: existing)
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)
-        } else if let mark = since?.storage {
-            // The storage checks that no process removed the key since the request began.
-            guard await storage.store(updated, expires: strategy.expiry(of: updated), ifNotRemovedSince: mark) else { return }
+        } else if countsRemovals {
+            // The storage checks that no process removed the key since the request began; a request
+            // that read no mark has nothing to check against, and stores nothing.
+            guard let mark = since?.storage,
+                await storage.store(updated, expires: strategy.expiry(of: updated), ifNotRemovedSince: mark)
+            else { return }
             stored(context: context)
         } else {
             await storage.store(updated, expires: strategy.expiry(of: updated))

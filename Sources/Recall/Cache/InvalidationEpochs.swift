@@ -21,7 +21,7 @@ final class InvalidationEpochs: Sendable {
     private let total = Atomic<UInt64>(0)
 
     /// What a request saw when it started.
-    struct Snapshot: Sendable, Equatable {
+    struct Snapshot: Sendable {
         /// The stripe of the key it looked up.
         var stripe: Int
         /// That stripe's epoch.
@@ -48,10 +48,6 @@ final class InvalidationEpochs: Sendable {
             self.stripe = stripe
             self.epoch = epoch
             self.total = total
-        }
-
-        static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
-            lhs.stripe == rhs.stripe && lhs.epoch == rhs.epoch && lhs.total == rhs.total && lhs.storage == rhs.storage
         }
     }
 

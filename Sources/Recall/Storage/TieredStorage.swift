@@ -101,16 +101,13 @@ public final class TieredStorage: CacheStorage {
             // (nothing is stored) or drops the record after.
             let stripe = Self.stripe(of: record.key)
             generations.withLock { generations in
-                let unchanged = generations[stripe] == before
-                generations[stripe] &+= 1
-                if unchanged { _ = memory.storeNow(record) } else { memory.removeNow(record.key) }
+                if Self.bump(&generations[stripe], wasStill: before) { _ = memory.storeNow(record) } else { memory.removeNow(record.key) }
             }
         } else {
             await keys.lock(record.key)
-            if bump(record.key, ifStill: before) {
+            if bump(record.key, wasStill: before) {
                 await upper.store(record, expires: expires)
             } else {
-                bump(record.key)
                 await upper.remove(record.key)
             }
             keys.unlock(record.key)
@@ -226,14 +223,16 @@ public final class TieredStorage: CacheStorage {
         generations.withLock { $0[stripe] &+= 1 }
     }
 
-    /// Bumps `key`'s generation if it is still `before`; whether it did.
-    private func bump(_ key: String, ifStill before: UInt64) -> Bool {
+    /// Bumps `key`'s generation; whether it was still `before` until then.
+    private func bump(_ key: String, wasStill before: UInt64) -> Bool {
         let stripe = Self.stripe(of: key)
-        return generations.withLock { generations in
-            guard generations[stripe] == before else { return false }
-            generations[stripe] &+= 1
-            return true
-        }
+        return generations.withLock { Self.bump(&$0[stripe], wasStill: before) }
+    }
+
+    /// Bumps `generation`; whether it was `before` until then.
+    private static func bump(_ generation: inout UInt64, wasStill before: UInt64) -> Bool {
+        defer { generation &+= 1 }
+        return generation == before
     }
 
     private static func stripe(of key: String) -> Int {

@@ -80,11 +80,10 @@ private final class SharedTable: Sendable {
         }
 
         func removalMark(for key: String) async -> RemovalMark? {
-            guard countsRemovals else { return nil }
             let stripe = SharedTable.stripe(of: key)
             return table.state.withLock { state in
                 state.marksRead += 1
-                return RemovalMark(stripe: stripe, stripeRemovals: state.stripes[stripe], allRemovals: state.all)
+                return countsRemovals ? RemovalMark(stripe: stripe, stripeRemovals: state.stripes[stripe], allRemovals: state.all) : nil
             }
         }
 
@@ -175,6 +174,7 @@ struct ReplicaWriteOrderingTests {
         #expect(try await pipeline.send(VersionedOrigin.request("GET")).source == .network)
         #expect(try await pipeline.send(VersionedOrigin.request("GET")).source == .cache)
         #expect(table.state.withLock { $0.refused } == 0)
+        #expect(table.state.withLock { $0.marksRead } == 0, "a storage that counts no removals is never asked for a mark")
     }
 
     @Test("concurrent misses of one key in a replica: only the request that goes to the origin reads the storage's mark")

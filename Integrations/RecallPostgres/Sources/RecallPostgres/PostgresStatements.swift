@@ -265,30 +265,12 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 
-    /// Claims a fetch for `leaseTime` seconds unless a live claim holds it; a row comes back
-    /// when the claim is this process's.
+    /// Claims a fetch for `leaseTime` seconds unless a live claim holds it; a row comes back when
+    /// the claim is this process's, telling whether a record is stored under the storage key `$4`
+    /// its answer will be stored under (another replica's fetch may have stored it since this
+    /// one's lookup).
     struct Claim: LeaseStatement {
-        static let name = "recall_claim_v1"
-        static let sql =
-            tag + """
-                INSERT INTO recall_leases (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
-                ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-                    WHERE recall_leases.expires_at < now()
-                RETURNING holder
-                """
-        typealias Row = UUID
-        var name: String
-        var holder: UUID
-        var leaseTime: Double
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
-    }
-
-    /// ``Claim``, telling also whether a record is stored under the storage key `$4` its answer
-    /// will be stored under (another replica's fetch may have stored it since this one's lookup):
-    /// a row comes back when the claim is this process's.
-    struct ClaimChecking: PostgresPreparedStatement {
-        static let name = "recall_claim_checking_v1"
+        static let name = "recall_claim_v2"
         static let sql =
             tag + """
                 WITH claimed AS (
@@ -297,19 +279,25 @@ enum PostgresStatements {
                         WHERE recall_leases.expires_at < now()
                     RETURNING holder
                 )
-                SELECT holder, EXISTS (SELECT 1 FROM recall_entries WHERE key_hash = sha256(convert_to($4, 'UTF8'))) FROM claimed
+                SELECT EXISTS (SELECT 1 FROM recall_entries WHERE key_hash = sha256(convert_to($4, 'UTF8'))) FROM claimed
                 """
-        typealias Row = (UUID, Bool)
-        var claim: Claim
+        /// Whether a record is stored under the key.
+        typealias Row = Bool
+        var name: String
+        var holder: UUID
+        var leaseTime: Double
         var key: String
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = try claim.makeBindings()
+            var bindings = PostgresBindings()
+            bindings.append(name)
+            bindings.append(holder)
+            bindings.append(leaseTime)
             bindings.append(key)
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
     }
 
     /// Extends this process's claim on `name` by `leaseTime` seconds from now, while it fetches; a

@@ -666,25 +666,20 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             return false
         }
         let token = UUID()
-        let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds)
+        // (A claim without a key checks an empty one, which holds nothing.)
+        let statement = PostgresStatements.Claim(name: name, holder: token, leaseTime: configuration.leaseTime.seconds, key: key ?? "")
         // With the key its answer is stored under, the claim also says whether a record is there
         // now: the look that follows it (the cache's, for a store since its lookup) is then patient
         // — a miss would fetch again what the fleet just paid for — or, with nothing there, a miss
         // at once, without a round trip.
-        let claimed: (UUID, Bool?)??
-        if let key {
-            let checking = PostgresStatements.ClaimChecking(claim: statement, key: key)
-            claimed = await coordinate({ [lanes] in try await lanes.first(checking, pooled: true).map { ($0.0, $0.1) } })
-        } else {
-            claimed = await coordinate({ [lanes] in try await lanes.first(statement, pooled: true).map { ($0, nil) } })
-        }
+        let claimed = await coordinate({ [lanes] in try await lanes.first(statement, pooled: true) })
         guard let claimed else {
             // Cut, it may still land: give it back, so no replica waits for a fetch nobody makes.
             let release = PostgresStatements.Release(name: name, holder: token)
             Task { [lanes] in _ = await coordinate { try await lanes.run(release, pooled: true) } }
             return true
         }
-        guard let (_, stored) = claimed else {
+        guard let recordThere = claimed else {
             count { $0.claimsHeldElsewhere += 1 }
             return false
         }
@@ -695,7 +690,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
             state.claims[name] = (token, renewal, key)
             if let key {
                 state.claimedStores[key, default: 0] += 1
-                if stored == true {
+                if recordThere {
                     State.note(key, until: until, in: &state.lookAfterWait)
                 } else {
                     State.note(key, until: until, in: &state.absentAtClaim)
