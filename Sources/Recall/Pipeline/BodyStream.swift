@@ -81,6 +81,9 @@ final class BodyStream: Sendable {
         self.highWater = max(1, highWater)
     }
 
+    /// The bytes written and not yet read.
+    var unread: Int { state.withLock { $0.buffered } }
+
     /// Runs `action` once when the reader leaves before the end (at once if it has left already).
     func onTermination(_ action: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in

@@ -253,6 +253,9 @@ public struct ResponseBody: AsyncSequence, Sendable, Hashable {
             try await stream.write(chunk, onWait: onWait)
         }
 
+        /// The bytes written and not yet read.
+        var unread: Int { stream.unread }
+
         /// Ends the body: complete (checked against its expected length) when `error` is nil,
         /// else failed with `error`, which the reader gets after the chunks before it.
         public func finish(throwing error: (any Error)? = nil) {

@@ -213,9 +213,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         /// gets it whole, with the head, when the task completes (no stream to pay for).
         case collecting(Caller, URLResponse, expected: Int, Data)
         /// The caller has the head; the body streams. (The task is never suspended for a slow
-        /// reader: swift-corelibs-foundation's `suspend()` during a transfer can crash the process
-        /// when a `resume()` follows soon — seen here — so the body waits in memory meanwhile.)
-        case streaming(ResponseBody.Writer, received: Int, expected: Int?)
+        /// reader: swift-corelibs-foundation's `suspend()` during a transfer traps — seen here — so
+        /// what the reader has not taken waits: up to 8 MiB in memory, the rest in a temporary
+        /// file, ``SpillingWriter``.)
+        case streaming(SpillingWriter, received: Int, expected: Int?)
     }
 
     private let followsRedirects: Bool
@@ -281,7 +282,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         let (body, writer) = ResponseBody.makeStream(expectedLength: expected, url: url)
         let caller = running.withLock { running -> Caller? in
             guard case .waiting(let continuation)? = running[dataTask.taskIdentifier] else { return nil }
-            running[dataTask.taskIdentifier] = .streaming(writer, received: 0, expected: expected)
+            running[dataTask.taskIdentifier] = .streaming(SpillingWriter(writer), received: 0, expected: expected)
             return continuation
         }
         guard let caller else { return completionHandler(.cancel) }
@@ -294,7 +295,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let limit = maxBodyBytes
-        enum Next { case none, yield(ResponseBody.Writer), refuse(ResponseBody.Writer) }
+        enum Next { case none, yield(SpillingWriter), refuse(SpillingWriter) }
         let next = running.withLock { running -> Next in
             switch running[dataTask.taskIdentifier] {
             case .collecting(let caller, let response, let expected, var body)?:
