@@ -106,6 +106,7 @@ open class RecallURLProtocol: URLProtocol {
         let limit = Self.maxRequestBodyBytes
         let facts = client.facts
         let task = Task {
+            var client = client
             do {
                 // A streamed body is read off the loading thread (its writer may need that thread).
                 let prepared = facts.applied(to: try await RecallURLProtocol.withBodyOffThread(request, limit: limit))
@@ -126,6 +127,7 @@ open class RecallURLProtocol: URLProtocol {
                     response.body, silence: limits.silence, remaining: limits.total.map { $0 - (time.now() - started) },
                     time: time, url: fallbackURL)
                 try Task.checkCancellation()
+                client = client.joiningTransfers()
                 try await client.deliver(response, fallbackURL: fallbackURL, work, delivery)
             } catch {
                 // After stopLoading the session wants nothing more from this protocol.
@@ -278,8 +280,9 @@ private struct UncheckedClient: @unchecked Sendable {
         /// The run loop of the thread that called `startLoading`.
         let runLoop: CFRunLoop = CFRunLoopGetCurrent()
     #else
-        /// The session's work queue, which called `startLoading` (``SessionWorkQueue``).
-        let queue = SessionWorkQueue.current()
+        /// The session's work queue, which called `startLoading` (``SessionWorkQueue``), joined by
+        /// the queues of streaming transfers once the answer begins (``joiningTransfers()``).
+        private(set) var queue = SessionWorkQueue.current()
     #endif
     /// What the task and its session say (read in `startLoading`, on the session's work queue).
     let facts: SessionTaskFacts
@@ -288,6 +291,19 @@ private struct UncheckedClient: @unchecked Sendable {
         self.protocol = `protocol`
         self.client = client
         self.facts = SessionTaskFacts(task: `protocol`.task)
+    }
+
+    /// This client, calling the session where a streaming transfer of ``URLSessionTransport``
+    /// runs as well as on its work queue — whichever comes first — so that its calls do not wait
+    /// behind that transfer (``SessionTransferQueues``). (On Apple's platforms, itself.)
+    func joiningTransfers() -> UncheckedClient {
+        #if canImport(Darwin)
+            return self
+        #else
+            var joined = self
+            joined.queue = queue?.joined(with: SessionTransferQueues.shared.current)
+            return joined
+        #endif
     }
 
     /// Hands `response` to the client, unless the load was stopped (then, and once it has
@@ -305,7 +321,7 @@ private struct UncheckedClient: @unchecked Sendable {
         // A client that keeps only the last chunk (see ``SessionTaskFacts/takesChunks``) gets the
         // body whole, as its session would have held it anyway.
         let whole = facts.takesChunks ? response.body.bytes : try await response.body.collect(upTo: Int.max)
-        let started = await onClientThreadAndWait {
+        let start: @Sendable () -> Bool = {
             delivery.withLock {
                 guard RecallURLProtocol.claimStart(work) else { return false }
                 client?.urlProtocol(self.protocol, didReceive: head.response, cacheStoragePolicy: .notAllowed)
@@ -313,22 +329,37 @@ private struct UncheckedClient: @unchecked Sendable {
                 return true
             }
         }
-        guard started else { return }
+        if whole == nil {
+            // A streamed body's first chunk is read while the head is on its way: it follows the
+            // head on the same thread, and finds the load closed if the head found it stopped.
+            onClientThread { _ = start() }
+        } else {
+            guard await onClientThreadAndWait(start) else { return }
+        }
         if whole == nil {
             // Reading the next chunk overlaps the delivery of the last ones, at most
             // `deliveredAhead` bytes of them on their way.
             let window = DeliveryWindow(limit: Self.deliveredAhead)
             for try await chunk in response.body {
                 guard await window.reserve(chunk.count) else { return }  // (the body is dropped: its download stops)
+                let delegateQueue = facts.delegateQueue
                 onClientThread {
-                    delivery.withLock {
-                        if RecallURLProtocol.isOpen(work) {
-                            client?.urlProtocol(self.protocol, didLoad: chunk)
-                        } else {
-                            window.close()
-                        }
+                    let delivered = delivery.withLock {
+                        guard RecallURLProtocol.isOpen(work) else { return false }
+                        client?.urlProtocol(self.protocol, didLoad: chunk)
+                        return true
                     }
-                    window.release(chunk.count)
+                    if !delivered {
+                        window.close()
+                        window.release(chunk.count)
+                    } else if let delegateQueue {
+                        // The client queued the chunk for the delegate: it counts as delivered once
+                        // the delegate has had it, so a slow delegate slows the reading (and with
+                        // it a transport that paces its download) instead of queueing the body.
+                        delegateQueue.queue.addOperation { window.release(chunk.count) }
+                    } else {
+                        window.release(chunk.count)
+                    }
                 }
             }
             await window.drain()

@@ -26,6 +26,11 @@ struct SessionTaskFacts: Sendable {
     /// for a task with a completion handler (or an `async` call), so there the body goes in one
     /// piece at its end; on Apple's platforms the client takes chunks for every task.
     var takesChunks = true
+    /// The session's delegate queue, when it is serial and the client takes chunks: an operation
+    /// added there after a chunk runs once the delegate has had that chunk, which is how the
+    /// protocol paces its deliveries by the delegate (``RecallURLProtocol``). `nil` otherwise (and
+    /// on Apple's platforms, where the client is called on the loading thread and paces itself).
+    var delegateQueue: UncheckedQueue?
 
     /// The facts of `task` (none known for `nil`, or on Apple's platforms).
     init(task: URLSessionTask?) {
@@ -47,6 +52,9 @@ struct SessionTaskFacts: Sendable {
             }
             completesInline = inline ?? false
             takesChunks = session.map { Self.callsDelegate(session: $0, for: task) } ?? false
+            if takesChunks, let queue = session?.delegateQueue, queue.maxConcurrentOperationCount == 1 {
+                delegateQueue = UncheckedQueue(queue: queue)
+            }
             guard let configuration = session?.configuration else { return }
             for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
                 guard let name = name as? String else { continue }
@@ -109,4 +117,10 @@ struct SessionTaskFacts: Sendable {
         }
         return (duration(request.timeoutInterval != 60 ? request.timeoutInterval : requestTimeout), duration(resourceTimeout))
     }
+}
+
+/// A session's delegate queue, handed to the task that delivers a load's chunks (it only adds
+/// operations to it, which `OperationQueue` allows from any thread).
+struct UncheckedQueue: @unchecked Sendable {
+    let queue: OperationQueue
 }

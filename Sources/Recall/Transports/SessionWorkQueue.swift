@@ -42,10 +42,14 @@
 
         private let queue: OpaquePointer
         private let functions: Functions
+        /// Other queues under the same serial queue of corelibs', where a call may get its turn
+        /// sooner (``joined(with:)``).
+        private let companions: [DispatchQueue]
 
-        private init(queue: OpaquePointer, functions: Functions) {
+        private init(queue: OpaquePointer, functions: Functions, companions: [DispatchQueue] = []) {
             self.queue = queue
             self.functions = functions
+            self.companions = companions
             functions.retain(queue)
         }
 
@@ -59,8 +63,34 @@
             return SessionWorkQueue(queue: queue, functions: functions)
         }
 
-        /// Runs `body` on the queue, after what was submitted to it before.
+        /// This queue with `companions`: queues of corelibs' sessions that run, like this one, under
+        /// the one serial queue all its sessions share (``SessionTransferQueues``). A call then goes
+        /// to all of them and runs once, on whichever reaches it first — alone, as on this queue.
+        /// Calls keep their order as long as each goes to no queue its predecessors did not (a
+        /// load joins once, when its answer begins).
+        func joined(with companions: [DispatchQueue]) -> SessionWorkQueue {
+            guard !companions.isEmpty else { return self }
+            return SessionWorkQueue(queue: queue, functions: functions, companions: self.companions + companions)
+        }
+
+        /// Runs `body` on the queue, after what was submitted to it before (or on a companion,
+        /// after what was submitted there, whichever comes first).
         func async(_ body: @escaping @Sendable () -> Void) {
+            guard !companions.isEmpty else { return enqueue(body) }
+            let once = Locked(false)
+            let first: @Sendable () -> Void = {
+                guard
+                    once.withLock({ ran in
+                        defer { ran = true }; return !ran
+                    })
+                else { return }
+                body()
+            }
+            enqueue(first)
+            for companion in companions { companion.async(execute: first) }
+        }
+
+        private func enqueue(_ body: @escaping @Sendable () -> Void) {
             let box = Unmanaged.passRetained(Box(body)).toOpaque()
             functions.async(queue, box) { context in
                 guard let context else { return }

@@ -18,8 +18,8 @@ import Foundation
 /// The bytes reach the reader in the order they came, whole, then the end (or the error) after
 /// them; when the reader leaves, ``yield(_:)`` says so (stop producing) and the file is closed.
 final class SpillingWriter: Sendable {
-    /// Unread bytes in the body past which chunks go to the file (8 MiB).
-    static let defaultMemoryLimit = 8 << 20
+    /// Unread bytes in the body past which chunks go to the file (2 MiB).
+    static let defaultMemoryLimit = 2 << 20
     /// The most bytes the task reads from the file at a time.
     static let pieceSize = 256 << 10
 

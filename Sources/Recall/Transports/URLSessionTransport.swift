@@ -68,7 +68,14 @@ public final class URLSessionTransport: Transport {
         self.redirects = redirects
         self.maxResponseBodyBytes = maxResponseBodyBytes.map { max(0, $0) }
         delegate = SessionDelegate(followsRedirects: redirects == .follow, maxBodyBytes: self.maxResponseBodyBytes)
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #if canImport(Darwin)
+            session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #else
+            session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: PacedDelegateQueue())
+        #endif
+        #if !canImport(Darwin)
+            delegate?.transferQueue = SessionTransferQueues.transferQueue(of: session)
+        #endif
     }
 
     /// Creates a transport over a session you made (`URLSession.shared`, or one whose
@@ -214,7 +221,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         case collecting(Caller, URLResponse, expected: Int, Data)
         /// The caller has the head; the body streams. (The task is never suspended for a slow
         /// reader: swift-corelibs-foundation's `suspend()` during a transfer traps — seen here — so
-        /// what the reader has not taken waits: up to 8 MiB in memory, the rest in a temporary
+        /// what the reader has not taken waits: up to 2 MiB in memory, the rest in a temporary
         /// file, ``SpillingWriter``.)
         case streaming(SpillingWriter, received: Int, expected: Int?)
     }
@@ -222,10 +229,23 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     private let followsRedirects: Bool
     private let maxBodyBytes: Int?
     private let running = Locked<[Int: Running]>([:])
+    #if !canImport(Darwin)
+        /// The queue the session's transfers run on, told to ``SessionTransferQueues`` while a body
+        /// streams (set once, before the first task).
+        nonisolated(unsafe) var transferQueue: DispatchQueue?
+    #endif
 
     init(followsRedirects: Bool, maxBodyBytes: Int?) {
         self.followsRedirects = followsRedirects
         self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// A body began to stream (`true`) or ended.
+    private func streaming(_ began: Bool) {
+        #if !canImport(Darwin)
+            guard let transferQueue else { return }
+            if began { SessionTransferQueues.shared.began(transferQueue) } else { SessionTransferQueues.shared.ended(transferQueue) }
+        #endif
     }
 
     func register(_ task: URLSessionTask, _ continuation: CheckedContinuation<(URLResponse, ResponseBody), any Error>) {
@@ -286,6 +306,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             return continuation
         }
         guard let caller else { return completionHandler(.cancel) }
+        streaming(true)
         // The reader left (cancelled, or dropped the body): stop the download, off this callback.
         let task = UncheckedTask(task: dataTask)
         writer.onTermination { DispatchQueue.global().async { task.task.cancel() } }
@@ -320,6 +341,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         case .yield(let writer):
             writer.yield(data)
         case .refuse(let writer):
+            streaming(false)
             writer.finish(throwing: Self.overLimit("of more than \(limit ?? 0) bytes", limit: limit ?? 0, url: dataTask.originalRequest?.url))
             // Off this delegate callback, as for a cancelled call.
             DispatchQueue.global().async { dataTask.cancel() }
@@ -361,6 +383,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
                 continuation.resume(returning: (response, ResponseBody(body)))
             }
         case .streaming(let writer, let received, let expected)?:
+            streaming(false)
             guard let error else { return writer.finish() }  // (checked against its Content-Length there)
             // (The length the body must reach by its head — none under a content coding, which
             // corelibs decodes: a decoding failure is not a short body.)
