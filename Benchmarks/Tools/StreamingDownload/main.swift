@@ -19,6 +19,12 @@ import RecallTesting
 //   (`--inner urlsession`: on Linux every URLSession's work runs on one shared serial queue, so
 //   the inner session's transfer and the deliveries to the outer one take turns on it);
 // - recall again: the same URL once more (a disk hit when the body was stored, else a miss);
+// - recall no-store: a body answered `Cache-Control: no-store` through the same session;
+// - recall over byteLimit: a `max-age` body through a session over an HTTPCache whose DiskStorage
+//   has its default limits (256 MiB): refused at its head, passed through;
+// - disk write: the body's size written beside the cache's files in 1 MiB writes, then fsync'd —
+//   the disk's sustained write rate, which may pace a stored miss (`miss-throughput-of-bound` is
+//   the miss over the slower of plain and the disk);
 // - cat: the cache's file read sequentially in 64 KiB reads (when one was stored);
 // - ahc: `--ahc-mib` MiB through a pipeline over AsyncHTTPClientTransport with an HTTPCache.
 //
@@ -159,6 +165,12 @@ extension Duration {
 }
 
 final class CacheRoutes: RecallURLProtocol {
+    static let mine = URLProtocolRoutes()
+    override class var routes: URLProtocolRoutes { mine }
+}
+
+/// The routes of the session over the cache with DiskStorage's default limits.
+final class SmallCacheRoutes: RecallURLProtocol {
     static let mine = URLProtocolRoutes()
     override class var routes: URLProtocolRoutes { mine }
 }
@@ -318,6 +330,19 @@ let cache = HTTPCache(storage: disk)
 let innerTransport: any Transport = settings.inner == "urlsession" ? URLSessionTransport() : AsyncHTTPClientTransport(client: .shared)
 let pipeline = Pipeline(transport: innerTransport, hooks: [cache])
 
+// The cases the cache does not store, through the same session shape: `no-store` through the
+// cache above, and a `max-age` body over a DiskStorage with its default limits (256 MiB: refused
+// at its head, as the new user met it).
+let smallDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-streaming-small-\(UUID().uuidString.prefix(8))")
+defer { try? FileManager.default.removeItem(at: smallDirectory) }
+let smallPipeline = Pipeline(
+    transport: settings.inner == "urlsession" ? URLSessionTransport() : AsyncHTTPClientTransport(client: .shared),
+    hooks: [HTTPCache(storage: try DiskStorage(directory: smallDirectory))])
+let smallConfiguration = URLSessionConfiguration.ephemeral
+try smallConfiguration.sendThroughRecall(smallPipeline, protocolClass: SmallCacheRoutes.self)
+let smallDelegate = Download()
+let small = URLSession(configuration: smallConfiguration, delegate: smallDelegate, delegateQueue: nil)
+
 let plainDelegate = Download()
 let plain = URLSession(configuration: .ephemeral, delegate: plainDelegate, delegateQueue: nil)
 let recallDelegate = Download()
@@ -349,6 +374,26 @@ func phase(_ session: URLSession, _ delegate: Download, _ url: URL) async -> Mea
     return Measure(
         firstByte: result.firstByte, seconds: result.seconds, bytes: result.bytes, peakAddedMiB: peak,
         note: result.failure.isEmpty ? "" : "failed: \(result.failure)")
+}
+
+/// Writes `size` bytes to a new file beside the cache's in 1 MiB writes, then `fsync`s it: the
+/// disk's sustained write rate, which may pace a stored miss.
+func diskWrite() -> Measure {
+    sync()
+    let path = directory.appendingPathComponent("disk-write-\(UUID().uuidString.prefix(8))").path
+    defer { unlink(path) }
+    let piece = [UInt8](repeating: 7, count: 1 << 20)
+    let start = ContinuousClock.now
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    var total = 0
+    while total < size {
+        let count = piece.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if count <= 0 { break }
+        total += count
+    }
+    fsync(descriptor)
+    close(descriptor)
+    return Measure(firstByte: 0, seconds: (ContinuousClock.now - start).seconds, bytes: total, peakAddedMiB: 0)
 }
 
 /// Reads `path` sequentially in 64 KiB reads, as `cat` does.
@@ -396,6 +441,7 @@ print(
     "StreamingDownload: \(settings.mib) MiB from the loopback origin, \(settings.rounds) rounds, inner transport \(settings.inner); AHC \(settings.ahcMiB) MiB")
 var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats: [Measure] = []
 var floors: [Measure] = [], pipelineHits: [Measure] = [], forwards: [Measure] = [], slowPlains: [Measure] = []
+var disks: [Measure] = [], noStores: [Measure] = [], overLimits: [Measure] = []
 for round in 1...settings.rounds {
     let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])
     let bare = await phase(plain, plainDelegate, url)
@@ -437,6 +483,15 @@ for round in 1...settings.rounds {
         print(direct.line("pipeline hit"))
         pipelineHits.append(direct)
     }
+    let noStore = await phase(recall, recallDelegate, origin.url("/no-store-\(round)", [("stream", "\(size)"), ("cc", "no-store")]))
+    print(noStore.line("recall no-store"))
+    noStores.append(noStore)
+    let overLimit = await phase(small, smallDelegate, origin.url("/over-limit-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")]))
+    print(overLimit.line("recall over byteLimit"))
+    overLimits.append(overLimit)
+    let written = diskWrite()
+    print(written.line("disk write"))
+    disks.append(written)
     let slow = await phase(slowPlain, slowDelegate, origin.url("/slow-\(round)", [("stream", "\(size)")]))
     print(slow.line("plain, slow"))
     slowPlains.append(slow)
@@ -465,6 +520,14 @@ let plainFirst = median(plains.map(\.firstByte)), missFirst = median(misses.map(
 print(String(format: "streaming-ratio miss-first-byte-added-ms %.2f", (missFirst - plainFirst) * 1000))
 print(String(format: "streaming-ratio miss-throughput %.3f", median(misses.map(\.throughput)) / median(plains.map(\.throughput))))
 print(String(format: "streaming-ratio miss-peak-added-mib %.1f", median(misses.map(\.peakAddedMiB))))
+let diskRate = median(disks.map(\.throughput))
+print(String(format: "streaming-ratio disk-write-of-plain %.3f", diskRate / median(plains.map(\.throughput))))
+print(String(format: "streaming-ratio miss-throughput-of-bound %.3f", median(misses.map(\.throughput)) / min(diskRate, median(plains.map(\.throughput)))))
+for (name, measures) in [("no-store", noStores), ("over-limit", overLimits)] {
+    print(String(format: "streaming-ratio \(name)-first-byte-added-ms %.2f", (median(measures.map(\.firstByte)) - plainFirst) * 1000))
+    print(String(format: "streaming-ratio \(name)-throughput %.3f", median(measures.map(\.throughput)) / median(plains.map(\.throughput))))
+    print(String(format: "streaming-ratio \(name)-peak-added-mib %.1f", median(measures.map(\.peakAddedMiB))))
+}
 print(String(format: "streaming-ratio plain-slow-delegate-peak-added-mib %.1f", median(slowPlains.map(\.peakAddedMiB))))
 print(String(format: "streaming-ratio forward-floor-first-byte-added-ms %.2f", (median(forwards.map(\.firstByte)) - plainFirst) * 1000))
 print(String(format: "streaming-ratio forward-floor-throughput %.3f", median(forwards.map(\.throughput)) / median(plains.map(\.throughput))))

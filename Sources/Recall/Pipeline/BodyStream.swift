@@ -40,14 +40,23 @@ final class BodyStream: Sendable {
         /// end, or nil (it must wait).
         mutating func next() -> Result<Data?, any Error>? {
             if head < chunks.count {
-                var chunk = chunks[head]
-                chunks[head] = Data()
-                head += 1
-                while head < chunks.count, chunk.count + chunks[head].count <= BodyStream.joinedUpTo {
-                    chunk.append(chunks[head])
-                    chunks[head] = Data()
-                    head += 1
+                // The chunks to join, then one buffer of their size (appending to the first would
+                // grow it again and again, leaving a trail of freed sizes in the allocator).
+                var end = head + 1
+                var size = chunks[head].count
+                while end < chunks.count, size + chunks[end].count <= BodyStream.joinedUpTo {
+                    size += chunks[end].count
+                    end += 1
                 }
+                var chunk: Data
+                if end == head + 1 {
+                    chunk = chunks[head]
+                } else {
+                    chunk = Data(capacity: size)
+                    for index in head..<end { chunk.append(chunks[index]) }
+                }
+                for index in head..<end { chunks[index] = Data() }
+                head = end
                 buffered -= chunk.count
                 if head == chunks.count {
                     chunks.removeAll(keepingCapacity: true)
