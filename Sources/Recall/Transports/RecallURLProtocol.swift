@@ -311,7 +311,8 @@ private struct UncheckedClient: @unchecked Sendable {
     /// each chunk of a streamed body as it arrives, read while the chunks before it are delivered
     /// but with at most ``deliveredAhead`` bytes on their way to the client (a transport that paces
     /// its download by its reader, as AsyncHTTPClient's does, then goes at the client's pace) —
-    /// then the end. On
+    /// then the end. With swift-corelibs-foundation a chunk is on its way until the session's
+    /// (serial) delegate queue has run it: the client only queues it there. On
     /// Apple's platforms all of it on the loading thread's run loop, where `stopLoading` comes
     /// too. With swift-corelibs-foundation on the session's work queue, which its client calls must
     /// share with the session's task registry — but for the end of a task that completes inline

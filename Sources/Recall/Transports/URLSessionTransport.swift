@@ -27,6 +27,13 @@ import Foundation
 ///   the bytes received pass the limit, and its task is cancelled, so the transport never
 ///   holds more than the limit.
 ///
+/// - **Large bodies on Linux** stream in bounded memory: swift-corelibs-foundation cannot pause a
+///   transfer, so the session the transport makes holds libcurl while 256 chunks wait for its
+///   delegate, and what the body's reader has not taken beyond 2 MiB waits in an unlinked temporary
+///   file. A body the reader takes more slowly than the network brings it is thus written to disk
+///   once more; `AsyncHTTPClientTransport` paces its download by the reader instead (see the
+///   README's figures).
+///
 /// Per-attempt timeouts belong in Recall's retry layer, not in `timeoutInterval`
 /// (swift-corelibs-foundation truncates it to whole seconds).
 public final class URLSessionTransport: Transport {
