@@ -2,7 +2,7 @@
 # Runs the concurrency-heavy tests under ThreadSanitizer. Usage: scripts/tsan.sh [filter]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter="${1:-StressTests|CacheValidationTests|WriteBehindTests|PipelineTests|RetryPolicyTests|StorageTests|ConfidentialityTests|TransportSafetyTests|URLSessionTransportTests|PerCoreCopiesTests|HeldFileTests|ReadWriteLockedTests|ResponseBodyTests|StreamingTests|TimedBodyTests}"
+filter="${1:-StressTests|CacheValidationTests|WriteBehindTests|PipelineTests|RetryPolicyTests|StorageTests|ConfidentialityTests|TransportSafetyTests|URLSessionTransportTests|PerCoreCopiesTests|HeldFileTests|ReadWriteLockedTests|ResponseBodyTests|StreamingTests|TimedBodyTests|CorelibsPacingTests|SpillingWriterTests|RecallURLProtocolTests}"
 swift test --sanitize=thread --scratch-path .build-tsan --filter "$filter" 2>&1 | tee /tmp/recall-tsan.log
 if grep -q "WARNING: ThreadSanitizer" /tmp/recall-tsan.log; then
     echo "ThreadSanitizer reported data races (see above)" >&2
