@@ -280,7 +280,7 @@ struct StreamingTests {
 }
 
 /// Counts what a data task's delegate hears.
-private final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let state = Mutex((received: 0, chunks: 0, completed: false, failure: String?.none, expected: Int64(-1)))
     /// The task's response's `expectedContentLength` as its first bytes arrived.
     var expected: Int64 { state.withLock { $0.expected } }
