@@ -39,6 +39,22 @@ let benchmarks: @Sendable () -> Void = {
         _ = try await memoryPipeline.send(request)
     }
 
+    // MARK: the same hit over the README's storage: a memory tier over a disk
+
+    let tieredDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-bench-tiered-\(UUID().uuidString.prefix(8))")
+    let tieredCache = HTTPCache(storage: TieredStorage(memory: MemoryStorage(), lower: try! DiskStorage(directory: tieredDirectory)))
+    let tieredPipeline = Pipeline(transport: mock, hooks: [tieredCache])
+
+    Benchmark("TieredHitPipeline", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? await tieredPipeline.send(request))
+        }
+    } setup: {
+        _ = try await tieredPipeline.send(request)
+    } teardown: {
+        try? FileManager.default.removeItem(at: tieredDirectory)
+    }
+
     // MARK: bare transport (the baseline of the miss benchmark) and a miss with its store
 
     Benchmark("BareTransport", configuration: batch) { benchmark in

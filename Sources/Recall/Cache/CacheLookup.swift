@@ -102,9 +102,12 @@ final class CacheLookup: Sendable {
             let writesBefore = writer.writes
             let record: CacheRecord?
             if let memory = unownedMemory {
-                // A memory storage answers without suspending, a copy of its record first (checked
-                // again now that no store of the key is pending and the write count is read).
-                record = memory._withUnsafeGuaranteedRef { $0.record(at: location, copy: copy) }
+                // A memory (tier) answers without suspending, a copy of its record first (checked
+                // again now that no store of the key is pending and the write count is read); a
+                // miss in a tier is asked below.
+                let (hit, final) = memory._withUnsafeGuaranteedRef { ($0.record(at: location, copy: copy), $0.missesAreFinal) }
+                guard hit != nil || final else { return .wait(Waiting(scheduling: scheduling, afterWrite: false)) }
+                record = hit
             } else if let found = storage.recordWithoutSuspending(for: location.key), found.key == location.key {
                 // So does any storage for what it has at hand (a file held open, a memory tier).
                 record = found

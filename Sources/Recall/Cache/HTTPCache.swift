@@ -73,16 +73,18 @@ public final class HTTPCache: ServiceHook {
             rules: CacheRules(configuration: configuration), partitioner: partitioner,
             completionLimit: storage.entryLimit)
         self.strategy = strategy
-        // The one place the cache asks for a storage's type: over memory it copies hits per core
-        // and stores after answering (each a speed-up in a type of its own).
-        let memory = storage as? MemoryStorage
-        let writer = CacheWriter(storage: storage, memory: memory, strategy: strategy, counts: counts)
+        // What the storage offers beyond its protocol (each speed-up in a type of its own): a memory
+        // read first, per core (a memory tier); storing after answering (all of it in memory).
+        let whole = storage.isWhollyInMemory ? storage.memoryTier : nil
+        let writer = CacheWriter(storage: storage, memory: whole, strategy: strategy, counts: counts)
         self.writer = writer
-        let behind = configuration.writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
+        let behind = configuration.writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
         self.behind = behind
         self.lookup = CacheLookup(
             strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
-            memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore) },
+            memory: storage.memoryTier.map {
+                MemoryReads(memory: $0, copyBytesPerCore: configuration.copyBytesPerCore, missesAreFinal: whole != nil)
+            },
             writer: writer, now: now)
     }
 
@@ -179,7 +181,7 @@ public final class HTTPCache: ServiceHook {
         // A request that starts after an invalidation of its key never waits for a fetch
         // that began before it: the epoch is part of what requests coalesce on.
         let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
-        guard let memory = lookup.memory, let lead = leads.leadWithoutSuspending(flightKey) else {
+        guard let memory = lookup.memory, memory.missesAreFinal, let lead = leads.leadWithoutSuspending(flightKey) else {
             context[suspended] = .coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore)
             return nil
         }

@@ -1,7 +1,8 @@
-/// Hits read from a ``MemoryStorage`` without suspending, the calling core's copies first
-/// (``PerCoreCopies``, ``CacheConfiguration/copyBytesPerCore``). A speed-up that needs the
-/// storage's own counts of change (its generations), so it lives here, below the cache's
-/// decisions; any other storage is read through ``CacheStorage/recordWithoutSuspending(for:)``.
+/// Hits read without suspending from the ``MemoryStorage`` a storage names as its
+/// ``CacheStorage/memoryTier`` (itself, or a tier's upper memory), the calling core's copies first
+/// (``PerCoreCopies``, ``CacheConfiguration/copyBytesPerCore``). A speed-up that needs the memory's
+/// own counts of change (its generations), so it lives here, below the cache's decisions; any
+/// other storage is read through ``CacheStorage/recordWithoutSuspending(for:)``.
 final class MemoryReads: Sendable {
     typealias Location = CacheLocator.Location
     /// What a look at the calling core's copies found.
@@ -14,8 +15,13 @@ final class MemoryReads: Sendable {
     /// retain writes the object's reference count, which every core shares.
     private let unownedCopies: Unmanaged<PerCoreCopies<Location>>?
 
-    init(memory: MemoryStorage, copyBytesPerCore: Int) {
+    /// Whether a miss in the memory is a miss of the storage (the memory is all of it); else the
+    /// storage is asked.
+    let missesAreFinal: Bool
+
+    init(memory: MemoryStorage, copyBytesPerCore: Int, missesAreFinal: Bool) {
         self.memory = memory
+        self.missesAreFinal = missesAreFinal
         self.copies = PerCoreCopies(bytesPerCore: copyBytesPerCore, generations: memory.generations)
         self.unownedCopies = copies.map { Unmanaged.passUnretained($0) }
     }

@@ -20,6 +20,17 @@ public protocol CacheStorage: Sendable {
     /// file it holds open), or `nil` — then the cache asks ``record(for:)``. A storage that can
     /// serve hits this way lets ``HTTPCache`` answer them without an async call. The default is `nil`.
     func recordWithoutSuspending(for key: String) -> CacheRecord?
+    /// The ``MemoryStorage`` of this process that this storage reads first, if any: the cache reads
+    /// it without suspending and keeps copies of its most-hit records per core
+    /// (``CacheConfiguration/copyBytesPerCore``), each checked against that memory's own counts of
+    /// change. ``MemoryStorage`` names itself; ``TieredStorage`` passes on its upper tier's. A
+    /// storage of your own that keeps a MemoryStorage in front of something else may name it, if
+    /// every record in it is one this storage would answer for its key. The default is `nil`.
+    var memoryTier: MemoryStorage? { get }
+    /// Whether ``memoryTier`` holds everything this storage holds: a miss there is then a miss, and
+    /// the cache may store a response after answering it (``CacheConfiguration/writesBehind``).
+    /// `true` for ``MemoryStorage`` alone; the default is `false`.
+    var isWhollyInMemory: Bool { get }
     /// Stores `record` under its key, replacing what was there. It may complete later, but
     /// a following ``record(for:)`` sees it.
     ///
@@ -90,6 +101,12 @@ extension CacheStorage {
 
     /// Not at hand without suspending: ask ``record(for:)``.
     public func recordWithoutSuspending(for key: String) -> CacheRecord? { nil }
+
+    /// None.
+    public var memoryTier: MemoryStorage? { nil }
+
+    /// `false`.
+    public var isWhollyInMemory: Bool { false }
 
     /// Nothing changes it from elsewhere: `observer` is never called.
     public func subscribe(toChangesElsewhere observer: @escaping @Sendable (String?) async -> Void) {}

@@ -56,6 +56,12 @@ public final class MemoryStorage: CacheStorage {
     /// The same lookup: memory never suspends.
     public func recordWithoutSuspending(for key: String) -> CacheRecord? { recordNow(for: key) }
 
+    /// Itself.
+    public var memoryTier: MemoryStorage? { self }
+
+    /// `true`: all it holds is in memory.
+    public var isWhollyInMemory: Bool { true }
+
     /// The same lookup without suspending (memory never blocks), for layered storages and replays.
     package func recordNow(for key: String) -> CacheRecord? {
         guard let record = table.read({ $0[key]?.record }), record.key == key else { return nil }

@@ -16,8 +16,8 @@ public final class TieredStorage: CacheStorage {
     public let upper: any CacheStorage
     /// The tier below, which holds everything.
     public let lower: any CacheStorage
-    /// `upper`, when it is a ``MemoryStorage``: promoted into without suspending, in one step
-    /// with the check that the key did not change meanwhile.
+    /// `upper`'s memory, when that is all `upper` holds (a ``MemoryStorage``): promoted into
+    /// without suspending, in one step with the check that the key did not change meanwhile.
     private let memory: MemoryStorage?
     /// Write generations, one per stripe of keys: bumped by every store and removal.
     private let generations = Locked([UInt64](repeating: 0, count: TieredStorage.stripes))
@@ -29,7 +29,7 @@ public final class TieredStorage: CacheStorage {
     public init(upper: any CacheStorage, lower: any CacheStorage) {
         self.upper = upper
         self.lower = lower
-        self.memory = upper as? MemoryStorage
+        self.memory = upper.isWhollyInMemory ? upper.memoryTier : nil
         lower.subscribe(toChangesElsewhere: { [weak self] key in await self?.forgetUpper(key) })
     }
 
@@ -49,6 +49,9 @@ public final class TieredStorage: CacheStorage {
     public func recordWithoutSuspending(for key: String) -> CacheRecord? {
         upper.recordWithoutSuspending(for: key)
     }
+
+    /// The upper tier's memory: the cache reads it first, per core, and finds the rest below.
+    public var memoryTier: MemoryStorage? { upper.memoryTier }
 
     /// From the upper tier, else from the lower one (then promoted, unless the key changed meanwhile).
     public func record(for key: String) async -> CacheRecord? {

@@ -34,7 +34,7 @@ struct CacheLookupTests {
             let clock = clock
             lookup = CacheLookup(
                 strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
-                memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: copyBytesPerCore) }, writer: writer,
+                memory: memory.map { MemoryReads(memory: $0, copyBytesPerCore: copyBytesPerCore, missesAreFinal: true) }, writer: writer,
                 now: {
                     clock.withLock {
                         $0 = $0.addingTimeInterval(1); return $0

@@ -30,7 +30,7 @@ struct MemoryReadsTests {
     @Test("the copy answers while current; after a store of the key, the storage's new record does")
     func retiredByAStore() throws {
         let memory = MemoryStorage()
-        let reads = MemoryReads(memory: memory, copyBytesPerCore: 1 << 20)
+        let reads = MemoryReads(memory: memory, copyBytesPerCore: 1 << 20, missesAreFinal: true)
         let location = try #require(Self.locator.location(ofText: Self.url))
         let old = makeRecord(location.key, bodySize: 10), new = makeRecord(location.key, bodySize: 20)
         memory.storeNow(old)
@@ -47,7 +47,7 @@ struct MemoryReadsTests {
     @Test("without bytes for copies, reads go to the storage")
     func noCopies() throws {
         let memory = MemoryStorage()
-        let reads = MemoryReads(memory: memory, copyBytesPerCore: 0)
+        let reads = MemoryReads(memory: memory, copyBytesPerCore: 0, missesAreFinal: true)
         let location = try #require(Self.locator.location(ofText: Self.url))
         memory.storeNow(makeRecord(location.key))
         #expect(reads.look(for: Self.url) == nil && reads.usage == nil)

@@ -36,6 +36,23 @@ struct PerCoreCopiesTests {
         for _ in 0..<40 { #expect(try await h.get(path).bodyText == "one") }
     }
 
+    @Test("over a memory tier (TieredStorage), hits are copied per core too, and a miss in the tier is found below (#55: a capability, not a type)")
+    func tieredStorageGetsTheFastPath() async throws {
+        let lower = MemoryStorage()
+        let below = CacheHarness(storage: lower)
+        below.origin("/a", [(200, Self.fresh, "one")])
+        #expect(try await below.get("/a").source == .network)
+        await below.cache.flush()
+        // A new memory tier over the storage that holds /a: its memory misses, the lower tier answers.
+        let tiered = CacheHarness(storage: TieredStorage(upper: MemoryStorage(), lower: lower))
+        tiered.origin("/a", [(200, Self.fresh, "other")])
+        #expect(try await tiered.get("/a").bodyText == "one", "a miss in the memory tier is not a miss of the storage")
+        #expect(tiered.hits("/a") == 0)
+        try #require(tiered.cache.copyUsage != nil, "no per-core copies over a memory tier")
+        try await hitUntilCopied(tiered, "/a")
+        #expect(tiered.hits("/a") == 0)
+    }
+
     @Test("a hit served from a copy is the hit the storage gives: status, fields, body, URL, source")
     func copiesAnswerAlike() async throws {
         let h = CacheHarness()
