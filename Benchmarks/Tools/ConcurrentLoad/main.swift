@@ -21,6 +21,9 @@ import RecallAsyncHTTPClient
 // miss: every request asks for a new URL (a storable 1 KB answer, max-age=600): each one goes
 // to the origin and is stored (the cache's miss path at full concurrency, stores and
 // evictions included). hit: the callers ask for 100 URLs the cache holds.
+// With the default variant each round also runs a minimal cache (a key, one locked table read and
+// one write: the floor of any cache), and the last lines add `concurrent-ratio miss-minimal R` and
+// `miss-gap-to-minimal G` (the minimal ratio less the cache's; issue #55).
 // The last lines read `concurrent-ratio miss R` and `concurrent-ratio hit R`: Recall's requests
 // per second over the bare transport's (median of the rounds).
 
@@ -113,10 +116,15 @@ let allSides = [
         default: break
         }
         return Pipeline(transport: transport, hooks: [HTTPCache(storage: MemoryStorage(), configuration: configuration)])
-    }
+    },
+    // The floor of any cache, in the same rounds as the cache itself (issue #55: the gap to it).
+    Side(name: "minimal") { Pipeline(transport: transport, hooks: [MinimalCache()]) }
 ]
 
-let sides = allSides.filter { settings.only == nil || $0.name == settings.only }
+let sides = allSides.filter { side in
+    if let only = settings.only { return side.name == only }
+    return side.name != "minimal" || settings.variant == "cache"  // (the other variants are parts of the cache)
+}
 
 /// Requests completed by `callers` callers in `seconds`, with the median latency.
 func round(_ target: any Transport, mode: String, round: Int) async throws -> (perSecond: Double, p50: Double) {
@@ -177,9 +185,16 @@ for mode in modes {
     }
     if let recall = results["recall"], let bare = results["bare"] {
         ratios[mode] = median(recall.map(\.perSecond)) / median(bare.map(\.perSecond))
+        if let minimal = results["minimal"] { ratios[mode + "-minimal"] = median(minimal.map(\.perSecond)) / median(bare.map(\.perSecond)) }
     }
 }
-for mode in modes { if let ratio = ratios[mode] { print(String(format: "concurrent-ratio %@ %.3f", mode, ratio)) } }
+for mode in modes {
+    if let ratio = ratios[mode] { print(String(format: "concurrent-ratio %@ %.3f", mode, ratio)) }
+    if let ratio = ratios[mode], let minimal = ratios[mode + "-minimal"] {
+        print(String(format: "concurrent-ratio %@-minimal %.3f", mode, minimal))
+        print(String(format: "%@-gap-to-minimal %.3f", mode, minimal - ratio))
+    }
+}
 try await client.shutdown().get()
 try await server.close().get()
 try await serverGroup.shutdownGracefully()

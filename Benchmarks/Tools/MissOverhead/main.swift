@@ -12,6 +12,7 @@ import MissPathParts
 // and the machine's drift affect both sides alike. Every cached request is a miss that stores.
 //
 //   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--keys-only]
+//   (with the default variant, a minimal cache runs in the same rotation: `miss-gap-to-minimal P points`)
 //   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
 //
 // The last line gives the ratio of the medians, with a 95 % bootstrap interval of it.
@@ -257,24 +258,36 @@ func measure(_ stamps: StampingTransport, _ body: () async throws -> Void) async
     )
 }
 var bareStages: [Stages] = [], cachedStages: [Stages] = []
+// With the default variant, a minimal cache (a key, one locked table read and one write: the floor
+// of any cache) runs in the same rotation, over a transport of its own (issue #55: the gap to it).
+let withMinimal = variant == "cache"
+let minimalStamps = StampingTransport(URLSessionTransport())
+let minimal = Pipeline(transport: minimalStamps.inner, hooks: [MinimalCache()])
+var minimalTimes: [Double] = []
 
 // Warm up both connections.
 for number in 0..<(variant == "full" ? 600 : 200) {
     _ = try await bare.send(URLRequest(url: url("bare", -number - 1)))
     _ = try await cached.send(URLRequest(url: url("cached", -number - 1)))
+    if withMinimal { _ = try await minimal.send(URLRequest(url: url("minimal", -number - 1))) }
 }
 var bareTimes: [Double] = [], cachedTimes: [Double] = []
 for number in 0..<pairs {
-    let bareFirst = number % 2 == 0
-    for turn in 0..<2 {
-        if (turn == 0) == bareFirst {
+    // Each side first, second (and third) in turn.
+    let sides = withMinimal ? [0, 1, 2] : [0, 1]
+    for turn in sides.indices {
+        switch sides[(turn + number) % sides.count] {
+        case 0:
             let (time, stages) = try await measure(bareStamps) { _ = try await bare.send(URLRequest(url: url("bare", number))) }
             bareTimes.append(time)
             bareStages.append(stages)
-        } else {
+        case 1:
             let (time, stages) = try await measure(cachedStamps) { _ = try await cached.send(URLRequest(url: url("cached", number))) }
             cachedTimes.append(time)
             cachedStages.append(stages)
+        default:
+            let (time, _) = try await measure(minimalStamps) { _ = try await minimal.send(URLRequest(url: url("minimal", number))) }
+            minimalTimes.append(time)
         }
     }
 }
@@ -326,6 +339,11 @@ print(
         format: "\nmiss / bare at p50: %.3f (%+.1f %%; 95 %% interval %+.1f to %+.1f %%), %d pairs",
         ratio, (ratio - 1) * 100, (interval.low - 1) * 100, (interval.high - 1) * 100, pairs)
         + (withCache ? ", \(cache.statistics.stores) misses stored" : "") + " (variant: \(variant))")
+if withMinimal {
+    let minimalRatio = percentile(minimalTimes, 0.5) / percentile(bareTimes, 0.5)
+    print(String(format: "minimal cache / bare at p50: %.3f (%+.1f %%), same rotation", minimalRatio, (minimalRatio - 1) * 100))
+    print(String(format: "miss-gap-to-minimal %.1f points", (ratio - minimalRatio) * 100))
+}
 if stages {
     print("\nmedians (µs) | before the transport | in it | after it")
     print("|---|---|---|---|")
