@@ -105,9 +105,10 @@ final class CacheLookup: Sendable {
                 // A memory (tier) answers without suspending, a copy of its record first (checked
                 // again now that no store of the key is pending and the write count is read); a
                 // miss in a tier is asked below.
-                let (hit, final) = memory._withUnsafeGuaranteedRef { ($0.record(at: location, copy: copy), $0.missesAreFinal) }
-                guard hit != nil || final else { return .wait(Waiting(scheduling: scheduling, afterWrite: false)) }
-                record = hit
+                record = memory._withUnsafeGuaranteedRef { $0.record(at: location, copy: copy) }
+                if record == nil, !memory._withUnsafeGuaranteedRef({ $0.missesAreFinal }) {
+                    return .wait(Waiting(scheduling: scheduling, afterWrite: false))
+                }
             } else if let found = storage.recordWithoutSuspending(for: location.key), found.key == location.key {
                 // So does any storage for what it has at hand (a file held open, a memory tier).
                 record = found

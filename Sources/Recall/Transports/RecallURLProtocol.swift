@@ -330,33 +330,28 @@ private struct UncheckedClient: @unchecked Sendable {
                 return true
             }
         }
-        if whole == nil {
-            // A streamed body's first chunk is read while the head is on its way: it follows the
-            // head on the same thread, and finds the load closed if the head found it stopped.
-            onClientThread { _ = start() }
-        } else {
+        if whole != nil {
             guard await onClientThreadAndWait(start) else { return }
-        }
-        if whole == nil {
-            // Reading the next chunk overlaps the delivery of the last ones, at most
-            // `deliveredAhead` bytes of them on their way.
+        } else {
+            // The first chunk is read while the head is on its way: it follows the head on the same
+            // thread, and finds the load closed if the head found it stopped. Reading the next chunk
+            // overlaps the delivery of the last ones, at most `deliveredAhead` bytes of them on their way.
+            onClientThread { _ = start() }
             let window = DeliveryWindow(limit: Self.deliveredAhead)
+            let delegateQueue = facts.delegateQueue
             for try await chunk in response.body {
                 guard await window.reserve(chunk.count) else { return }  // (the body is dropped: its download stops)
-                let delegateQueue = facts.delegateQueue
                 onClientThread {
                     let delivered = delivery.withLock {
                         guard RecallURLProtocol.isOpen(work) else { return false }
                         client?.urlProtocol(self.protocol, didLoad: chunk)
                         return true
                     }
-                    if !delivered {
-                        window.close()
-                        window.release(chunk.count)
-                    } else if let delegateQueue {
-                        // The client queued the chunk for the delegate: it counts as delivered once
-                        // the delegate has had it, so a slow delegate slows the reading (and with
-                        // it a transport that paces its download) instead of queueing the body.
+                    guard delivered else { return window.close() }
+                    // The client queues the chunk for the delegate: it counts as delivered once the
+                    // delegate has had it, so a slow delegate slows the reading (and with it a
+                    // transport that paces its download) instead of queueing the body.
+                    if let delegateQueue {
                         delegateQueue.queue.addOperation { window.release(chunk.count) }
                     } else {
                         window.release(chunk.count)

@@ -77,14 +77,14 @@
         /// after what was submitted there, whichever comes first).
         func async(_ body: @escaping @Sendable () -> Void) {
             guard !companions.isEmpty else { return enqueue(body) }
-            let once = Locked(false)
+            let ran = Locked(false)
             let first: @Sendable () -> Void = {
-                guard
-                    once.withLock({ ran in
-                        defer { ran = true }; return !ran
-                    })
-                else { return }
-                body()
+                let claimed = ran.withLock { ran -> Bool in
+                    guard !ran else { return false }
+                    ran = true
+                    return true
+                }
+                if claimed { body() }
             }
             enqueue(first)
             for companion in companions { companion.async(execute: first) }

@@ -79,8 +79,6 @@ public final class URLSessionTransport: Transport {
             session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         #else
             session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: PacedDelegateQueue())
-        #endif
-        #if !canImport(Darwin)
             delegate?.transferQueue = SessionTransferQueues.transferQueue(of: session)
         #endif
     }
