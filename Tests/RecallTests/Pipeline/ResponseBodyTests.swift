@@ -1,6 +1,5 @@
 import Foundation
 import Recall
-import Synchronization
 import Testing
 
 @Suite("ResponseBody: whole or streamed, read once, checked against its length")
@@ -136,7 +135,7 @@ struct ResponseBodyTests {
 
 /// A flag set from any thread.
 final class Flag: Sendable {
-    private let state = Mutex(false)
+    private let state = Locked(false)
     func set() { state.withLock { $0 = true } }
     var isSet: Bool { state.withLock { $0 } }
 }

@@ -1,19 +1,18 @@
 import Foundation
 @testable import Recall
-import Synchronization
 import Testing
 
 /// Bytes in memory read in pieces, counting the reads; the test says whether its store knows
 /// them whole.
 private final class MemoryReading: ByteReading {
     let bytes: Data
-    private let state: Mutex<(reads: Int, known: Bool, noted: Int)>
+    private let state: Locked<(reads: Int, known: Bool, noted: Int)>
 
     func forget() { state.withLock { $0.known = false } }
 
     init(_ bytes: Data, knownWhole: Bool) {
         self.bytes = bytes
-        state = Mutex((0, knownWhole, 0))
+        state = Locked((0, knownWhole, 0))
     }
 
     var count: Int { bytes.count }

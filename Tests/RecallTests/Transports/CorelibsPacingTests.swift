@@ -2,7 +2,6 @@
     import Dispatch
     import Foundation
     import FoundationNetworking
-    import Synchronization
     import Testing
 
     @testable import Recall
@@ -17,8 +16,8 @@
         func pacedDelegateQueue() async throws {
             let queue = PacedDelegateQueue(limit: 4, patience: 600)
             let gate = DispatchSemaphore(value: 0)
-            let ran = Mutex<[Int]>([])
-            let added = Mutex(0)
+            let ran = Locked<[Int]>([])
+            let added = Locked(0)
             queue.addOperation { gate.wait() }  // holds the queue: what follows waits
             let adder = Thread {
                 for index in 0..<10 {
@@ -39,7 +38,7 @@
         @Test("an operation added from the queue itself is never held (it would wait for itself)")
         func ownOperationsNotHeld() async throws {
             let queue = PacedDelegateQueue(limit: 1, patience: 600)
-            let done = Mutex(false)
+            let done = Locked(false)
             queue.addOperation {
                 // The limit is reached by this very operation; adding from here must not wait.
                 queue.addOperation { done.withLock { $0 = true } }
@@ -54,7 +53,7 @@
             let other = DispatchQueue(label: "other", target: shared)
             let work = try #require(own.sync { SessionWorkQueue.current() })
             let joined = work.joined(with: [other])
-            let ran = Mutex<[Int]>([])
+            let ran = Locked<[Int]>([])
             for index in 0..<500 {
                 joined.async { ran.withLock { $0.append(index) } }
             }
@@ -77,8 +76,8 @@
                 Mirror(reflecting: second).children.first { $0.label == "workQueue" }?.value as? DispatchQueue)
             // While a block holds the transfer's queue, a block on the other session's work queue
             // must not run: the first waits for it (briefly) and then looks whether it did.
-            let inside = Mutex(false)
-            let overlapped = Mutex<Bool?>(nil)
+            let inside = Locked(false)
+            let overlapped = Locked<Bool?>(nil)
             let started = DispatchSemaphore(value: 0)
             transfer.async {
                 inside.withLock { $0 = true }

@@ -3,7 +3,6 @@ import Foundation
     import FoundationNetworking
 #endif
 @testable import Recall
-import Synchronization
 import Testing
 
 /// Bodies that stream from the loopback origin through the pipeline, the cache and
@@ -281,7 +280,7 @@ struct StreamingTests {
 
 /// Counts what a data task's delegate hears.
 final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    private let state = Mutex((received: 0, chunks: 0, completed: false, failure: String?.none, expected: Int64(-1)))
+    private let state = Locked((received: 0, chunks: 0, completed: false, failure: String?.none, expected: Int64(-1)))
     /// The task's response's `expectedContentLength` as its first bytes arrived.
     var expected: Int64 { state.withLock { $0.expected } }
     var received: Int { state.withLock { $0.received } }
