@@ -78,7 +78,9 @@ public struct NotStoredCase: Sendable, CustomStringConvertible {
         var query = [("stream", "\(Self.size)"), ("gate", gate)]
         switch kind {
         case .noStore: query.append(("cc", "no-store"))
-        case .overEntryLimit, .overByteLimit, .post: query.append(("cc", "max-age=600"))
+        // (`public`: storable by every audience — a cache that may serve many users too — so that
+        // only the limit, or the method, keeps these from the storage.)
+        case .overEntryLimit, .overByteLimit, .post: query.append(("cc", "public, max-age=600"))
         case .uncacheableStatus: query.append(("status", "500"))
         }
         return query

@@ -5,5 +5,22 @@ import struct Foundation.Data
 import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/parameters` section of the OpenAPI document.
-    internal enum Parameters {}
+    internal enum Parameters {
+        /// The body's length in bytes.
+        ///
+        /// - Remark: Generated from `#/components/parameters/stream`.
+        internal typealias stream = Swift.String
+        /// The answer's Cache-Control.
+        ///
+        /// - Remark: Generated from `#/components/parameters/cc`.
+        internal typealias cc = Swift.String
+        /// The first 64 KiB is sent, the rest when GET /__open?gate= opens it.
+        ///
+        /// - Remark: Generated from `#/components/parameters/gate`.
+        internal typealias gate = Swift.String
+        /// The answer's status.
+        ///
+        /// - Remark: Generated from `#/components/parameters/status`.
+        internal typealias status = Swift.String
+    }
 }

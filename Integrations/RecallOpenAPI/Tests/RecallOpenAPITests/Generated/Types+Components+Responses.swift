@@ -5,5 +5,62 @@ import struct Foundation.Data
 import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/responses` section of the OpenAPI document.
-    internal enum Responses {}
+    internal enum Responses {
+        internal struct Bytes: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/Bytes/content`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/Bytes/content/application\/octet-stream`.
+                case binary(OpenAPIRuntime.HTTPBody)
+                /// The associated value of the enum case if `self` is `.binary`.
+                ///
+                /// - Throws: An error if `self` is not `.binary`.
+                /// - SeeAlso: `.binary`.
+                internal var binary: OpenAPIRuntime.HTTPBody {
+                    get throws {
+                        switch self {
+                        case let .binary(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            internal var body: Components.Responses.Bytes.Body
+            /// Creates a new `Bytes`.
+            ///
+            /// - Parameters:
+            ///   - body: Received HTTP response body
+            internal init(body: Components.Responses.Bytes.Body) {
+                self.body = body
+            }
+        }
+        internal struct OtherBytes: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/OtherBytes/content`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/OtherBytes/content/application\/octet-stream`.
+                case binary(OpenAPIRuntime.HTTPBody)
+                /// The associated value of the enum case if `self` is `.binary`.
+                ///
+                /// - Throws: An error if `self` is not `.binary`.
+                /// - SeeAlso: `.binary`.
+                internal var binary: OpenAPIRuntime.HTTPBody {
+                    get throws {
+                        switch self {
+                        case let .binary(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            internal var body: Components.Responses.OtherBytes.Body
+            /// Creates a new `OtherBytes`.
+            ///
+            /// - Parameters:
+            ///   - body: Received HTTP response body
+            internal init(body: Components.Responses.OtherBytes.Body) {
+                self.body = body
+            }
+        }
+    }
 }

@@ -536,21 +536,39 @@ internal enum Operations {
         internal struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/download/GET/query`.
             internal struct Query: Sendable, Hashable {
+                /// The body's length in bytes.
+                ///
                 /// - Remark: Generated from `#/paths/download/GET/query/stream`.
-                internal var stream: Swift.String
+                internal var stream: Components.Parameters.stream
+                /// The answer's Cache-Control.
+                ///
                 /// - Remark: Generated from `#/paths/download/GET/query/cc`.
-                internal var cc: Swift.String?
+                internal var cc: Components.Parameters.cc?
+                /// The first 64 KiB is sent, the rest when GET /__open?gate= opens it.
+                ///
+                /// - Remark: Generated from `#/paths/download/GET/query/gate`.
+                internal var gate: Components.Parameters.gate?
+                /// The answer's status.
+                ///
+                /// - Remark: Generated from `#/paths/download/GET/query/status`.
+                internal var status: Components.Parameters.status?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
-                ///   - stream:
-                ///   - cc:
+                ///   - stream: The body's length in bytes.
+                ///   - cc: The answer's Cache-Control.
+                ///   - gate: The first 64 KiB is sent, the rest when GET /__open?gate= opens it.
+                ///   - status: The answer's status.
                 internal init(
-                    stream: Swift.String,
-                    cc: Swift.String? = nil
+                    stream: Components.Parameters.stream,
+                    cc: Components.Parameters.cc? = nil,
+                    gate: Components.Parameters.gate? = nil,
+                    status: Components.Parameters.status? = nil
                 ) {
                     self.stream = stream
                     self.cc = cc
+                    self.gate = gate
+                    self.status = status
                 }
             }
             internal var query: Operations.download.Input.Query
@@ -580,45 +598,17 @@ internal enum Operations {
             }
         }
         internal enum Output: Sendable, Hashable {
-            internal struct Ok: Sendable, Hashable {
-                /// - Remark: Generated from `#/paths/download/GET/responses/200/content`.
-                internal enum Body: Sendable, Hashable {
-                    /// - Remark: Generated from `#/paths/download/GET/responses/200/content/application\/octet-stream`.
-                    case binary(OpenAPIRuntime.HTTPBody)
-                    /// The associated value of the enum case if `self` is `.binary`.
-                    ///
-                    /// - Throws: An error if `self` is not `.binary`.
-                    /// - SeeAlso: `.binary`.
-                    internal var binary: OpenAPIRuntime.HTTPBody {
-                        get throws {
-                            switch self {
-                            case let .binary(body):
-                                return body
-                            }
-                        }
-                    }
-                }
-                /// Received HTTP response body
-                internal var body: Operations.download.Output.Ok.Body
-                /// Creates a new `Ok`.
-                ///
-                /// - Parameters:
-                ///   - body: Received HTTP response body
-                internal init(body: Operations.download.Output.Ok.Body) {
-                    self.body = body
-                }
-            }
             /// The origin's stream of bytes (0, 1, … 255, 0, …).
             ///
             /// - Remark: Generated from `#/paths//download/get(download)/responses/200`.
             ///
             /// HTTP response code: `200 ok`.
-            case ok(Operations.download.Output.Ok)
+            case ok(Components.Responses.Bytes)
             /// The associated value of the enum case if `self` is `.ok`.
             ///
             /// - Throws: An error if `self` is not `.ok`.
             /// - SeeAlso: `.ok`.
-            internal var ok: Operations.download.Output.Ok {
+            internal var ok: Components.Responses.Bytes {
                 get throws {
                     switch self {
                     case let .ok(response):
@@ -631,21 +621,161 @@ internal enum Operations {
                     }
                 }
             }
-            internal struct Default: Sendable, Hashable {
-                /// Creates a new `Default`.
-                internal init() {}
-            }
-            /// Any other status.
+            /// Any other status, with the same stream of bytes.
             ///
             /// - Remark: Generated from `#/paths//download/get(download)/responses/default`.
             ///
             /// HTTP response code: `default`.
-            case `default`(statusCode: Swift.Int, Operations.download.Output.Default)
+            case `default`(statusCode: Swift.Int, Components.Responses.OtherBytes)
             /// The associated value of the enum case if `self` is `.`default``.
             ///
             /// - Throws: An error if `self` is not `.`default``.
             /// - SeeAlso: `.`default``.
-            internal var `default`: Operations.download.Output.Default {
+            internal var `default`: Components.Responses.OtherBytes {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case binary
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/octet-stream":
+                    self = .binary
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .binary:
+                    return "application/octet-stream"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .binary
+                ]
+            }
+        }
+    }
+    /// - Remark: HTTP `POST /download`.
+    /// - Remark: Generated from `#/paths//download/post(postDownload)`.
+    internal enum postDownload {
+        internal static let id: Swift.String = "postDownload"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/download/POST/query`.
+            internal struct Query: Sendable, Hashable {
+                /// The body's length in bytes.
+                ///
+                /// - Remark: Generated from `#/paths/download/POST/query/stream`.
+                internal var stream: Components.Parameters.stream
+                /// The answer's Cache-Control.
+                ///
+                /// - Remark: Generated from `#/paths/download/POST/query/cc`.
+                internal var cc: Components.Parameters.cc?
+                /// The first 64 KiB is sent, the rest when GET /__open?gate= opens it.
+                ///
+                /// - Remark: Generated from `#/paths/download/POST/query/gate`.
+                internal var gate: Components.Parameters.gate?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - stream: The body's length in bytes.
+                ///   - cc: The answer's Cache-Control.
+                ///   - gate: The first 64 KiB is sent, the rest when GET /__open?gate= opens it.
+                internal init(
+                    stream: Components.Parameters.stream,
+                    cc: Components.Parameters.cc? = nil,
+                    gate: Components.Parameters.gate? = nil
+                ) {
+                    self.stream = stream
+                    self.cc = cc
+                    self.gate = gate
+                }
+            }
+            internal var query: Operations.postDownload.Input.Query
+            /// - Remark: Generated from `#/paths/download/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.postDownload.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.postDownload.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.postDownload.Input.Headers
+            /// - Remark: Generated from `#/paths/download/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/download/POST/requestBody/content/application\/octet-stream`.
+                case binary(OpenAPIRuntime.HTTPBody)
+            }
+            internal var body: Operations.postDownload.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                query: Operations.postDownload.Input.Query,
+                headers: Operations.postDownload.Input.Headers = .init(),
+                body: Operations.postDownload.Input.Body
+            ) {
+                self.query = query
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            /// The origin's stream of bytes (0, 1, … 255, 0, …).
+            ///
+            /// - Remark: Generated from `#/paths//download/post(postDownload)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.Bytes)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Components.Responses.Bytes {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Any other status, with the same stream of bytes.
+            ///
+            /// - Remark: Generated from `#/paths//download/post(postDownload)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.OtherBytes)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            internal var `default`: Components.Responses.OtherBytes {
                 get throws {
                     switch self {
                     case let .`default`(_, response):

@@ -17,6 +17,9 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /download`.
     /// - Remark: Generated from `#/paths//download/get(download)`.
     func download(_ input: Operations.download.Input) async throws -> Operations.download.Output
+    /// - Remark: HTTP `POST /download`.
+    /// - Remark: Generated from `#/paths//download/post(postDownload)`.
+    func postDownload(_ input: Operations.postDownload.Input) async throws -> Operations.postDownload.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -67,6 +70,19 @@ extension APIProtocol {
         try await download(Operations.download.Input(
             query: query,
             headers: headers
+        ))
+    }
+    /// - Remark: HTTP `POST /download`.
+    /// - Remark: Generated from `#/paths//download/post(postDownload)`.
+    internal func postDownload(
+        query: Operations.postDownload.Input.Query,
+        headers: Operations.postDownload.Input.Headers = .init(),
+        body: Operations.postDownload.Input.Body
+    ) async throws -> Operations.postDownload.Output {
+        try await postDownload(Operations.postDownload.Input(
+            query: query,
+            headers: headers,
+            body: body
         ))
     }
 }
