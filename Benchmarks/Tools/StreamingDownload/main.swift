@@ -10,7 +10,9 @@ import RecallTesting
 // Large downloads, side by side in one run, from the loopback origin (origin_server.py's
 // `stream=N`: N bytes written 64 KiB at a time, never held whole):
 //
-//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64] [--inner ahc|urlsession] [--slow-delegate-us 20]
+//   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64] [--inner ahc|urlsession] [--slow-delegate-us 20] [--miss-only]
+//
+// (`--miss-only`: plain, the stored miss and the disk write alone — for a profile of the miss.)
 //
 // - plain: an unmodified URLSession task with a data delegate;
 // - recall miss: the same session set up with `sendThroughRecall` over a pipeline with an
@@ -48,6 +50,7 @@ struct Settings {
     var inner = "ahc"
     var hits = 1
     var slowDelegateMicros = 20
+    var missOnly = false
 
     init(_ arguments: [String]) {
         var arguments = arguments.makeIterator()
@@ -59,8 +62,9 @@ struct Settings {
             case "--inner": inner = arguments.next() ?? inner
             case "--hits": hits = arguments.next().flatMap(Int.init) ?? hits
             case "--slow-delegate-us": slowDelegateMicros = arguments.next().flatMap(Int.init) ?? slowDelegateMicros
+            case "--miss-only": missOnly = true
             default:
-                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N] [--slow-delegate-us N]")
+                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N] [--slow-delegate-us N] [--miss-only]")
                 exit(2)
             }
         }
@@ -432,6 +436,14 @@ func pipelineRead(_ url: URL) async -> Measure {
     return Measure(firstByte: first, seconds: (ContinuousClock.now - start).seconds, bytes: bytes, peakAddedMiB: peak, note: failure)
 }
 
+/// The CPU time this process has used, user and system, in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    return user + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
@@ -447,16 +459,26 @@ for round in 1...settings.rounds {
     let bare = await phase(plain, plainDelegate, url)
     print(bare.line("plain"))
     plains.append(bare)
-    var forwarded = URLComponents(string: "http://forward.invalid/")!
-    forwarded.queryItems = [URLQueryItem(name: "to", value: origin.url("/forward-\(round)", [("stream", "\(size)")]).absoluteString)]
-    let floorMiss = await phase(forward, forwardDelegate, forwarded.url!)
-    print(floorMiss.line("forward floor"))
-    forwards.append(floorMiss)
+    if !settings.missOnly {
+        var forwarded = URLComponents(string: "http://forward.invalid/")!
+        forwarded.queryItems = [URLQueryItem(name: "to", value: origin.url("/forward-\(round)", [("stream", "\(size)")]).absoluteString)]
+        let floorMiss = await phase(forward, forwardDelegate, forwarded.url!)
+        print(floorMiss.line("forward floor"))
+        forwards.append(floorMiss)
+    }
+    let cpu = processCPUSeconds()
     var miss = await phase(recall, recallDelegate, url)
+    miss.note += String(format: "%.2f CPU-s, ", processCPUSeconds() - cpu)
     await disk.flush()
     miss.note += cache.statistics.stores > round - 1 ? "stored" : "not stored (over the storage's entry limit)"
     print(miss.line("recall miss"))
     misses.append(miss)
+    if settings.missOnly {
+        let written = diskWrite()
+        print(written.line("disk write"))
+        disks.append(written)
+        continue
+    }
     var hit = false
     for _ in 1...max(1, settings.hits) {
         let hitsBefore = cache.statistics.hits
@@ -497,6 +519,15 @@ for round in 1...settings.rounds {
     slowPlains.append(slow)
 }
 
+let plainFirst = median(plains.map(\.firstByte)), missFirst = median(misses.map(\.firstByte))
+print(String(format: "streaming-ratio miss-first-byte-added-ms %.2f", (missFirst - plainFirst) * 1000))
+print(String(format: "streaming-ratio miss-throughput %.3f", median(misses.map(\.throughput)) / median(plains.map(\.throughput))))
+print(String(format: "streaming-ratio miss-peak-added-mib %.1f", median(misses.map(\.peakAddedMiB))))
+let diskRate = median(disks.map(\.throughput))
+print(String(format: "streaming-ratio disk-write-of-plain %.3f", diskRate / median(plains.map(\.throughput))))
+print(String(format: "streaming-ratio miss-throughput-of-bound %.3f", median(misses.map(\.throughput)) / min(diskRate, median(plains.map(\.throughput)))))
+if settings.missOnly { exit(0) }
+
 // AsyncHTTPClient: a body larger than any cap of the past, streamed through a cached pipeline.
 let ahcSize = settings.ahcMiB << 20
 let ahcPipeline = Pipeline(transport: AsyncHTTPClientTransport(client: .shared), hooks: [HTTPCache()])
@@ -516,13 +547,6 @@ let ahcPeak = await Resident.peakAdded {
 let ahc = Measure(firstByte: ahcFirst, seconds: (ContinuousClock.now - ahcStart).seconds, bytes: ahcBytes, peakAddedMiB: ahcPeak, note: ahcFailure)
 print(ahc.line("ahc"))
 
-let plainFirst = median(plains.map(\.firstByte)), missFirst = median(misses.map(\.firstByte))
-print(String(format: "streaming-ratio miss-first-byte-added-ms %.2f", (missFirst - plainFirst) * 1000))
-print(String(format: "streaming-ratio miss-throughput %.3f", median(misses.map(\.throughput)) / median(plains.map(\.throughput))))
-print(String(format: "streaming-ratio miss-peak-added-mib %.1f", median(misses.map(\.peakAddedMiB))))
-let diskRate = median(disks.map(\.throughput))
-print(String(format: "streaming-ratio disk-write-of-plain %.3f", diskRate / median(plains.map(\.throughput))))
-print(String(format: "streaming-ratio miss-throughput-of-bound %.3f", median(misses.map(\.throughput)) / min(diskRate, median(plains.map(\.throughput)))))
 for (name, measures) in [("no-store", noStores), ("over-limit", overLimits)] {
     print(String(format: "streaming-ratio \(name)-first-byte-added-ms %.2f", (median(measures.map(\.firstByte)) - plainFirst) * 1000))
     print(String(format: "streaming-ratio \(name)-throughput %.3f", median(measures.map(\.throughput)) / median(plains.map(\.throughput))))
