@@ -1,5 +1,6 @@
 #if !canImport(Darwin)
     import Foundation
+    import Synchronization
 
     /// The delegate queue of the sessions ``URLSessionTransport`` makes on swift-corelibs-foundation:
     /// serial, and it makes a transfer that outruns its delegate wait.
@@ -21,60 +22,84 @@
         static let patience: TimeInterval = 1
 
         private let waiting: Waiting
+        /// Where the operations run, in the order they were added. A serial dispatch queue, not the
+        /// OperationQueue's own machinery: that takes one mutex to add each operation and another
+        /// turn of it to start the next, so libcurl's callback — one per 16 KiB, on the queue every
+        /// session's work shares — waited on that mutex while a delegate thread holding it was
+        /// descheduled (the first cause of waiting found there, by its off-CPU stacks). Adding to a
+        /// dispatch queue takes no lock.
+        private let lane = DispatchQueue(label: "Recall.PacedDelegateQueue")
+        /// Marks `lane`, to tell an operation added from the queue itself.
+        private static let laneKey = DispatchSpecificKey<ObjectIdentifier>()
 
         /// A serial queue that holds callers while `limit` operations wait, at most `patience`.
         init(limit: Int = PacedDelegateQueue.limit, patience: TimeInterval = PacedDelegateQueue.patience) {
             waiting = Waiting(limit: max(1, limit), patience: patience)
             super.init()
             maxConcurrentOperationCount = 1
+            lane.setSpecific(key: Self.laneKey, value: ObjectIdentifier(self))
         }
 
         /// Whether a caller of ``addOperation(_:)`` is being held now (for tests).
         var isHoldingCaller: Bool { waiting.isHolding }
 
-        /// Adds `block`, first waiting while ``limit`` operations wait (at most ``patience``).
+        /// Adds `block`, first waiting while ``limit`` operations wait (at most ``patience``), never
+        /// when called from an operation of this queue (it would wait for itself).
         override func addOperation(_ block: @Sendable @escaping () -> Void) {
-            waiting.enter(wait: OperationQueue.current !== self)
-            super.addOperation { [waiting] in
+            waiting.enter(wait: DispatchQueue.getSpecific(key: Self.laneKey) != ObjectIdentifier(self))
+            lane.async { [waiting] in
                 block()
                 waiting.leave()
             }
         }
 
+        /// Adds `operation` in the same order as the blocks (corelibs adds blocks only): it starts
+        /// when the ones before it have run.
+        override func addOperation(_ operation: Operation) {
+            let unchecked = UncheckedOperation(operation: operation)
+            addOperation { unchecked.operation.start() }
+        }
+
+        /// An operation handed to the lane (an `Operation` is not `Sendable`; it runs there alone).
+        private struct UncheckedOperation: @unchecked Sendable {
+            let operation: Operation
+        }
+
         /// The operations added and not yet run, and the callers waiting for their number to drop.
+        /// The count is atomic: adding and running take the condition's lock only while a caller
+        /// is held.
         private final class Waiting: @unchecked Sendable {
             private let condition = NSCondition()
             private let limit: Int
             private let patience: TimeInterval
-            private var count = 0
-            private var held = 0
+            private let count = Atomic<Int>(0)
+            private let held = Atomic<Int>(0)
 
             init(limit: Int, patience: TimeInterval) {
                 self.limit = limit
                 self.patience = patience
             }
 
-            var isHolding: Bool {
-                condition.lock()
-                defer { condition.unlock() }
-                return held > 0
-            }
+            var isHolding: Bool { held.load(ordering: .sequentiallyConsistent) > 0 }
 
             func enter(wait: Bool) {
-                condition.lock()
-                defer { condition.unlock() }
-                if wait, count >= limit {
-                    held += 1
+                if wait, count.load(ordering: .sequentiallyConsistent) >= limit {
+                    // (`held` is raised before `count` is looked at again, and `leave` lowers `count`
+                    // before it looks at `held`: one of the two sees the other, so no wake-up is lost.)
+                    condition.lock()
+                    held.add(1, ordering: .sequentiallyConsistent)
                     let deadline = Date(timeIntervalSinceNow: patience)
-                    while count >= limit, condition.wait(until: deadline) {}
-                    held -= 1
+                    while count.load(ordering: .sequentiallyConsistent) >= limit, condition.wait(until: deadline) {}
+                    held.subtract(1, ordering: .sequentiallyConsistent)
+                    condition.unlock()
                 }
-                count += 1
+                count.add(1, ordering: .sequentiallyConsistent)
             }
 
             func leave() {
+                count.subtract(1, ordering: .sequentiallyConsistent)
+                guard held.load(ordering: .sequentiallyConsistent) > 0 else { return }
                 condition.lock()
-                count -= 1
                 condition.broadcast()
                 condition.unlock()
             }

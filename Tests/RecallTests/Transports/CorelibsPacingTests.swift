@@ -46,6 +46,26 @@
             try await waitUntil("the inner operation ran") { done.withLock { $0 } }
         }
 
+        @Test("operations added as Operation objects run in order with the blocks, one at a time")
+        func operationsKeepOrderWithBlocks() async throws {
+            let queue = PacedDelegateQueue(limit: 8, patience: 600)
+            let ran = Locked<[Int]>([])
+            let running = Locked((now: 0, most: 0))
+            for index in 0..<200 {
+                let work: @Sendable () -> Void = {
+                    running.withLock {
+                        $0.now += 1; $0.most = max($0.most, $0.now)
+                    }
+                    ran.withLock { $0.append(index) }
+                    running.withLock { $0.now -= 1 }
+                }
+                if index.isMultiple(of: 3) { queue.addOperation(BlockOperation(block: work)) } else { queue.addOperation(work) }
+            }
+            try await waitUntil("every operation ran") { ran.withLock { $0.count } == 200 }
+            #expect(ran.withLock { $0 } == Array(0..<200))
+            #expect(running.withLock { $0.most } == 1, "one at a time")
+        }
+
         @Test("a work queue joined with another runs each call once, in the order given")
         func joinedQueueKeepsOrder() async throws {
             let shared = DispatchQueue(label: "shared")
