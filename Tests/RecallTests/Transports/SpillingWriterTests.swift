@@ -38,6 +38,28 @@ struct SpillingWriterTests {
         #expect(try await reading.value == chunks.reduce(Data(), +))
     }
 
+    @Test("a reader that falls behind and catches up again and again gets every byte in order, from the body and from the file")
+    func behindAndCaughtUp() async throws {
+        let (body, writer) = ResponseBody.makeStream()
+        let spilling = SpillingWriter(writer, memoryLimit: 64 << 10)
+        let chunks = Self.chunks(2_000, size: 16 << 10)  // 31 MiB in libcurl's chunks
+        let reading = Task {
+            var read = Data(), pieces = 0
+            for try await piece in body {
+                read.append(piece)
+                pieces += 1
+                if pieces.isMultiple(of: 5) { try await Task.sleep(for: .milliseconds(1)) }  // (behind, now and then)
+            }
+            return read
+        }
+        for (index, chunk) in chunks.enumerated() {
+            #expect(spilling.yield(chunk))
+            if index.isMultiple(of: 8) { await Task.yield() }
+        }
+        spilling.finish()
+        #expect(try await reading.value == chunks.reduce(into: Data()) { $0.append($1) })
+    }
+
     @Test("an error after the chunks reaches the reader after them, also from the file")
     func errorAfterTheFile() async throws {
         let (body, writer) = ResponseBody.makeStream()
