@@ -12,7 +12,8 @@ import RecallTesting
 //
 //   swift run -c release StreamingDownload [--mib 1024] [--rounds 3] [--ahc-mib 64] [--inner ahc|urlsession] [--slow-delegate-us 20] [--miss-only]
 //
-// (`--miss-only`: plain, the stored miss and the disk write alone — for a profile of the miss.)
+// (`--miss-only`: plain, the stored miss and the disk write alone — for a profile of the miss;
+// `--miss-cc no-store` makes that miss one the cache does not store.)
 //
 // - plain: an unmodified URLSession task with a data delegate;
 // - recall miss: the same session set up with `sendThroughRecall` over a pipeline with an
@@ -51,6 +52,7 @@ struct Settings {
     var hits = 1
     var slowDelegateMicros = 20
     var missOnly = false
+    var missCacheControl = "max-age=600"
 
     init(_ arguments: [String]) {
         var arguments = arguments.makeIterator()
@@ -63,8 +65,11 @@ struct Settings {
             case "--hits": hits = arguments.next().flatMap(Int.init) ?? hits
             case "--slow-delegate-us": slowDelegateMicros = arguments.next().flatMap(Int.init) ?? slowDelegateMicros
             case "--miss-only": missOnly = true
+            case "--miss-cc": missCacheControl = arguments.next() ?? missCacheControl
             default:
-                print("usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N] [--slow-delegate-us N] [--miss-only]")
+                print(
+                    "usage: StreamingDownload [--mib N] [--rounds N] [--ahc-mib N] [--inner ahc|urlsession] [--hits N] [--slow-delegate-us N] [--miss-only [--miss-cc CACHE-CONTROL]]"
+                )
                 exit(2)
             }
         }
@@ -455,7 +460,7 @@ var plains: [Measure] = [], misses: [Measure] = [], agains: [Measure] = [], cats
 var floors: [Measure] = [], pipelineHits: [Measure] = [], forwards: [Measure] = [], slowPlains: [Measure] = []
 var disks: [Measure] = [], noStores: [Measure] = [], overLimits: [Measure] = []
 for round in 1...settings.rounds {
-    let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", "max-age=600")])
+    let url = origin.url("/large-\(round)", [("stream", "\(size)"), ("cc", settings.missOnly ? settings.missCacheControl : "max-age=600")])
     let bare = await phase(plain, plainDelegate, url)
     print(bare.line("plain"))
     plains.append(bare)
@@ -470,7 +475,7 @@ for round in 1...settings.rounds {
     var miss = await phase(recall, recallDelegate, url)
     miss.note += String(format: "%.2f CPU-s, ", processCPUSeconds() - cpu)
     await disk.flush()
-    miss.note += cache.statistics.stores > round - 1 ? "stored" : "not stored (over the storage's entry limit)"
+    miss.note += cache.statistics.stores > round - 1 ? "stored" : "not stored"
     print(miss.line("recall miss"))
     misses.append(miss)
     if settings.missOnly {
