@@ -77,14 +77,15 @@
         /// after what was submitted there, whichever comes first).
         func async(_ body: @escaping @Sendable () -> Void) {
             guard !companions.isEmpty else { return enqueue(body) }
-            let ran = Locked(false)
+            // The first queue to reach the call takes it out: the copies still waiting on the others
+            // hold nothing (a chunk of a body, say) until they run.
+            let pending = Locked<(@Sendable () -> Void)?>(body)
             let first: @Sendable () -> Void = {
-                let claimed = ran.withLock { ran -> Bool in
-                    guard !ran else { return false }
-                    ran = true
-                    return true
+                let claimed = pending.withLock { pending -> (@Sendable () -> Void)? in
+                    defer { pending = nil }
+                    return pending
                 }
-                if claimed { body() }
+                claimed?()
             }
             enqueue(first)
             for companion in companions { companion.async(execute: first) }

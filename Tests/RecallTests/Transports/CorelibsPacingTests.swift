@@ -83,6 +83,30 @@
             #expect(ran.withLock { $0 } == Array(0..<500))
         }
 
+        @Test("a call that ran on one queue of a joined work queue is let go at once: the copy still waiting on another holds nothing")
+        func joinedCallLetGoOnceRun() async throws {
+            final class Payload: Sendable {}
+            let shared = DispatchQueue(label: "shared")
+            let own = DispatchQueue(label: "own", target: shared)
+            let other = DispatchQueue(label: "other", target: shared)
+            other.suspend()  // (its copy of the call waits there until the end of the test)
+            defer { other.resume() }
+            let work = try #require(own.sync { SessionWorkQueue.current() })
+            let joined = work.joined(with: [other])
+            let ran = Locked(false)
+            weak var watched: Payload?
+            do {
+                let payload = Payload()
+                watched = payload
+                joined.async {
+                    _ = payload; ran.withLock { $0 = true }
+                }
+            }
+            try await waitUntil("the call ran on its own queue") { ran.withLock { $0 } }
+            own.sync {}
+            #expect(watched == nil, "the copy waiting on the other queue keeps what the call captured")
+        }
+
         @Test("corelibs runs the work of every session under one serial queue: a transfer's queue and another session's work queue never run at once")
         func sessionsShareOneSerialQueue() async throws {
             let first = URLSession(configuration: .ephemeral)
