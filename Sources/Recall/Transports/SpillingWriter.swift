@@ -15,6 +15,10 @@ import Foundation
 /// a task of its own feeds the body from the file at the reader's pace. Once the reader has caught
 /// up, chunks go to the body directly again and the file is emptied.
 ///
+/// When the file cannot be made or written (a full disk), the chunks it would have taken wait in
+/// memory instead, after those in the file: nothing of the body is lost, but its memory is no
+/// longer bounded until the reader has caught up (then the file is tried again).
+///
 /// The bytes reach the reader in the order they came, whole, then the end (or the error) after
 /// them; when the reader leaves, ``yield(_:)`` says so (stop producing) and the file is closed.
 final class SpillingWriter: Sendable {
@@ -24,9 +28,12 @@ final class SpillingWriter: Sendable {
     static let pieceSize = 256 << 10
 
     private struct State {
-        /// The file, once a chunk went there; bytes `[read, written)` of it wait for the reader.
+        /// The file, once a chunk went there; bytes `[read, written)` of it wait for the reader,
+        /// then the chunks `held` in memory since the file failed (`fileFailed`).
         var file: Int32 = -1
         var read = 0, written = 0
+        var held: [Data] = []
+        var fileFailed = false
         /// The task feeding the body from the file runs (chunks go to the file until it caught up).
         var draining = false
         /// The body's end, once given, to deliver after the bytes in the file.
@@ -37,11 +44,18 @@ final class SpillingWriter: Sendable {
 
     private let writer: ResponseBody.Writer
     private let memoryLimit: Int
+    private let makeFile: @Sendable () -> Int32
     private let state = Locked(State())
 
-    init(_ writer: ResponseBody.Writer, memoryLimit: Int = SpillingWriter.defaultMemoryLimit) {
+    /// Feeds `writer`, keeping at most `memoryLimit` unread bytes in it; `makeFile` opens the file
+    /// (a descriptor, or -1), an unlinked temporary file unless a test fails it on purpose.
+    init(
+        _ writer: ResponseBody.Writer, memoryLimit: Int = SpillingWriter.defaultMemoryLimit,
+        makeFile: @escaping @Sendable () -> Int32 = SpillingWriter.temporaryFile
+    ) {
         self.writer = writer
         self.memoryLimit = memoryLimit
+        self.makeFile = makeFile
     }
 
     deinit {
@@ -49,8 +63,8 @@ final class SpillingWriter: Sendable {
         if file >= 0 { close(file) }
     }
 
-    /// Adds `chunk` without waiting; `false` when the reader has left or the file failed (stop
-    /// producing). Calls must not overlap (a session's delegate callbacks do not).
+    /// Adds `chunk` without waiting; `false` when the reader has left (stop producing). Calls must
+    /// not overlap (a session's delegate callbacks do not).
     @discardableResult
     func yield(_ chunk: Data) -> Bool {
         enum Route { case body, file, stop }
@@ -76,55 +90,73 @@ final class SpillingWriter: Sendable {
         if now { writer.finish(throwing: error) }
     }
 
-    /// Appends `chunk` to the file (made on first use) and starts the task that drains it, unless
-    /// it runs. (Written under the lock: the task never empties the file under a write.)
+    /// Appends `chunk` to the file (made on first use) — or, once the file has failed, to the
+    /// chunks held in memory — and starts the task that drains them, unless it runs. (Written
+    /// under the lock: the task never empties the file under a write.)
     private func spill(_ chunk: Data) -> Bool {
-        let outcome = state.withLock { state -> (stored: Bool, drain: Bool) in
-            if state.file < 0 { state.file = Self.temporaryFile() }
-            guard state.file >= 0, Self.write(chunk, to: state.file, at: state.written) else {
-                state.stopped = true
-                return (false, false)
+        let drain = state.withLock { state -> Bool in
+            if !state.fileFailed {
+                if state.file < 0 { state.file = makeFile() }
+                if state.file >= 0, Self.write(chunk, to: state.file, at: state.written) {
+                    state.written += chunk.count
+                } else {
+                    state.fileFailed = true  // (a full disk: the rest waits in memory, nothing is lost)
+                }
             }
-            state.written += chunk.count
+            if state.fileFailed { state.held.append(chunk) }
             defer { state.draining = true }
-            return (true, !state.draining)
+            return !state.draining
         }
-        guard outcome.stored else {
-            writer.finish(throwing: TransportError(.other, url: nil, message: "the body could not be kept on disk while its reader was behind"))
-            return false
-        }
-        if outcome.drain { TaskCensus.task { await self.drain() } }
+        if drain { TaskCensus.task { await self.drain() } }
         return true
     }
 
-    /// Feeds the body from the file at the reader's pace until it has caught up, then lets chunks
-    /// go to the body directly again (and the end, when it came meanwhile).
+    /// Feeds the body from the file, then from the chunks held in memory, at the reader's pace
+    /// until it has caught up; then lets chunks go to the body directly again (and the end, when
+    /// it came meanwhile).
     private func drain() async {
+        enum Next {
+            case file(Int32, offset: Int, count: Int)
+            case held([Data])
+        }
         while true {
-            let next = state.withLock { state -> (file: Int32, offset: Int, count: Int)? in
-                guard !state.stopped, state.read < state.written else {
-                    // Caught up (or stopped): the file is emptied, chunks go to the body again.
-                    state.draining = false
-                    if state.file >= 0 { _ = ftruncate(state.file, 0) }
-                    state.read = 0
-                    state.written = 0
-                    return nil
+            let next = state.withLock { state -> Next? in
+                if !state.stopped, state.read < state.written {
+                    return .file(state.file, offset: state.read, count: min(Self.pieceSize, state.written - state.read))
                 }
-                return (state.file, state.read, min(Self.pieceSize, state.written - state.read))
+                if !state.stopped, !state.held.isEmpty {
+                    defer { state.held = [] }
+                    return .held(state.held)
+                }
+                // Caught up (or stopped): the file is emptied (and tried again next time), chunks go
+                // to the body again.
+                state.draining = false
+                if state.file >= 0 { _ = ftruncate(state.file, 0) }
+                state.read = 0
+                state.written = 0
+                state.fileFailed = false
+                return nil
             }
             guard let next else { break }
-            guard let piece = Self.read(next.count, from: next.file, at: next.offset) else {
-                state.withLock { $0.stopped = true }
-                writer.finish(throwing: TransportError(.other, url: nil, message: "the body kept on disk could not be read back"))
-                return
+            let pieces: [Data]
+            switch next {
+            case .held(let held):
+                pieces = held
+            case .file(let file, let offset, let count):
+                guard let piece = Self.read(count, from: file, at: offset) else {
+                    state.withLock { $0.stopped = true }
+                    writer.finish(throwing: TransportError(.other, url: nil, message: "the body kept on disk could not be read back"))
+                    return
+                }
+                pieces = [piece]
             }
             do {
-                try await writer.write(piece)
+                for piece in pieces { try await writer.write(piece) }
             } catch {
                 state.withLock { $0.stopped = true }  // the reader left
                 return
             }
-            state.withLock { $0.read += piece.count }
+            if case .file = next { state.withLock { $0.read += pieces[0].count } }  // (held chunks were never in the file)
         }
         let end = state.withLock { state -> Result<Void, any Error>? in
             defer { state.end = nil }
@@ -138,7 +170,7 @@ final class SpillingWriter: Sendable {
     }
 
     /// A new file in the temporary directory, unlinked (it lives as long as its descriptor), or -1.
-    private static func temporaryFile() -> Int32 {
+    static func temporaryFile() -> Int32 {
         var template = Array((NSTemporaryDirectory() + "/recall-body-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { return -1 }

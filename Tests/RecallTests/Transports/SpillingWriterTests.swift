@@ -60,6 +60,47 @@ struct SpillingWriterTests {
         #expect(try await reading.value == chunks.reduce(into: Data()) { $0.append($1) })
     }
 
+    @Test(
+        "a file that cannot be made or written (a full disk): the chunks wait in memory instead, and every byte arrives in order",
+        arguments: ["no file", "a file that refuses writes"])
+    func fileFails(_ failure: String) async throws {
+        let (body, writer) = ResponseBody.makeStream()
+        let makeFile: @Sendable () -> Int32
+        if failure == "no file" {
+            makeFile = { -1 }
+        } else {
+            makeFile = { open("/dev/null", O_RDONLY) }  // (read only: every write fails)
+        }
+        let spilling = SpillingWriter(writer, memoryLimit: 256 << 10, makeFile: makeFile)
+        let chunks = Self.chunks(64, size: 64 << 10)  // 4 MiB, nobody reading
+        for chunk in chunks { #expect(spilling.yield(chunk), "the producer is told to go on") }
+        spilling.finish()
+        #expect(try await body.collect(upTo: 64 << 20) == chunks.reduce(into: Data()) { $0.append($1) })
+    }
+
+    #if os(Linux)
+        @Test("a file that fails after some chunks went there: those come first, then the ones held in memory")
+        func fileFailsHalfWay() async throws {
+            let (body, writer) = ResponseBody.makeStream()
+            // A file that stops taking writes half way (as a disk that fills up).
+            let makeFile: @Sendable () -> Int32 = {
+                var template = Array((NSTemporaryDirectory() + "/recall-spill-test-XXXXXX").utf8CString)
+                let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+                template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+                return descriptor
+            }
+            let limited = LimitedFile(makeFile: makeFile)
+            let spilling = SpillingWriter(writer, memoryLimit: 256 << 10, makeFile: limited.make)
+            let chunks = Self.chunks(64, size: 64 << 10)
+            for (index, chunk) in chunks.enumerated() {
+                #expect(spilling.yield(chunk))
+                if index == 30 { limited.fill() }  // (the disk is full from here on)
+            }
+            spilling.finish()
+            #expect(try await body.collect(upTo: 64 << 20) == chunks.reduce(into: Data()) { $0.append($1) })
+        }
+    #endif
+
     @Test("an error after the chunks reaches the reader after them, also from the file")
     func errorAfterTheFile() async throws {
         let (body, writer) = ResponseBody.makeStream()
@@ -89,3 +130,38 @@ struct SpillingWriterTests {
         #expect(refused)
     }
 }
+
+#if os(Linux)
+    /// A spill file that stops taking writes when told to (its descriptor swapped for a read-only one,
+    /// as a disk that filled up: writes fail, what was written stays readable).
+    private final class LimitedFile: Sendable {
+        private let makeFile: @Sendable () -> Int32
+        private let descriptor = Locked<Int32>(-1)
+
+        init(makeFile: @escaping @Sendable () -> Int32) {
+            self.makeFile = makeFile
+        }
+
+        /// The file, made on the first call.
+        var make: @Sendable () -> Int32 {
+            { [self] in
+                descriptor.withLock { descriptor in
+                    if descriptor < 0 { descriptor = makeFile() }
+                    return descriptor
+                }
+            }
+        }
+
+        /// From now on writes fail: the descriptor is reopened read-only in place (`dup2`).
+        func fill() {
+            descriptor.withLock { descriptor in
+                guard descriptor >= 0 else { return }
+                let path = "/proc/self/fd/\(descriptor)"
+                let readOnly = open(path, O_RDONLY)
+                guard readOnly >= 0 else { return }
+                dup2(readOnly, descriptor)
+                close(readOnly)
+            }
+        }
+    }
+#endif
