@@ -18,13 +18,8 @@ import Testing
 struct NotStoredPassThroughTests {
     @Test("first bytes before the origin sends the rest, every byte after, nothing stored", arguments: NotStoredCase.all)
     func passesStraightThrough(_ test: NotStoredCase) async throws {
-        let origin = try RecallMiddlewareTests.origin()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-openapi-not-stored-\(UUID().uuidString)")
+        let (origin, directory, cache, base, client) = try Self.setUp(test, "not-stored-\(test.kind.rawValue)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let cache = HTTPCache(storage: try test.storage(in: directory))
-        // A base path of the case's own: the origin counts requests per path.
-        let base = "/not-stored-\(test.kind.rawValue)-\(test.storage.rawValue)-\(UUID().uuidString.prefix(8))"
-        let client = Client(serverURL: origin.url(base), transport: AsyncHTTPClientTransport(), middlewares: [RecallMiddleware(hooks: [cache])])
         let opener = URLSessionTransport()
 
         let gate = UUID().uuidString
@@ -49,18 +44,28 @@ struct NotStoredPassThroughTests {
     /// test above sees a store when one happens.
     @Test("the control: the same body, storable, is stored and the second call is a hit", arguments: NotStoredCase.all.filter { $0.kind == .noStore })
     func storableIsStored(_ test: NotStoredCase) async throws {
-        let origin = try RecallMiddlewareTests.origin()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-openapi-stored-\(UUID().uuidString)")
+        let (origin, directory, cache, base, client) = try Self.setUp(test, "stored")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let cache = HTTPCache(storage: try test.storage(in: directory))
-        let base = "/stored-\(test.storage.rawValue)-\(UUID().uuidString.prefix(8))"
-        let client = Client(serverURL: origin.url(base), transport: AsyncHTTPClientTransport(), middlewares: [RecallMiddleware(hooks: [cache])])
         for _ in 1...2 {
             let body = try await client.download(query: .init(stream: "\(NotStoredCase.size)", cc: "public, max-age=600")).ok.body.binary
             #expect(try await Data(collecting: body, upTo: 2 << 20).count == NotStoredCase.size)
             await cache.flush()
         }
         #expect(try await Self.hits(origin, base + "/download") == 1, "the second call was answered from the cache")
+    }
+
+    /// A loopback origin of the test's own; a cache over `test`'s storage, its files in a new
+    /// directory; a base path of the case's own (the origin counts requests per path); and the
+    /// generated client there with `RecallMiddleware` over AsyncHTTPClient.
+    private static func setUp(
+        _ test: NotStoredCase, _ name: String
+    ) throws -> (origin: LoopbackOrigin, directory: URL, cache: HTTPCache, base: String, client: Client) {
+        let origin = try RecallMiddlewareTests.origin()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-openapi-\(name)-\(UUID().uuidString)")
+        let cache = HTTPCache(storage: try test.storage(in: directory))
+        let base = "/\(name)-\(test.storage.rawValue)-\(UUID().uuidString.prefix(8))"
+        let client = Client(serverURL: origin.url(base), transport: AsyncHTTPClientTransport(), middlewares: [RecallMiddleware(hooks: [cache])])
+        return (origin, directory, cache, base, client)
     }
 
     private static func hits(_ origin: LoopbackOrigin, _ path: String) async throws -> Int {
