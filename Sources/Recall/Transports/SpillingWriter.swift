@@ -38,7 +38,7 @@ final class SpillingWriter: Sendable {
         var draining = false
         /// The body's end, once given, to deliver after the bytes in the file.
         var end: Result<Void, any Error>?
-        /// The reader left, or the file could not be written: stop.
+        /// The reader left, or the file could not be read back: stop.
         var stopped = false
     }
 
@@ -118,9 +118,12 @@ final class SpillingWriter: Sendable {
         enum Next {
             case file(Int32, offset: Int, count: Int)
             case held([Data])
+            /// Caught up: the body's end, when it came meanwhile (taken with the catching up, so that
+            /// an end given after it, behind chunks of a drain that starts anew, is that drain's).
+            case caughtUp(Result<Void, any Error>?)
         }
         while true {
-            let next = state.withLock { state -> Next? in
+            let next = state.withLock { state -> Next in
                 if !state.stopped, state.read < state.written {
                     return .file(state.file, offset: state.read, count: min(Self.pieceSize, state.written - state.read))
                 }
@@ -135,11 +138,18 @@ final class SpillingWriter: Sendable {
                 state.read = 0
                 state.written = 0
                 state.fileFailed = false
-                return nil
+                defer { state.end = nil }
+                return .caughtUp(state.stopped ? nil : state.end)
             }
-            guard let next else { break }
             let pieces: [Data]
             switch next {
+            case .caughtUp(let end):
+                switch end {
+                case .success?: writer.finish()
+                case .failure(let error)?: writer.finish(throwing: error)
+                case nil: break
+                }
+                return
             case .held(let held):
                 pieces = held
             case .file(let file, let offset, let count):
@@ -157,15 +167,6 @@ final class SpillingWriter: Sendable {
                 return
             }
             if case .file = next { state.withLock { $0.read += pieces[0].count } }  // (held chunks were never in the file)
-        }
-        let end = state.withLock { state -> Result<Void, any Error>? in
-            defer { state.end = nil }
-            return state.stopped ? nil : state.end
-        }
-        switch end {
-        case .success?: writer.finish()
-        case .failure(let error)?: writer.finish(throwing: error)
-        case nil: break
         }
     }
 
