@@ -54,7 +54,8 @@
         }
 
         /// Adds `operation` in the same order as the blocks (corelibs adds blocks only): it starts
-        /// when the ones before it have run.
+        /// when the ones before it have run. (Only the two `addOperation`s go through the serial
+        /// queue; this queue is `URLSessionTransport`'s own, and nothing calls the others on it.)
         override func addOperation(_ operation: Operation) {
             let unchecked = UncheckedOperation(operation: operation)
             addOperation { unchecked.operation.start() }
