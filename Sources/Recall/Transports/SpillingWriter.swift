@@ -29,11 +29,11 @@ final class SpillingWriter: Sendable {
 
     private struct State {
         /// The file, once a chunk went there; bytes `[read, written)` of it wait for the reader,
-        /// then the chunks `held` in memory since the file failed (`fileFailed`).
+        /// then the chunks `held` in memory since the file failed (while any are held, the
+        /// chunks after them are held too, to keep their order).
         var file: Int32 = -1
         var read = 0, written = 0
         var held: [Data] = []
-        var fileFailed = false
         /// The task feeding the body from the file runs (chunks go to the file until it caught up).
         var draining = false
         /// The body's end, once given, to deliver after the bytes in the file.
@@ -95,15 +95,12 @@ final class SpillingWriter: Sendable {
     /// under the lock: the task never empties the file under a write.)
     private func spill(_ chunk: Data) -> Bool {
         let drain = state.withLock { state -> Bool in
-            if !state.fileFailed {
-                if state.file < 0 { state.file = makeFile() }
-                if state.file >= 0, Self.write(chunk, to: state.file, at: state.written) {
-                    state.written += chunk.count
-                } else {
-                    state.fileFailed = true  // (a full disk: the rest waits in memory, nothing is lost)
-                }
+            if state.held.isEmpty, state.file < 0 { state.file = makeFile() }
+            if state.held.isEmpty, state.file >= 0, Self.write(chunk, to: state.file, at: state.written) {
+                state.written += chunk.count
+            } else {
+                state.held.append(chunk)  // (a full disk: it waits in memory, nothing is lost)
             }
-            if state.fileFailed { state.held.append(chunk) }
             defer { state.draining = true }
             return !state.draining
         }
@@ -131,13 +128,11 @@ final class SpillingWriter: Sendable {
                     defer { state.held = [] }
                     return .held(state.held)
                 }
-                // Caught up (or stopped): the file is emptied (and tried again next time), chunks go
-                // to the body again.
+                // Caught up (or stopped): the file is emptied, chunks go to the body again.
                 state.draining = false
                 if state.file >= 0 { _ = ftruncate(state.file, 0) }
                 state.read = 0
                 state.written = 0
-                state.fileFailed = false
                 defer { state.end = nil }
                 return .caughtUp(state.stopped ? nil : state.end)
             }
