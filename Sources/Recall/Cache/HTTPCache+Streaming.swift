@@ -84,11 +84,7 @@ extension HTTPCache {
             : { @Sendable in
                 await storage.beginStoring(record, expires: expires)
             }
-        var answer = response
-        answer.body = BodyTee.body(
-            passing: response.body, keepingUpTo: limit, into: writing, spill: spill,
-            url: response.url ?? request.url, behind: { lead.abandon() }
-        ) { [self] kept in
+        let ended: @Sendable (BodyTee.Kept) async -> Void = { [self] kept in
             switch kept {
             case .complete(let body):
                 var whole = entry
@@ -108,6 +104,15 @@ extension HTTPCache {
                 return gaveUp(kept, lead: lead, state: state, context: context)
             }
             lead.finish()
+        }
+        var answer = response
+        let url = response.url ?? request.url
+        if let writing, let bytes = (writing as? any RecordReadingBack)?.bodyBytes() {
+            // (Read back from the record: the caller's pace holds up neither the download nor the store.)
+            answer.body = BodyTee.followed(passing: response.body, into: writing, readingBack: bytes, url: url, ended: ended)
+        } else {
+            answer.body = BodyTee.body(
+                passing: response.body, keepingUpTo: limit, into: writing, spill: spill, url: url, behind: { lead.abandon() }, ended: ended)
         }
         return answer
     }

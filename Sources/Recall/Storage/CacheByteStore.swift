@@ -153,7 +153,7 @@ extension CacheByteStore {
             await writing.abandon()
             return nil
         }
-        return RecordInPieces(writing)
+        return RecordInPieces(writing, bodyOffset: head.count)
     }
 
     /// The record under `key` written in pieces and too large to read whole (over

@@ -97,6 +97,24 @@ final class DiskWrite: ByteWriting {
         abandonNow()
     }
 
+    /// The file read back from `offset` (``WrittenBytes``), through a descriptor of its own
+    /// opened on the same file; `nil` once the write has ended, or when the name no longer
+    /// leads to the file this write appends to.
+    func readBack(from offset: Int) -> WrittenBytes? {
+        state.withLock { state -> WrittenBytes? in
+            guard !state.ended else { return nil }
+            let reading = openat(storage.directoryDescriptor, temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard reading >= 0 else { return nil }
+            var written = stat(), read = stat()
+            guard fstat(state.descriptor, &written) == 0, fstat(reading, &read) == 0, written.st_dev == read.st_dev, written.st_ino == read.st_ino
+            else {
+                close(reading)
+                return nil
+            }
+            return WrittenBytes(descriptor: reading, base: offset)
+        }
+    }
+
     /// Ends the write unless it ended: its file closed and removed, the storage told.
     private func abandonNow() {
         let descriptor = state.withLock { state -> Int32? in

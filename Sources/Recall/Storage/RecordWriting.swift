@@ -13,13 +13,22 @@ public protocol RecordWriting: Sendable {
 }
 
 /// A ``RecordWriting`` over a byte store's write in pieces: the body's bytes and its checksum,
-/// then the trailer of the record format (``CacheRecordCodec`` version 9).
-final class RecordInPieces: RecordWriting {
+/// then the trailer of the record format (``CacheRecordCodec`` version 9). Over a
+/// ``DiskStorage``'s write, its body can be read back as it is written.
+final class RecordInPieces: RecordReadingBack {
     private let writing: any ByteWriting
+    /// Where the body begins: after the head written before it.
+    private let bodyOffset: Int
     private let sum = Locked((checksum: CacheRecordCodec.StreamingChecksum(), length: 0))
 
-    init(_ writing: any ByteWriting) {
+    /// The record whose head, `bodyOffset` bytes, `writing` holds already.
+    init(_ writing: any ByteWriting, bodyOffset: Int) {
         self.writing = writing
+        self.bodyOffset = bodyOffset
+    }
+
+    func bodyBytes() -> WrittenBytes? {
+        (writing as? DiskWrite)?.readBack(from: bodyOffset)
     }
 
     func append(_ bytes: Data) async throws {
@@ -43,7 +52,7 @@ final class RecordInPieces: RecordWriting {
 
 /// A ``RecordWriting`` of a ``TieredStorage``'s lower tier that runs `committed` once the
 /// record is in place there (the upper tier drops its outdated copy).
-final class TieredRecordWriting: RecordWriting {
+final class TieredRecordWriting: RecordReadingBack {
     private let writing: any RecordWriting
     private let committed: @Sendable () async -> Void
 
@@ -63,5 +72,9 @@ final class TieredRecordWriting: RecordWriting {
 
     func abandon() async {
         await writing.abandon()
+    }
+
+    func bodyBytes() -> WrittenBytes? {
+        (writing as? any RecordReadingBack)?.bodyBytes()
     }
 }

@@ -131,6 +131,54 @@ struct DiskStreamingTests {
         #expect(cache.statistics.stores == 0)
     }
 
+    @Test("a caller that has read nothing holds up neither the download nor the store: it reads the body back from the record, and a second request is a hit")
+    func unreadBodyIsStored() async throws {
+        let server = try await OriginServer.shared.value
+        let path = OriginServer.uniquePath("disk-unread")
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try disk(directory)
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
+        let census = TaskCensus()
+        try await TaskCensus.$current.withValue(census) {
+            let first = try await pipeline.send(URLRequest(url: url))
+            // Nothing of the body read yet: the whole of it is appended to the record, and stored.
+            try await waitUntil("the unread body is stored") { cache.statistics.stores == 1 }
+            let second = try await pipeline.send(URLRequest(url: url))
+            #expect(second.source == .cache)
+            #expect(try await second.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
+            #expect(try await first.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size), "every byte, read back after the store")
+        }
+        #expect(try await server.hits(path) == 1)
+        try await waitUntil("no task the requests started is left running") { census.live == 0 }
+        #expect(openFiles(in: directory).isEmpty, "the record read back was closed: \(openFiles(in: directory))")
+    }
+
+    @Test("a record refused while its body streams (its key removed): the caller still gets every byte, in order, and nothing is stored")
+    func refusedWhileRead() async throws {
+        let server = try await OriginServer.shared.value
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try disk(directory)
+        let cache = HTTPCache(storage: storage)
+        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let gate = UUID().uuidString
+        let url = server.url(OriginServer.uniquePath("disk-refused"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
+        let response = try await pipeline.send(URLRequest(url: url))
+        var iterator = response.body.makeAsyncIterator()
+        var received = try #require(try await iterator.next())
+        await storage.removeAll()  // (a write under way when its key is removed does not land: it refuses the rest)
+        try await server.open(gate: gate)
+        while let chunk = try await iterator.next() { received.append(chunk) }
+        #expect(received == StreamingTests.expected(Self.size))
+        try await waitUntil("the refused record counts as too large") { cache.statistics.notStored[.tooLarge] == 1 }
+        #expect(cache.statistics.stores == 0)
+        await storage.flush()
+        #expect(cacheFiles(in: directory).isEmpty, "no record, no temporary file: \(cacheFiles(in: directory))")
+    }
+
     @Test("a body larger than the storage's byte limit streams to the caller and is not stored: refused at its head")
     func overTheByteLimit() async throws {
         let server = try await OriginServer.shared.value

@@ -1,0 +1,101 @@
+import Foundation
+
+extension BodyTee {
+    /// The body the caller reads while `upstream` is stored into `writing`, a record that can be
+    /// read back (``RecordReadingBack``): the upstream is appended to the record at the disk's pace,
+    /// never the caller's, and the caller reads the body back from the record at its own. One
+    /// copy of the body goes to disk, and a caller slower than the network holds up neither the
+    /// download nor the store: what it has not read yet is in the record already. (The other
+    /// way, ``body(passing:keepingUpTo:into:spill:url:behind:ended:)``, passes each chunk to the
+    /// caller, so a transport that cannot wait — `URLSessionTransport` on Linux — kept the unread
+    /// bytes in a temporary file of their own, written once more.)
+    ///
+    /// What ``BodyTee`` promises holds: `ended` runs once — `.written` when every byte was
+    /// appended (the store commits it), `.tooLarge` at once when the record refuses a chunk,
+    /// `.incomplete` when the upstream fails or the caller leaves — and the caller sees the end
+    /// only after it ran. A refused record still gives the caller every byte: those appended from
+    /// the record, the rest as they pass. A caller that stops reading stops the download.
+    static func followed(
+        passing upstream: ResponseBody, into writing: any RecordWriting, readingBack bytes: WrittenBytes, url: URL?,
+        ended: @escaping @Sendable (Kept) async -> Void
+    ) -> ResponseBody {
+        let (body, writer) = ResponseBody.makeStream(expectedLength: upstream.expectedLength, url: url)
+        let progress = AppendedBytes()
+        // The bytes the record refused, and every one after them: passed on at the caller's pace.
+        let (rest, restWriter) = ResponseBody.makeStream(url: url)
+        let pump = TaskCensus.task {
+            var refused = false
+            do {
+                for try await chunk in upstream {
+                    if !refused {
+                        do {
+                            try await writing.append(chunk)
+                            progress.appended(chunk.count)
+                            continue
+                        } catch {
+                            refused = true
+                            await writing.abandon()
+                            progress.refuse()
+                            await ended(.tooLarge)  // (at once: nobody need wait for the end)
+                        }
+                    }
+                    try await restWriter.write(chunk)
+                }
+            } catch {
+                upstream.discard()  // (the caller left, or the upstream failed: either way it stops)
+                if refused {
+                    restWriter.finish(throwing: error)
+                } else {
+                    await writing.abandon()
+                    await ended(.incomplete)
+                    progress.end(.failure(error))
+                }
+                return
+            }
+            guard !refused else { return restWriter.finish() }
+            await ended(.written(writing))
+            progress.end(.success(()))
+        }
+        TaskCensus.task {
+            var offset = 0
+            while true {
+                switch await progress.next(after: offset) {
+                case .bytes(let appended):
+                    let count = min(appended - offset, BodyStream.joinedUpTo)
+                    guard let piece = bytes.read(count, at: offset) else {
+                        pump.cancel()
+                        rest.discard()
+                        writer.finish(throwing: TransportError(.other, url: url, message: "the body stored on disk could not be read back"))
+                        return
+                    }
+                    do {
+                        try await writer.write(piece)
+                    } catch {
+                        rest.discard()  // (the caller left: the pump was cancelled)
+                        return
+                    }
+                    offset += count
+                case .rest:
+                    do {
+                        for try await chunk in rest { try await writer.write(chunk) }
+                        writer.finish()
+                    } catch {
+                        rest.discard()
+                        writer.finish(throwing: error)
+                    }
+                    return
+                case .end(let result):
+                    rest.discard()
+                    switch result {
+                    case .success: writer.finish()
+                    case .failure(let error): writer.finish(throwing: error)
+                    }
+                    return
+                }
+            }
+        }
+        // The caller stopped reading: stop the upstream (its producer cancels the download).
+        writer.onTermination { pump.cancel() }
+        return body
+    }
+}
