@@ -9,7 +9,9 @@ extension HTTPCache {
     /// to the caller (``BodyTee``) — in memory up to the storage's entry limit, or, declared
     /// larger (or, of unknown length, growing past it), into a storage that stores in pieces — and
     /// lands once the body has arrived whole, before the caller sees it end; then the key's
-    /// coalesced misses wake. Any other decision is
+    /// coalesced misses wake. A body declared larger, written into a record that can be read back
+    /// (a ``DiskStorage``'s), reaches the caller from that record (``BodyTee/followed(passing:into:readingBack:url:ended:)``):
+    /// the download and the store go at the disk's pace, not the caller's. Any other decision is
     /// carried out at once, and an answer other than the response drops its body (the download
     /// stops). A piece of a range, which the rules read, is collected first when its declared
     /// length fits the entry limit.

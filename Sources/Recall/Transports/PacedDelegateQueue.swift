@@ -43,9 +43,22 @@
         /// Whether a caller of ``addOperation(_:)`` is being held now (for tests).
         var isHoldingCaller: Bool { waiting.isHolding }
 
+        /// The calls the session's transfer runs as it hands a chunk over (``TransferMailbox``).
+        let mailbox = TransferMailbox()
+        /// Marks the queue the session's transfers run on, to tell a chunk handed over from there.
+        private static let transferKey = DispatchSpecificKey<ObjectIdentifier>()
+
+        /// Takes `queue` for the one the session's transfers run on (``SessionTransferQueues``): a
+        /// chunk added from there runs the calls waiting in ``mailbox`` first.
+        func adopt(transferQueue queue: DispatchQueue) {
+            queue.setSpecific(key: Self.transferKey, value: ObjectIdentifier(self))
+        }
+
         /// Adds `block`, first waiting while ``limit`` operations wait (at most ``patience``), never
-        /// when called from an operation of this queue (it would wait for itself).
+        /// when called from an operation of this queue (it would wait for itself). Called from the
+        /// session's transfer, it first runs the calls waiting in ``mailbox``.
         override func addOperation(_ block: @Sendable @escaping () -> Void) {
+            if mailbox.count > 0, DispatchQueue.getSpecific(key: Self.transferKey) == ObjectIdentifier(self) { mailbox.runPending() }
             waiting.enter(wait: DispatchQueue.getSpecific(key: Self.laneKey) != ObjectIdentifier(self))
             lane.async { [waiting] in
                 block()

@@ -301,7 +301,8 @@ private struct UncheckedClient: @unchecked Sendable {
             return self
         #else
             var joined = self
-            joined.queue = queue?.joined(with: SessionTransferQueues.shared.current)
+            let companions = SessionTransferQueues.shared.companions
+            joined.queue = queue?.joined(with: companions.queues, mailboxes: companions.mailboxes)
             return joined
         #endif
     }
@@ -333,30 +334,50 @@ private struct UncheckedClient: @unchecked Sendable {
         if whole != nil {
             guard await onClientThreadAndWait(start) else { return }
         } else {
-            // The first chunk is read while the head is on its way: it follows the head on the same
-            // thread, and finds the load closed if the head found it stopped. Reading the next chunk
-            // overlaps the delivery of the last ones, at most `deliveredAhead` bytes of them on their way.
-            onClientThread { _ = start() }
+            // The first chunk is read while the head is on its way: read before the head's turn on the
+            // client's thread comes, it goes with the head in that turn (on corelibs, every turn may
+            // wait behind a streaming transfer's work: one fewer before the first byte); else it
+            // follows the head on the same thread, and finds the load closed if the head found it
+            // stopped. Reading the next chunk overlaps the delivery of the last ones, at most
+            // `deliveredAhead` bytes of them on their way.
             let window = DeliveryWindow(limit: Self.deliveredAhead)
             let delegateQueue = facts.delegateQueue
+            let load: @Sendable (Data) -> Void = { chunk in
+                let delivered = delivery.withLock {
+                    guard RecallURLProtocol.isOpen(work) else { return false }
+                    client?.urlProtocol(self.protocol, didLoad: chunk)
+                    return true
+                }
+                guard delivered else { return window.close() }
+                // The client queues the chunk for the delegate: it counts as delivered once the
+                // delegate has had it, so a slow delegate slows the reading (and with it a
+                // transport that paces its download) instead of queueing the body.
+                if let delegateQueue {
+                    delegateQueue.queue.addOperation { window.release(chunk.count) }
+                } else {
+                    window.release(chunk.count)
+                }
+            }
+            let rider = Locked(FirstChunk.waiting)
+            onClientThread(soonest: true) {
+                let riding = rider.withLock { state -> Data? in
+                    defer { state = .gone }
+                    guard case .riding(let chunk) = state else { return nil }
+                    return chunk
+                }
+                guard start() else { return window.close() }
+                if let riding { load(riding) }
+            }
+            var isFirst = true
             for try await chunk in response.body {
                 guard await window.reserve(chunk.count) else { return }  // (the body is dropped: its download stops)
-                onClientThread {
-                    let delivered = delivery.withLock {
-                        guard RecallURLProtocol.isOpen(work) else { return false }
-                        client?.urlProtocol(self.protocol, didLoad: chunk)
-                        return true
-                    }
-                    guard delivered else { return window.close() }
-                    // The client queues the chunk for the delegate: it counts as delivered once the
-                    // delegate has had it, so a slow delegate slows the reading (and with it a
-                    // transport that paces its download) instead of queueing the body.
-                    if let delegateQueue {
-                        delegateQueue.queue.addOperation { window.release(chunk.count) }
-                    } else {
-                        window.release(chunk.count)
-                    }
+                let rides = rider.withLock { state -> Bool in
+                    guard case .waiting = state else { return false }
+                    state = .riding(chunk)
+                    return true
                 }
+                if !rides { onClientThread(soonest: isFirst) { load(chunk) } }
+                isFirst = false
             }
             await window.drain()
             guard !window.isClosed else { return }
@@ -368,10 +389,19 @@ private struct UncheckedClient: @unchecked Sendable {
     /// chunk goes alone) while the next chunk is read.
     static let deliveredAhead = 1 << 20
 
+    /// A streamed body's first chunk, and the head's turn on the client's thread: still to come
+    /// (the chunk goes with the head if it is read before), the chunk waiting for the head's turn,
+    /// or the turn taken.
+    private enum FirstChunk {
+        case waiting
+        case riding(Data)
+        case gone
+    }
+
     /// Runs `call` where the client is called, and returns what it returned.
     private func onClientThreadAndWait(_ call: @escaping @Sendable () -> Bool) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            onClientThread { continuation.resume(returning: call()) }
+            onClientThread(soonest: true) { continuation.resume(returning: call()) }
         }
     }
 
@@ -427,12 +457,15 @@ private struct UncheckedClient: @unchecked Sendable {
         return ending(work, delivery) { client?.urlProtocol(self.protocol, didFailWithError: error.error) }
     }
 
-    private func onClientThread(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` where the client is called: `soonest` for a call the first byte waits for
+    /// (the head, the first chunk), which a streaming transfer on corelibs may run between two of
+    /// its own chunks (``SessionWorkQueue/async(soonest:_:)``).
+    private func onClientThread(soonest: Bool = false, _ body: @escaping @Sendable () -> Void) {
         #if canImport(Darwin)
             CFRunLoopPerformBlock(runLoop, CFRunLoopMode.commonModes.rawValue, body)
             CFRunLoopWakeUp(runLoop)
         #else
-            if let queue { queue.async(body) } else { body() }
+            if let queue { queue.async(soonest: soonest, body) } else { body() }
         #endif
     }
 }

@@ -25,6 +25,7 @@
 
         private struct Entry {
             let queue: DispatchQueue
+            let mailbox: TransferMailbox?
             var streams: Int
         }
 
@@ -36,10 +37,11 @@
             return Mirror(reflecting: handle).children.first(where: { $0.label == "queue" })?.value as? DispatchQueue
         }
 
-        /// A body began to stream from a transfer on `queue`.
-        func began(_ queue: DispatchQueue) {
+        /// A body began to stream from a transfer on `queue`, whose work runs the calls left in
+        /// `mailbox` (``TransferMailbox``) when given.
+        func began(_ queue: DispatchQueue, mailbox: TransferMailbox? = nil) {
             entries.withLock { entries in
-                entries[ObjectIdentifier(queue), default: Entry(queue: queue, streams: 0)].streams += 1
+                entries[ObjectIdentifier(queue), default: Entry(queue: queue, mailbox: mailbox, streams: 0)].streams += 1
             }
         }
 
@@ -55,6 +57,11 @@
         /// The queues of the transfers that stream a body now.
         var current: [DispatchQueue] {
             entries.withLock { $0.values.map(\.queue) }
+        }
+
+        /// The queues of the transfers that stream a body now, and their mailboxes.
+        var companions: (queues: [DispatchQueue], mailboxes: [TransferMailbox]) {
+            entries.withLock { entries in (entries.values.map(\.queue), entries.values.compactMap(\.mailbox)) }
         }
     }
 #endif

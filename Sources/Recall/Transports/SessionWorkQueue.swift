@@ -43,13 +43,16 @@
         private let queue: OpaquePointer
         private let functions: Functions
         /// Other queues under the same serial queue of corelibs', where a call may get its turn
-        /// sooner (``joined(with:)``).
+        /// sooner (``joined(with:mailboxes:)``).
         private let companions: [DispatchQueue]
+        /// The mailboxes of streaming transfers, which run a call between two of their chunks.
+        private let mailboxes: [TransferMailbox]
 
-        private init(queue: OpaquePointer, functions: Functions, companions: [DispatchQueue] = []) {
+        private init(queue: OpaquePointer, functions: Functions, companions: [DispatchQueue] = [], mailboxes: [TransferMailbox] = []) {
             self.queue = queue
             self.functions = functions
             self.companions = companions
+            self.mailboxes = mailboxes
             functions.retain(queue)
         }
 
@@ -63,32 +66,51 @@
             return SessionWorkQueue(queue: queue, functions: functions)
         }
 
-        /// This queue with `companions`: queues of corelibs' sessions that run, like this one, under
-        /// the one serial queue all its sessions share (``SessionTransferQueues``). A call then goes
-        /// to all of them and runs once, on whichever reaches it first — alone, as on this queue.
-        /// Calls keep their order as long as each goes to no queue its predecessors did not (a
-        /// load joins once, when its answer begins).
-        func joined(with companions: [DispatchQueue]) -> SessionWorkQueue {
-            guard !companions.isEmpty else { return self }
-            return SessionWorkQueue(queue: queue, functions: functions, companions: self.companions + companions)
+        /// This queue with `companions` — queues of corelibs' sessions that run, like this one, under
+        /// the one serial queue all its sessions share (``SessionTransferQueues``) — and the
+        /// `mailboxes` of streaming transfers, which run calls from within their own work there
+        /// (``TransferMailbox``). A call then goes to all of them and runs once, wherever it comes
+        /// first — alone, as on this queue. Calls keep their order as long as each goes to no place
+        /// its predecessors did not (a load joins once, when its answer begins).
+        func joined(with companions: [DispatchQueue], mailboxes: [TransferMailbox] = []) -> SessionWorkQueue {
+            guard !companions.isEmpty || !mailboxes.isEmpty else { return self }
+            return SessionWorkQueue(
+                queue: queue, functions: functions, companions: self.companions + companions, mailboxes: self.mailboxes + mailboxes)
         }
 
-        /// Runs `body` on the queue, after what was submitted to it before (or on a companion,
-        /// after what was submitted there, whichever comes first).
-        func async(_ body: @escaping @Sendable () -> Void) {
-            guard !companions.isEmpty else { return enqueue(body) }
-            // The first queue to reach the call takes it out: the copies still waiting on the others
-            // hold nothing (a chunk of a body, say) until they run.
-            let pending = Locked<(@Sendable () -> Void)?>(body)
-            let first: @Sendable () -> Void = {
-                let claimed = pending.withLock { pending -> (@Sendable () -> Void)? in
-                    defer { pending = nil }
-                    return pending
-                }
-                claimed?()
+        /// Runs `body` on the queue, after what was submitted to it before (or on a companion, after
+        /// what was submitted there, whichever comes first). `soonest`: from a mailbox too — the
+        /// soonest turn, for the calls a first byte waits for; calls that go there and calls that
+        /// do not keep their order, as long as no call goes to a mailbox after one that did not.
+        func async(soonest: Bool = false, _ body: @escaping @Sendable () -> Void) {
+            let mailboxes = soonest ? self.mailboxes : []
+            guard !companions.isEmpty || !mailboxes.isEmpty else { return enqueue(body) }
+            let call = Call(body)
+            enqueue(call.run)
+            for companion in companions { companion.async(execute: call.run) }
+            for mailbox in mailboxes { mailbox.post(call) }
+        }
+
+        /// A call submitted to several places, run by the first to reach it: it takes the body
+        /// out, so the copies still waiting elsewhere hold nothing (a chunk of a body, say).
+        final class Call: Sendable {
+            private let body: Locked<(@Sendable () -> Void)?>
+
+            init(_ body: @escaping @Sendable () -> Void) {
+                self.body = Locked(body)
             }
-            enqueue(first)
-            for companion in companions { companion.async(execute: first) }
+
+            /// Whether it ran (or runs) already.
+            var isTaken: Bool { body.withLock { $0 == nil } }
+
+            /// Runs the body unless another place took it first.
+            @Sendable func run() {
+                let taken = body.withLock { body -> (@Sendable () -> Void)? in
+                    defer { body = nil }
+                    return body
+                }
+                taken?()
+            }
         }
 
         private func enqueue(_ body: @escaping @Sendable () -> Void) {

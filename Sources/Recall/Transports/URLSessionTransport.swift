@@ -78,8 +78,13 @@ public final class URLSessionTransport: Transport {
         #if canImport(Darwin)
             session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         #else
-            session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: PacedDelegateQueue())
-            delegate?.transferQueue = SessionTransferQueues.transferQueue(of: session)
+            let delegateQueue = PacedDelegateQueue()
+            session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: delegateQueue)
+            if let transferQueue = SessionTransferQueues.transferQueue(of: session) {
+                delegateQueue.adopt(transferQueue: transferQueue)
+                delegate?.transferQueue = transferQueue
+                delegate?.mailbox = delegateQueue.mailbox
+            }
         #endif
     }
 
@@ -238,6 +243,8 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         /// The queue the session's transfers run on, told to ``SessionTransferQueues`` while a body
         /// streams (set once, before the first task).
         nonisolated(unsafe) var transferQueue: DispatchQueue?
+        /// The calls the session's transfers run between two chunks (set with ``transferQueue``).
+        nonisolated(unsafe) var mailbox: TransferMailbox?
     #endif
 
     init(followsRedirects: Bool, maxBodyBytes: Int?) {
@@ -249,7 +256,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     private func streaming(_ began: Bool) {
         #if !canImport(Darwin)
             guard let transferQueue else { return }
-            if began { SessionTransferQueues.shared.began(transferQueue) } else { SessionTransferQueues.shared.ended(transferQueue) }
+            if began { SessionTransferQueues.shared.began(transferQueue, mailbox: mailbox) } else { SessionTransferQueues.shared.ended(transferQueue) }
         #endif
     }
 

@@ -133,6 +133,54 @@
             #expect(overlapped.withLock { $0 } == false, "another session's work ran while the transfer's queue was held")
         }
 
+        @Test("a soonest call runs from within a streaming transfer, between two of its chunks, while its queue is held; the calls after it keep their order")
+        func soonestCallRunsInTheTransfer() async throws {
+            let server = try await OriginServer.shared.value
+            let transport = URLSessionTransport()
+            let transferQueue = try #require(SessionTransferQueues.transferQueue(of: transport.session))
+            let mailbox = try #require((transport.session.delegateQueue as? PacedDelegateQueue)?.mailbox)
+            let marker = DispatchSpecificKey<Int>()
+            transferQueue.setSpecific(key: marker, value: 1)
+            let own = DispatchQueue(label: "own")
+            let work = try #require(own.sync { SessionWorkQueue.current() })
+            own.suspend()  // (only the transfer can run a call now)
+            let resumed = Locked(false)
+            defer { if !resumed.withLock({ $0 }) { own.resume() } }  // (a suspended queue must not be released)
+            let joined = work.joined(with: [], mailboxes: [mailbox])
+            let gate = UUID().uuidString
+            let path = OriginServer.uniquePath("soonest")
+            let response = try await transport.send(URLRequest(url: server.url(path, ["stream": "\(4 << 20)", "gate": gate])))
+            let ran = Locked<[String]>([])
+            joined.async(soonest: true) {
+                ran.withLock { $0.append(DispatchQueue.getSpecific(key: marker) == 1 ? "in the transfer" : "elsewhere") }
+            }
+            joined.async { ran.withLock { $0.append("next") } }
+            try await server.open(gate: gate)  // (the rest of the body: the transfer hands over chunks again)
+            #expect(try await response.body.collect(upTo: 8 << 20).count == 4 << 20)
+            try await waitUntil("the soonest call ran") { !ran.withLock { $0 }.isEmpty }
+            #expect(ran.withLock { $0 } == ["in the transfer"])
+            own.resume()
+            resumed.withLock { $0 = true }
+            try await waitUntil("the next call ran") { ran.withLock { $0.count } == 2 }
+            own.sync {}
+            #expect(ran.withLock { $0 } == ["in the transfer", "next"], "each call once, in order")
+        }
+
+        @Test("a mailbox no transfer drains keeps few of the calls that ran elsewhere")
+        func mailboxDropsCallsTaken() {
+            let mailbox = TransferMailbox()
+            let ran = Locked(0)
+            for _ in 0..<1_000 {
+                let call = SessionWorkQueue.Call { ran.withLock { $0 += 1 } }
+                mailbox.post(call)
+                call.run()  // (run where it was posted too)
+            }
+            #expect(ran.withLock { $0 } == 1_000)
+            #expect(mailbox.count <= TransferMailbox.pruneAt + 1)
+            mailbox.runPending()
+            #expect(ran.withLock { $0 } == 1_000 && mailbox.count == 0, "a call taken elsewhere runs once")
+        }
+
         @Test("URLSessionTransport names its session's transfer queue while a body streams, and only then")
         func transferQueueWhileStreaming() async throws {
             let server = try await OriginServer.shared.value
