@@ -61,18 +61,10 @@ final class FileReading: ByteReading {
 
     func read(at offset: Int, count wanted: Int) throws -> Data {
         let count = max(0, min(wanted, self.count - offset))
-        guard count > 0 else { return Data() }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
         var done = 0
-        while done < count {
-            let read = pread(descriptor, buffer + done, count - done, off_t(offset + done))
-            if read < 0, errno == EINTR { continue }
-            guard read > 0 else {
-                buffer.deallocate()
-                throw CacheStorageError.corrupt("short read: \(done) of \(count) bytes at \(offset)")
-            }
-            done += read
+        guard let bytes = PositionalRead.bytes(count, of: descriptor, at: offset, done: &done) else {
+            throw CacheStorageError.corrupt("short read: \(done) of \(count) bytes at \(offset)")
         }
-        return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        return bytes
     }
 }

@@ -30,18 +30,7 @@ final class WrittenBytes: Sendable {
     /// The `count` bytes at `offset` from the base, or `nil` when they cannot be read (fewer than
     /// `count` are there, or the read fails).
     func read(_ count: Int, at offset: Int) -> Data? {
-        var data = Data(count: count)
-        let complete = data.withUnsafeMutableBytes { buffer -> Bool in
-            var done = 0
-            while done < count {
-                let got = pread(descriptor, buffer.baseAddress! + done, count - done, off_t(base + offset + done))
-                if got < 0, errno == EINTR { continue }
-                guard got > 0 else { return false }
-                done += got
-            }
-            return true
-        }
-        return complete ? data : nil
+        PositionalRead.bytes(count, of: descriptor, at: base + offset)
     }
 }
 

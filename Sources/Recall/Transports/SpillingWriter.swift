@@ -148,7 +148,7 @@ final class SpillingWriter: Sendable {
             case .held(let held):
                 pieces = held
             case .file(let file, let offset, let count):
-                guard let piece = Self.read(count, from: file, at: offset) else {
+                guard let piece = PositionalRead.bytes(count, of: file, at: offset) else {
                     state.withLock { $0.stopped = true }
                     writer.finish(throwing: TransportError(.other, url: nil, message: "the body kept on disk could not be read back"))
                     return
@@ -188,19 +188,4 @@ final class SpillingWriter: Sendable {
         }
     }
 
-    /// Reads `count` bytes at `offset`, or nil.
-    private static func read(_ count: Int, from file: Int32, at offset: Int) -> Data? {
-        var data = Data(count: count)
-        let complete = data.withUnsafeMutableBytes { buffer -> Bool in
-            var done = 0
-            while done < count {
-                let got = pread(file, buffer.baseAddress! + done, count - done, off_t(offset + done))
-                if got < 0, errno == EINTR { continue }
-                guard got > 0 else { return false }
-                done += got
-            }
-            return true
-        }
-        return complete ? data : nil
-    }
 }
