@@ -14,7 +14,8 @@ extension BodyTee {
     /// appended (the store commits it), `.tooLarge` at once when the record refuses a chunk,
     /// `.incomplete` when the upstream fails or the caller leaves — and the caller sees the end
     /// only after it ran. A refused record still gives the caller every byte: those appended from
-    /// the record, the rest as they pass. A caller that stops reading stops the download.
+    /// the record, the rest as they pass. A caller that leaves (drops or discards the body) stops
+    /// the download; one that holds the body unread lets it download and be stored.
     static func followed(
         passing upstream: ResponseBody, into writing: any RecordWriting, readingBack bytes: WrittenBytes, url: URL?,
         ended: @escaping @Sendable (Kept) async -> Void
@@ -63,8 +64,10 @@ extension BodyTee {
                 case .bytes(let appended):
                     let count = min(appended - offset, BodyStream.joinedUpTo)
                     guard let piece = bytes.read(count, at: offset) else {
+                        // (The pump ends first, `ended` with it: the caller sees the end after it.)
                         pump.cancel()
                         rest.discard()
+                        await pump.value
                         writer.finish(throwing: TransportError(.other, url: url, message: "the body stored on disk could not be read back"))
                         return
                     }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// A streamed body passed on to the caller while a copy is kept for the cache: each chunk goes
-/// to the caller as it arrives (at the caller's pace) and into the copy — in memory up to a
+/// A streamed body passed on to the caller while a copy is kept for the cache (``body(passing:keepingUpTo:into:spill:url:behind:ended:)``):
+/// each chunk goes to the caller as it arrives (at the caller's pace) and into the copy — in memory up to a
 /// limit, and past it (or from the start, for a body declared larger) into a record written in
 /// pieces, when the storage stores in pieces.
 ///
@@ -10,7 +10,9 @@ import Foundation
 /// that outgrows what the storage takes, keeps nothing (``Kept``), so no entry ever claims to
 /// hold a body that did not arrive complete. `ended` runs once: as soon as nothing more can be
 /// kept, else when the body ends — and the caller sees its body end (or fail) only after
-/// `ended` has run: a store made there is in place when the caller's read returns.
+/// `ended` has run: a store made there is in place when the caller's read returns. A body
+/// written into a record that can be read back goes the other way round, at the disk's pace
+/// (``followed(passing:into:readingBack:url:ended:)``), with the same promises.
 enum BodyTee {
     /// What the tee kept once the body has ended.
     enum Kept: Sendable {

@@ -12,7 +12,10 @@ import Foundation
 ///
 /// It reads only bytes the write has appended (its user knows how many: ``AppendedBytes``), and
 /// it goes on reading them after the write was committed (renamed into place) or abandoned
-/// (unlinked): the file lives as long as this descriptor.
+/// (unlinked): the file lives as long as this descriptor. The bytes are read back unchecked, as
+/// the process wrote them a moment before: the storage's directory is its user's alone
+/// (``DiskStorage`` refuses one another user owns or can write to), and a hit of the record,
+/// later, checks them against its checksum.
 final class WrittenBytes: Sendable {
     private let descriptor: Int32
     private let base: Int

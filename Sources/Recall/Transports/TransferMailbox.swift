@@ -15,6 +15,10 @@
     /// (``SessionWorkQueue/Call``).
     final class TransferMailbox: Sendable {
         private let calls = Locked<[SessionWorkQueue.Call]>([])
+        /// A run under way: a call that hands the same transfer a chunk meanwhile (a session whose
+        /// delegate queue is this transfer's own) leaves the calls posted since for the next chunk,
+        /// so that they run after the ones taken before them.
+        private let running = Atomic<Bool>(false)
         /// How many calls wait: read without the lock by every chunk the transfer hands over.
         private let waiting = Atomic<Int>(0)
 
@@ -34,7 +38,10 @@
         /// Runs the calls waiting, in the order they were posted. Only from the transfer's own
         /// work, where nothing else under corelibs' serial queue runs.
         func runPending() {
-            guard waiting.load(ordering: .acquiring) > 0 else { return }
+            guard waiting.load(ordering: .acquiring) > 0,
+                running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+            else { return }
+            defer { running.store(false, ordering: .releasing) }
             let pending = calls.withLock { calls -> [SessionWorkQueue.Call] in
                 defer {
                     calls = []

@@ -42,6 +42,13 @@ struct DiskStreamingTests {
         try DiskStorage(directory: directory, byteLimit: 64 << 20, entryLimit: 256 << 10)
     }
 
+    /// A pipeline over `URLSessionTransport` with a cache on ``disk(_:)`` in `directory`.
+    func cached(in directory: URL) throws -> (storage: DiskStorage, cache: HTTPCache, pipeline: Pipeline) {
+        let storage = try disk(directory)
+        let cache = HTTPCache(storage: storage)
+        return (storage, cache, Pipeline(transport: URLSessionTransport(), hooks: [cache]))
+    }
+
     @Test("a body over the whole-read limit is stored as it streams and served from the file: whole, a range, after a restart")
     func storedInPieces() async throws {
         let server = try await OriginServer.shared.value
@@ -50,9 +57,7 @@ struct DiskStreamingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
         do {
-            let storage = try disk(directory)
-            let cache = HTTPCache(storage: storage)
-            let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+            let (storage, cache, pipeline) = try cached(in: directory)
             let first = try await pipeline.send(URLRequest(url: url)).collected()
             #expect(first.source == .network && first.body.bytes == StreamingTests.expected(Self.size))
             #expect(cache.statistics.stores == 1 && storage.statistics.count == 1)
@@ -79,9 +84,7 @@ struct DiskStreamingTests {
         let path = OriginServer.uniquePath("disk-unknown")
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let storage = try disk(directory)
-        let cache = HTTPCache(storage: storage)
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let (storage, cache, pipeline) = try cached(in: directory)
         let url = server.url(path, ["stream": "\(Self.size)", "length": "omit", "cc": "max-age=600"])
         let first = try await pipeline.send(URLRequest(url: url))
         #expect(first.body.expectedLength == nil, "no Content-Length")
@@ -105,9 +108,7 @@ struct DiskStreamingTests {
         let server = try await OriginServer.shared.value
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let storage = try disk(directory)
-        let cache = HTTPCache(storage: storage)
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let (storage, cache, pipeline) = try cached(in: directory)
         let cut = server.url(OriginServer.uniquePath("disk-cut"), ["stream": "\(Self.size)", "truncate": "1", "cc": "max-age=600"])
         let census = TaskCensus()
         try await TaskCensus.$current.withValue(census) {
@@ -131,13 +132,16 @@ struct DiskStreamingTests {
         #expect(cache.statistics.stores == 0)
     }
 
-    @Test("a caller that has read nothing holds up neither the download nor the store: it reads the body back from the record, and a second request is a hit")
-    func unreadBodyIsStored() async throws {
+    @Test(
+        "a caller that has read nothing holds up neither the download nor the store: it reads the body back from the record, and a second request is a hit",
+        arguments: [false, true])
+    func unreadBodyIsStored(tiered: Bool) async throws {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("disk-unread")
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let storage = try disk(directory)
+        // (Over a TieredStorage the record is its lower tier's, read back the same way.)
+        let storage: any CacheStorage = tiered ? TieredStorage(memory: MemoryStorage(byteLimit: 1 << 20), lower: try disk(directory)) : try disk(directory)
         let cache = HTTPCache(storage: storage)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
         let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
@@ -161,9 +165,7 @@ struct DiskStreamingTests {
         let server = try await OriginServer.shared.value
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let storage = try disk(directory)
-        let cache = HTTPCache(storage: storage)
-        let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
+        let (storage, cache, pipeline) = try cached(in: directory)
         let gate = UUID().uuidString
         let url = server.url(OriginServer.uniquePath("disk-refused"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
         let response = try await pipeline.send(URLRequest(url: url))
