@@ -21,17 +21,20 @@ extension VersionedOrigin {
 struct WriteOrderingTests {
     enum Store: String, CaseIterable, Sendable { case memory, disk }
 
-    private func cache(_ store: Store, coalescing: Bool) throws -> HTTPCache {
+    /// A cache over `store`, and the directory of a disk store (removed with it: keep it to the
+    /// end of the test).
+    private func cache(_ store: Store, coalescing: Bool) -> (HTTPCache, TemporaryDirectory?) {
         var configuration = CacheConfiguration()
         configuration.coalescesRequests = coalescing
-        let storage: any CacheStorage = store == .memory ? MemoryStorage() : try DiskStorage(directory: temporaryDirectory())
-        return HTTPCache(storage: storage, configuration: configuration)
+        let directory = store == .disk ? TemporaryDirectory() : nil
+        return (HTTPCache(storage: directory?.disk() ?? MemoryStorage(), configuration: configuration), directory)
     }
 
     @Test("a GET answered before a PUT but arriving after it never overwrites what a later GET stored", arguments: Store.allCases)
     func lateAnswerIsNotStored(store: Store) async throws {
         let origin = VersionedOrigin()
-        let cache = try cache(store, coalescing: false)
+        let (cache, directory) = cache(store, coalescing: false)
+        defer { withExtendedLifetime(directory) {} }
         let pipeline = Pipeline(transport: origin.mock, hooks: [cache])
         try await origin.slowGetAcrossAPut(through: pipeline, writeThrough: pipeline)
         await cache.flush()
@@ -43,7 +46,8 @@ struct WriteOrderingTests {
     @Test("a GET that starts after a PUT completed never joins a fetch that began before it", arguments: Store.allCases)
     func noJoiningAnOlderFetch(store: Store) async throws {
         let origin = VersionedOrigin()
-        let cache = try cache(store, coalescing: true)
+        let (cache, directory) = cache(store, coalescing: true)
+        defer { withExtendedLifetime(directory) {} }
         let pipeline = Pipeline(transport: origin.mock, hooks: [cache])
         let early = Task { try await pipeline.send(VersionedOrigin.request("GET")) }
         try await waitUntil("the first GET at the origin") { origin.getsSeen == 1 }
