@@ -11,6 +11,9 @@ import Testing
 @Suite("Streaming bodies into and out of a DiskStorage", .timeLimit(.minutes(2)))
 struct DiskStreamingTests {
     static let size = 4 << 20
+    /// The body of the tests of a body read back from its record: over the whole-read limit and
+    /// over what a caller's stream holds unread (1 MiB), and small enough for ThreadSanitizer's runs.
+    static let followedSize = 2 << 20
 
     /// The files of `directory` this process holds open, other than the storage's lock and the
     /// directory itself (read from /proc/self/fd).
@@ -144,7 +147,7 @@ struct DiskStreamingTests {
         let storage: any CacheStorage = tiered ? TieredStorage(memory: MemoryStorage(byteLimit: 1 << 20), lower: try disk(directory)) : try disk(directory)
         let cache = HTTPCache(storage: storage)
         let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache])
-        let url = server.url(path, ["stream": "\(Self.size)", "cc": "max-age=600"])
+        let url = server.url(path, ["stream": "\(Self.followedSize)", "cc": "max-age=600"])
         let census = TaskCensus()
         try await TaskCensus.$current.withValue(census) {
             let first = try await pipeline.send(URLRequest(url: url))
@@ -152,8 +155,8 @@ struct DiskStreamingTests {
             try await waitUntil("the unread body is stored") { cache.statistics.stores == 1 }
             let second = try await pipeline.send(URLRequest(url: url))
             #expect(second.source == .cache)
-            #expect(try await second.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size))
-            #expect(try await first.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.size), "every byte, read back after the store")
+            #expect(try await second.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.followedSize))
+            #expect(try await first.body.collect(upTo: 8 << 20) == StreamingTests.expected(Self.followedSize), "every byte, read back after the store")
         }
         #expect(try await server.hits(path) == 1)
         try await waitUntil("no task the requests started is left running") { census.live == 0 }
@@ -167,14 +170,14 @@ struct DiskStreamingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (storage, cache, pipeline) = try cached(in: directory)
         let gate = UUID().uuidString
-        let url = server.url(OriginServer.uniquePath("disk-refused"), ["stream": "\(Self.size)", "gate": gate, "cc": "max-age=600"])
+        let url = server.url(OriginServer.uniquePath("disk-refused"), ["stream": "\(Self.followedSize)", "gate": gate, "cc": "max-age=600"])
         let response = try await pipeline.send(URLRequest(url: url))
         var iterator = response.body.makeAsyncIterator()
         var received = try #require(try await iterator.next())
         await storage.removeAll()  // (a write under way when its key is removed does not land: it refuses the rest)
         try await server.open(gate: gate)
         while let chunk = try await iterator.next() { received.append(chunk) }
-        #expect(received == StreamingTests.expected(Self.size))
+        #expect(received == StreamingTests.expected(Self.followedSize))
         try await waitUntil("the refused record counts as too large") { cache.statistics.notStored[.tooLarge] == 1 }
         #expect(cache.statistics.stores == 0)
         await storage.flush()

@@ -6,7 +6,8 @@ import Testing
 /// The writer URLSessionTransport feeds a streamed body through (issue #54): a producer that
 /// cannot wait keeps at most the memory limit in the body, the rest in a temporary file, and the
 /// reader gets every byte in order, then the end.
-@Suite("SpillingWriter: a body fed by a producer that cannot wait, in bounded memory", .timeLimit(.minutes(1)))
+/// (Two minutes: a hang guard, not a timing — under ThreadSanitizer beside the other streaming suites one test takes 50–60 s.)
+@Suite("SpillingWriter: a body fed by a producer that cannot wait, in bounded memory", .timeLimit(.minutes(2)))
 struct SpillingWriterTests {
     /// `count` chunks of `size` bytes, each filled with its index.
     private static func chunks(_ count: Int, size: Int) -> [Data] {
