@@ -301,8 +301,8 @@ private struct UncheckedClient: @unchecked Sendable {
             return self
         #else
             var joined = self
-            let companions = SessionTransferQueues.shared.companions
-            joined.queue = queue?.joined(with: companions.queues, mailboxes: companions.mailboxes)
+            let current = SessionTransferQueues.shared.current
+            joined.queue = queue?.joined(with: current.queues, mailboxes: current.mailboxes)
             return joined
         #endif
     }
@@ -371,11 +371,13 @@ private struct UncheckedClient: @unchecked Sendable {
             var isFirst = true
             for try await chunk in response.body {
                 guard await window.reserve(chunk.count) else { return }  // (the body is dropped: its download stops)
-                let rides = rider.withLock { state -> Bool in
-                    guard case .waiting = state else { return false }
-                    state = .riding(chunk)
-                    return true
-                }
+                let rides =
+                    isFirst
+                    && rider.withLock { state -> Bool in
+                        guard case .waiting = state else { return false }
+                        state = .riding(chunk)
+                        return true
+                    }
                 if !rides { onClientThread(soonest: isFirst) { load(chunk) } }
                 isFirst = false
             }

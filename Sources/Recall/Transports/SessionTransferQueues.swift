@@ -25,7 +25,7 @@
 
         private struct Entry {
             let queue: DispatchQueue
-            let mailbox: TransferMailbox?
+            let mailbox: TransferMailbox
             var streams: Int
         }
 
@@ -38,8 +38,8 @@
         }
 
         /// A body began to stream from a transfer on `queue`, whose work runs the calls left in
-        /// `mailbox` (``TransferMailbox``) when given.
-        func began(_ queue: DispatchQueue, mailbox: TransferMailbox? = nil) {
+        /// `mailbox` (``TransferMailbox``).
+        func began(_ queue: DispatchQueue, mailbox: TransferMailbox) {
             entries.withLock { entries in
                 entries[ObjectIdentifier(queue), default: Entry(queue: queue, mailbox: mailbox, streams: 0)].streams += 1
             }
@@ -54,14 +54,9 @@
             }
         }
 
-        /// The queues of the transfers that stream a body now.
-        var current: [DispatchQueue] {
-            entries.withLock { $0.values.map(\.queue) }
-        }
-
         /// The queues of the transfers that stream a body now, and their mailboxes.
-        var companions: (queues: [DispatchQueue], mailboxes: [TransferMailbox]) {
-            entries.withLock { entries in (entries.values.map(\.queue), entries.values.compactMap(\.mailbox)) }
+        var current: (queues: [DispatchQueue], mailboxes: [TransferMailbox]) {
+            entries.withLock { entries in (entries.values.map(\.queue), entries.values.map(\.mailbox)) }
         }
     }
 #endif

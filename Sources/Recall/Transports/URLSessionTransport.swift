@@ -82,8 +82,7 @@ public final class URLSessionTransport: Transport {
             session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: delegateQueue)
             if let transferQueue = SessionTransferQueues.transferQueue(of: session) {
                 delegateQueue.adopt(transferQueue: transferQueue)
-                delegate?.transferQueue = transferQueue
-                delegate?.mailbox = delegateQueue.mailbox
+                delegate?.transfer = (transferQueue, delegateQueue.mailbox)
             }
         #endif
     }
@@ -240,11 +239,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     private let maxBodyBytes: Int?
     private let running = Locked<[Int: Running]>([:])
     #if !canImport(Darwin)
-        /// The queue the session's transfers run on, told to ``SessionTransferQueues`` while a body
-        /// streams (set once, before the first task).
-        nonisolated(unsafe) var transferQueue: DispatchQueue?
-        /// The calls the session's transfers run between two chunks (set with ``transferQueue``).
-        nonisolated(unsafe) var mailbox: TransferMailbox?
+        /// The queue the session's transfers run on and the calls they run between two chunks
+        /// (``TransferMailbox``), told to ``SessionTransferQueues`` while a body streams (set once,
+        /// before the first task).
+        nonisolated(unsafe) var transfer: (queue: DispatchQueue, mailbox: TransferMailbox)?
     #endif
 
     init(followsRedirects: Bool, maxBodyBytes: Int?) {
@@ -255,8 +253,12 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     /// A body began to stream (`true`) or ended.
     private func streaming(_ began: Bool) {
         #if !canImport(Darwin)
-            guard let transferQueue else { return }
-            if began { SessionTransferQueues.shared.began(transferQueue, mailbox: mailbox) } else { SessionTransferQueues.shared.ended(transferQueue) }
+            guard let transfer else { return }
+            if began {
+                SessionTransferQueues.shared.began(transfer.queue, mailbox: transfer.mailbox)
+            } else {
+                SessionTransferQueues.shared.ended(transfer.queue)
+            }
         #endif
     }
 

@@ -186,7 +186,7 @@
             let server = try await OriginServer.shared.value
             let transport = URLSessionTransport()
             let queue = try #require(SessionTransferQueues.transferQueue(of: transport.session))
-            let named = { SessionTransferQueues.shared.current.contains { $0 === queue } }
+            let named = { SessionTransferQueues.shared.current.queues.contains { $0 === queue } }
             #expect(!named())
             let gate = UUID().uuidString
             let path = OriginServer.uniquePath("transfer-queue")
