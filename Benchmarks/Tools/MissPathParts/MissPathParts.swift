@@ -33,13 +33,16 @@ public final class MinimalCache: ServiceHook, @unchecked Sendable {
     /// As many responses as ``MemoryStorage``'s default count limit.
     static let countLimit = 10_000
     public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
-    public func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
+    public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
+        .act(action(for: request))
+    }
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+        action(for: request)
+    }
+    private func action(for request: URLRequest) -> HookAction {
         guard let key = key(request) else { return .proceed(request) }
         if let found = lock.withLock({ table[key] }) { return .respond(found) }
         return .proceed(request)
-    }
-    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
-        decideWithoutSuspending(request, context: context) ?? .proceed(request)
     }
     public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         if let key = key(request) {

@@ -22,7 +22,8 @@ struct CacheScheduling: Sendable {
             since: since, record: record, mode: mode, lead: lead)
     }
 
-    /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found.
+    /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found:
+    /// held by the ``HookSuspension`` the pipeline awaits.
     enum Suspension: Sendable {
         /// A look that must suspend (``CacheLookup/resume(_:)``).
         case lookup(CacheLookup.Waiting)
@@ -31,20 +32,5 @@ struct CacheScheduling: Sendable {
         case mark(CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before)
         /// A miss to share with concurrent misses of its key (coalescing), then decide again.
         case coalesce(CacheScheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
-
-        /// What scheduling knew of the request when it stopped.
-        var scheduling: CacheScheduling {
-            switch self {
-            case .lookup(let waiting): waiting.scheduling
-            case .mark(let scheduling, _, _): scheduling
-            case .coalesce(let scheduling, _, _, _, _): scheduling
-            }
-        }
-
-        /// Whether it stopped for `request` (a context holds one request's suspension; one left by a
-        /// caller of ``HTTPCache/decideWithoutSuspending(_:context:)`` for another request is not resumed).
-        func isFor(_ request: URLRequest) -> Bool {
-            scheduling.facts.url == request.url && scheduling.facts.method == RequestMethod(request)
-        }
     }
 }

@@ -45,8 +45,6 @@ public final class HTTPCache: ServiceHook {
     let behind: WriteBehind?
     /// Each request's state, in its context.
     private let states = ContextSlot<CacheRequestState>()
-    /// Where ``decideWithoutSuspending(_:context:)`` stopped, for ``onSchedule(_:context:)`` to go on from.
-    private let suspended = ContextSlot<CacheScheduling.Suspension>()
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     ///
@@ -91,24 +89,46 @@ public final class HTTPCache: ServiceHook {
     // MARK: Before the network: lookup, decide, act
 
     /// Answers a hit from a storage that reads without suspending, or passes on a request it
-    /// can decide on at once; `nil` when it has to wait (what it found is left in the request's
-    /// context for ``onSchedule(_:context:)`` to go on from).
-    public func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
-        decide(lookup.look(request), request, context: context)
+    /// can decide on at once; else a suspension that holds what the look-up found, for the
+    /// pipeline to await: to read the record, the storage's removal mark, or to share a miss.
+    public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
+        switch step(on: lookup.look(request), request, context: context) {
+        case .act(let action): .act(action)
+        case .wait(let suspension): waiting(suspension, request, context: context)
+        }
     }
 
-    /// Answers from cache, or passes the request on (with validators when revalidating).
+    /// Answers from cache, or passes the request on (with validators when revalidating): what
+    /// ``decide(_:context:)`` decides, awaited.
     public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
-        // Where decideWithoutSuspending stopped for this request; else decide now, up to where it stops.
-        var next = context.take(suspended).flatMap { $0.isFor(request) ? $0 : nil }
-        if next == nil {
-            if let action = decideWithoutSuspending(request, context: context) { return action }
-            next = context.take(suspended)
+        switch step(on: lookup.look(request), request, context: context) {
+        case .act(let action): action
+        case .wait(let suspension): try await resume(suspension, request, context: context)
         }
-        while let suspension = next {
-            switch suspension {
+    }
+
+    /// One step of scheduling: the action, or where it stopped before a suspension point.
+    private enum Step {
+        case act(HookAction)
+        case wait(CacheScheduling.Suspension)
+    }
+
+    /// The suspension the pipeline awaits for `suspension` (out of the inlined path: a hit
+    /// never comes here).
+    @inline(never) private func waiting(
+        _ suspension: CacheScheduling.Suspension, _ request: URLRequest, context: RecallContext
+    ) -> HookDecision {
+        .suspend(HookSuspension { [self] in try await resume(suspension, request, context: context) })
+    }
+
+    /// Goes on from where scheduling stopped, until it decides.
+    private func resume(_ suspension: CacheScheduling.Suspension, _ request: URLRequest, context: RecallContext) async throws -> HookAction {
+        var next = suspension
+        while true {
+            let step: Step
+            switch next {
             case .lookup(let waiting):
-                if let action = decide(await lookup.resume(waiting), request, context: context) { return action }
+                step = self.step(on: await lookup.resume(waiting), request, context: context)
             case .mark(var scheduling, let record, let before):
                 scheduling.since = await writer.marking(scheduling.since, key: scheduling.location.key)
                 return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
@@ -117,26 +137,26 @@ public final class HTTPCache: ServiceHook {
                     scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore,
                     request, context: context)
             }
-            next = context.take(suspended)
+            switch step {
+            case .act(let action): return action
+            case .wait(let suspension): next = suspension
+            }
         }
-        assertionFailure("a scheduling step decided nothing and left no next step")
-        return .proceed(request)
     }
 
-    /// What the request does with what its lookup found: `nil` when it must suspend first (its
-    /// ``CacheScheduling/Suspension`` left in the context), to read the record or to share a miss.
-    @inline(__always) private func decide(_ found: consuming CacheLookup.Outcome, _ request: URLRequest, context: RecallContext) -> HookAction? {
+    /// What the request does with what its lookup found: the action, or where it must suspend
+    /// first, to read the record or to share a miss.
+    @inline(__always) private func step(on found: consuming CacheLookup.Outcome, _ request: URLRequest, context: RecallContext) -> Step {
         switch consume found {
         case .bypass:
             counts.bypass(context)
-            return .proceed(request)
+            return .act(.proceed(request))
         case .pass(let scheduling, let mode):
             context[states] = scheduling.state(mode: mode)
             counts.bypass(context)
-            return .proceed(request)
+            return .act(.proceed(request))
         case .wait(let waiting):
-            context[suspended] = .lookup(waiting)
-            return nil
+            return .wait(.lookup(waiting))
         case .found(let scheduling, let record, let writesBefore):
             let before = strategy.before(request, scheduling, record: record)
             // (A miss shared with others reads the storage's mark there, for the one that sends.)
@@ -146,19 +166,16 @@ public final class HTTPCache: ServiceHook {
             // Over a storage other processes share, a request that may store reads its mark first
             // (a stale hit that refreshes in the background too, before it is answered).
             if writer.countsRemovals, Self.mayStore(before) {
-                return suspendToMark(scheduling, record: record, before: before, context: context)
+                return Self.toMark(scheduling, record: record, before: before)
             }
-            return act(on: before, request: request, scheduling, record: record, lead: nil, context: context)
+            return .act(act(on: before, request: request, scheduling, record: record, lead: nil, context: context))
         }
     }
 
-    /// Leaves where scheduling stopped to read the storage's removal mark (out of the inlined
-    /// path: a storage that counts removals is the only one that comes here); `nil`.
-    @inline(never) private func suspendToMark(
-        _ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, context: RecallContext
-    ) -> HookAction? {
-        context[suspended] = .mark(scheduling, record: record, before: before)
-        return nil
+    /// Where scheduling stops to read the storage's removal mark (out of the inlined path: a
+    /// storage that counts removals is the only one that comes here).
+    @inline(never) private static func toMark(_ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before) -> Step {
+        .wait(.mark(scheduling, record: record, before: before))
     }
 
     /// Whether `before` sends a request whose answer may be stored: to the origin now, or as a
@@ -171,19 +188,18 @@ public final class HTTPCache: ServiceHook {
     }
 
     /// A miss with coalescing on, decided `before` on `record`: over a memory storage, with no
-    /// other process to ask, a miss nobody leads yet is led without suspending; else `nil`, to
-    /// ``coalesce(_:flightKey:record:before:writesBefore:_:context:)`` once suspended.
+    /// other process to ask, a miss nobody leads yet is led without suspending; else it waits,
+    /// to ``coalesce(_:flightKey:record:before:writesBefore:_:context:)`` once suspended.
     private func lead(
         _ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64,
         _ request: URLRequest, context: RecallContext
-    ) -> HookAction? {
+    ) -> Step {
         let key = scheduling.location.key
         // A request that starts after an invalidation of its key never waits for a fetch
         // that began before it: the epoch is part of what requests coalesce on.
         let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
         guard let memory = lookup.memory, memory.missesAreFinal, let lead = leads.leadWithoutSuspending(flightKey) else {
-            context[suspended] = .coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore)
-            return nil
+            return .wait(.coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore))
         }
         // Another leader may have stored the entry between our lookup and our lead (read after
         // the lead is taken: a store that lands before it shows in the write count).
@@ -192,7 +208,7 @@ public final class HTTPCache: ServiceHook {
             record = memory.current(key)
             before = strategy.before(request, scheduling, record: record)
         }
-        return act(on: before, request: request, scheduling, record: record, lead: lead, context: context)
+        return .act(act(on: before, request: request, scheduling, record: record, lead: lead, context: context))
     }
 
     /// A miss with coalescing on: shared with the concurrent misses of its key (``CacheLeads``),

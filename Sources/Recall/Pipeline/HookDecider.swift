@@ -3,16 +3,16 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Asks one hook of a pipeline to decide without suspending
-/// (``ServiceHook/decideWithoutSuspending(_:context:)``), with the hook's type known.
+/// Asks one hook of a pipeline to decide (``ServiceHook/decide(_:context:)``), with the hook's
+/// type known.
 ///
 /// A call through `any ServiceHook` copies the existential first, and the copy retains the
 /// hook: a write to a reference count every core shares, on every hit. A subclass made for the
 /// hook's own type borrows it instead; the pipeline keeps one for its first hook and calls it
 /// through an unmanaged reference (see ``Pipeline``).
 class HookDecider: @unchecked Sendable {  // (no state of its own; its one subclass is immutable)
-    /// The hook's decision, or `nil` when it has to suspend.
-    func decide(_ request: URLRequest, context: RecallContext) -> HookAction? { nil }
+    /// The hook's decision.
+    func decide(_ request: URLRequest, context: RecallContext) -> HookDecision { .callOnSchedule }
 
     /// A decider for `hook`.
     static func `for`(_ hook: some ServiceHook) -> HookDecider {
@@ -26,8 +26,8 @@ class HookDecider: @unchecked Sendable {  // (no state of its own; its one subcl
             self.hook = hook
         }
 
-        override func decide(_ request: URLRequest, context: RecallContext) -> HookAction? {
-            hook.decideWithoutSuspending(request, context: context)
+        override func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
+            hook.decide(request, context: context)
         }
     }
 }

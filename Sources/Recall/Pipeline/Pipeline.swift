@@ -117,9 +117,9 @@ public struct Pipeline: Transport {
         do {
             let response: RecallResponse
             switch parts.unownedDecider._withUnsafeGuaranteedRef({ $0.decide(request, context: context) }) {
-            case .respond(let answer)?: response = answer
-            case .proceed(let forwarded)?: response = try await forward(forwarded, pastHookAt: 0, context: context)
-            case let decided: response = try await run(hookAt: 0, request, context: context, decided: .some(decided))
+            case .act(.respond(let answer)): response = answer
+            case .act(.proceed(let forwarded)): response = try await forward(forwarded, pastHookAt: 0, context: context)
+            case let decided: response = try await run(hookAt: 0, request, context: context, decided: decided)
             }
             try Task.checkCancellation()
             return response
@@ -129,18 +129,18 @@ public struct Pipeline: Transport {
     }
 
     /// Runs the hook at `index` and the stages inside it. `decided`: what the hook's
-    /// ``ServiceHook/decideWithoutSuspending(_:context:)`` answered, when the caller asked it.
+    /// ``ServiceHook/decide(_:context:)`` answered, when the caller asked it.
     private func run(
         hookAt index: Int, _ request: URLRequest, context: RecallContext,
-        decided: HookAction?? = nil
+        decided: HookDecision? = nil
     ) async throws -> RecallResponse {
         guard index < hooks.count else { return try await attempt(request, context: context) }
         let hook = hooks[index]
         let action: HookAction
-        if let decided = decided ?? hook.decideWithoutSuspending(request, context: context) {
-            action = decided
-        } else {
-            action = try await hook.onSchedule(request, context: context)
+        switch decided ?? hook.decide(request, context: context) {
+        case .act(let decided): action = decided
+        case .suspend(let suspension): action = try await suspension.resume()
+        case .callOnSchedule: action = try await hook.onSchedule(request, context: context)
         }
         let forwarded: URLRequest
         switch action {

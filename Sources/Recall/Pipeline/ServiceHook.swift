@@ -21,17 +21,19 @@ import Foundation
 ///
 /// A hook keeps what it needs from `onSchedule` to `onSuccess` in the request's context, in a
 /// ``ContextSlot`` of its own instance, so several instances of one hook (two caches) compose.
-/// A hook that can often decide without suspending (a cache answering from memory) also
-/// implements ``decideWithoutSuspending(_:context:)``: the pipeline asks it first.
+/// A hook that can often decide without suspending (a cache answering from memory) implements
+/// ``decide(_:context:)``: the pipeline asks it first, and it answers with a value — the action
+/// now, or what to await for it (``HookDecision``).
 public protocol ServiceHook: Sendable {
-    /// Decides `onSchedule` without suspending, when the hook can: the pipeline calls it before
-    /// ``onSchedule(_:context:)`` and calls that only when this returns `nil`, with the same
-    /// request and context (a hook may leave what it found so far in its own ``ContextSlot``
-    /// for `onSchedule` to go on from). A decision made here is the hook's `onSchedule`
-    /// decision: `.proceed` is followed by `onSuccess` or `onFailure`, as after `onSchedule`.
-    /// The pipeline asks every hook, and answers a decision of its first hook without an async
-    /// call (a hit answered there costs none). The default returns `nil`.
-    func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction?
+    /// Decides what `onSchedule` would, as a value: ``HookDecision/act(_:)`` when the hook can
+    /// decide without suspending, ``HookDecision/suspend(_:)`` with what it found so far when it
+    /// must wait first (the pipeline awaits it), or ``HookDecision/callOnSchedule`` to leave the
+    /// decision to ``onSchedule(_:context:)``. The pipeline calls it for every hook, before
+    /// `onSchedule` and instead of it unless it answers `.callOnSchedule`; a decision made here is
+    /// the hook's `onSchedule` decision (`.proceed` is followed by `onSuccess` or `onFailure`). A
+    /// decision of the pipeline's first hook made without suspending is answered without an async
+    /// call (a hit answered there costs none). The default answers `.callOnSchedule`.
+    func decide(_ request: URLRequest, context: RecallContext) -> HookDecision
 
     /// Called before the request goes on. Return `.proceed(request)` (possibly rewritten)
     /// or `.respond(response)` to answer it here.
@@ -49,8 +51,8 @@ public protocol ServiceHook: Sendable {
 
 extension ServiceHook {
     /// Leaves the decision to ``onSchedule(_:context:)``.
-    public func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
-        nil
+    public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
+        .callOnSchedule
     }
 
     /// Passes the request on unchanged.

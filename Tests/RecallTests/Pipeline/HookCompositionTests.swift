@@ -137,9 +137,9 @@ struct HookCompositionTests {
         let decided = Locked(0)
         let scheduled = Locked(0)
 
-        func decideWithoutSuspending(_ request: URLRequest, context: RecallContext) -> HookAction? {
+        func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
             decided.withLock { $0 += 1 }
-            return .respond(RecallResponse.text("answered", url: request.url))
+            return .act(.respond(RecallResponse.text("answered", url: request.url)))
         }
 
         func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
@@ -190,6 +190,55 @@ struct HookCompositionTests {
         #expect(second.scheduled.withLock { $0 } == 0)
         #expect(log.events == ["log.schedule", "log.success(200 network)"])
         #expect(origin.requests.isEmpty)
+    }
+
+    /// A hook that decides after a suspension: it marks the request it passes on, and counts
+    /// what the pipeline called.
+    private final class SuspendingHook: ServiceHook {
+        let resumed = Locked(0)
+        let scheduled = Locked(0)
+        let succeeded = Locked<[String]>([])
+
+        func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
+            .suspend(
+                HookSuspension { [resumed] in
+                    await Task.yield()  // (a real suspension point)
+                    resumed.withLock { $0 += 1 }
+                    var marked = request
+                    marked.setValue("suspended", forHTTPHeaderField: "X-Decided")
+                    return .proceed(marked)
+                })
+        }
+
+        func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+            scheduled.withLock { $0 += 1 }
+            return .proceed(request)
+        }
+
+        func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
+            succeeded.withLock { $0.append(request.value(forHTTPHeaderField: "X-Decided") ?? "unmarked") }
+            return response
+        }
+    }
+
+    @Test(
+        "a hook that decides after a suspension, first or behind another hook: the pipeline awaits it in place of onSchedule, and onSuccess gets what it passed on"
+    )
+    func anyHookDecidesAfterSuspending() async throws {
+        let origin = MockTransport()
+        origin.route("GET", "/", .text("origin"))
+        let request = URLRequest(url: URL(string: "https://origin.test/")!)
+
+        for behind in [false, true] {
+            let hook = SuspendingHook()
+            let hooks: [any ServiceHook] = behind ? [RecordingHook("log", log: HookLog()), hook] : [hook]
+            let answer = try await Pipeline(transport: origin, hooks: hooks).send(request)
+            #expect(String(decoding: answer.data, as: UTF8.self) == "origin")
+            #expect(hook.resumed.withLock { $0 } == 1)
+            #expect(hook.scheduled.withLock { $0 } == 0)
+            #expect(hook.succeeded.withLock { $0 } == ["suspended"])
+        }
+        #expect(origin.requests.map { $0.value(forHTTPHeaderField: "X-Decided") } == ["suspended", "suspended"])
     }
 
     @Test("a cache behind a logging hook: 8 concurrent requests all answer, one reaches the origin, the hook sees every one")

@@ -201,12 +201,12 @@ struct HeldFileTests {
         let disk = try storage(directory)
         let (mock, cache, pipeline, request) = try await cachingA(in: disk, body: Data(repeating: 0x41, count: 4000))
         // Before the file is held, the lookup has to suspend (it opens and checks the file).
-        guard cache.decideWithoutSuspending(request, context: RecallContext(originalRequest: request)) == nil else {
+        guard case .suspend = cache.decide(request, context: RecallContext(originalRequest: request)) else {
             Issue.record("a file not held yet was answered without a read by name")
             return
         }
         #expect(try await pipeline.send(request).source == .cache)  // read by name, checked, then held
-        guard case .respond(let held)? = cache.decideWithoutSuspending(request, context: RecallContext(originalRequest: request)) else {
+        guard case .act(.respond(let held)) = cache.decide(request, context: RecallContext(originalRequest: request)) else {
             Issue.record("a held file's hit was not answered without suspending")
             return
         }
@@ -237,7 +237,7 @@ struct HeldFileTests {
         let disk = try storage(directory)
         let memory = MemoryStorage()
         let (mock, cache, pipeline, request) = try await cachingA(in: TieredStorage(memory: memory, lower: disk), body: Data("a".utf8))
-        guard case .respond(let hit)? = cache.decideWithoutSuspending(request, context: RecallContext(originalRequest: request)) else {
+        guard case .act(.respond(let hit)) = cache.decide(request, context: RecallContext(originalRequest: request)) else {
             Issue.record("a hit in the memory tier was not answered without suspending")
             return
         }
@@ -246,13 +246,13 @@ struct HeldFileTests {
         // disk and promotes; the next one is answered from memory again.
         let key = try #require(cache.key(for: request))
         await memory.remove(key)
-        guard cache.decideWithoutSuspending(request, context: RecallContext(originalRequest: request)) == nil else {
+        guard case .suspend = cache.decide(request, context: RecallContext(originalRequest: request)) else {
             Issue.record("a memory-tier miss was answered without reading the disk")
             return
         }
         #expect(try await pipeline.send(request).source == .cache)
         #expect(memory.recordNow(for: key) != nil)
-        guard case .respond? = cache.decideWithoutSuspending(request, context: RecallContext(originalRequest: request)) else {
+        guard case .act(.respond) = cache.decide(request, context: RecallContext(originalRequest: request)) else {
             Issue.record("the promoted record was not answered without suspending")
             return
         }
