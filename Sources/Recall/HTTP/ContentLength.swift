@@ -19,18 +19,31 @@ enum ContentLength: Equatable, Sendable {
     /// lengths and record overheads never come near `Int.max` (about 9.2 × 10^18).
     static let maxDigits = 18
 
-    /// The `Content-Length` of `headers`.
+    /// The `Content-Length` of `headers`. (Read in place: a store reads it twice, and a list
+    /// split into an array allocated once each time.)
     init(_ headers: HeaderFields) {
         var found: Int?, present = false
         for field in headers where field.name.utf8.count == 14 && HeaderFields.namesEqual(field.name, "Content-Length") {
             present = true
-            // (Empty members of a list are ignored, RFC 9110 §5.6.1: `5,` and `, 5` are `5`.)
-            for member in field.value.utf8.split(separator: UInt8(ascii: ",")) where member.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
-                guard let value = Self.number(member), found == nil || found == value else {
-                    self = .invalid
-                    return
+            var value = field.value
+            let valid = value.withUTF8 { bytes -> Bool in
+                // (Empty members of a list are ignored, RFC 9110 §5.6.1: `5,` and `, 5` are `5`.)
+                var start = 0
+                while start <= bytes.count {
+                    var end = start
+                    while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    let member = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                    if member.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
+                        guard let length = Self.number(member), found == nil || found == length else { return false }
+                        found = length
+                    }
+                    start = end + 1
                 }
-                found = value
+                return true
+            }
+            guard valid else {
+                self = .invalid
+                return
             }
         }
         self = found.map { .length($0) } ?? (present ? .invalid : .absent)
@@ -43,7 +56,7 @@ enum ContentLength: Equatable, Sendable {
     }
 
     /// `1*DIGIT` between optional whitespace, at most ``maxDigits`` digits, or `nil`.
-    private static func number(_ bytes: Substring.UTF8View) -> Int? {
+    private static func number(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         func isOWS(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
         guard let start = bytes.firstIndex(where: { !isOWS($0) }), let end = bytes.lastIndex(where: { !isOWS($0) }) else { return nil }
         let digits = bytes[start...end]

@@ -44,7 +44,14 @@ public final class RecallContext: Sendable {
         }
 
         mutating func append(_ event: RecallEvent) {
-            if firstEvent == nil { firstEvent = event } else { laterEvents.append(event) }
+            guard firstEvent != nil else {
+                firstEvent = event
+                return
+            }
+            // (Room for a miss's events at once — its attempt, its store, an eviction — not
+            // one allocation per event as the array grows.)
+            if laterEvents.isEmpty { laterEvents.reserveCapacity(4) }
+            laterEvents.append(event)
         }
     }
 
