@@ -39,10 +39,23 @@ enum StorageKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 }
 
 /// A directory for a test's files, removed with the last reference to it (after the writes
-/// queued by the disk storage made in it have landed).
+/// queued by the disk storage made in it have landed), or when the test process exits if that
+/// reference is never let go (a mock's route that captures its harness, which holds the mock).
 final class TemporaryDirectory: Sendable {
     let url = temporaryDirectory()
     private let storage = Locked<DiskStorage?>(nil)
+
+    init() {
+        Self.unremoved.withLock { _ = $0.insert(url.path) }
+    }
+
+    /// The directories whose owners are still alive: removed at the process's exit.
+    private static let unremoved: Locked<Set<String>> = {
+        atexit {
+            for path in TemporaryDirectory.unremoved.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+        return Locked([])
+    }()
 
     /// A disk storage in the directory; one that cannot be made fails the test (and a byte
     /// store stands in, so the test goes on).
@@ -60,6 +73,7 @@ final class TemporaryDirectory: Sendable {
     deinit {
         storage.withLock { $0 }?.flushBlocking()
         try? FileManager.default.removeItem(at: url)
+        Self.unremoved.withLock { _ = $0.remove(url.path) }
     }
 }
 
