@@ -23,7 +23,7 @@ struct CacheScheduling: Sendable {
     }
 
     /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found:
-    /// held by the ``HookSuspension`` the pipeline awaits.
+    /// held by the ``HookSuspension`` the pipeline awaits (or by `onSchedule`, called directly).
     enum Suspension: Sendable {
         /// A look that must suspend (``CacheLookup/resume(_:)``).
         case lookup(CacheLookup.Waiting)

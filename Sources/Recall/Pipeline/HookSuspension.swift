@@ -3,7 +3,9 @@
 public struct HookSuspension: Sendable {
     private let decision: @Sendable () async throws -> HookAction
 
-    /// A suspension that decides by running `decision` (once: the pipeline awaits it once).
+    /// A suspension that decides by running `decision`. The pipeline awaits it once, and a hook
+    /// that wraps another must do the same: a decision may take what only one request may hold
+    /// (``HTTPCache``'s lead of a shared miss, ended by its `onSuccess`).
     public init(_ decision: @escaping @Sendable () async throws -> HookAction) {
         self.decision = decision
     }

@@ -6,8 +6,9 @@ import Foundation
 /// A middleware step in a ``Pipeline``: the HTTP cache, request coalescing, logging, metrics
 /// and auth headers are all hooks.
 ///
-/// The pipeline calls `onSchedule` from the outermost hook to the innermost, then (unless a
-/// hook answered) runs the retrier and transport, then calls `onSuccess` or `onFailure` from
+/// The pipeline asks each hook to decide — ``decide(_:context:)``, and `onSchedule` when that
+/// leaves it the decision — from the outermost hook to the innermost, then (unless a hook
+/// answered) runs the retrier and transport, then calls `onSuccess` or `onFailure` from
 /// the innermost hook to the outermost. `onSuccess`/`onFailure` run **once per logical
 /// request**, never once per attempt. Every method has a default that does nothing, so a hook
 /// implements only the events it needs.
@@ -33,6 +34,9 @@ public protocol ServiceHook: Sendable {
     /// the hook's `onSchedule` decision (`.proceed` is followed by `onSuccess` or `onFailure`). A
     /// decision of the pipeline's first hook made without suspending is answered without an async
     /// call (a hit answered there costs none). The default answers `.callOnSchedule`.
+    ///
+    /// Call one or the other, as the pipeline does: a hook that decides here need not leave
+    /// anything for `onSchedule` (``HTTPCache``'s `onSchedule` looks the request up again).
     func decide(_ request: URLRequest, context: RecallContext) -> HookDecision
 
     /// Called before the request goes on. Return `.proceed(request)` (possibly rewritten)
