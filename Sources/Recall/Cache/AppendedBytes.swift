@@ -2,10 +2,13 @@ import Foundation
 
 /// How far a body written into a record has got, told by the task that writes it to the one that
 /// reads it back for the caller (``BodyTee/followed(passing:into:readingBack:url:ended:)``):
-/// the bytes appended, whether the record refused the rest, and the end.
+/// the first chunk itself (the caller need not wait for its write and read-back), the bytes
+/// appended, whether the record refused the rest, and the end.
 final class AppendedBytes: Sendable {
     /// What the reader may do after the bytes it has read.
     enum Next: Sendable {
+        /// Pass on the body's first bytes, handed over before they were appended.
+        case first(Data)
         /// Read the record up to this many bytes of the body.
         case bytes(upTo: Int)
         /// The record refused the bytes after the ones appended: they come another way.
@@ -15,6 +18,8 @@ final class AppendedBytes: Sendable {
     }
 
     private struct State {
+        /// The first chunk, until the reader takes it.
+        var first: Data?
         var appended = 0
         var refused = false
         var end: Result<Void, any Error>?
@@ -22,6 +27,12 @@ final class AppendedBytes: Sendable {
     }
 
     private let state = Locked(State())
+
+    /// The body's first bytes, before they are appended: the reader passes them on at once and
+    /// reads the record after them.
+    func first(_ chunk: Data) {
+        wake { $0.first = chunk }
+    }
 
     /// `count` more bytes are in the record.
     func appended(_ count: Int) {
@@ -42,6 +53,10 @@ final class AppendedBytes: Sendable {
     func next(after offset: Int) async -> Next {
         while true {
             let now = state.withLock { state -> Next? in
+                if let first = state.first {
+                    state.first = nil
+                    return .first(first)
+                }
                 if state.appended > offset { return .bytes(upTo: state.appended) }
                 if state.refused { return .rest }
                 return state.end.map { .end($0) }
@@ -49,7 +64,7 @@ final class AppendedBytes: Sendable {
             if let now { return now }
             await withCheckedContinuation { (reader: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
-                    guard state.appended <= offset, !state.refused, state.end == nil else { return true }
+                    guard state.first == nil, state.appended <= offset, !state.refused, state.end == nil else { return true }
                     state.reader = reader
                     return false
                 }

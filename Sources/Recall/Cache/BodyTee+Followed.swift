@@ -3,7 +3,8 @@ import Foundation
 extension BodyTee {
     /// The body the caller reads while `upstream` is stored into `writing`, a record that can be
     /// read back (``RecordReadingBack``): the upstream is appended to the record at the disk's pace,
-    /// never the caller's, and the caller reads the body back from the record at its own. One
+    /// never the caller's, and the caller reads the body back from the record at its own (but for
+    /// the first chunk, handed over as it passes: the first byte waits for no write). One
     /// copy of the body goes to disk, and a caller slower than the network holds up neither the
     /// download nor the store: what it has not read yet is in the record already. (The other
     /// way, ``body(passing:keepingUpTo:into:spill:url:behind:ended:)``, passes each chunk to the
@@ -26,8 +27,16 @@ extension BodyTee {
         let (rest, restWriter) = ResponseBody.makeStream(url: url)
         let pump = TaskCensus.task {
             var refused = false
+            var isFirst = true
             do {
                 for try await chunk in upstream {
+                    // The first chunk goes to the caller at once, not after its write and read-back
+                    // (the first byte waits for neither).
+                    let handedOver = isFirst
+                    if isFirst {
+                        isFirst = false
+                        progress.first(chunk)
+                    }
                     if !refused {
                         do {
                             try await writing.append(chunk)
@@ -40,7 +49,7 @@ extension BodyTee {
                             await ended(.tooLarge)  // (at once: nobody need wait for the end)
                         }
                     }
-                    try await restWriter.write(chunk)
+                    if !handedOver { try await restWriter.write(chunk) }
                 }
             } catch {
                 upstream.discard()  // (the caller left, or the upstream failed: either way it stops)
@@ -61,6 +70,14 @@ extension BodyTee {
             var offset = 0
             while true {
                 switch await progress.next(after: offset) {
+                case .first(let chunk):
+                    do {
+                        try await writer.write(chunk)
+                    } catch {
+                        rest.discard()  // (the caller left: the pump was cancelled)
+                        return
+                    }
+                    offset += chunk.count
                 case .bytes(let appended):
                     let count = min(appended - offset, BodyStream.joinedUpTo)
                     guard let piece = bytes.read(count, at: offset) else {
