@@ -27,14 +27,14 @@ extension BodyTee {
         let (rest, restWriter) = ResponseBody.makeStream(url: url)
         let pump = TaskCensus.task {
             var refused = false
-            var isFirst = true
+            var handedOverFirst = false
             do {
                 for try await chunk in upstream {
                     // The first chunk goes to the caller at once, not after its write and read-back
                     // (the first byte waits for neither).
-                    let handedOver = isFirst
-                    if isFirst {
-                        isFirst = false
+                    let handedOver = !handedOverFirst
+                    if handedOver {
+                        handedOverFirst = true
                         progress.first(chunk)
                     }
                     if !refused {
@@ -69,18 +69,14 @@ extension BodyTee {
         TaskCensus.task {
             var offset = 0
             while true {
+                // The next piece for the caller: the first chunk as it passed, else what the record
+                // has after `offset`; or the end of what comes from the record.
+                let piece: Data
                 switch await progress.next(after: offset) {
                 case .first(let chunk):
-                    do {
-                        try await writer.write(chunk)
-                    } catch {
-                        rest.discard()  // (the caller left: the pump was cancelled)
-                        return
-                    }
-                    offset += chunk.count
+                    piece = chunk
                 case .bytes(let appended):
-                    let count = min(appended - offset, BodyStream.joinedUpTo)
-                    guard let piece = bytes.read(count, at: offset) else {
+                    guard let read = bytes.read(min(appended - offset, BodyStream.joinedUpTo), at: offset) else {
                         // (The pump ends first, `ended` with it: the caller sees the end after it.)
                         pump.cancel()
                         rest.discard()
@@ -88,13 +84,7 @@ extension BodyTee {
                         writer.finish(throwing: TransportError(.other, url: url, message: "the body stored on disk could not be read back"))
                         return
                     }
-                    do {
-                        try await writer.write(piece)
-                    } catch {
-                        rest.discard()  // (the caller left: the pump was cancelled)
-                        return
-                    }
-                    offset += count
+                    piece = read
                 case .rest:
                     do {
                         for try await chunk in rest { try await writer.write(chunk) }
@@ -112,6 +102,13 @@ extension BodyTee {
                     }
                     return
                 }
+                do {
+                    try await writer.write(piece)
+                } catch {
+                    rest.discard()  // (the caller left: the pump was cancelled)
+                    return
+                }
+                offset += piece.count
             }
         }
         // The caller stopped reading: stop the upstream (its producer cancels the download).
