@@ -395,13 +395,9 @@ final class GatedStorage: CacheStorage {
 /// A typed service whose API key travels in a field of its own (not a default credential field).
 enum TenantParts {
     static let mock = MockTransport()
-    /// Over a real `DiskStorage`, in a temporary directory removed when the test process exits
-    /// (nothing cleans the system's temporary directory here: one was left per run).
-    static let cache: HTTPCache = {
-        atexit { try? FileManager.default.removeItem(at: TenantParts.directory) }
-        return HTTPCache(storage: (try? DiskStorage(directory: directory)) as (any CacheStorage)? ?? MemoryStorage())
-    }()
-    private static let directory = temporaryDirectory()
+    /// Over a real `DiskStorage`, in a temporary directory removed when the test process exits.
+    private static let directory = TemporaryDirectory()
+    static let cache = HTTPCache(storage: directory.disk())
 }
 
 struct TenantService: HttpService {
