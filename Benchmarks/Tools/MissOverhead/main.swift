@@ -14,6 +14,7 @@ import MissPathParts
 //   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--keys-only]
 //   (with the default variant, a minimal cache runs in the same rotation: `miss-gap-to-minimal P points`)
 //   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
+//   swift run -c release MissOverhead --cpu N [--rounds R] [--variant V]
 //
 // The last line gives the ratio of the medians, with a 95 % bootstrap interval of it.
 //
@@ -32,6 +33,12 @@ import MissPathParts
 // after writing over MB megabytes (4 by default) so that the core's caches hold something else,
 // as they do after a network wait: the same cost without the network's noise (±0.5 µs between
 // runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md, "A miss over loopback", for how cold is cold.
+//
+// --cpu N sends N misses in-process from 16 callers at once, through the same instant transport,
+// bare, through the variant and through the minimal cache, alternating rounds: the process's CPU
+// time per request, stores included (the cache is flushed before the clock stops). What the
+// cache adds to a miss under concurrency, without the network's and the client's noise; the
+// last line reads `cpu-gap-to-minimal M µs` (the cache's added CPU per miss less the minimal's).
 
 var pairs = 2000
 var withCache = true
@@ -39,6 +46,8 @@ var variant = "cache"
 var keysOnly = false
 var stages = false
 var cold: (count: Int, thrashMB: Int)?
+var cpuLoad: Int?
+var rounds = 5
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
 let cacheVariants = ["cache", "full", "timed", "no-write-behind", "no-store", "no-coalescing"]
 let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop"]
@@ -53,6 +62,10 @@ while let argument = arguments.next() {
         stages = true  // time stamps around the transport: before it, in it, after it
     } else if argument == "--cold", let value = arguments.next().flatMap(Int.init) {
         cold = (value, cold?.thrashMB ?? 4)  // misses in-process, each after evicting the core's caches
+    } else if argument == "--cpu", let value = arguments.next().flatMap(Int.init) {
+        cpuLoad = value  // CPU time per miss in-process, 16 callers at once
+    } else if argument == "--rounds", let value = arguments.next().flatMap(Int.init) {
+        rounds = max(1, value)
     } else if argument == "--thrash", let value = arguments.next().flatMap(Int.init) {
         cold = (cold?.count ?? 2000, value)
     } else if argument == "--keys-only" {
@@ -63,7 +76,7 @@ while let argument = arguments.next() {
     } else {
         print(
             "usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
-                + " [--cold N [--thrash MB]]")
+                + " [--cold N [--thrash MB]] [--cpu N [--rounds R]]")
         exit(2)
     }
 }
@@ -227,6 +240,65 @@ if let (count, thrashMB) = cold {
         String(
             format: "cold miss, %d MB thrashed: bare %.2f µs, pipeline %.2f µs, difference %.2f µs (medians of %d)",
             thrashMB, median(times[0]), median(times[1]), median(times[1]) - median(times[0]), count))
+    exit(0)
+}
+if let count = cpuLoad {
+    /// The process's CPU time (user and system), in microseconds.
+    @Sendable func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func micros(_ time: timeval) -> Double { Double(time.tv_sec) * 1e6 + Double(time.tv_usec) }
+        return micros(usage.ru_utime) + micros(usage.ru_stime)
+    }
+    /// CPU microseconds per request for `count` new URLs sent through `target` by 16 callers,
+    /// `flush` awaited before the clock stops.
+    @concurrent func perRequest(_ target: any Transport, round: Int, flush: @Sendable () async -> Void) async throws -> Double {
+        let callers = 16
+        let start = processCPU()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<callers {
+                group.addTask {
+                    for number in stride(from: caller, to: count, by: callers) {
+                        _ = try await target.send(URLRequest(url: URL(string: "http://127.0.0.1:43210/r\(round)/c?n=\(number)&size=1024")!))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await flush()
+        return (processCPU() - start) / Double(count)
+    }
+    var results: [String: [Double]] = [:]
+    let names = ["bare", variant, "minimal"]
+    for round in -1..<rounds {
+        for name in round % 2 == 0 ? names : names.reversed() {
+            // A fresh cache each round, as ConcurrentLoad makes one.
+            var configuration = CacheConfiguration()
+            configuration.coalescesRequests = variant != "no-coalescing"
+            configuration.writesBehind = variant != "no-write-behind"
+            let fresh = HTTPCache(storage: MemoryStorage(), configuration: configuration)
+            let target: any Transport =
+                switch name {
+                case "bare": InstantTransport()
+                case "minimal": Pipeline(transport: InstantTransport(), hooks: [MinimalCache()])
+                default: Pipeline(transport: InstantTransport(), hooks: withCache ? [fresh] : hooks)
+                }
+            let cpu = try await perRequest(target, round: round) { await fresh.flush() }
+            if round >= 0 { results[name, default: []].append(cpu) }  // (round -1 warms up)
+        }
+    }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    for name in names {
+        print(
+            String(
+                format: "%@: %.2f µs CPU per request (median of %d rounds: %@)", name, median(results[name]!), rounds,
+                results[name]!.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+    }
+    let bareCPU = median(results["bare"]!)
+    print(
+        String(
+            format: "cpu-added %@ %.2f µs, minimal %.2f µs\ncpu-gap-to-minimal %.2f µs", variant, median(results[variant]!) - bareCPU,
+            median(results["minimal"]!) - bareCPU, median(results[variant]!) - median(results["minimal"]!)))
     exit(0)
 }
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

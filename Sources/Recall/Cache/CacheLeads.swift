@@ -31,6 +31,13 @@ final class CacheLeads: Sendable {
         return .flight(flightKey, claim: nil)
     }
 
+    /// Whether misses other than the one `lead` leads are being fetched now: the cores are
+    /// likely busy (a hint, read without a lock).
+    func othersFetching(besides lead: CacheRequestState.Lead?) -> Bool {
+        let own = if case .flight = lead { 1 } else { 0 }
+        return flights.leadingHint > own
+    }
+
     /// Takes the background refresh of `key`, unless one is under way.
     func leadRefresh(_ key: String) -> Bool {
         refreshes.tryLead(key)

@@ -102,7 +102,10 @@ public final class HTTPCache: ServiceHook {
         if response.body.isStreamed {
             return try await streamed(response, for: request, sent: sent, lifetime: lifetime, state: state, context: context)
         }
-        if let ticket = behind?.begin(response, for: request, sent: sent, state: state) {
+        // Stored after the answer when the request is alone: with other misses in flight the
+        // cores are busy, and a thread woken for the store would only add to their work
+        // (docs/benchmarks.md, "Write-behind under load").
+        if !leads.othersFetching(besides: state.lead), let ticket = behind?.begin(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             behind?.run { [self] in

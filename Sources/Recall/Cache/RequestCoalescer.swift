@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -23,6 +24,8 @@ final class RequestCoalescer: Sendable {
     }
 
     private let flights = Locked<[String: Lead]>([:])
+    /// How many keys are led: kept beside the table, so that it reads without the lock.
+    private let ledCount = Atomic(0)
     private let waitingCount = Locked(0)
 
     /// The key requests coalesce on: the storage key and every header field of the request, so
@@ -47,6 +50,7 @@ final class RequestCoalescer: Sendable {
         let flight = flights.withLock { flights -> InFlight? in
             guard let lead = flights[key] else {
                 flights[key] = Lead()
+                ledCount.add(1, ordering: .relaxed)
                 return nil
             }
             if let flight = lead.flight { return flight }
@@ -66,6 +70,7 @@ final class RequestCoalescer: Sendable {
         flights.withLock { flights in
             guard flights[key] == nil else { return false }
             flights[key] = Lead()
+            ledCount.add(1, ordering: .relaxed)
             return true
         }
     }
@@ -81,7 +86,12 @@ final class RequestCoalescer: Sendable {
 
     /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.
     func finish(_ key: String) {
-        flights.withLock { $0.removeValue(forKey: key) }?.flight?.finish()
+        let ended = flights.withLock { flights -> Lead? in
+            guard let lead = flights.removeValue(forKey: key) else { return nil }
+            ledCount.subtract(1, ordering: .relaxed)
+            return lead
+        }
+        ended?.flight?.finish()
     }
 
     /// Waits until every lead started so far has finished.
@@ -98,4 +108,8 @@ final class RequestCoalescer: Sendable {
 
     /// Keys led right now.
     var leading: Int { flights.withLock { $0.count } }
+
+    /// Keys led right now, as last counted (a relaxed read, without the lock: a hint, exact
+    /// once the leads have settled).
+    var leadingHint: Int { ledCount.load(ordering: .relaxed) }
 }

@@ -56,6 +56,33 @@ struct WriteBehindTests {
         #expect(after.bodyText == "new", "the store of the first GET landed before the POST's invalidation, never after")
     }
 
+    @Test("a miss answered while another miss is in flight is stored before its caller has the answer; alone, after it")
+    func inlineUnderLoad() async throws {
+        let h = CacheHarness()
+        for path in ["/first", "/second", "/third"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
+        let held = Held(try #require(h.cache.writeBehindQueue))
+        defer { held.release() }
+        _ = try await h.get("/first")
+        #expect(h.cache.statistics.stores == 0, "alone, the miss is stored after its answer (held back here)")
+        // The first miss still leads its key until its store lands: the second is not alone.
+        _ = try await h.get("/second")
+        // (Required: a store still held back would make the next request wait for it.)
+        try #require(h.cache.statistics.stores == 1, "with another miss in flight, the store is made before the answer")
+        #expect(try await h.get("/second").source == .cache)
+        held.release()
+        await h.cache.flush()
+        #expect(h.cache.statistics.stores == 2)
+        // Alone again: stored after the answer.
+        let again = Held(try #require(h.cache.writeBehindQueue))
+        defer { again.release() }
+        _ = try await h.get("/third")
+        #expect(h.cache.statistics.stores == 2, "alone again, the store waits behind the queue")
+        again.release()
+        await h.cache.flush()
+        #expect(h.cache.statistics.stores == 3)
+        #expect(try await h.get("/first").source == .cache)
+    }
+
     @Test("flush waits for the stores held back; with write-behind off, send returns after the store")
     func flushWaits() async throws {
         let h = CacheHarness()
@@ -131,6 +158,7 @@ struct WriteBehindTests {
         #expect(storage.statistics.count == 0, "the store decided before removeAll was dropped")
         #expect(h.cache.statistics.stores == 0)
         #expect(try await h.get("/p").source == .network)
+        await h.cache.flush()  // (its store landed: a miss made while another is in flight stores inline)
 
         // Another cache on the same storage invalidates the URL while this cache's store is pending:
         // the storage's write order makes its removal wait for that store, then come after it.
