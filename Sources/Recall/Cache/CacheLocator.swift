@@ -58,9 +58,10 @@ final class CacheLocator: Sendable {
         }
     }
 
-    /// Remembers the location of `url`, which has a stored response (one was just stored or
-    /// found), so hits of it skip the key. Only such URLs are remembered: a miss of a new URL
-    /// pays for no memo entry, which would help only if something were stored.
+    /// Remembers the location of `url`, which has a stored response (a look-up found one), so
+    /// later hits of it skip the key. Only such URLs are remembered, at their first hit: a miss
+    /// pays for no memo entry (a write under the memo's lock, which every look-up reads), and
+    /// the first hit works the key out once more.
     func remember(_ location: Location, for url: URL?) {
         guard !location.remembered, let url else { return }
         var remembered = location

@@ -94,14 +94,12 @@ extension HTTPCache {
                 if let target {
                     // (A POST's answer, read nothing for: its record is read afresh.)
                     let keepsNothing = !isPostAnswer && state.keepsNothing(storing: whole, key: target.key, under: strategy)
-                    locator.remember(target, for: exchange.answered.url)
                     await writer.store(whole, at: target, keepsNothing: keepsNothing, since: since, context: state.isRefresh ? nil : context)
                 }
             case .written(let writing):
                 guard let target, await writer.commit(writing, at: target, since: since, context: state.isRefresh ? nil : context) else {
                     return lead.abandon()
                 }
-                locator.remember(target, for: exchange.answered.url)
             case .tooLarge, .incomplete:
                 return gaveUp(kept, lead: lead, state: state, context: context)
             }

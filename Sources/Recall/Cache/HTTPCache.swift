@@ -109,12 +109,10 @@ public final class HTTPCache: ServiceHook {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             behind?.run { [self] in
-                let (after, exchange, target) = decide(
+                let (after, _, target) = decide(
                     response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
                     context: context)
-                if let stored = behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket) {
-                    locator.remember(stored, for: exchange.answered.url)
-                }
+                _ = behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket)
                 leads.finish(state.lead)
             }
             return response
@@ -147,10 +145,9 @@ public final class HTTPCache: ServiceHook {
     ) async throws -> RecallResponse {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
-        // Stores `entry` where the answer belongs, and remembers that URL's location.
+        // Stores `entry` where the answer belongs.
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
-            locator.remember(target, for: exchange.answered.url)
             await writer.store(
                 entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
                 context: recording)
@@ -164,11 +161,8 @@ public final class HTTPCache: ServiceHook {
         case .revalidated(let entry, let answer) where entry.storedBody != nil:
             // Its body stays in the store, and the record's new head means copying it: after the
             // answer, which reads the old record's body (held open, it stays until read).
-            if let target, writer.storeAfterAnswering(entry, at: target, since: state.since, context: recording) {
-                locator.remember(target, for: exchange.answered.url)
-            } else {
-                await storeAnswer(entry)
-            }
+            let afterAnswering = target.map { writer.storeAfterAnswering(entry, at: $0, since: state.since, context: recording) } ?? false
+            if !afterAnswering { await storeAnswer(entry) }
             return answer
         case .storeAndAnswer(let entry, let answer), .revalidated(let entry, let answer):
             await storeAnswer(entry)
