@@ -68,6 +68,9 @@ final class PendingWrites: Sendable {
         ready.forEach { $0.resume() }
     }
 
+    /// How many calls of ``waitForWritesBegun()`` are waiting now (for tests).
+    var waitingFlushes: Int { state.withLock { $0.waiters.count } }
+
     /// Waits until every write begun before this call has ended (returns at once when none is
     /// under way).
     func waitForWritesBegun() async {

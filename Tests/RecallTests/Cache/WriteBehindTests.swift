@@ -25,7 +25,7 @@ struct WriteBehindTests {
         #expect(try await h.get("/a").bodyText == "one")
         #expect(h.cache.statistics.stores == 0, "the store waits behind the suspended queue")
         let again = Task { try await h.get("/a") }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the second request waits for the store") { waiting(in: h, for: "/a") == 1 }
         #expect(h.mock.requests(for: "/a").count == 1, "the second request waits for the store, not the origin")
         held.release()
         let answer = try await again.value
@@ -45,7 +45,7 @@ struct WriteBehindTests {
         var post = URLRequest(url: URL(string: h.base + "/b")!)
         post.httpMethod = "POST"
         let posted = Task { try await h.pipeline.send(post) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the POST waits for the pending store") { waiting(in: h, for: "/b") == 1 }
         #expect(h.mock.requests(for: "/b").count == 1, "the POST waits for the pending store before it goes out")
         held.release()
         #expect(try await posted.value.status == 204)
@@ -95,7 +95,7 @@ struct WriteBehindTests {
             await h.cache.flush()
             flushed.withLock { $0 = true }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the flush waits for the stores held back") { h.cache.writer.pending.waitingFlushes == 1 }
         #expect(!flushed.withLock { $0 })
         held.release()
         await flushing.value
@@ -265,6 +265,13 @@ final class StepExecutor: TaskExecutor {
 
 /// Holds a dispatch queue suspended until released (once, also from a `defer`: a queue freed
 /// while suspended would crash the process).
+/// How many requests wait for `path`'s pending store: for its key's write lock, or for the miss
+/// it leads (with coalescing on).
+private func waiting(in h: CacheHarness, for path: String) -> Int {
+    guard let key = h.cache.key(for: h.request(path)) else { return 0 }
+    return h.cache.writer.keys.waiters(for: key) + h.cache.leads.waiting
+}
+
 final class Held: Sendable {
     private let queue: DispatchQueue
     private let suspended = Locked(true)
