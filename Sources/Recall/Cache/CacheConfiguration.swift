@@ -54,13 +54,14 @@ public struct CacheConfiguration: Sendable {
     /// Over a ``MemoryStorage``, a `GET` with no usable stored response is answered first and
     /// stored just after, off the caller's path (write-behind): the answer is the origin's
     /// response whatever the cache decides. Only a miss that is alone does so: while other misses
-    /// are being fetched (with ``coalescesRequests`` on) the cores are busy, and the store is
-    /// made before the answer. Nothing is reordered: a later request for the same
+    /// of the cache lead their keys (with ``coalescesRequests`` on: being fetched, or their
+    /// stores landing) the cores are likely busy, and the store is made before the answer.
+    /// Nothing is reordered: a later request for the same
     /// URL, and any later write of it through the cache (an invalidation), waits for the store;
     /// a removal of the URL made around the cache meanwhile (the storage's `removeAll()`,
-    /// another cache on the storage) drops it. The miss's ``CacheEvent/stored`` event (and any eviction) is
-    /// recorded in its context after `send` returned, and ``CacheStatistics/stores`` counts it
-    /// then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
+    /// another cache on the storage) drops it. A store made behind records the miss's
+    /// ``CacheEvent/stored`` event (and any eviction) in its context after `send` returned, and
+    /// ``CacheStatistics/stores`` counts it then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
     /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".
     public var writesBehind = true
     /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it serves

@@ -3,8 +3,8 @@ import Foundation
 /// Remembers what the cache derives from recently seen URLs (the key, whether the URL carries
 /// user information): it is a pure function of the URL text,
 /// and a cache sees the same URLs again and again (that is what makes hits), so the hit path
-/// skips it. The cache remembers only URLs with stored responses (when it stores one, and when
-/// a lookup finds one), so a stream of new URLs that miss costs no memo writes.
+/// skips it. The cache remembers only URLs with stored responses (when a lookup finds one), so
+/// a stream of new URLs that miss costs no memo writes.
 ///
 /// Bounded by entries and by bytes, and URLs longer than ``maximumURLBytes`` are never kept
 /// (a key made from them would be too long to cache anyway, or rare enough not to matter), so

@@ -102,18 +102,20 @@ public final class HTTPCache: ServiceHook {
         if response.body.isStreamed {
             return try await streamed(response, for: request, sent: sent, lifetime: lifetime, state: state, context: context)
         }
-        // Stored after the answer when the request is alone: with other misses in flight the
-        // cores are busy, and a thread woken for the store would only add to their work
-        // (docs/benchmarks.md, "Write-behind under load").
-        if !leads.othersFetching(besides: state.lead), let ticket = behind?.begin(response, for: request, sent: sent, state: state) {
+        // Stored after the answer when the request is alone: while other misses lead their keys
+        // (being fetched, or their stores landing) the cores are likely busy, and a thread woken
+        // for the store would only add to their work (docs/benchmarks.md, "Write-behind under load").
+        if let behind, !leads.othersFetching(besides: state.lead), let ticket = behind.begin(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
-            behind?.run { [self] in
+            behind.run { [self] in
                 let (after, _, target) = decide(
                     response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
                     context: context)
-                _ = behind?.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket)
-                leads.finish(state.lead)
+                // (The lead ends before the write counts as landed: a flush that returns finds it ended too.)
+                _ = behind.land(
+                    after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket,
+                    ending: { leads.finish(state.lead) })
             }
             return response
         }

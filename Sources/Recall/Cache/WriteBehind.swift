@@ -60,24 +60,26 @@ final class WriteBehind: Sendable {
 
     /// Lands the write begun with `ticket` for the request of `state`, decided `after` for an
     /// answer that belongs at `target`: stores the entry of a `.store` there when it is the key
-    /// looked up (the one locked). Where it stored, or `nil`.
+    /// looked up (the one locked). Calls `ending` once the write is made (or dropped), before it
+    /// counts as landed. Where it stored, or `nil`.
     func land(
         _ after: CacheStrategy.After, at target: CacheLocator.Location?, state: CacheRequestState, context: RecallContext?,
-        ticket: UInt64
+        ticket: UInt64, ending: () -> Void = {}
     ) -> CacheLocator.Location? {
         guard case .store(let entry) = after, let target, target.key == state.key else {
-            _ = land(nil, state: state, context: context, ticket: ticket)
+            _ = land(nil, state: state, context: context, ticket: ticket, ending: ending)
             return nil
         }
-        return land(entry, state: state, context: context, ticket: ticket) ? target : nil
+        return land(entry, state: state, context: context, ticket: ticket, ending: ending) ? target : nil
     }
 
     /// Lands the write begun with `ticket` for the request of `state`: stores `entry` (when
     /// given, and no removal of the key came since the request began) into the record of the
-    /// key, then releases the key and the pending count. Whether it was stored.
-    func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64) -> Bool {
+    /// key, then releases the key, calls `ending` and ends the pending count. Whether it was stored.
+    func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64, ending: () -> Void = {}) -> Bool {
         defer {
             writer.keys.unlock(state.key)
+            ending()
             pending.end(ticket, stripe: state.location.stripe)
         }
         guard let entry, entry.bodyMatchesDeclaredLength, writer.epochs.isCurrent(state.since, stripe: state.location.epochStripe) else {

@@ -85,11 +85,16 @@ struct WriteBehindTests {
 
     @Test("flush waits for the stores held back; with write-behind off, send returns after the store")
     func flushWaits() async throws {
-        let h = CacheHarness()
+        // (Without coalescing no lead is counted, so each of the three misses stores behind,
+        // though the others' stores are pending.)
+        var coalescingOff = CacheConfiguration()
+        coalescingOff.coalescesRequests = false
+        let h = CacheHarness(configuration: coalescingOff)
         for path in ["/1", "/2", "/3"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
         for path in ["/1", "/2", "/3"] { _ = try await h.get(path) }
+        #expect(h.cache.statistics.stores == 0, "all three stores held back")
         let flushed = Locked(false)
         let flushing = Task {
             await h.cache.flush()
@@ -158,7 +163,7 @@ struct WriteBehindTests {
         #expect(storage.statistics.count == 0, "the store decided before removeAll was dropped")
         #expect(h.cache.statistics.stores == 0)
         #expect(try await h.get("/p").source == .network)
-        await h.cache.flush()  // (its store landed: a miss made while another is in flight stores inline)
+        await h.cache.flush()  // (this store lands, and its lead ends, before the queue is held again)
 
         // Another cache on the same storage invalidates the URL while this cache's store is pending:
         // the storage's write order makes its removal wait for that store, then come after it.
@@ -263,15 +268,15 @@ final class StepExecutor: TaskExecutor {
     }
 }
 
-/// Holds a dispatch queue suspended until released (once, also from a `defer`: a queue freed
-/// while suspended would crash the process).
-/// How many requests wait for `path`'s pending store: for its key's write lock, or for the miss
-/// it leads (with coalescing on).
+/// How many requests wait for `path`'s pending store: for its key's write lock, or for a miss
+/// led (with coalescing on; no other request waits in these tests).
 private func waiting(in h: CacheHarness, for path: String) -> Int {
     guard let key = h.cache.key(for: h.request(path)) else { return 0 }
     return h.cache.writer.keys.waiters(for: key) + h.cache.leads.waiting
 }
 
+/// Holds a dispatch queue suspended until released (once, also from a `defer`: a queue freed
+/// while suspended would crash the process).
 final class Held: Sendable {
     private let queue: DispatchQueue
     private let suspended = Locked(true)
