@@ -35,7 +35,7 @@ final class CacheLeads: Sendable {
     /// likely busy (a hint, read without a lock).
     func othersFetching(besides lead: CacheRequestState.Lead?) -> Bool {
         let own = if case .flight = lead { 1 } else { 0 }
-        return flights.leadingHint > own
+        return flights.leading > own
     }
 
     /// Takes the background refresh of `key`, unless one is under way.

@@ -62,7 +62,8 @@ public final class HTTPCache: ServiceHook {
         self.storage = storage
         self.configuration = configuration
         self.coordinator = coordinator
-        self.leads = CacheLeads(coordinator: coordinator)
+        let leads = CacheLeads(coordinator: coordinator)
+        self.leads = leads
         self.now = now
         let partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
         let locator = CacheLocator(configuration: configuration, partitioner: partitioner)
@@ -76,7 +77,7 @@ public final class HTTPCache: ServiceHook {
         let whole = storage.isWhollyInMemory ? storage.memoryTier : nil
         let writer = CacheWriter(storage: storage, memory: whole, strategy: strategy, counts: counts)
         self.writer = writer
-        let behind = configuration.writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
+        let behind = configuration.writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, strategy: strategy, leads: leads) } : nil
         self.behind = behind
         self.lookup = CacheLookup(
             strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
@@ -102,20 +103,15 @@ public final class HTTPCache: ServiceHook {
         if response.body.isStreamed {
             return try await streamed(response, for: request, sent: sent, lifetime: lifetime, state: state, context: context)
         }
-        // Stored after the answer when the request is alone: while other misses lead their keys
-        // (being fetched, or their stores landing) the cores are likely busy, and a thread woken
-        // for the store would only add to their work (docs/benchmarks.md, "Write-behind under load").
-        if let behind, !leads.othersFetching(besides: state.lead), let ticket = behind.begin(response, for: request, sent: sent, state: state) {
+        if let behind, let ticket = behind.begin(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
             let answeredAt = now()
             behind.run { [self] in
                 let (after, _, target) = decide(
                     response, for: request, sent: sent, lifetime: lifetime, at: answeredAt, state: state,
                     context: context)
-                // (The lead ends before the write counts as landed: a flush that returns finds it ended too.)
-                _ = behind.land(
-                    after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket,
-                    ending: { leads.finish(state.lead) })
+                // (Its lead ends there too.)
+                _ = behind.land(after, at: target, state: state, context: state.isRefresh ? nil : context, ticket: ticket)
             }
             return response
         }

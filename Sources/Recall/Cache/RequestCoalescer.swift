@@ -106,10 +106,7 @@ final class RequestCoalescer: Sendable {
     /// Requests waiting for a leader right now.
     var waiting: Int { waitingCount.withLock { $0 } }
 
-    /// Keys led right now.
-    var leading: Int { flights.withLock { $0.count } }
-
-    /// Keys led right now, as last counted (a relaxed read, without the lock: a hint, exact
-    /// once the leads have settled).
-    var leadingHint: Int { ledCount.load(ordering: .relaxed) }
+    /// Keys led right now (read without the lock: exact once the leads have settled, a hint
+    /// while they change on other threads).
+    var leading: Int { ledCount.load(ordering: .relaxed) }
 }

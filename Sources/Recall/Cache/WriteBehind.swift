@@ -18,6 +18,8 @@ final class WriteBehind: Sendable {
     private let memory: MemoryStorage
     private let writer: CacheWriter
     private let strategy: CacheStrategy
+    /// The cache's leads: how many misses are in flight, and the lead each store ends.
+    private let leads: CacheLeads
     /// Stores begun and not yet landed, per stripe of keys (the writer's: every store the cache
     /// makes after its answer counts there).
     private var pending: PendingWrites { writer.pending }
@@ -27,20 +29,26 @@ final class WriteBehind: Sendable {
     let queue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
 
     /// Write-behind over `memory`.
-    init(memory: MemoryStorage, writer: CacheWriter, strategy: CacheStrategy) {
+    init(memory: MemoryStorage, writer: CacheWriter, strategy: CacheStrategy, leads: CacheLeads) {
         self.memory = memory
         self.writer = writer
         self.strategy = strategy
+        self.leads = leads
     }
 
     /// Begins the store of `response`, the answer to `request` (sent as `sent`) in `state`, when
     /// it is the answer whatever the cache decides, so that the decision and the store can wait
     /// until the caller has it: a `GET` with no usable stored response (mode
-    /// `.fetching(stored: nil)`), answered by the network for the URL looked up. Takes its key's
-    /// write lock, counts the write as pending and watches the key; the write's ticket, or `nil`
-    /// (nothing begun: store the usual way) for another answer or when another write holds the key.
+    /// `.fetching(stored: nil)`), answered by the network for the URL looked up — and alone: while
+    /// other misses lead their keys (being fetched, or their stores landing) the cores are likely
+    /// busy, and a thread woken for the store would only add to their work (docs/benchmarks.md,
+    /// "Write-behind under load"). Takes its key's write lock, counts the write as pending and
+    /// watches the key; the write's ticket, or `nil` (nothing begun: store the usual way) for
+    /// another answer, with others in flight, or when another write holds the key.
     func begin(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: CacheRequestState) -> UInt64? {
-        guard response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode else { return nil }
+        guard response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode,
+            !leads.othersFetching(besides: state.lead)
+        else { return nil }
         let sentURL = sent.url  // (each read of a request's URL goes through Foundation's object)
         guard sentURL == request.url, response.url == nil || response.url == sentURL else { return nil }
         return begin(state)
@@ -60,26 +68,27 @@ final class WriteBehind: Sendable {
 
     /// Lands the write begun with `ticket` for the request of `state`, decided `after` for an
     /// answer that belongs at `target`: stores the entry of a `.store` there when it is the key
-    /// looked up (the one locked). Calls `ending` once the write is made (or dropped), before it
-    /// counts as landed. Where it stored, or `nil`.
+    /// looked up (the one locked). Where it stored, or `nil`.
     func land(
         _ after: CacheStrategy.After, at target: CacheLocator.Location?, state: CacheRequestState, context: RecallContext?,
-        ticket: UInt64, ending: () -> Void = {}
+        ticket: UInt64
     ) -> CacheLocator.Location? {
         guard case .store(let entry) = after, let target, target.key == state.key else {
-            _ = land(nil, state: state, context: context, ticket: ticket, ending: ending)
+            _ = land(nil, state: state, context: context, ticket: ticket)
             return nil
         }
-        return land(entry, state: state, context: context, ticket: ticket, ending: ending) ? target : nil
+        return land(entry, state: state, context: context, ticket: ticket) ? target : nil
     }
 
     /// Lands the write begun with `ticket` for the request of `state`: stores `entry` (when
     /// given, and no removal of the key came since the request began) into the record of the
-    /// key, then releases the key, calls `ending` and ends the pending count. Whether it was stored.
-    func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64, ending: () -> Void = {}) -> Bool {
+    /// key, then releases the key, ends the request's lead and ends the pending count (in that
+    /// order: a flush that returns finds the lead ended too, and the next miss alone). Whether it
+    /// was stored.
+    func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64) -> Bool {
         defer {
             writer.keys.unlock(state.key)
-            ending()
+            leads.finish(state.lead)
             pending.end(ticket, stripe: state.location.stripe)
         }
         guard let entry, entry.bodyMatchesDeclaredLength, writer.epochs.isCurrent(state.since, stripe: state.location.epochStripe) else {

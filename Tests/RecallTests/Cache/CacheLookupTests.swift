@@ -30,7 +30,7 @@ struct CacheLookupTests {
             locator = CacheLocator(configuration: configuration, partitioner: partitioner)
             writer = CacheWriter(storage: storage, memory: memory, strategy: strategy, counts: CacheCounters())
             let writer = writer
-            behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy) } : nil
+            behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy, leads: CacheLeads(coordinator: nil)) } : nil
             let clock = clock
             lookup = CacheLookup(
                 strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,

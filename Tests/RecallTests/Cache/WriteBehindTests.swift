@@ -268,11 +268,10 @@ final class StepExecutor: TaskExecutor {
     }
 }
 
-/// How many requests wait for `path`'s pending store: for its key's write lock, or for a miss
-/// led (with coalescing on; no other request waits in these tests).
+/// How many requests wait for `path`'s pending store: for its key's write lock.
 private func waiting(in h: CacheHarness, for path: String) -> Int {
     guard let key = h.cache.key(for: h.request(path)) else { return 0 }
-    return h.cache.writer.keys.waiters(for: key) + h.cache.leads.waiting
+    return h.cache.writer.keys.waiters(for: key)
 }
 
 /// Holds a dispatch queue suspended until released (once, also from a `defer`: a queue freed
