@@ -19,7 +19,7 @@ public enum InputFormat: Sendable, Hashable {
 public enum OutputFormat: Sendable, Hashable {
     /// JSON, with the service's decoder.
     case json
-    /// XML, with ``XMLDecoder`` (elements and attributes by name).
+    /// XML, with ``XMLElementDecoder`` (elements and attributes by name).
     case xml
 }
 
@@ -222,7 +222,7 @@ extension Endpoint {
         }
         switch Self.outputFormat {
         case .json: return try service.decoder.decode(type, from: body)
-        case .xml: return try XMLDecoder().decode(type, from: body)
+        case .xml: return try XMLElementDecoder().decode(type, from: body)
         }
     }
 }

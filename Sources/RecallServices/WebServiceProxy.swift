@@ -79,14 +79,6 @@ public final class WebServiceProxy: Sendable {
         self.init(baseURL: baseURL, pipeline: Pipeline(transport: transport))
     }
 
-    /// The first edition's initializer; `header` became ``headers``.
-    @available(*, deprecated, renamed: "init(baseURL:pipeline:headers:)")
-    public convenience init(baseURL: URL, pipeline: Pipeline, header: HeaderFields) {
-        var fields: [String: String] = [:]
-        for field in header { fields[field.name] = fields[field.name].map { "\($0), \(field.value)" } ?? field.value }
-        self.init(baseURL: baseURL, pipeline: pipeline, headers: fields)
-    }
-
     /// The JSON encoder of bodies: dates as milliseconds since 1970.
     public static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()

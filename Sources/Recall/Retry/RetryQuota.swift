@@ -67,10 +67,6 @@ public final class RetryQuota: RetryBudget {
     }
 }
 
-/// The first edition's name of ``RetryQuota``.
-@available(*, deprecated, renamed: "RetryQuota")
-public typealias TokenBucketBudget = RetryQuota
-
 extension Double {
     /// The value when finite and not negative, else zero.
     var finiteOrZero: Double { isFinite ? Swift.max(0, self) : 0 }

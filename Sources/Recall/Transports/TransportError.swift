@@ -17,12 +17,6 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The kind of failure.
     public var code: Code
-    /// The kind of failure: ``code``, by its earlier name.
-    @available(*, deprecated, renamed: "code")
-    public var kind: Code {
-        get { code }
-        set { code = newValue }
-    }
     /// The URL of the request that failed, if known.
     public var url: URL?
     /// The underlying `URLError` code, when the failure came from URLSession.
@@ -166,12 +160,6 @@ extension ErrorCode where Owner == TransportError {
 
     /// The codes Recall itself produces, in a stable order.
     public static let known: [Self] = [.timedOut, .cannotConnect, .connectionLost, .dnsFailure, .tls, .cancelled, .other]
-}
-
-extension TransportError {
-    /// The kind of failure: ``Code``, by its earlier name.
-    @available(*, deprecated, renamed: "Code")
-    public typealias Kind = Code
 }
 
 /// An error type that says what it means for retries, by giving its ``TransportError``: adopt it

@@ -200,8 +200,8 @@ struct TypedServiceTests {
             feed == .init(version: "2", entries: [.init(id: 1, title: "First", draft: false), .init(id: 2, title: "Second & more", draft: true)], note: nil))
         #expect(CatalogParts.mock.requests.last?.value(forHTTPHeaderField: "Accept") == "application/xml")
         struct Repeated: Decodable { var tag: [String] }
-        #expect(try XMLDecoder().decode(Repeated.self, from: Data("<r><tag>a</tag><tag>b</tag></r>".utf8)).tag == ["a", "b"])
-        #expect(throws: (any Error).self) { try XMLDecoder().decode(Repeated.self, from: Data("<r><tag>".utf8)) }
+        #expect(try XMLElementDecoder().decode(Repeated.self, from: Data("<r><tag>a</tag><tag>b</tag></r>".utf8)).tag == ["a", "b"])
+        #expect(throws: (any Error).self) { try XMLElementDecoder().decode(Repeated.self, from: Data("<r><tag>".utf8)) }
     }
 
     @Test("WebServiceProxy: arguments as query (arrays repeated, dates in ms, nil skipped, + escaped)")

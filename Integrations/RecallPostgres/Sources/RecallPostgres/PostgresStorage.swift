@@ -59,13 +59,6 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
         /// The longest any entry is kept after it was stored (7 days), also one that can still
         /// be revalidated.
         public var retention: Duration = .seconds(7 * 86_400)
-        /// Not used: the ``/Recall/HTTPCache`` tells each write when its responses stop being
-        /// servable (``/Recall/CacheStorage/store(_:expires:)``), under its own configuration.
-        @available(*, deprecated, message: "not used: the cache computes each record's expiry and hands it to the storage")
-        public var cache: CacheConfiguration {
-            get { CacheConfiguration() }
-            set {}
-        }
         /// Uses of an entry closer together than this are recorded once (60 s): recency is
         /// approximate, and a hit writes at most once per interval.
         public var touchInterval: Duration = .seconds(60)

@@ -10,7 +10,7 @@ import Recall
 /// is a single value (numbers and Booleans parsed as the type asks). An array property reads
 /// either repeated elements (`<tag>…</tag><tag>…</tag>`) or one wrapper element whose children
 /// are the items (`<tags><tag>…</tag></tags>`).
-public struct XMLDecoder: Sendable {
+public struct XMLElementDecoder: Sendable {
     /// Creates a decoder.
     public init() {}
 
