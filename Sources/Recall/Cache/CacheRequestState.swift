@@ -62,9 +62,9 @@ final class CacheRequestState: Sendable {
     var key: String { location.key }
 
     /// Whether storing `entry` under `key` keeps none of what the lookup found
-    /// (``CacheStrategy/keepsNothing(of:storing:)``): the writer need not read the record again.
-    func keepsNothing(storing entry: CacheEntry, key: String, under strategy: CacheStrategy) -> Bool {
-        key == self.key && strategy.keepsNothing(of: record, storing: entry)
+    /// (``CacheRecordRules/keepsNothing(of:storing:)``): the writer need not read the record again.
+    func keepsNothing(storing entry: CacheEntry, key: String, under records: CacheRecordRules) -> Bool {
+        key == self.key && records.keepsNothing(of: record, storing: entry)
     }
 
     /// What a request leads for others.

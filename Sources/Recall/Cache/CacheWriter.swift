@@ -9,7 +9,7 @@ import Synchronization
 /// older than its key's latest removal is never stored, and a count of completed writes that a
 /// lookup compares to know whether anything can have been stored since it looked.
 ///
-/// What to write is the strategy's (``CacheStrategy``: the record a store composes, the
+/// What to write is the record rules' (``CacheRecordRules``: the record a store composes, the
 /// variants a discard keeps, a freshened response, the expiry hint); this type only reads the
 /// record afresh under the key's lock and hands the result to the storage.
 final class CacheWriter: Sendable {
@@ -17,7 +17,7 @@ final class CacheWriter: Sendable {
     /// The storage, when it is a ``MemoryStorage``: it stores without suspending and tells
     /// exactly what each store evicted.
     private let memory: MemoryStorage?
-    private let strategy: CacheStrategy
+    private let records: CacheRecordRules
     private let counts: CacheCounters
     /// The storage's order of writes (``CacheStorage/writeOrder``), shared with every cache over
     /// it: one write of a key at a time, removals per stripe of keys (an answer to a request that
@@ -37,10 +37,10 @@ final class CacheWriter: Sendable {
     /// (``CacheStorage/countsRemovals``): a request that may store reads its mark first.
     let countsRemovals: Bool
 
-    init(storage: any CacheStorage, memory: MemoryStorage?, strategy: CacheStrategy, counts: CacheCounters) {
+    init(storage: any CacheStorage, memory: MemoryStorage?, records: CacheRecordRules, counts: CacheCounters) {
         self.storage = storage
         self.memory = memory
-        self.strategy = strategy
+        self.records = records
         self.counts = counts
         self.evictionsSeen = Atomic(storage.statistics.evictions)
         order = storage.writeOrder ?? StorageWriteOrder()
@@ -102,18 +102,18 @@ final class CacheWriter: Sendable {
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
         let existing = keepsNothing ? nil : await lookup(key)
         if let body, existing?.variants.contains(where: { $0.storedBody?.isSameBody(as: body) == true }) != true { return }
-        let updated = strategy.record(storing: entry, key: key, over: existing)
+        let updated = records.record(storing: entry, key: key, over: existing)
         if let memory {
             stored(context: context, evicted: memory.storeNow(updated).count)
         } else if countsRemovals {
             // The storage checks that no process removed the key since the request began; a request
             // that read no mark has nothing to check against, and stores nothing.
             guard let mark = since?.storage,
-                await storage.store(updated, expires: strategy.expiry(of: updated), ifNotRemovedSince: mark)
+                await storage.store(updated, expires: records.expiry(of: updated), ifNotRemovedSince: mark)
             else { return }
             stored(context: context)
         } else {
-            await storage.store(updated, expires: strategy.expiry(of: updated))
+            await storage.store(updated, expires: records.expiry(of: updated))
             stored(context: context)
         }
     }
@@ -148,7 +148,7 @@ final class CacheWriter: Sendable {
         state: CacheRequestState, at date: Date, context: RecallContext?
     ) async {
         guard let record = await lookup(location.key),
-            let merged = strategy.freshened(
+            let merged = records.freshened(
                 record, with: response, for: request, partition: partition, inScope: state.inScope,
                 requestTime: state.requestTime, responseTime: date)
         else { return }
@@ -214,15 +214,15 @@ final class CacheWriter: Sendable {
         // key after they were read.
         let mark = countsRemovals ? await storage.removalMark(for: key) : nil
         if let record = await lookup(key) {
-            let kept = strategy.variants(of: record, without: outdated)
+            let kept = records.variants(of: record, without: outdated)
             if kept.isEmpty {
                 await storage.remove(key)
             } else if kept.count < record.variants.count {
                 let record = CacheRecord(key: key, variants: kept)
                 if let mark {
-                    _ = await storage.store(record, expires: strategy.expiry(of: record), ifNotRemovedSince: mark)
+                    _ = await storage.store(record, expires: records.expiry(of: record), ifNotRemovedSince: mark)
                 } else {
-                    await storage.store(record, expires: strategy.expiry(of: record))
+                    await storage.store(record, expires: records.expiry(of: record))
                 }
             }
             order.writeCount.add(1, ordering: .releasing)

@@ -65,7 +65,7 @@ extension HTTPCache {
         // growing past it — goes into a record written in pieces when the storage stores in pieces
         // (the record then holds this one variant), committed once the body has arrived whole.
         let record = CacheRecord(key: target?.key ?? "", variants: [entry])
-        let expires = strategy.expiry(of: record)
+        let expires = strategy.records.expiry(of: record)
         var writing: (any RecordWriting)?
         // (The followers of this miss wait for its store — or, once its caller falls behind reading
         // the body, for one of them to lead in its place: never at one caller's pace.)
@@ -93,7 +93,7 @@ extension HTTPCache {
                 whole.body = body
                 if let target {
                     // (A POST's answer, read nothing for: its record is read afresh.)
-                    let keepsNothing = !isPostAnswer && state.keepsNothing(storing: whole, key: target.key, under: strategy)
+                    let keepsNothing = !isPostAnswer && state.keepsNothing(storing: whole, key: target.key, under: strategy.records)
                     await writer.store(whole, at: target, keepsNothing: keepsNothing, since: since, context: state.isRefresh ? nil : context)
                 }
             case .written(let writing):

@@ -75,9 +75,9 @@ public final class HTTPCache: ServiceHook {
         // What the storage offers beyond its protocol (each speed-up in a type of its own): a memory
         // read first, per core (a memory tier); storing after answering (all of it in memory).
         let whole = storage.isWhollyInMemory ? storage.memoryTier : nil
-        let writer = CacheWriter(storage: storage, memory: whole, strategy: strategy, counts: counts)
+        let writer = CacheWriter(storage: storage, memory: whole, records: strategy.records, counts: counts)
         self.writer = writer
-        let behind = configuration.writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, strategy: strategy, leads: leads) } : nil
+        let behind = configuration.writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, records: strategy.records, leads: leads) } : nil
         self.behind = behind
         self.lookup = CacheLookup(
             strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
@@ -147,7 +147,7 @@ public final class HTTPCache: ServiceHook {
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
             await writer.store(
-                entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy), since: state.since,
+                entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy.records), since: state.since,
                 context: recording)
         }
         switch after {

@@ -17,7 +17,7 @@ import Foundation
 final class WriteBehind: Sendable {
     private let memory: MemoryStorage
     private let writer: CacheWriter
-    private let strategy: CacheStrategy
+    private let records: CacheRecordRules
     /// The cache's leads: how many misses are in flight, and the lead each store ends.
     private let leads: CacheLeads
     /// Stores begun and not yet landed, per stripe of keys (the writer's: every store the cache
@@ -29,10 +29,10 @@ final class WriteBehind: Sendable {
     let queue = DispatchQueue(label: "recall.cache.write-behind", attributes: .concurrent)
 
     /// Write-behind over `memory`.
-    init(memory: MemoryStorage, writer: CacheWriter, strategy: CacheStrategy, leads: CacheLeads) {
+    init(memory: MemoryStorage, writer: CacheWriter, records: CacheRecordRules, leads: CacheLeads) {
         self.memory = memory
         self.writer = writer
-        self.strategy = strategy
+        self.records = records
         self.leads = leads
     }
 
@@ -96,8 +96,8 @@ final class WriteBehind: Sendable {
             return false
         }
         let key = state.key
-        let existing = state.keepsNothing(storing: entry, key: key, under: strategy) ? nil : memory.recordNow(for: key)
-        guard let evicted = memory.storeNow(strategy.record(storing: entry, key: key, over: existing), watched: true) else { return false }
+        let existing = state.keepsNothing(storing: entry, key: key, under: records) ? nil : memory.recordNow(for: key)
+        guard let evicted = memory.storeNow(records.record(storing: entry, key: key, over: existing), watched: true) else { return false }
         writer.stored(context: context, evicted: evicted.count)
         return true
     }

@@ -28,9 +28,9 @@ struct CacheLookupTests {
             let strategy = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner)
             let memory = storage as? MemoryStorage
             locator = CacheLocator(configuration: configuration, partitioner: partitioner)
-            writer = CacheWriter(storage: storage, memory: memory, strategy: strategy, counts: CacheCounters())
+            writer = CacheWriter(storage: storage, memory: memory, records: strategy.records, counts: CacheCounters())
             let writer = writer
-            behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, strategy: strategy, leads: CacheLeads(coordinator: nil)) } : nil
+            behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, records: strategy.records, leads: CacheLeads(coordinator: nil)) } : nil
             let clock = clock
             lookup = CacheLookup(
                 strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,

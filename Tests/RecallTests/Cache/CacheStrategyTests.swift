@@ -323,16 +323,16 @@ struct CacheStrategyTests {
                 Self.variant("p-en", partition: "p", language: "en"), Self.variant("p-fr", partition: "p", language: "fr"),
                 Self.variant("q", partition: "q")
             ])
-        let english = Self.strategy.record(storing: Self.variant("p-en-2", partition: "p", language: "en"), key: "k", over: existing)
+        let english = Self.strategy.records.record(storing: Self.variant("p-en-2", partition: "p", language: "en"), key: "k", over: existing)
         #expect(Self.tags(english.variants) == ["p-en-2", "p-fr", "q"])
-        let plain = Self.strategy.record(storing: Self.variant("p", partition: "p"), key: "k", over: existing)
+        let plain = Self.strategy.records.record(storing: Self.variant("p", partition: "p"), key: "k", over: existing)
         #expect(Self.tags(plain.variants) == ["p", "q"], "no Vary: it replaces every response of its partition")
         var configuration = CacheConfiguration()
         configuration.maxVariants = 2
         let capped = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: CachePartitioner(secret: [7], configuration: configuration))
-        let kept = capped.record(storing: Self.variant("p-de", partition: "p", language: "de"), key: "k", over: existing)
+        let kept = capped.records.record(storing: Self.variant("p-de", partition: "p", language: "de"), key: "k", over: existing)
         #expect(Self.tags(kept.variants) == ["p-de", "p-en"], "the newest first, at most maxVariants")
-        #expect(Self.strategy.record(storing: Self.variant("new", partition: "p"), key: "k", over: nil).variants.count == 1)
+        #expect(Self.strategy.records.record(storing: Self.variant("new", partition: "p"), key: "k", over: nil).variants.count == 1)
     }
 
     @Test("records: a discard removes only the response of the same partition, Vary values and kind (piece or whole)")
@@ -343,7 +343,7 @@ struct CacheStrategyTests {
                 Self.variant("p-en", partition: "p", language: "en"), Self.variant("p-fr", partition: "p", language: "fr"),
                 Self.variant("q-en", partition: "q", language: "en"), Self.variant("p-en-piece", partition: "p", language: "en", status: 206)
             ])
-        let kept = Self.strategy.variants(of: record, without: Self.variant("outdated", partition: "p", language: "en"))
+        let kept = Self.strategy.records.variants(of: record, without: Self.variant("outdated", partition: "p", language: "en"))
         #expect(Self.tags(kept) == ["p-fr", "q-en", "p-en-piece"])
     }
 
@@ -352,7 +352,7 @@ struct CacheStrategyTests {
         let record = CacheRecord(key: "k", variants: [Self.variant("v1", partition: "")])
         let request = Self.request("GET", ["If-None-Match": "\"v1\""])
         func freshened(_ fields: HeaderFields) -> CacheEntry? {
-            Self.strategy.freshened(
+            Self.strategy.records.freshened(
                 record, with: RecallResponse(status: 304, headers: fields), for: request, partition: "", inScope: [],
                 requestTime: Self.t0 + 50, responseTime: Self.t0 + 50)
         }
@@ -362,7 +362,7 @@ struct CacheStrategyTests {
         #expect(freshened(["ETag": "\"v2\""]) == nil, "another representation")
         #expect(freshened(["Cache-Control": "max-age=600"]) == nil, "no validator")
         #expect(
-            Self.strategy.freshened(
+            Self.strategy.records.freshened(
                 record, with: RecallResponse(status: 304, headers: ["ETag": "\"v1\""]), for: request, partition: "other",
                 inScope: [], requestTime: Self.t0, responseTime: Self.t0) == nil, "another partition")
     }

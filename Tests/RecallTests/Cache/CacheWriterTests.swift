@@ -22,7 +22,7 @@ struct CacheWriterTests {
             let partitioner = CachePartitioner(secret: Array(repeating: 7, count: 32), configuration: configuration)
             locator = CacheLocator(configuration: configuration, partitioner: partitioner)
             writer = CacheWriter(
-                storage: storage, memory: nil, strategy: CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: partitioner),
+                storage: storage, memory: nil, records: CacheRecordRules(rules: CacheRules(configuration: configuration), partitioner: partitioner),
                 counts: counts)
         }
 
