@@ -30,6 +30,9 @@ final class InFlight: Sendable {
         }
     }
 
+    /// The requests waiting now.
+    var waiters: Int { state.withLock { $0.waiters.count } }
+
     /// Resumes every waiter, now and later.
     func finish() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in

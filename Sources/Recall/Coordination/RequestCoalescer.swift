@@ -106,6 +106,12 @@ final class RequestCoalescer: Sendable {
     /// Requests waiting for a leader right now.
     var waiting: Int { waitingCount.withLock { $0 } }
 
+    /// The requests waiting now on the lead of `key` (its followers, and ``waitForAll()``);
+    /// 0 when nobody leads it or nobody waits.
+    func flightWaiters(_ key: String) -> Int {
+        flights.withLock { $0[key]?.flight }?.waiters ?? 0
+    }
+
     /// Keys led right now (read without the lock: exact once the leads have settled, a hint
     /// while they change on other threads).
     var leading: Int { ledCount.load(ordering: .relaxed) }

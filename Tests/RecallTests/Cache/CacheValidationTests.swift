@@ -307,7 +307,7 @@ struct CacheValidationTests {
         let arrived = Locked(0)
         h.mock.route("GET", "/burst") { _ in
             arrived.withLock { $0 += 1 }
-            while arrived.withLock({ $0 }) < 5 { try await Task.sleep(for: .milliseconds(1)) }
+            try await waitUntil("all five requests reached the origin") { arrived.withLock { $0 } >= 5 }
             return .text("x", headers: ["Cache-Control": "max-age=60"])
         }
         try await withThrowingTaskGroup(of: Void.self) { group in

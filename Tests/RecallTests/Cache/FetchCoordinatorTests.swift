@@ -48,7 +48,7 @@ struct FetchCoordinatorTests {
         while fleet.arrived.withLock({ $0 }) == 0 { await Task.yield() }
         async let second = fleet.get(1, "/shared")
         // The second replica is refused the claim before the leader answers.
-        while fleet.coordinator.counts.refused == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the second replica is refused the claim") { fleet.coordinator.counts.refused > 0 }
         gate.continuation.yield()
         gate.continuation.finish()
         let answers = try await [first, second]
@@ -58,7 +58,7 @@ struct FetchCoordinatorTests {
         #expect(fleet.replicas[1].statistics.coalesced == 1)
         // The claim was released once the answer was stored (it does not lapse within the
         // suite's time limit).
-        while fleet.coordinator.held > 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the claim is released") { fleet.coordinator.held == 0 }
     }
 
     @Test("a leader whose answer is not stored leaves the follower to fetch for itself")
@@ -79,7 +79,7 @@ struct FetchCoordinatorTests {
         async let first = fleet.get(0, "/flaky")
         while fleet.arrived.withLock({ $0 }) == 0 { await Task.yield() }
         async let second = fleet.get(1, "/flaky")
-        while fleet.coordinator.counts.refused == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the second replica is refused the claim") { fleet.coordinator.counts.refused > 0 }
         gate.continuation.yield()
         gate.continuation.finish()
         let answers = try await [first, second]
@@ -100,11 +100,11 @@ struct FetchCoordinatorTests {
         let replica = HTTPCache(storage: fleet.storage, coordinator: crashed)
         let pipeline = Pipeline(transport: StallingTransport(), hooks: [replica])
         let stalled = Task { try await pipeline.send(URLRequest(url: URL(string: "https://origin.test/orphan")!)) }
-        while crashed.counts.granted == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the crashed replica holds the claim") { crashed.counts.granted > 0 }
         // A survivor on the same coordinator is refused and waits while the claim holds…
         let survivor = Pipeline(transport: fleet.origin, hooks: [HTTPCache(storage: fleet.storage, coordinator: crashed)])
         let asked = Task { try await survivor.send(URLRequest(url: URL(string: "https://origin.test/orphan")!)) }
-        while crashed.counts.refused == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the survivor is refused the claim") { crashed.counts.refused > 0 }
         #expect(fleet.origin.count(for: "/orphan") == 0, "the survivor fetched while the claim held")
         // …and fetches itself once the lease time has passed.
         clock.advance(by: .seconds(2))
@@ -120,7 +120,6 @@ struct FetchCoordinatorTests {
 /// A transport that never answers until cancelled (a replica stuck or dead mid-fetch).
 private struct StallingTransport: Transport {
     func send(_ request: URLRequest) async throws -> RecallResponse {
-        try await Task.sleep(for: .seconds(3600))
-        throw CancellationError()
+        try await untilCancelled()
     }
 }

@@ -76,7 +76,7 @@ struct RequestCoalescerTests {
     }
 
     @Test("waitForAll returns once every lead has finished")
-    func waitForAll() async {
+    func waitForAll() async throws {
         let coalescer = RequestCoalescer()
         #expect(coalescer.tryLead("x"))
         let returned = Locked(false)
@@ -84,7 +84,7 @@ struct RequestCoalescerTests {
             await coalescer.waitForAll()
             returned.withLock { $0 = true }
         }
-        try? await Task.sleep(for: .milliseconds(20))
+        try await waitUntil("waitForAll waits on the open lead") { coalescer.flightWaiters("x") == 1 }
         #expect(!returned.withLock { $0 }, "returned while a lead was still open")
         coalescer.finish("x")
         await waiter.value
@@ -105,7 +105,7 @@ struct CancelledLeaderTests {
             if calls.withLock({ count -> Int in
                 count += 1; return count
             }) == 1 {
-                try await Task.sleep(for: .seconds(600))  // the leader's fetch, until it is cancelled
+                try await untilCancelled()  // the leader's fetch
             }
             await answers.wait()
             return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: Data("answer".utf8), url: request.url)

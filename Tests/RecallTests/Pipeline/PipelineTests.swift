@@ -186,8 +186,7 @@ struct PipelineTests {
         mock.route("GET", "/items") { _ in
             started.continuation.yield()
             // Cancellation surfaces the way URLSession reports it.
-            do { try await Task.sleep(for: .seconds(60)) } catch { throw URLError(.cancelled) }
-            return .text("late")
+            do { try await untilCancelled() } catch { throw URLError(.cancelled) }
         }
         let log = HookLog()
         let pipeline = Pipeline(transport: mock, hooks: [RecoveringHook(), RecordingHook("inner", log: log)])

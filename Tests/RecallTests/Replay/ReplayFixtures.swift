@@ -51,23 +51,19 @@ enum ReplayFixtures {
     }
 
     /// A new FIFO (named pipe) at a temporary path, without a suffix, fed `data` by a thread once
-    /// a reader opens it (`whenOpened` runs then, before the first byte is written). The writer gives up after 60 s without a reader, and stops when the
-    /// reader goes away, so a failing test never hangs on it.
+    /// a reader opens it (`whenOpened` runs then, before the first byte is written). The writer
+    /// stops when the reader goes away; without a reader its thread stays blocked in `open` until
+    /// the process ends, holding nothing a test waits for, so a failing test never hangs on it.
     static func fifo(_ data: Data, whenOpened: @escaping @Sendable () -> Void = {}) -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("recall-fifo-\(UUID().uuidString.prefix(8))").path
         precondition(mkfifo(path, 0o600) == 0, "mkfifo failed")
         signal(SIGPIPE, SIG_IGN)
         Thread.detachNewThread {
-            let end = Date().addingTimeInterval(60)
-            var descriptor: Int32 = -1
-            while descriptor < 0, Date() < end {
-                descriptor = open(path, O_WRONLY | O_NONBLOCK)  // fails (ENXIO) until a reader opens it
-                if descriptor < 0 { usleep(2_000) }
-            }
+            var descriptor: Int32
+            repeat { descriptor = open(path, O_WRONLY) } while descriptor < 0 && errno == EINTR  // returns once a reader opens it
             guard descriptor >= 0 else { return }
             defer { close(descriptor) }
             whenOpened()  // the reader has opened the FIFO
-            _ = fcntl(descriptor, F_SETFL, 0)  // blocking writes from here on
             var offset = 0
             while offset < data.count {
                 let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }

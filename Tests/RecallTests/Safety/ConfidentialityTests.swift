@@ -312,7 +312,7 @@ struct ConfidentialityTests {
                         if index > 30 {
                             // Half the GETs start once the PUT is done, while the first half's
                             // slow reads (begun before it) may still be promoting what they read.
-                            while !putDone.withLock({ $0 }) { try await Task.sleep(for: .microseconds(200)) }
+                            try await waitUntil("the PUT is done") { putDone.withLock { $0 } }
                         }
                         let startedAfterPut = putDone.withLock { $0 }
                         let body = try await h.get("/shared").bodyText
@@ -344,14 +344,15 @@ struct FailoverFactory: RetrierFactory {
     func makeRetrier(for request: URLRequest) -> any Retrier { Failover() }
 }
 
-/// A storage whose reads take a random 0–2 ms longer.
+/// A storage whose reads return after a random number (0–64) of turns of the other tasks: slow
+/// reads that widen the races they take part in, without a clock.
 final class SlowReads: CacheStorage {
     let inner: any CacheStorage
     init(_ inner: any CacheStorage) { self.inner = inner }
 
     func record(for key: String) async -> CacheRecord? {
         let record = await inner.record(for: key)
-        try? await Task.sleep(for: .microseconds(Int.random(in: 0...2_000)))
+        for _ in 0..<Int.random(in: 0...64) { await Task.yield() }
         return record
     }
 

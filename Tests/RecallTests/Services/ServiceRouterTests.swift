@@ -118,13 +118,10 @@ struct ServiceRouterTests {
             // Each call is held until another one is in flight too, rather than for 20 ms that a
             // loaded machine may spend before the next call starts. A router that called services
             // one at a time never gets there: the first call gives up after 10 s, the others at once.
-            let end = ContinuousClock.now + .seconds(10)
-            while inFlight.withLock({ $0.peak < 2 && !$0.gaveUp }) {
-                if ContinuousClock.now < end {
-                    try await Task.sleep(for: .milliseconds(1))
-                } else {
-                    inFlight.withLock { $0.gaveUp = true }
-                }
+            do {
+                try await waitUntil("another call in flight", seconds: 10) { inFlight.withLock { $0.peak >= 2 || $0.gaveUp } }
+            } catch is WaitTimedOut {
+                inFlight.withLock { $0.gaveUp = true }
             }
             inFlight.withLock { $0.now -= 1 }
             return .text(request.path)

@@ -31,9 +31,24 @@ struct HeldFileTests {
         directory.appendingPathComponent(DiskStorage.fileName(for: key)).path
     }
 
-    /// Lets the file system's clock move on, so a change made now gets another change time than
-    /// the file had when it was held (time stamps are kept at a clock tick's granularity).
-    private func tick() async throws { try await Task.sleep(for: .milliseconds(50)) }
+    /// Waits until the file system's clock has moved past the change time of the file at `path`,
+    /// so a change made to it now gets another change time than it had when it was held (time
+    /// stamps are kept at a clock tick's granularity). A probe file written again and again shows
+    /// the clock.
+    private func tick(past path: String) async throws {
+        var held = stat()
+        try #require(stat(path, &held) == 0, "no file at \(path)")
+        let probe = NSTemporaryDirectory() + "recall-tick-\(UUID().uuidString)"
+        defer { unlink(probe) }
+        try await waitUntil("the file system's clock moved past the file's change time") {
+            let descriptor = open(probe, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
+            guard descriptor >= 0 else { return false }
+            defer { close(descriptor) }
+            var now = stat()
+            guard write(descriptor, "x", 1) == 1, fstat(descriptor, &now) == 0 else { return false }
+            return (now.st_ctim.tv_sec, now.st_ctim.tv_nsec) > (held.st_ctim.tv_sec, held.st_ctim.tv_nsec)
+        }
+    }
 
     /// A pipeline whose cache keeps responses in `storage`, over an origin whose `/a` answers
     /// `body`, fresh for ten minutes; and the request for `/a`, sent once: a miss, stored.
@@ -93,7 +108,7 @@ struct HeldFileTests {
         _ = await disk.record(for: key)
         #expect(disk.heldFileCount == 1)
         #expect(disk.recordWithoutSuspending(for: key) == versioned(key, 1))  // the read without suspending
-        try await tick()
+        try await tick(past: path(directory, key))
         // Same size, one body byte changed, written into the same inode.
         let descriptor = open(path(directory, key), O_WRONLY)
         #expect(descriptor >= 0)
@@ -215,8 +230,8 @@ struct HeldFileTests {
         #expect(try await pipeline.send(request).body == held.body)
         // A byte of the body changed in place: the hit is not served from the held file; the
         // file fails its checks and the origin is asked again.
-        try await tick()
         let key = try #require(cache.key(for: request))
+        try await tick(past: path(directory, key))
         let descriptor = open(path(directory, key), O_WRONLY)
         #expect(descriptor >= 0)
         var byte: UInt8 = 0x42

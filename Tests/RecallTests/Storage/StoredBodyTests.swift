@@ -1,5 +1,6 @@
 import Foundation
 @testable import Recall
+import RecallTesting
 import Testing
 
 /// Bytes in memory read in pieces, counting the reads; the test says whether its store knows

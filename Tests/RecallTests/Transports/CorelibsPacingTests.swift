@@ -2,6 +2,7 @@
     import Dispatch
     import Foundation
     import FoundationNetworking
+    import RecallTesting
     import Testing
 
     @testable import Recall

@@ -3,6 +3,7 @@ import Foundation
     import FoundationNetworking
 #endif
 @testable import Recall
+import RecallTesting
 import Testing
 
 /// Bodies larger than a whole read go to a `DiskStorage` in pieces as they stream, and are

@@ -71,12 +71,12 @@ struct RecallURLProtocolTests {
         }
         let script = try #require(Bundle.module.url(forResource: "origin_server", withExtension: "py"))
         var origin: LoopbackOrigin? = try LoopbackOrigin(script: script)
-        let url = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept")]))
+        // (The origin closes each connection after its answer: none is left in libcurl's pool.)
+        let url = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept"), ("header", "Connection:close")]))
         let cache = HTTPCache()
         let session = try session(Pipeline(transport: URLSessionTransport(), hooks: [cache]), protocolClass: Routes.self)
         _ = try await session.data(from: url)
-        origin = nil  // the server exits: its port refuses connections
-        try await Task.sleep(for: .milliseconds(200))
+        origin = nil  // the server exits (stopping waits for it): its port refuses connections
         let (data, response) = try await session.data(from: url)
         #expect(status(response) == 200 && String(decoding: data, as: UTF8.self) == "kept")
         #expect(cache.statistics.staleServed[.disconnected] == 1)
@@ -153,17 +153,17 @@ struct RecallURLProtocolTests {
         let session = try session(Pipeline(transport: inner), protocolClass: Routes.self)
         // The origin holds its answer for 30 s, far longer than a loaded machine takes to pass the
         // cancellation on (with 3 s, a slow run could see the attempt answered instead).
-        let slow = server.url(OriginServer.uniquePath("protocol-slow"), ["delay_ms": "30000"])
+        let slowPath = OriginServer.uniquePath("protocol-slow")
+        let slow = server.url(slowPath, ["delay_ms": "30000"])
         let call = Task { try await session.data(from: slow) }
-        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }  // (the suite's time limit bounds it)
-        try await Task.sleep(for: .milliseconds(50))  // the attempt is on the wire
+        try await waitUntil("the pipeline's attempt started") { started.withLock { $0 } }
+        try await waitUntil("the attempt is on the wire") { try await server.hits(slowPath) > 0 }
         call.cancel()
         let outcome = await call.result
         #expect(throws: URLError.self) { try outcome.get() }
         // Waits for the attempt's end: at the cancellation, or only at the origin's answer (30 s)
         // when it was left to run — then this gives up first.
-        let end = ContinuousClock.now + .seconds(20)
-        while seen.withLock({ $0.isEmpty }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        try? await waitUntil("the attempt ended", seconds: 20) { !seen.withLock { $0.isEmpty } }
         #expect(seen.withLock { $0 } == ["cancelled"], "the pipeline's attempt was cancelled, not left to run for 30 s")
     }
 
@@ -280,8 +280,7 @@ struct RecallURLProtocolTests {
             override class var routes: URLProtocolRoutes { mine }
         }
         let inner = ClosureTransport { _ in
-            try await Task.sleep(for: .seconds(60))  // far beyond the session's limit
-            return .text("late")
+            try await untilCancelled()  // far beyond the session's limit
         }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 1

@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import RecallTesting
 import Testing
 
 @testable import Recall
@@ -44,17 +46,24 @@ struct SpillingWriterTests {
         let (body, writer) = ResponseBody.makeStream()
         let spilling = SpillingWriter(writer, memoryLimit: 64 << 10)
         let chunks = Self.chunks(2_000, size: 16 << 10)  // 31 MiB in libcurl's chunks
+        // Every 100 pieces the reader waits until the writer is 16 pieces (256 KiB, past the memory
+        // limit) ahead of it, or done: behind, then catching up, again and again — by count, not by clock.
+        let written = Atomic<Int>(0)
         let reading = Task {
             var read = Data(), pieces = 0
             for try await piece in body {
                 read.append(piece)
                 pieces += 1
-                if pieces.isMultiple(of: 5) { try await Task.sleep(for: .milliseconds(1)) }  // (behind, now and then)
+                if pieces.isMultiple(of: 100) {
+                    let ahead = min(pieces + 16, chunks.count)
+                    try await waitUntil("the writer is ahead of the reader") { written.load(ordering: .acquiring) >= ahead }
+                }
             }
             return read
         }
         for (index, chunk) in chunks.enumerated() {
             #expect(spilling.yield(chunk))
+            written.store(index + 1, ordering: .releasing)
             if index.isMultiple(of: 8) { await Task.yield() }
         }
         spilling.finish()
@@ -123,12 +132,7 @@ struct SpillingWriterTests {
         for chunk in Self.chunks(16, size: 64 << 10) { spilling.yield(chunk) }
         body.discard()
         // The task feeding the body from the file learns it at its next write; a chunk after that is refused.
-        var refused = false
-        for _ in 0..<10_000 where !refused {
-            refused = !spilling.yield(Data(count: 64 << 10))
-            if !refused { try await Task.sleep(for: .milliseconds(1)) }
-        }
-        #expect(refused)
+        try await waitUntil("a chunk is refused") { !spilling.yield(Data(count: 64 << 10)) }
     }
 }
 

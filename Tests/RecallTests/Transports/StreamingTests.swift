@@ -3,6 +3,7 @@ import Foundation
     import FoundationNetworking
 #endif
 @testable import Recall
+import RecallTesting
 import Testing
 
 /// Bodies that stream from the loopback origin through the pipeline, the cache and

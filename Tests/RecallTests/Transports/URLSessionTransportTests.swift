@@ -1,5 +1,6 @@
 import Foundation
 import Recall
+import RecallTesting
 import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -189,7 +190,7 @@ struct URLSessionTransportTests {
         let request = URLRequest(url: server.url(path, ["delay_ms": "30000"]))
         let task = Task { try await transport.send(request).collected() }
         // Wait until the request reached the origin, then cancel it mid-flight.
-        while try await server.hits(path) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await waitUntil("the request reached the origin") { try await server.hits(path) > 0 }
         let start = ContinuousClock.now
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
@@ -202,7 +203,7 @@ struct URLSessionTransportTests {
         let path = OriginServer.uniquePath("slow-pipeline")
         let pipeline = Pipeline(transport: transport)
         let task = Task { try await pipeline.data(for: URLRequest(url: server.url(path, ["delay_ms": "30000"]))) }
-        while try await server.hits(path) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await waitUntil("the request reached the origin") { try await server.hits(path) > 0 }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
     }

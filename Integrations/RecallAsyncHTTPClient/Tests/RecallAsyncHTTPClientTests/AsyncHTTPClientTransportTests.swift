@@ -182,14 +182,15 @@ struct AsyncHTTPClientTransportTests {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let transport = AsyncHTTPClientTransport(client: client)
         var origin: LoopbackOrigin? = try Self.origin()
-        let stored = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept")]))
+        // (The origin closes each connection after its answer: none is left in the client's pool
+        // to be found dead, so the next request connects anew and is refused.)
+        let stored = try #require(origin?.url("/offline", [("cc", "max-age=0"), ("body", "kept"), ("header", "Connection:close")]))
         let cache = HTTPCache()
         let pipeline = Pipeline(
             transport: transport, hooks: [cache],
             retrierFactory: .exponentialBackoff(base: .milliseconds(1), maxAttempts: 3, budget: nil))
         try await pipeline.send(URLRequest(url: stored)).collected()
-        origin = nil  // the server exits: its port refuses connections
-        try await Task.sleep(for: .milliseconds(200))
+        origin = nil  // the server exits (stopping waits for it): its port refuses connections
         do {
             _ = try await transport.send(URLRequest(url: stored))
             Issue.record("answered")
@@ -210,10 +211,9 @@ struct AsyncHTTPClientTransportTests {
     func documentedExampleAnswersOffline() async throws {
         let (upstream, client) = IntegrationSnippets.upstream()
         var origin: LoopbackOrigin? = try Self.origin()
-        let stored = try #require(origin?.url("/documented", [("cc", "max-age=0"), ("body", "kept")]))
+        let stored = try #require(origin?.url("/documented", [("cc", "max-age=0"), ("body", "kept"), ("header", "Connection:close")]))
         #expect(try await upstream.send(URLRequest(url: stored)).collected().source == .network)
-        origin = nil  // the server exits: its port refuses connections
-        try await Task.sleep(for: .milliseconds(200))
+        origin = nil  // the server exits (stopping waits for it): its port refuses connections
         let offline = try await upstream.send(URLRequest(url: stored)).collected()
         #expect(offline.source == .stale && offline.bodyText == "kept", "not a RetryError at the 2 s deadline")
         try await client.shutdown()
@@ -241,7 +241,7 @@ struct AsyncHTTPClientTransportTests {
         let origin = try Self.origin()
         // The origin holds its answer for 30 s; the call is cancelled once the request reached it.
         let call = Task { try await transport.send(URLRequest(url: origin.url("/hang", [("delay_ms", "30000")]))) }
-        while try await hits(origin, "/hang") == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await waitUntil("the request reached the origin") { try await hits(origin, "/hang") > 0 }
         let start = ContinuousClock.now
         call.cancel()
         let outcome = await call.result

@@ -39,6 +39,7 @@ public struct RecallCacheService: Service {
 
     /// Waits for the caches' background refreshes, then flushes their storage.
     public func finish() async {
+        logger.info("Recall caches finishing: waiting for background refreshes, then flushing storage", metadata: ["caches": "\(caches.count)"])
         for cache in caches {
             await cache.waitForBackgroundRefreshes()
             await cache.storage.flush()

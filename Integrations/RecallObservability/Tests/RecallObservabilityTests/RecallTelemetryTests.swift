@@ -25,11 +25,14 @@ struct RecallTelemetryTests {
         let metrics = TestMetrics()
         let tracer = InMemoryTracer()
         let mock = MockTransport()
-        let cache = HTTPCache()
+        /// The cache's date, moved on by the test (a response ages without the test waiting).
+        let clock = ShiftedDate()
+        let cache: HTTPCache
         let breaker: CircuitBreaker
         let pipeline: Pipeline
 
         init(level: Logger.Level = .trace, minimumCalls: Int = 10) {
+            cache = HTTPCache(now: clock.now)
             var logger = Logger(label: "upstream", factory: { [logs] _ in logs })
             logger.logLevel = level
             breaker = CircuitBreaker(minimumCalls: minimumCalls, clock: ManualClock())
@@ -125,7 +128,7 @@ struct RecallTelemetryTests {
             "GET", "/swr", .text("v1", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"1\""]),
             .text("v2", headers: ["Cache-Control": "max-age=0, stale-while-revalidate=60", "ETag": "\"2\""]))
         _ = try await s.get("/swr")
-        try await Task.sleep(for: .milliseconds(1_100))
+        s.clock.advance(by: 2)  // the answer is stale now
         #expect(try await s.get("/swr").bodyText == "v1")  // stale; the refresh runs in the background
         await s.cache.waitForBackgroundRefreshes()
         #expect(s.mock.count(for: "/swr") == 2)
@@ -200,7 +203,8 @@ struct RecallTelemetryTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recall-shutdown-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = try DiskStorage(directory: directory)
-        let cache = HTTPCache(storage: disk)
+        let clock = ShiftedDate()
+        let cache = HTTPCache(storage: disk, now: clock.now)
         let mock = MockTransport()
         let gate = AsyncStream<Void>.makeStream()
         let calls = Mutex(0)
@@ -217,9 +221,9 @@ struct RecallTelemetryTests {
         let pipeline = Pipeline(transport: mock, hooks: [cache])
         let request = URLRequest(url: URL(string: "https://api.test/swr")!)
         _ = try await pipeline.send(request)
-        try await Task.sleep(for: .milliseconds(1_100))
+        clock.advance(by: 2)  // the answer is stale now
         #expect(try await pipeline.send(request).bodyText == "v1")  // served stale; the refresh starts
-        while calls.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await waitUntil("the refresh reached the origin") { calls.withLock { $0 } >= 2 }
         let logs = InMemoryLogHandler()
         let service = RecallCacheService(caches: [cache], logger: Logger(label: "shutdown", factory: { _ in logs }))
         final class Flag: Sendable { let raised = Mutex(false) }
@@ -230,7 +234,7 @@ struct RecallTelemetryTests {
                 finished.raised.withLock { $0 = true }
             }
             trigger.triggerGracefulShutdown()
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitUntil("the service began to finish") { logs.entries.contains { "\($0.message)".contains("waiting for background refreshes") } }
             #expect(!finished.raised.withLock { $0 }, "the service waits while the refresh is under way")
             gate.continuation.yield()
             gate.continuation.finish()

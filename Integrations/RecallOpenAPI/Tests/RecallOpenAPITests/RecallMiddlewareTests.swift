@@ -91,8 +91,7 @@ struct RecallMiddlewareTests {
         // Stored while the origin is up, stale at once, then the origin goes away.
         let online = try await client(origin, middleware).getItem(path: .init(id: "gone"), query: .init(cc: "max-age=0")).ok.body.json
         let port = origin.port
-        origin.stop()
-        try await Task.sleep(for: .milliseconds(100))  // the server has exited
+        origin.stop()  // (it returns once the server has exited: its port refuses connections)
         let offline = Client(
             serverURL: URL(string: "http://127.0.0.1:\(port)/")!, transport: OpenAPIURLSession.URLSessionTransport(),
             middlewares: [middleware])
@@ -105,10 +104,11 @@ struct RecallMiddlewareTests {
     @Test("stale-while-revalidate under a middleware refreshes before answering (next never outlives the call)")
     func staleWhileRevalidate() async throws {
         let origin = try Self.origin()
-        let client = client(origin, RecallMiddleware(hooks: [HTTPCache()], credentialsMayBeAddedBelow: false))
+        let date = ShiftedDate()
+        let client = client(origin, RecallMiddleware(hooks: [HTTPCache(now: date.now)], credentialsMayBeAddedBelow: false))
         let cc = "max-age=0, stale-while-revalidate=60"
         _ = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc))
-        try await Task.sleep(for: .milliseconds(1_100))  // the origin's Date has one-second steps
+        date.advance(by: 2)  // stale now (the origin's Date has one-second steps: ages are whole seconds)
         let refreshed = try await client.getItem(path: .init(id: "swr"), query: .init(cc: cc)).ok.body.json
         #expect(refreshed.hit == 2)
     }
