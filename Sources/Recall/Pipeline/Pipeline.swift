@@ -151,36 +151,43 @@ public struct Pipeline: Transport {
             guard transport.allowsBackgroundRequests else {
                 // The transport is valid only during this call: refresh now; the stale answer
                 // stands in when the refresh fails or the origin answers with a server error.
-                background.stage = RecallContext.Stage(pipeline: self, index: index)
-                defer { background.stage = nil }
-                do {
-                    let fresh = try await run(hookAt: index + 1, refresh, context: background)
-                    let answer = try await hook.onSuccess(fresh, for: refresh, context: background)
-                    return answer.status >= 500 ? response : answer
-                } catch {
-                    try Task.checkCancellation()
-                    _ = try? await hook.onFailure(error, for: refresh, context: background)
-                    return response
-                }
+                let answer = try await self.refresh(refresh, pastHookAt: index, context: background, readingToEnd: false)
+                return answer.flatMap { $0.status >= 500 ? nil : $0 } ?? response
             }
-            TaskCensus.detached { [self] in
-                background.stage = RecallContext.Stage(pipeline: self, index: index)
-                do {
-                    let fresh = try await run(hookAt: index + 1, refresh, context: background)
-                    let answer = try await hook.onSuccess(fresh, for: refresh, context: background)
-                    // Read to its end: a streamed body dropped unread is abandoned (a cache keeps nothing
-                    // of it). (A body answered from a store needs no reading.)
-                    if !answer.body.isKeptInStore { for try await _ in answer.body {} }
-                } catch {
-                    _ = try? await hook.onFailure(error, for: refresh, context: background)
-                }
-                background.stage = nil
-            }
+            // (Read to its end: a streamed body dropped unread is abandoned, a cache keeps nothing of it.)
+            TaskCensus.detached { [self] in _ = try? await self.refresh(refresh, pastHookAt: index, context: background, readingToEnd: true) }
             return response
         case .proceed(let rewritten):
             forwarded = rewritten
         }
         return try await forward(forwarded, pastHookAt: index, context: context)
+    }
+
+    /// Sends the `refresh` the hook at `index` asked for (``HookAction/respondThenRefresh(_:refresh:)``,
+    /// in `context`, derived from the caller's) through the stages inside that hook, and gives
+    /// the hook the outcome: its answer, or `nil` when the refresh failed (`onFailure` heard of it;
+    /// what it answers is not used). `readingToEnd`: the answer's body is read to its end (a body
+    /// kept in a store needs no reading); an error meanwhile is a failure too. Throws only when
+    /// the calling task is cancelled.
+    private func refresh(
+        _ refresh: URLRequest, pastHookAt index: Int, context: RecallContext, readingToEnd: Bool
+    ) async throws -> RecallResponse? {
+        let hook = hooks[index]
+        let stage = RecallContext.Stage(self, index, for: context)
+        do {
+            let fresh = try await run(hookAt: index + 1, refresh, context: context)
+            let answer = try await RecallContext.Stage.$current.withValue(stage) {
+                try await hook.onSuccess(fresh, for: refresh, context: context)
+            }
+            if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
+            return answer
+        } catch {
+            try Task.checkCancellation()
+            _ = try? await RecallContext.Stage.$current.withValue(stage) {
+                try await hook.onFailure(error, for: refresh, context: context)
+            }
+            return nil
+        }
     }
 
     /// Sends `forwarded` (what the hook at `index` passed on) through the stages inside that
@@ -199,18 +206,16 @@ public struct Pipeline: Transport {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
             // While a hook handles the outcome, it may send again through the stages inside it
-            // (and a hook inside may do the same meanwhile: the outer stage is put back after).
-            let outer = context.stage
-            context.stage = RecallContext.Stage(pipeline: self, index: index)
-            defer { context.stage = outer }
-            let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
+            // (``RecallContext/innerStage``: bound for the call, hidden by a hook inside meanwhile).
+            let recovered = try await RecallContext.Stage.$current.withValue(RecallContext.Stage(self, index, for: context)) {
+                try await hook.onFailure(failure, for: forwarded, context: context)
+            }
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
-        let outer = context.stage
-        context.stage = RecallContext.Stage(pipeline: self, index: index)
-        defer { context.stage = outer }
-        return try await hook.onSuccess(response, for: forwarded, context: context)
+        return try await RecallContext.Stage.$current.withValue(RecallContext.Stage(self, index, for: context)) {
+            try await hook.onSuccess(response, for: forwarded, context: context)
+        }
     }
 
     /// Sends `request` through the stages inside the hook at `index`.
