@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Recall
 
 /// The date a cache reads (``/Recall/HTTPCache``'s `now:`), moved on by the test: the real date
 /// plus what ``advance(by:)`` added. A stored response becomes stale when the test says, without
@@ -12,7 +12,7 @@ import Synchronization
 /// date.advance(by: 2)  // it is two seconds old now
 /// ```
 public final class ShiftedDate: Sendable {
-    private let shift = Mutex(0.0)
+    private let shift = Locked(0.0)
 
     /// The real date, not shifted yet.
     public init() {}

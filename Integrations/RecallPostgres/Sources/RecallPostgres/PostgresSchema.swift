@@ -54,7 +54,7 @@ enum PostgresSchema {
             UPDATE recall_removals SET removals = removals + 1 WHERE stripe = -1;
             UPDATE recall_removals SET removals = removals + 1 WHERE stripe = recall_stripe(hash);
             DELETE FROM recall_entries WHERE key_hash = hash;
-            PERFORM pg_notify('\(PostgresStorage.channel)', notice);
+            PERFORM pg_notify('\(FleetListener.channel)', notice);
         END
         $$
         """

@@ -120,7 +120,7 @@ enum PostgresStatements {
                         stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
                     RETURNING 1
                 )
-                SELECT pg_notify('\(PostgresStorage.channel)', $5) FROM (SELECT count(*) FROM stored) AS counted
+                SELECT pg_notify('\(FleetListener.channel)', $5) FROM (SELECT count(*) FROM stored) AS counted
                 """
         typealias Row = ()
         var key: String
@@ -163,7 +163,7 @@ enum PostgresStatements {
                         stored_at = EXCLUDED.stored_at, used_at = EXCLUDED.used_at, expires_at = EXCLUDED.expires_at
                     RETURNING 1
                 )
-                SELECT count(*)::bigint FROM (SELECT pg_notify('\(PostgresStorage.channel)', $5) FROM stored) AS told
+                SELECT count(*)::bigint FROM (SELECT pg_notify('\(FleetListener.channel)', $5) FROM stored) AS told
                 """
         typealias Row = Int64
         var upsert: Upsert

@@ -2,7 +2,7 @@ import Recall
 
 /// Why ``PostgresStorage`` could not open, or why one of its operations was cut. Operations
 /// never throw at the cache (a failure is a miss or a dropped store); only
-/// ``PostgresStorage/open(client:configuration:logger:)`` throws.
+/// ``PostgresStorage/open(client:configuration:logger:clock:)`` throws.
 ///
 /// Like every Recall error, it has a `code` (an open set: compare with `==`, or `switch` with a
 /// `default:` case) and the details as properties:
@@ -44,7 +44,7 @@ public struct PostgresStorageError: Error, Sendable, Hashable, CustomStringConve
         PostgresStorageError(code: .timedOut, reason: "the database did not answer within \(limit)", limit: limit)
     }
 
-    /// ``PostgresStorage/open(client:configuration:logger:)`` could not finish within `limit`
+    /// ``PostgresStorage/open(client:configuration:logger:clock:)`` could not finish within `limit`
     /// (``PostgresStorage/Configuration/openTimeout``): the database is down or unreachable, or
     /// the client cannot connect to it.
     public static func unreachable(after limit: Duration) -> PostgresStorageError {

@@ -83,8 +83,11 @@ enum PostgresFixture {
     }()
 
     /// Opens a storage on `client` with the quiet logger.
-    static func open(_ client: PostgresClient, _ configuration: PostgresStorage.Configuration = PostgresFixture.patient) async throws -> PostgresStorage {
-        try await PostgresStorage.open(client: client, configuration: configuration, logger: logger)
+    static func open(
+        _ client: PostgresClient, _ configuration: PostgresStorage.Configuration = PostgresFixture.patient,
+        clock: any Clock<Duration> = ContinuousClock()
+    ) async throws -> PostgresStorage {
+        try await PostgresStorage.open(client: client, configuration: configuration, logger: logger, clock: clock)
     }
 
     /// Runs `body` with a running client for `configuration`.

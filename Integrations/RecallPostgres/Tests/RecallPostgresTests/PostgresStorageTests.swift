@@ -59,8 +59,7 @@ struct PostgresStorageTests {
             configuration.leaseTime = .seconds(45)  // longer than the test may take: only the store can wake the waiter
             let leader = try await PostgresFixture.open(client, configuration)
             let waiter = try await PostgresFixture.open(client, configuration)
-            let listening = ContinuousClock.now + .seconds(30)
-            while waiter.fleetStatistics.listeningStarts == 0, ContinuousClock.now < listening { try await Task.sleep(for: .milliseconds(10)) }
+            try await waitUntil("the waiter listens", seconds: 30) { waiter.fleetStatistics.listeningStarts > 0 }
             #expect(await leader.claim("fetch-1"))
             #expect(!(await waiter.claim("fetch-1")))
             let waiting = Task { await waiter.wait(for: "fetch-1", orStoreOf: key) }
@@ -330,15 +329,17 @@ struct PostgresStorageTests {
             var patient = PostgresFixture.patient
             patient.leaseTime = .seconds(60)
             let a = try await PostgresFixture.open(client, patient)
-            let b = try await PostgresFixture.open(client, patient)
+            // B keeps its schedule on a manual clock: its wait checks the claim, then sleeps a poll
+            // that ends only when the test moves the clock — so the release surely comes during it.
+            let clock = ManualClock()
+            let b = try await PostgresFixture.open(client, patient, clock: clock)
             #expect(await a.claim("f.1"))
             #expect(await b.claim("f.1") == false)
             async let waited: Void = b.wait(for: "f.1")
-            try await Task.sleep(for: .milliseconds(30))
+            await clock.waitForSleepers(2)  // its poll (besides its listener's heartbeat)
             await a.release("f.1")
-            let started = ContinuousClock.now
-            await waited
-            #expect(ContinuousClock.now - started < .seconds(20), "B's wait ended at its own bound (60 s), not at A's release")
+            clock.advance(by: patient.leasePoll)
+            await waited  // (B's own bound, a minute on its clock, never comes: the release ended it)
             #expect(await b.claim("f.1"))
             await b.release("f.1")
             // C "crashes" holding a claim of 1 s (its shutdown stops the renewal a live holder
@@ -362,14 +363,21 @@ struct PostgresStorageTests {
     @Test("a claim is renewed while its fetch is under way: it outlives its lease until released (#40)")
     func claimRenewal() async throws {
         try await PostgresFixture.withDatabase { client, _ in
-            var brief = PostgresFixture.patient
-            brief.leaseTime = .seconds(2)
-            let a = try await PostgresFixture.open(client, brief)
-            let b = try await PostgresFixture.open(client, brief)
+            // A renews on a manual clock: a third of the lease passes when the test says. (Its
+            // listener's silence limit is beyond what the test moves the clock by.)
+            var configuration = PostgresFixture.patient
+            configuration.leaseTime = .seconds(60)
+            configuration.silenceLimit = .seconds(3_600)
+            let clock = ManualClock()
+            let a = try await PostgresFixture.open(client, configuration, clock: clock)
+            let b = try await PostgresFixture.open(client, configuration)
             #expect(await a.claim("r.1"))
-            // Two and a half leases: without renewal the claim would have lapsed twice over.
-            try await Task.sleep(for: .seconds(5))
-            #expect(a.fleetStatistics.claimRenewals >= 1)
+            let claimed = try await Self.leaseExpiry(client, "r.1")
+            await clock.waitForSleepers(2)  // the renewal's wait (besides the heartbeat's)
+            clock.advance(by: .seconds(20))
+            try await waitUntil("the claim renewed", seconds: 30) { a.fleetStatistics.claimRenewals >= 1 }
+            // The lease ends later in the database than the claim made it end: renewed there.
+            #expect(try await Self.leaseExpiry(client, "r.1") > claimed)
             #expect(await b.claim("r.1") == false, "the claim lapsed though its holder was still fetching")
             await a.release("r.1")
             #expect(await b.claim("r.1"))
@@ -665,15 +673,18 @@ struct PostgresStorageTests {
     }
 
     /// Waits until `condition` holds, for 30 s at most (generous: a loaded machine is slow, and
-    /// the wait ends as soon as the condition holds).
+    /// the wait ends as soon as the condition holds); records an issue when it never does.
     static func eventually(_ condition: () async throws -> Bool, sourceLocation location: SourceLocation = #_sourceLocation) async throws {
-        let end = ContinuousClock.now + .seconds(30)
-        while try await !condition() {
-            guard ContinuousClock.now < end else {
-                Issue.record("condition not met within 30 s", sourceLocation: location)
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        do {
+            try await waitUntil("the condition", seconds: 30, condition)
+        } catch is WaitTimedOut {
+            Issue.record("condition not met within 30 s", sourceLocation: location)
         }
+    }
+
+    /// When the lease of the claim `name` ends, as the database has it.
+    static func leaseExpiry(_ client: PostgresClient, _ name: String) async throws -> Date {
+        let rows = try await client.query("SELECT expires_at FROM recall_leases WHERE name = \(name)").all()
+        return try #require(try rows.first?.decode(Date.self))
     }
 }

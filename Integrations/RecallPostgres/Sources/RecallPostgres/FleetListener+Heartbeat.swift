@@ -4,16 +4,16 @@ import PostgresNIO
 /// The listener's heartbeat. Memory tiers over the storage serve what they hold only as long as
 /// they would hear of a change: a listening connection that dies without a reset (a failover, a
 /// partition, a proxy that stops forwarding) delivers no notification and reports no error until
-/// TCP gives up, minutes later. So every ``PostgresStorage/Configuration/heartbeat`` the storage
+/// TCP gives up, minutes later. So every ``PostgresStorage/Configuration/heartbeat`` the listener
 /// sends itself a notification over the listener's own connection, and when none came back for
 /// ``PostgresStorage/Configuration/silenceLimit`` it stops trusting the tiers and reconnects.
-extension PostgresStorage {
-    /// Sends a heartbeat every ``Configuration/heartbeat`` and checks that one came back within
-    /// ``Configuration/silenceLimit``; runs until ``shutdown()``.
+extension FleetListener {
+    /// Sends a heartbeat every ``PostgresStorage/Configuration/heartbeat`` and checks that one came
+    /// back within ``PostgresStorage/Configuration/silenceLimit``; runs until ``stop()``.
     func watchListener() async {
         var beat = 0
         while !Task.isCancelled {
-            try? await Task.sleep(for: configuration.heartbeat)
+            do { try await clock.sleep(for: configuration.heartbeat) } catch { return }
             guard !Task.isCancelled else { return }
             beat += 1
             let (connection, lastHeard) = state.withLock { ($0.listening, $0.lastHeard) }
@@ -27,14 +27,14 @@ extension PostgresStorage {
                     }
                 }
             }
-            if ContinuousClock.now - lastHeard > configuration.silenceLimit { await listenerIsSilent() }
+            if clock.now - lastHeard > configuration.silenceLimit { await listenerIsSilent() }
         }
     }
 
     /// A heartbeat came back: the listener hears the fleet (again).
     func heardHeartbeat() {
         let wasSilent = state.withLock { state -> Bool in
-            state.lastHeard = .now
+            state.lastHeard = clock.now
             defer { state.silent = false }
             return state.silent
         }
@@ -48,12 +48,12 @@ extension PostgresStorage {
         let (first, dead) = state.withLock { state -> (Bool, PostgresConnection?) in
             let first = !state.silent
             state.silent = true
-            if first { state.statistics.silences += 1 }
-            guard let since = state.listeningSince, ContinuousClock.now - since > configuration.silenceLimit else { return (first, nil) }
+            guard let since = state.listeningSince, clock.now - since > configuration.silenceLimit else { return (first, nil) }
             state.listeningSince = nil
             return (first, state.listening)
         }
         if first {
+            counters.count { $0.silences += 1 }
             logger.notice(
                 "recall postgres storage: the listener heard nothing for \(configuration.silenceLimit); memory tiers stop serving until it hears again")
         }
