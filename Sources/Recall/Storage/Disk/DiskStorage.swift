@@ -66,7 +66,7 @@ public final class DiskStorage: CacheByteStore {
     /// storage over it in this process or another is refused).
     public let writeOrder: StorageWriteOrder? = StorageWriteOrder()
 
-    private enum Pending {
+    enum Pending {
         case store(Data, generation: UInt64)
         case remove(generation: UInt64)
 
@@ -77,7 +77,7 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
-    private struct State {
+    struct State {
         var sizes: [String: Int] = [:]
         var policy: any EvictionPolicy
         var statistics = StorageStatistics()
@@ -93,11 +93,11 @@ public final class DiskStorage: CacheByteStore {
     }
 
     /// `open` failed for want of resources (descriptors, memory), not because of the file.
-    private struct OpenFailure: Error {}
+    struct OpenFailure: Error {}
 
     /// A file held open, with the memo handed out with its bytes: while the file is unchanged,
     /// reading it again gives the same bytes, so what they decoded to is not decoded again.
-    private struct Held {
+    struct Held {
         var file: HeldFile
         /// An order for replacing the oldest when the table is full.
         var serial: UInt64
@@ -107,14 +107,14 @@ public final class DiskStorage: CacheByteStore {
     static let suffix = ".rce"
     static let markerName = ".recall-cache"
     static let lockName = ".lock"
-    private static let markerHeader = "recall-cache 1\n"
-    private let state: Locked<State>
+    static let markerHeader = "recall-cache 1\n"
+    let state: Locked<State>
     /// File names of recently used keys: a hit computes no SHA-256 for a key it has seen.
     private let names = Locked<[String: String]>([:])
     /// Large files known whole: their bodies are served without a checksum pass.
-    private let checkedFiles: CheckedFiles
+    let checkedFiles: CheckedFiles
     private static let namesRemembered = 4096
-    private let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
+    let queue = DispatchQueue(label: "Recall.DiskStorage.writes")
     private let lockDescriptor: Int32
 
     /// Opens (creating if needed) a cache in `directory`.
@@ -220,150 +220,6 @@ public final class DiskStorage: CacheByteStore {
         self.state = Locked(state)
     }
 
-    /// Whether the file `name`, of `size` bytes — more than a whole read takes — has the header and
-    /// trailer of a record written in pieces whose lengths add up to its size (anything else that
-    /// large is not a record of this cache).
-    private static func isRecordInPieces(_ name: String, size: Int, in directory: Int32) -> Bool {
-        guard let reading = FileReading(name, in: directory), reading.count == size,
-            size >= CacheRecordCodec.headerSize + CacheRecordCodec.trailerSize,
-            let header = try? reading.read(at: 0, count: CacheRecordCodec.headerSize),
-            let trailer = try? reading.read(at: size - CacheRecordCodec.trailerSize, count: CacheRecordCodec.trailerSize)
-        else { return false }
-        return (try? CacheRecordCodec.streamedLayout(header: header, trailer: trailer, count: size)) != nil
-    }
-
-    /// Creates the directory (mode 0700) if needed and opens it, checking that what was opened
-    /// is safe to use: a directory, owned by the current user, not writable by group or others.
-    /// The checks are made on the open descriptor, so they hold for the directory used.
-    private static func openDirectory(_ path: String) throws -> Int32 {
-        var info = stat()
-        if stat(path, &info) != 0 {
-            guard errno == ENOENT else {
-                throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
-            }
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: path, withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw CacheStorageError.directory("cannot create \(path): \(error.localizedDescription)")
-            }
-        }
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw CacheStorageError.directory(
-                errno == ENOTDIR
-                    ? "\(path) exists and is not a directory"
-                    : "cannot use \(path): \(String(cString: strerror(errno)))")
-        }
-        do {
-            try check(descriptor, path: path)
-        } catch {
-            close(descriptor)
-            throw error
-        }
-        return descriptor
-    }
-
-    /// Checks that the open directory `descriptor` (at `path`) is owned by the current user
-    /// and not writable by group or others.
-    private static func check(_ descriptor: Int32, path: String) throws {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            throw CacheStorageError.directory("cannot use \(path): \(String(cString: strerror(errno)))")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw CacheStorageError.directory("\(path) exists and is not a directory") }
-        guard info.st_uid == geteuid() else {
-            throw CacheStorageError.directory(
-                "\(path) belongs to user \(info.st_uid), not to you (user \(geteuid())): another user could forge its entries; "
-                    + "use a directory of your own, such as ~/.cache/recall")
-        }
-        guard info.st_mode & 0o022 == 0 else {
-            throw CacheStorageError.directory(
-                "\(path) is writable by \(info.st_mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(info.st_mode & 0o7777, radix: 8))): "
-                    + "others could forge its entries; run 'chmod go-w \(path)' or use a directory of your own")
-        }
-    }
-
-    /// Whether the cache could have created a file of this name.
-    static func isOwnName(_ name: String) -> Bool {
-        if name == markerName || name == lockName { return true }
-        let bytes = Array(name.utf8)
-        guard bytes.count >= 64 + suffix.utf8.count, bytes[..<64].allSatisfy(isLowerHex),
-            bytes[64..<(64 + suffix.utf8.count)].elementsEqual(suffix.utf8)
-        else { return false }
-        let rest = bytes[(64 + suffix.utf8.count)...]
-        if rest.isEmpty { return true }
-        // `.tmp-<generation>-<pid>`
-        let tmp = Array(".tmp-".utf8)
-        guard rest.starts(with: tmp) else { return false }
-        let numbers = rest.dropFirst(tmp.count).split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
-        return numbers.count == 2 && numbers.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
-    }
-
-    private static func isLowerHex(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
-    }
-
-    /// The names in the open directory `descriptor` (at `path`), without `.` and `..`.
-    private static func names(in descriptor: Int32, path: String) throws -> [String] {
-        // fdopendir takes the descriptor it is given: give it a copy, the storage keeps its own.
-        func failure() -> CacheStorageError {
-            CacheStorageError.directory("cannot list \(path): \(String(cString: strerror(errno)))")
-        }
-        let copy = dup(descriptor)
-        guard copy >= 0 else { throw failure() }
-        guard let stream = fdopendir(copy) else {
-            let error = failure()
-            close(copy)
-            throw error
-        }
-        defer { closedir(stream) }
-        rewinddir(stream)
-        var names: [String] = []
-        while true {
-            errno = 0  // readdir returns nil both at the end and on an error: errno tells them apart
-            guard let entry = readdir(stream) else {
-                if errno != 0 { throw failure() }
-                return names
-            }
-            let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
-                String(cString: UnsafeRawPointer(tuple).assumingMemoryBound(to: CChar.self))
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-    }
-
-    /// Removes the file `name` in the directory `descriptor`, or the empty directory squatting
-    /// on the name.
-    private static func removeFile(_ name: String, in descriptor: Int32) {
-        if unlinkat(descriptor, name, 0) != 0, errno == EISDIR || errno == EPERM { unlinkat(descriptor, name, AT_REMOVEDIR) }
-    }
-
-    /// Reads the secret from the `.recall-cache` file, or writes a new one (a new cache, or a
-    /// first-edition cache without one, or a damaged file).
-    private static func loadOrCreateSecret(in directory: Int32, path: String) throws -> [UInt8] {
-        let markerPath = path + "/" + markerName
-        if let (data, _) = try? readFile(markerName, in: directory, limit: 4096), let text = String(data: data, encoding: .utf8),
-            text.hasPrefix(markerHeader)
-        {
-            let hex = Array(text.dropFirst(markerHeader.count).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
-            if hex.count == StorageSecret.byteCount * 2, hex.allSatisfy(isLowerHex) {
-                return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
-            }
-        }
-        let secret = StorageSecret.make()
-        let contents = Data((markerHeader + SHA256.hexString(secret) + "\n").utf8)
-        // The directory is locked: no other storage writes the file meanwhile. A crash while it is
-        // written leaves a damaged file, which the next open replaces like this.
-        unlinkat(directory, markerName, 0)
-        if let failure = writeFile(contents, to: markerName, in: directory) {
-            unlinkat(directory, markerName, 0)
-            throw CacheStorageError.directory("cannot write \(markerPath): \(failure)")
-        }
-        return secret
-    }
-
     deinit {
         // Queued writes hold a strong reference, so by now every write has landed.
         flock(lockDescriptor, LOCK_UN)
@@ -375,7 +231,7 @@ public final class DiskStorage: CacheByteStore {
     static func fileName(for key: String) -> String { SHA256.hex(key) + suffix }
 
     /// ``fileName(for:)``, remembered for the last few thousand keys.
-    private func name(for key: String) -> String {
+    func name(for key: String) -> String {
         if let known = names.withLock({ $0[key] }) { return known }
         let computed = Self.fileName(for: key)
         names.withLock { names in
@@ -608,134 +464,6 @@ public final class DiskStorage: CacheByteStore {
         }
     }
 
-    private func write(_ data: Data, name: String, generation: UInt64) {
-        defer { state.withLock { $0.pendingBytes -= data.count } }
-        guard data.count <= entryLimit, data.count <= byteLimit else {
-            state.withLock { state in
-                state.statistics.rejected += 1
-                deleteLocked(name, from: &state)  // never keep an older copy of a refused record
-                finishLocked(name, generation: generation, in: &state)
-            }
-            return
-        }
-        let temporary = Self.temporaryName(name, generation: generation)
-        let failure = Self.writeFile(data, to: temporary, in: directoryDescriptor)
-        state.withLock { state in
-            defer { finishLocked(name, generation: generation, in: &state) }
-            _ = landLocked(temporary, written: failure == nil, as: name, size: data.count, in: &state)
-        }
-    }
-
-    /// The name a write of `name` is made under until it is renamed into place (removed at open
-    /// if a crash left it).
-    static func temporaryName(_ name: String, generation: UInt64) -> String {
-        name + ".tmp-\(generation)-\(getpid())"
-    }
-
-    /// Renames the file `temporary`, `written` whole, to `name`, of `size` bytes, and keeps the
-    /// books: the index, the statistics, the eviction policy, evictions to stay within
-    /// ``byteLimit``. A failure (of the write, or of the rename) is counted and leaves neither
-    /// `temporary` nor a file under `name` (never an older copy). Whether it landed.
-    private func landLocked(_ temporary: String, written: Bool, as name: String, size: Int, in state: inout State) -> Bool {
-        guard written, renameat(directoryDescriptor, temporary, directoryDescriptor, name) == 0 else {
-            unlinkat(directoryDescriptor, temporary, 0)
-            state.statistics.writeFailures += 1
-            deleteLocked(name, from: &state)
-            return false
-        }
-        state.held[name] = nil  // the file held open, if any, is the one just replaced
-        // Room first, then the record: it is never the victim of its own landing (S3-FIFO's small
-        // queue may hold nothing else — a large body fills it alone). A record is at most
-        // ``byteLimit``, so it fits once the others made room.
-        while state.statistics.bytes - (state.sizes[name] ?? 0) + size > byteLimit, let victim = state.policy.victim() {
-            if victim == name, let replaced = state.sizes.removeValue(forKey: name) {
-                // (The version being replaced, chosen: its file is gone already, its books go.)
-                state.statistics.bytes -= replaced
-                state.statistics.count -= 1
-                state.policy.recordRemoval(name)
-                continue
-            }
-            if state.sizes[victim] == nil { state.policy.recordRemoval(victim); continue }
-            deleteLocked(victim, from: &state)
-            state.statistics.evictions += 1
-        }
-        if let old = state.sizes[name] {
-            state.statistics.bytes -= old
-        } else {
-            state.statistics.count += 1
-        }
-        state.sizes[name] = size
-        state.statistics.bytes += size
-        state.policy.recordInsert(name, size: size)
-        return true
-    }
-
-    /// Lands the write in pieces `generation` (``DiskWrite``): its file `temporary`, of `size`
-    /// bytes, open as `descriptor`, becomes the file of `key` after every write queued before it
-    /// has landed — unless a removal of the key, or of all, came since the write began (then the
-    /// file is removed). Whether it landed. A file larger than ``entryLimit`` (served in pieces)
-    /// is noted as known whole (``CheckedFiles``): its bytes are the ones its checksum was made of.
-    func land(_ temporary: String, for key: String, size: Int, descriptor: Int32, generation: UInt64) async -> Bool {
-        await flush()
-        let name = name(for: key)
-        // (A write or removal queued since the flush stays pending: reads see it, and it lands after this one.)
-        let landed = state.withLock { state -> Bool in
-            guard state.writesInPieces.removeValue(forKey: generation)?.revoked == false else {
-                unlinkat(directoryDescriptor, temporary, 0)  // (removed since it began: what is there now stays)
-                return false
-            }
-            return landLocked(temporary, written: true, as: name, size: size, in: &state)
-        }
-        // (The identity after the rename, which sets the change time.)
-        if landed, size > entryLimit, let identity = HeldFile.Identity(of: descriptor) {
-            checkedFiles.note(name, identity)
-        }
-        return landed
-    }
-
-    /// Counts a write refused (over a limit) or failed (the disk).
-    func countFailedWrite(refused: Bool) {
-        state.withLock { state in
-            if refused { state.statistics.rejected += 1 } else { state.statistics.writeFailures += 1 }
-        }
-    }
-
-    /// Begins writing `key` in pieces, to a file of its own renamed into place when committed
-    /// (``ByteWriting``). Such a record may be as large as ``byteLimit`` (it is read in pieces,
-    /// never whole, when larger than ``entryLimit``).
-    public func beginWriting(for key: String, size: Int?, expires: Date?) async -> (any ByteWriting)? {
-        if let size, size > byteLimit {
-            countFailedWrite(refused: true)
-            return nil
-        }
-        let name = name(for: key)
-        let generation = state.withLock { state -> UInt64 in
-            state.generation += 1
-            state.writesInPieces[state.generation] = (name, false)
-            return state.generation
-        }
-        guard
-            let write = DiskWrite(
-                storage: self, key: key, generation: generation,
-                temporary: Self.temporaryName(name, generation: generation), limit: byteLimit)
-        else {
-            endWrite(generation)
-            return nil
-        }
-        return write
-    }
-
-    /// Whether a removal of its file (or of all) came since the write in pieces `generation` began:
-    /// it will not land, so it may stop at once.
-    func isRevoked(_ generation: UInt64) -> Bool {
-        state.withLock { $0.writesInPieces[generation]?.revoked ?? true }
-    }
-
-    /// Forgets the write in pieces `generation`, ended without landing.
-    func endWrite(_ generation: UInt64) {
-        state.withLock { state in _ = state.writesInPieces.removeValue(forKey: generation) }
-    }
-
     /// The file of `key`, held open to be read in pieces (``ByteReading``); `nil` when there is
     /// none, or a write of it is queued (read it whole then, with ``bytes(for:)``).
     public func reading(_ key: String) async -> (any ByteReading)? {
@@ -749,92 +477,7 @@ public final class DiskStorage: CacheByteStore {
         return FileReading(name, in: directoryDescriptor, checked: checkedFiles)
     }
 
-    /// The whole file `name` in the directory `directory`, read with POSIX calls (Foundation's `Data(contentsOf:)` costs
-    /// more than the read itself for small files on Linux). Only a regular file of at most
-    /// `limit` bytes is read: a symbolic link, a pipe (which would block) or a device is refused.
-    ///
-    /// With `expectedSize` (the size the index recorded), the file is first read with one call
-    /// asking for `expectedSize + 1` bytes, without `fstat`: a regular file answers short only
-    /// at its end, so exactly `expectedSize` bytes is the whole file. A directory fails, a pipe
-    /// opened non-blocking has nothing (or would need a writer in the cache's own 0700
-    /// directory), and a device needs `mknod`. Anything else — the file was replaced
-    /// meanwhile, or is not a regular file — is decided by the `fstat` path.
-    ///
-    /// With `holdingFor` (a settled age, see ``HeldFile``), the file's identity is taken before
-    /// it is read and the file is returned open, to be held if its record passes its checks.
-    private static func readFile(
-        _ name: String, in directory: Int32, limit: Int, expectedSize: Int? = nil,
-        holdingFor settledAge: Int? = nil
-    ) throws -> (Data, HeldFile?) {
-        // (withCString hands over the string's own bytes; passing the String converts it to a new array.)
-        let descriptor = name.withCString { openat(directory, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
-        guard descriptor >= 0 else {
-            // A lack of resources says nothing of the file; anything else (gone, a link, …) does.
-            if [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(errno) { throw OpenFailure() }
-            throw CacheStorageError.corrupt("cannot open: \(String(cString: strerror(errno)))")
-        }
-        let opened = settledAge.flatMap { HeldFile(descriptor: descriptor, settledAge: $0) }
-        defer { if opened == nil { close(descriptor) } }
-        if let expectedSize, expectedSize > 0, expectedSize <= limit {
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: expectedSize + 1, alignment: 16)
-            var count = systemRead(descriptor, buffer, expectedSize + 1)
-            while count < 0, errno == EINTR { count = systemRead(descriptor, buffer, expectedSize + 1) }
-            if count == expectedSize {
-                return (Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() }), opened)
-            }
-            buffer.deallocate()
-            guard lseek(descriptor, 0, SEEK_SET) == 0 else { throw CacheStorageError.corrupt("cannot read the file again") }
-        }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw CacheStorageError.corrupt("not a regular file")
-        }
-        let size = Int(info.st_size)
-        guard size <= limit else { throw CacheStorageError.corrupt("\(size) bytes, more than the \(limit)-byte entry limit") }
-        // Read into memory that is not zeroed first (Data(count:) would write every byte twice).
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, size), alignment: 16)
-        let offset = readFully(descriptor, into: buffer, count: size)
-        guard offset == size else {
-            buffer.deallocate()
-            throw CacheStorageError.corrupt("short read: \(offset) of \(size) bytes")
-        }
-        return (Data(bytesNoCopy: buffer, count: size, deallocator: .custom { pointer, _ in pointer.deallocate() }), opened)
-    }
-
-    /// Reads up to `count` bytes into `buffer`, until the end of the file or an error; returns
-    /// how many were read.
-    private static func readFully(_ descriptor: Int32, into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
-        var offset = 0
-        while offset < count {
-            let read = systemRead(descriptor, buffer + offset, count - offset)
-            if read < 0, errno == EINTR { continue }
-            if read <= 0 { break }
-            offset += read
-        }
-        return offset
-    }
-
-    /// Writes `data` to a new file `name` in the directory `directory` (mode 0600); returns an
-    /// error text on failure.
-    private static func writeFile(_ data: Data, to name: String, in directory: Int32) -> String? {
-        let descriptor = openat(directory, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { return String(cString: strerror(errno)) }
-        defer { close(descriptor) }
-        return data.withUnsafeBytes { raw -> String? in
-            var offset = 0
-            while offset < raw.count {
-                let written = systemWrite(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return String(cString: strerror(errno))
-                }
-                offset += written
-            }
-            return nil
-        }
-    }
-
-    private func deleteLocked(_ name: String, from state: inout State) {
+    func deleteLocked(_ name: String, from state: inout State) {
         unlinkat(directoryDescriptor, name, 0)
         state.held[name] = nil
         guard let size = state.sizes.removeValue(forKey: name) else { return }
@@ -843,18 +486,7 @@ public final class DiskStorage: CacheByteStore {
         state.statistics.bytes -= size
     }
 
-    private func finishLocked(_ name: String, generation: UInt64, in state: inout State) {
+    func finishLocked(_ name: String, generation: UInt64, in state: inout State) {
         if state.pending[name]?.generation == generation { state.pending[name] = nil }
     }
 }
-
-#if canImport(Darwin)
-    private let systemWrite = Darwin.write
-    private let systemRead = Darwin.read
-#elseif canImport(Musl)
-    private let systemWrite = Musl.write
-    private let systemRead = Musl.read
-#else
-    private let systemWrite = Glibc.write
-    private let systemRead = Glibc.read
-#endif
