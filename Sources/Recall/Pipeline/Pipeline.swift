@@ -173,19 +173,17 @@ public struct Pipeline: Transport {
         _ refresh: URLRequest, pastHookAt index: Int, context: RecallContext, readingToEnd: Bool
     ) async throws -> RecallResponse? {
         let hook = hooks[index]
-        let stage = RecallContext.Stage(self, index, for: context)
+        // (The refresh's own context: its hook may send again through the stages inside it.)
+        context.stage = RecallContext.Stage(pipeline: self, index: index)
+        defer { context.stage = nil }
         do {
             let fresh = try await run(hookAt: index + 1, refresh, context: context)
-            let answer = try await RecallContext.Stage.$current.withValue(stage) {
-                try await hook.onSuccess(fresh, for: refresh, context: context)
-            }
+            let answer = try await hook.onSuccess(fresh, for: refresh, context: context)
             if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
             return answer
         } catch {
             try Task.checkCancellation()
-            _ = try? await RecallContext.Stage.$current.withValue(stage) {
-                try await hook.onFailure(error, for: refresh, context: context)
-            }
+            _ = try? await hook.onFailure(error, for: refresh, context: context)
             return nil
         }
     }
@@ -206,16 +204,18 @@ public struct Pipeline: Transport {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
             // While a hook handles the outcome, it may send again through the stages inside it
-            // (``RecallContext/innerStage``: bound for the call, hidden by a hook inside meanwhile).
-            let recovered = try await RecallContext.Stage.$current.withValue(RecallContext.Stage(self, index, for: context)) {
-                try await hook.onFailure(failure, for: forwarded, context: context)
-            }
+            // (and a hook inside may do the same meanwhile: the outer stage is put back after).
+            let outer = context.stage
+            context.stage = RecallContext.Stage(pipeline: self, index: index)
+            defer { context.stage = outer }
+            let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
-        return try await RecallContext.Stage.$current.withValue(RecallContext.Stage(self, index, for: context)) {
-            try await hook.onSuccess(response, for: forwarded, context: context)
-        }
+        let outer = context.stage
+        context.stage = RecallContext.Stage(pipeline: self, index: index)
+        defer { context.stage = outer }
+        return try await hook.onSuccess(response, for: forwarded, context: context)
     }
 
     /// Sends `request` through the stages inside the hook at `index`.

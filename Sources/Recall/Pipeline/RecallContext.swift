@@ -19,6 +19,7 @@ public final class RecallContext: Sendable {
     private struct State {
         var attempts = 0
         var lastSentRequest: URLRequest?
+        var stage: Stage?
         /// The first event, kept inline: a cache hit records one event and allocates no array.
         var firstEvent: RecallEvent?
         /// The events after the first.
@@ -114,32 +115,23 @@ public final class RecallContext: Sendable {
         return number
     }
 
-    /// The pipeline and the index of the hook whose `onSuccess` or `onFailure` is running, for
-    /// the context it runs for.
+    /// The pipeline and the index of the hook whose `onSuccess` or `onFailure` is running.
     struct Stage: Sendable {
         let pipeline: Pipeline
         let index: Int
-        let context: ObjectIdentifier
+    }
 
-        /// The stage of the hook at `index` of `pipeline`, whose outcome call runs for `context`.
-        init(_ pipeline: Pipeline, _ index: Int, for context: RecallContext) {
-            self.pipeline = pipeline
-            self.index = index
-            self.context = ObjectIdentifier(context)
-        }
-
-        /// The stage of the hook whose `onSuccess` or `onFailure` runs in this task, bound by the
-        /// pipeline around those calls: a task-local, so no call writes the context (no lock) for
-        /// a re-send only some hooks make. An inner hook's binding hides it while that hook runs.
-        @TaskLocal static var current: Stage?
+    /// Set by the pipeline around a hook's `onSuccess` and `onFailure` (a struct: no allocation).
+    var stage: Stage? {
+        get { state.withLock { $0.stage } }
+        set { state.withLock { $0.stage = newValue } }
     }
 
     /// Sends a request again through the stages inside the hook whose `onSuccess` or
-    /// `onFailure` is running for this context in the calling task (its inner hooks, the
-    /// retrier, the transport). The cache uses it to fetch a response in full when a 304 does
-    /// not match what it stored.
+    /// `onFailure` is running (its inner hooks, the retrier, the transport). The cache uses it
+    /// to fetch a response in full when a 304 does not match what it stored.
     var innerStage: (@Sendable (URLRequest) async throws -> RecallResponse)? {
-        guard let stage = Stage.current, stage.context == ObjectIdentifier(self) else { return nil }
+        guard let stage else { return nil }
         return { [self] request in try await stage.pipeline.run(after: stage.index, request, context: self) }
     }
 
