@@ -267,4 +267,28 @@ struct PipelineTests {
         let response = try await Pipeline(transport: mock, hooks: [MarkingHook()]).send(URLRequest(url: itemURL))
         #expect(response.headers["X-Marker"] == "scheduled")
     }
+
+    @Test("a task a hook starts in onSuccess keeps nothing of the pipeline: a transport valid only during the call is not kept past it")
+    func hookTasksKeepNoTransport() async throws {
+        /// Starts a task in onSuccess that outlives the call (a store behind the answer, say).
+        struct LingeringHook: ServiceHook {
+            let gate: Gate
+            func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
+                Task { [gate] in await gate.wait() }
+                return response
+            }
+        }
+        let gate = Gate()
+        defer { gate.open() }
+        // As an OpenAPI middleware's `next` is: usable only during the call. Were the pipeline
+        // (whose transport wraps it) kept by the hook's task — a task-local it inherits, say —
+        // the runtime would trap here ("closure argument was escaped").
+        func send(through next: @Sendable (URLRequest) async throws -> RecallResponse) async throws -> RecallResponse {
+            try await withoutActuallyEscaping(next) { next in
+                try await Pipeline(transport: ClosureTransport(next), hooks: [LingeringHook(gate: gate)]).send(URLRequest(url: itemURL))
+            }
+        }
+        let answer = try await send { _ in .text("ok") }
+        #expect(answer.bodyText == "ok")
+    }
 }
