@@ -34,9 +34,12 @@ RULES = {
     ),
     "Cache/MemoryPath": (["Cache/Decisions", "Pipeline", "Coordination"], set()),
     "Cache/Settings": (["Cache/Hook", "Cache/MemoryPath", "Coordination", "Pipeline"], set()),
-    "Coordination": (["Cache", "Pipeline", "Storage/Records"] + STORAGES, set()),
+    # It reads one value of the storages' contracts: the removal mark a coalesced fetch is named by.
+    "Coordination": (["Cache", "Pipeline", "Storage/Contracts", "Storage/Records"] + STORAGES, {"RemovalMark"}),
     # A record's entry reads an entity tag's strength and the most pieces a record holds.
     "Storage": (["Cache/Hook", "Cache/Decisions", "Cache/MemoryPath"], {"CacheRules", "PartialContent"}),
+    # Records are values and their bytes: nobody's lock or wait.
+    "Storage/Records": (["Cache/Hook", "Cache/Decisions", "Cache/MemoryPath", "Coordination"], {"CacheRules", "PartialContent"}),
 }
 
 DECLARATION = re.compile(
