@@ -44,9 +44,8 @@ public struct Pipeline: Transport {
         parts === other.parts
     }
 
-    /// What a pipeline is made of, in one object: every `onSuccess` and `onFailure` copies the
-    /// pipeline into its request's context (``RecallContext/Stage``), and a copy of one
-    /// reference costs one count, not one per part.
+    /// What a pipeline is made of, in one object: a hook that re-sends gets the pipeline with
+    /// each outcome (``InnerStages``), and a copy of one reference costs one count, not one per part.
     private final class Parts: Sendable {
         let transport: any Transport
         let hooks: [any ServiceHook]
@@ -62,6 +61,9 @@ public struct Pipeline: Transport {
         /// Whether the retrier factory is ``NilRetrierFactory``: one attempt, with no retrier
         /// to make, no clock to read and no decision to wait for.
         let singleAttempt: Bool
+        /// Each hook as a ``ResendingHook`` when it is one (the HTTP cache), else `nil`: only
+        /// those get the stages inside them with an outcome.
+        let resending: [(any ResendingHook)?]
 
         init(
             transport: any Transport, hooks: [any ServiceHook], retrierFactory: any RetrierFactory, time: TimeSource,
@@ -75,6 +77,7 @@ public struct Pipeline: Transport {
             self.decider = hooks.first.map { HookDecider.for($0) } ?? HookDecider()
             self.unownedDecider = Unmanaged.passUnretained(decider)
             self.singleAttempt = retrierFactory is NilRetrierFactory
+            self.resending = hooks.map { $0 as? any ResendingHook }
         }
     }
 
@@ -172,18 +175,14 @@ public struct Pipeline: Transport {
     private func refresh(
         _ refresh: URLRequest, pastHookAt index: Int, context: RecallContext, readingToEnd: Bool
     ) async throws -> RecallResponse? {
-        let hook = hooks[index]
-        // (The refresh's own context: its hook may send again through the stages inside it.)
-        context.stage = RecallContext.Stage(pipeline: self, index: index)
-        defer { context.stage = nil }
         do {
             let fresh = try await run(hookAt: index + 1, refresh, context: context)
-            let answer = try await hook.onSuccess(fresh, for: refresh, context: context)
+            let answer = try await onSuccess(of: index, fresh, for: refresh, context: context)
             if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
             return answer
         } catch {
             try Task.checkCancellation()
-            _ = try? await hook.onFailure(error, for: refresh, context: context)
+            _ = try? await onFailure(of: index, error, for: refresh, context: context)
             return nil
         }
     }
@@ -192,7 +191,6 @@ public struct Pipeline: Transport {
     /// hook, then gives the hook the outcome: `onSuccess`, or `onFailure` to recover.
     @inline(__always)
     private func forward(_ forwarded: URLRequest, pastHookAt index: Int, context: RecallContext) async throws -> RecallResponse {
-        let hook = hooks[index]
         let response: RecallResponse
         do {
             // (The innermost hook calls the retrier at once: one async frame fewer.)
@@ -203,19 +201,32 @@ public struct Pipeline: Transport {
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
-            // While a hook handles the outcome, it may send again through the stages inside it
-            // (and a hook inside may do the same meanwhile: the outer stage is put back after).
-            let outer = context.stage
-            context.stage = RecallContext.Stage(pipeline: self, index: index)
-            defer { context.stage = outer }
-            let recovered = try await hook.onFailure(failure, for: forwarded, context: context)
+            let recovered = try await onFailure(of: index, failure, for: forwarded, context: context)
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
-        let outer = context.stage
-        context.stage = RecallContext.Stage(pipeline: self, index: index)
-        defer { context.stage = outer }
-        return try await hook.onSuccess(response, for: forwarded, context: context)
+        return try await onSuccess(of: index, response, for: forwarded, context: context)
+    }
+
+    /// The `onSuccess` of the hook at `index`; a hook that re-sends gets the stages inside it.
+    @inline(__always)
+    private func onSuccess(of index: Int, _ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws
+        -> RecallResponse
+    {
+        if let resending = parts.resending[index] {
+            return try await resending.onSuccess(response, for: request, context: context, inner: InnerStages(pipeline: self, index: index))
+        }
+        return try await hooks[index].onSuccess(response, for: request, context: context)
+    }
+
+    /// The `onFailure` of the hook at `index`; a hook that re-sends gets the stages inside it.
+    private func onFailure(of index: Int, _ error: any Error, for request: URLRequest, context: RecallContext) async throws
+        -> RecallResponse?
+    {
+        if let resending = parts.resending[index] {
+            return try await resending.onFailure(error, for: request, context: context, inner: InnerStages(pipeline: self, index: index))
+        }
+        return try await hooks[index].onFailure(error, for: request, context: context)
     }
 
     /// Sends `request` through the stages inside the hook at `index`.

@@ -19,7 +19,6 @@ public final class RecallContext: Sendable {
     private struct State {
         var attempts = 0
         var lastSentRequest: URLRequest?
-        var stage: Stage?
         /// The first event, kept inline: a cache hit records one event and allocates no array.
         var firstEvent: RecallEvent?
         /// The events after the first.
@@ -113,26 +112,6 @@ public final class RecallContext: Sendable {
         }
         observer?(.attemptStarted(number: number), self)
         return number
-    }
-
-    /// The pipeline and the index of the hook whose `onSuccess` or `onFailure` is running.
-    struct Stage: Sendable {
-        let pipeline: Pipeline
-        let index: Int
-    }
-
-    /// Set by the pipeline around a hook's `onSuccess` and `onFailure` (a struct: no allocation).
-    var stage: Stage? {
-        get { state.withLock { $0.stage } }
-        set { state.withLock { $0.stage = newValue } }
-    }
-
-    /// Sends a request again through the stages inside the hook whose `onSuccess` or
-    /// `onFailure` is running (its inner hooks, the retrier, the transport). The cache uses it
-    /// to fetch a response in full when a 304 does not match what it stored.
-    var innerStage: (@Sendable (URLRequest) async throws -> RecallResponse)? {
-        guard let stage else { return nil }
-        return { [self] request in try await stage.pipeline.run(after: stage.index, request, context: self) }
     }
 
     /// A context for a background request started on behalf of this one, with the same

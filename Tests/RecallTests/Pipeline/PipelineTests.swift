@@ -86,6 +86,41 @@ struct PipelineTests {
         #expect(log.events == ["outer.schedule", "inner.schedule", "inner.success(200 network)", "outer.success(200 network)"])
     }
 
+    @Test("the cache re-sends a 304 that matches nothing through the stages inside it only: its inner hooks see the re-send, its outer ones do not")
+    func cacheResendsThroughInnerStages() async throws {
+        let mock = MockTransport()
+        mock.route(
+            "GET", "/items", .text("mine", headers: ["Cache-Control": "max-age=10", "ETag": "\"mine\""]),
+            .status(304, headers: ["ETag": "\"other\""]), .text("full", headers: ["Cache-Control": "max-age=10", "ETag": "\"other\""]))
+        let log = HookLog()
+        let clock = ShiftedDate()
+        let cache = HTTPCache(storage: MemoryStorage(), now: clock.now)
+        let pipeline = Pipeline(transport: mock, hooks: [RecordingHook("outer", log: log), cache, RecordingHook("inner", log: log)])
+        _ = try await pipeline.send(URLRequest(url: itemURL))
+        clock.advance(by: 20)
+        let before = log.events.count
+        let response = try await pipeline.send(URLRequest(url: itemURL))
+        #expect(response.bodyText == "full")
+        #expect(mock.requests.count == 3)
+        #expect(mock.requests.last?.value(forHTTPHeaderField: "If-None-Match") == nil)
+        #expect(
+            log.events.dropFirst(before) == [
+                "outer.schedule", "inner.schedule", "inner.success(304 network)", "inner.schedule", "inner.success(200 network)",
+                "outer.success(200 network)"
+            ])
+        // Called outside a pipeline, the cache has no stages to re-send through: a clear error.
+        let context = RecallContext(originalRequest: URLRequest(url: itemURL))
+        clock.advance(by: 20)
+        mock.route("GET", "/items", .status(304, headers: ["ETag": "\"another\""]))
+        guard case .proceed(let conditional) = try await cache.onSchedule(URLRequest(url: itemURL), context: context) else {
+            Issue.record("a stale response is revalidated")
+            return
+        }
+        await #expect(throws: CacheError.self) {
+            try await cache.onSuccess(try await mock.send(conditional), for: conditional, context: context)
+        }
+    }
+
     @Test("an answer from a hook skips inner hooks, retrier and transport; outer hooks see its source")
     func answeringHookShortCircuits() async throws {
         let mock = MockTransport()

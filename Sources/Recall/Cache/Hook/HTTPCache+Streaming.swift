@@ -17,7 +17,7 @@ extension HTTPCache {
     /// length fits the entry limit.
     func streamed(
         _ response: RecallResponse, for request: URLRequest, sent: URLRequest, lifetime: Double?,
-        state: CacheRequestState, context: RecallContext
+        state: CacheRequestState, context: RecallContext, inner: InnerStages?
     ) async throws -> RecallResponse {
         let limit = storage.entryLimit
         let length = response.body.expectedLength
@@ -33,7 +33,7 @@ extension HTTPCache {
             }
             defer { leads.finish(state.lead) }
             let (after, exchange, target) = decide(whole, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
-            return try await act(on: after, whole, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+            return try await act(on: after, whole, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context, inner: inner)
         }
         let head = RecallResponse(status: response.status, headers: response.headers, url: response.url, source: response.source)
         let (after, exchange, decided) = decide(head, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
@@ -48,7 +48,7 @@ extension HTTPCache {
             // unless another removal of its key came after its own (its epochs read after it).
             _ = try await act(
                 on: .invalidate(urls, store: nil), response, for: request, sent: sent, exchange: exchange, target: decided, state: state,
-                context: context)
+                context: context, inner: inner)
             guard let location = locator.location(of: CacheStrategy.asGet(sent)) else {
                 leads.finish(state.lead)
                 return response
@@ -57,7 +57,8 @@ extension HTTPCache {
         default:
             // (An answer to HEAD has no body: a stored response it updates keeps its own.)
             defer { leads.finish(state.lead) }
-            let answer = try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: decided, state: state, context: context)
+            let answer = try await act(
+                on: after, response, for: request, sent: sent, exchange: exchange, target: decided, state: state, context: context, inner: inner)
             if answer.body != response.body { response.body.discard() }
             return answer
         }

@@ -21,7 +21,7 @@ import Foundation
 ///
 /// Place it outside the retrier (it is a hook, so it is) and outside hooks that change
 /// responses; see docs/caching.md for every rule and option.
-public final class HTTPCache: ServiceHook {
+public final class HTTPCache: ServiceHook, ResendingHook {
     /// Where entries live.
     public let storage: any CacheStorage
     /// The settings.
@@ -96,12 +96,21 @@ public final class HTTPCache: ServiceHook {
     /// that answered (a redirected response is stored for its own URL, never for the one that
     /// redirected).
     public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
+        try await onSuccess(response, for: request, context: context, inner: nil)
+    }
+
+    /// ``onSuccess(_:for:context:)`` with the stages inside the cache, for a 304 that matches
+    /// nothing stored (the pipeline's way in; without it such a 304 throws
+    /// ``CacheError/unmatchedNotModified(_:)``).
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
+        -> RecallResponse
+    {
         // (Taken, not read: a context that passes this cache again, as a refetch does, starts afresh.)
         guard let state = context.take(states) else { return response }
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
         if response.body.isStreamed {
-            return try await streamed(response, for: request, sent: sent, lifetime: lifetime, state: state, context: context)
+            return try await streamed(response, for: request, sent: sent, lifetime: lifetime, state: state, context: context, inner: inner)
         }
         if let behind, let ticket = behind.begin(response, for: request, sent: sent, state: state) {
             // Whatever is decided, the answer is the response itself: decide and store after it.
@@ -117,7 +126,7 @@ public final class HTTPCache: ServiceHook {
         }
         defer { leads.finish(state.lead) }
         let (after, exchange, target) = decide(response, for: request, sent: sent, lifetime: lifetime, at: now(), state: state, context: context)
-        return try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context)
+        return try await act(on: after, response, for: request, sent: sent, exchange: exchange, target: target, state: state, context: context, inner: inner)
     }
 
     /// What the strategy decides for `response`, answered at `date` for `request` (which went out
@@ -139,7 +148,7 @@ public final class HTTPCache: ServiceHook {
     func act(
         on after: CacheStrategy.After, _ response: RecallResponse, for request: URLRequest, sent: URLRequest,
         exchange: CacheStrategy.Exchange, target: CacheLocator.Location?, state: CacheRequestState,
-        context: RecallContext
+        context: RecallContext, inner: InnerStages?
     ) async throws -> RecallResponse {
         // Where stores record their events: nowhere for a background refresh (it counts nothing).
         let recording = state.isRefresh ? nil : context
@@ -182,12 +191,12 @@ public final class HTTPCache: ServiceHook {
             return response
         case .refetch(let unconditional, let removing):
             if removing { await writer.remove(state.key) }
-            guard let again = context.innerStage else { throw CacheError.unmatchedNotModified(request.url) }
+            guard let inner else { throw CacheError.unmatchedNotModified(request.url) }
             context[states] = state.refetching(
                 since: removing ? await writer.since(state.location) : state.since,
                 removed: removing)
             do {
-                return try await onSuccess(try await again(unconditional), for: unconditional, context: context)
+                return try await onSuccess(try await inner.send(unconditional, context: context), for: unconditional, context: context, inner: inner)
             } catch {
                 context[states] = nil  // (nothing of the request is left to answer)
                 throw error
@@ -204,12 +213,20 @@ public final class HTTPCache: ServiceHook {
 
     /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
     public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
+        try await onFailure(error, for: request, context: context, inner: nil)
+    }
+
+    /// ``onFailure(_:for:context:)`` with the stages inside the cache (see
+    /// ``onSuccess(_:for:context:inner:)``).
+    func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
+        -> RecallResponse?
+    {
         guard let state = context[states] else { return nil }
         if let refused = error as? UnacceptableStatusError {
             // A StatusValidator inside the cache refused an answer: the cache still takes it as
             // an answer (stores it, merges a 304, serves stale for a 5xx) and recovers the
             // request only with a stored response; anything else stays the validator's failure.
-            let answer = try await onSuccess(refused.response, for: request, context: context)
+            let answer = try await onSuccess(refused.response, for: request, context: context, inner: inner)
             return answer.source == .network ? nil : answer
         }
         context[states] = nil
