@@ -8,7 +8,9 @@ import Testing
 /// Who fetches for whom, on its own: a fake coordinator, decisions as plain values.
 @Suite("CacheLeads: one fetch per miss, in this process and across the fleet", .timeLimit(.minutes(1)))
 struct CacheLeadsTests {
-    /// A coordinator that grants or refuses claims as told, and records the calls.
+    /// A coordinator that grants or refuses claims as told, and records the calls. A claim it
+    /// grants says the key holds nothing (``RecordLookup/absent``); a wait, that the fleet waited
+    /// (``RecordLookup/patient``).
     final class Coordinator: FetchCoordinator {
         let grants: Locked<[Bool]>
         let calls = Locked<[String]>([])
@@ -17,8 +19,14 @@ struct CacheLeadsTests {
             calls.withLock { $0.append("claim \(name)") }
             return grants.withLock { $0.isEmpty ? false : $0.removeFirst() }
         }
+        func claim(_ name: String, storingUnder key: String) async -> FetchClaim {
+            await claim(name) ? .claimed(then: .absent) : .heldElsewhere
+        }
         func wait(for name: String) async { calls.withLock { $0.append("wait \(name)") } }
-        func wait(for name: String, orStoreOf key: String) async { calls.withLock { $0.append("wait \(name) or \(key)") } }
+        func wait(for name: String, orStoreOf key: String) async -> RecordLookup {
+            calls.withLock { $0.append("wait \(name) or \(key)") }
+            return .patient
+        }
         func release(_ name: String) async { calls.withLock { $0.append("release \(name)") } }
     }
 
@@ -28,13 +36,14 @@ struct CacheLeadsTests {
     /// `share` with counters of the looks and the coalesced waits.
     static func share(
         _ leads: CacheLeads, _ key: String = "k", changed: Bool = false,
-        looks: [CacheStrategy.Before]
+        looks: [CacheStrategy.Before], lookups: Locked<[RecordLookup]>? = nil
     ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
         var remaining = looks, looked = 0, coalesced = 0
         let (before, lead) = try await leads.share(
             key, storageKey: "s-" + key, decided: miss, changed: { changed }, marks: false, mark: {}, fetchName: { "fetch-" + key },
             coalesced: { coalesced += 1 }
-        ) { _ in
+        ) { _, lookup in
+            lookups?.withLock { $0.append(lookup) }
             looked += 1
             return remaining.isEmpty ? miss : remaining.removeFirst()
         }
@@ -69,12 +78,14 @@ struct CacheLeadsTests {
         #expect(followerLead == nil && looked == 1 && coalesced == 1)
     }
 
-    @Test("with a coordinator: the leader claims the fleet's fetch, looks again, and releases the claim when it ends")
+    @Test("with a coordinator: the leader claims the fleet's fetch, looks again as the claim says, and releases the claim when it ends")
     func claims() async throws {
         let coordinator = Coordinator(grants: [true])
         let leads = CacheLeads(coordinator: coordinator)
-        let (_, lead, looked, _) = try await Self.share(leads, looks: [])
+        let lookups = Locked<[RecordLookup]>([])
+        let (_, lead, looked, _) = try await Self.share(leads, looks: [], lookups: lookups)
         #expect(lead == .flight("k", claim: "fetch-k") && looked == 1)
+        #expect(lookups.withLock { $0 } == [.absent])
         leads.finish(lead)
         while coordinator.calls.withLock({ $0.count }) < 2 { await Task.yield() }
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "release fetch-k"])
@@ -95,9 +106,13 @@ struct CacheLeadsTests {
     @Test("with a coordinator that refuses: wait for the other process, look again; still missing, claim and fetch here (a miss, not coalesced)")
     func otherProcessFetches() async throws {
         let coordinator = Coordinator(grants: [false, true])
-        let (before, lead, looked, coalesced) = try await Self.share(CacheLeads(coordinator: coordinator), looks: [Self.miss])
+        let lookups = Locked<[RecordLookup]>([])
+        let (before, lead, looked, coalesced) = try await Self.share(
+            CacheLeads(coordinator: coordinator), looks: [Self.miss], lookups: lookups)
         guard case .send = before else { Issue.record("still missing: send"); return }
         #expect(lead == .flight("k", claim: "fetch-k") && looked == 2 && coalesced == 0)
+        // The look after a refused claim reads as usual; the one after the wait, as the wait said.
+        #expect(lookups.withLock { $0 } == [.usual, .patient])
         let answered = Coordinator(grants: [false])
         let (served, _, _, counted) = try await Self.share(CacheLeads(coordinator: answered), looks: [Self.miss, Self.hit])
         guard case .bypass = served else { Issue.record("answered by the other process"); return }

@@ -1,38 +1,25 @@
 import Foundation
 import Logging
+import Recall
 import Synchronization
 
 /// The fleet's fetch coordination of a ``PostgresStorage`` (its ``/Recall/FetchCoordinator``
 /// side): claims of fetches in `recall_leases`, renewed while their fetch is under way; waits for
 /// another replica's claim, which end at its release, its lapse (a take-over) or the notice of its
-/// store; and what a claim or a wait tells the look of its key that follows (``LookAfter``).
+/// store; each answers how the cache reads the key's record next (``/Recall/RecordLookup``: the
+/// cache hands it to the byte store's read, ``PostgresStorage/bytes(for:lookup:)``).
 ///
 /// Its statements run within ``PostgresStorage/Configuration/coordinationTimeout`` (or the
 /// request timeout if longer) and also during the byte store's pause. Once one fails or is cut,
 /// claims are granted at once (each replica still coalesces its own requests) while a probe in
 /// the background asks until the database answers again.
 final class FleetCoordination: Sendable {
-    /// What a claim won or a wait for another's fetch left for the next look of its key.
-    enum LookAfter: Sendable, Equatable {
-        /// Nothing: a lookup as usual.
-        case usual
-        /// The fleet paid for what is stored now (a wait ended, or the claim found a record
-        /// there): the look gets the coordination's limit and goes on during a pause — a miss
-        /// would fetch it again.
-        case patient
-        /// The claim just won found nothing under the key: the look is a miss without a round trip.
-        case absent
-    }
-
     private struct State {
         /// Each claim this process holds, by name: its holder token, the task renewing it, and
         /// the storage key its answer is stored under (when the cache said).
         var claims: [String: (token: UUID, renewal: Task<Void, Never>, key: String?)] = [:]
         /// Storage keys whose store is a claimed fetch's answer (how many claims).
         var claimedStores: [String: Int] = [:]
-        /// What the next look of a key is, until when (the clock's time): set by a claim or a
-        /// wait, taken by the look (``lookAfter(_:)``).
-        var looks: [String: (look: LookAfter, until: Duration)] = [:]
         /// The keys requests of this process wait to see stored by another replica, as notices
         /// name them (``FleetListener/noticeName(of:)``): how many wait, and how many such stores
         /// were announced since.
@@ -79,14 +66,15 @@ final class FleetCoordination: Sendable {
     /// Claims the fetch `name` for ``PostgresStorage/Configuration/leaseTime`` — `true` also
     /// when the database cannot say (fetching twice beats not fetching) — and renews it while it
     /// is held. With `key`, the storage key its answer is stored under: the claim also says
-    /// whether a record is there now, which the look that follows it is told (``lookAfter(_:)``),
-    /// and the store under `key` is patient while the claim holds (``isClaimedStore(_:)``).
-    func claim(_ name: String, storingUnder key: String?) async -> Bool {
-        guard answers else { return true }
+    /// whether a record is there now — the read that follows is patient (the fleet paid for what
+    /// is there: a miss would fetch it again), or a miss without a round trip — and the store
+    /// under `key` is patient while the claim holds (``isClaimedStore(_:)``).
+    func claim(_ name: String, storingUnder key: String?) async -> FetchClaim {
+        guard answers else { return .claimed(then: .usual) }
         // This process holds it already (another flight of it, its own lease lapsed): wait for that one.
         if state.withLock({ $0.claims[name] != nil }) {
             counters.count { $0.claimsHeldElsewhere += 1 }
-            return false
+            return .heldElsewhere
         }
         let token = UUID()
         // (A claim without a key checks an empty one, which holds nothing.)
@@ -96,26 +84,20 @@ final class FleetCoordination: Sendable {
             // Cut, it may still land: give it back, so no replica waits for a fetch nobody makes.
             let release = PostgresStatements.Release(name: name, holder: token)
             Task { [lanes] in _ = await coordinate { try await lanes.run(release, pooled: true) } }
-            return true
+            return .claimed(then: .usual)
         }
         guard let recordThere = claimed else {
             counters.count { $0.claimsHeldElsewhere += 1 }
-            return false
+            return .heldElsewhere
         }
         let renewal = renew(name, token: token)
-        let until = clock.now + limit
         state.withLock { state in
             state.claims[name] = (token, renewal, key)
-            if let key {
-                state.claimedStores[key, default: 0] += 1
-                // The look that follows (the cache's, for a store since its lookup) is patient — a
-                // miss would fetch again what the fleet just paid for — or, with nothing there, a
-                // miss at once.
-                Self.note(recordThere ? .patient : .absent, for: key, until: until, in: &state, now: clock.now)
-            }
+            if let key { state.claimedStores[key, default: 0] += 1 }
         }
         counters.count { $0.claims += 1 }
-        return true
+        // (Without a key the claim checked an empty one: it says nothing of a record.)
+        return .claimed(then: key == nil ? .usual : recordThere ? .patient : .absent)
     }
 
     /// Renews the claim `token` on `name` every third of the lease, until it is released, lost
@@ -162,9 +144,13 @@ final class FleetCoordination: Sendable {
 
     /// Waits until the claim on `name` is released or lapses, or — given `key` — until another
     /// replica announces a store under `key` (``heard(storeNamed:)``): the claim's holder stored
-    /// its answer, even if its release is late or lost. The look of `key` that follows is patient.
-    func wait(for name: String, orStoreOf key: String?) async {
-        guard let key else { return await waitForClaim(name) { false } }
+    /// its answer, even if its release is late or lost. The read of `key` that follows is
+    /// patient: the fleet waited for what is there.
+    func wait(for name: String, orStoreOf key: String?) async -> RecordLookup {
+        guard let key else {
+            await waitForClaim(name) { false }
+            return .usual
+        }
         let token = FleetListener.noticeName(of: key)
         let before = state.withLock { state -> Int in
             state.storesAwaited[token, default: (0, 0)].waiters += 1
@@ -177,9 +163,7 @@ final class FleetCoordination: Sendable {
             }
         }
         await waitForClaim(name) { state.withLock { ($0.storesAwaited[token]?.stores ?? 0) != before } }
-        // The look that follows, if it reaches this storage soon (a memory tier may answer it).
-        let until = clock.now + limit
-        state.withLock { Self.note(.patient, for: key, until: until, in: &$0, now: clock.now) }
+        return .patient
     }
 
     /// Polls the claim on `name` every ``PostgresStorage/Configuration/leasePoll`` (less often
@@ -205,21 +189,6 @@ final class FleetCoordination: Sendable {
     /// this process waiting for that replica's fetch may look now.
     func heard(storeNamed name: String) {
         state.withLock { $0.storesAwaited[name]?.stores += 1 }
-    }
-
-    /// What the look of `key` is, as a claim or a wait of this process left it (and forgotten:
-    /// only the next look gets it).
-    func lookAfter(_ key: String) -> LookAfter {
-        state.withLock { state in
-            guard let noted = state.looks.removeValue(forKey: key), clock.now < noted.until else { return .usual }
-            return noted.look == .patient && !state.answers ? .usual : noted.look
-        }
-    }
-
-    /// Notes `look` for `key` until `until`; at most 1,024 notes, those past their time dropped first.
-    private static func note(_ look: LookAfter, for key: String, until: Duration, in state: inout State, now: Duration) {
-        if state.looks.count >= 1_024 { state.looks = state.looks.filter { $0.value.until > now } }
-        if state.looks.count < 1_024 { state.looks[key] = (look, until) }
     }
 
     // MARK: Statements

@@ -185,14 +185,21 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// The bytes stored under `key`, or `nil` (also when the database fails or is slow).
     public func bytes(for key: String) async -> StoredBytes? {
-        // How the lookup goes: not at all (the claim just won found nothing under the key, a
-        // removal of the key waits to be replayed, or the storage pauses), or patiently — the look
-        // after waiting for another replica's fetch, or after winning a claim that found a record:
-        // what the fleet paid for — or as usual.
-        let look = fleet.lookAfter(key)
+        await bytes(for: key, lookup: .usual)
+    }
+
+    /// The bytes stored under `key`, read as this storage's own fetch coordination said (the
+    /// cache hands over what a claim or a wait answered): not at all after a claim that found
+    /// nothing under the key (``/Recall/RecordLookup/absent``); patiently — within
+    /// ``Configuration/coordinationTimeout`` and during a pause — after a wait for another
+    /// replica's fetch or a claim that found a record (``/Recall/RecordLookup/patient``: what the
+    /// fleet paid for, which a miss would fetch again) while coordination answers; else as usual.
+    public func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes? {
+        // How the read goes: not at all (nothing there, a removal of the key waits to be
+        // replayed, or the storage pauses), patiently, or as usual.
         let patient = state.withLock { state -> Bool? in
-            if look == .absent || state.pendingRemovals.contains(key) { return nil }
-            if look == .patient { return true }
+            if lookup == .absent || state.pendingRemovals.contains(key) { return nil }
+            if lookup == .patient, fleet.answers { return true }
             return state.pausing(at: clock.now) ? nil : false
         }
         guard let patient else {
@@ -407,12 +414,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// cannot say (fetching twice beats not fetching). Renewed every third of the lease while
     /// the fetch is under way, for ``Configuration/longestFetch`` at most.
     public func claim(_ name: String) async -> Bool {
-        await fleet.claim(name, storingUnder: nil)
+        await fleet.claim(name, storingUnder: nil).isClaimed
     }
 
     /// Claims as ``claim(_:)`` does; while the claim holds, the store under `key` (its answer)
-    /// gets ``Configuration/coordinationTimeout`` and goes on during a pause.
-    public func claim(_ name: String, storingUnder key: String) async -> Bool {
+    /// gets ``Configuration/coordinationTimeout`` and goes on during a pause. The claim also says
+    /// whether a record is under `key` now: the read that follows is then patient, or a miss
+    /// without a round trip (``bytes(for:lookup:)``).
+    public func claim(_ name: String, storingUnder key: String) async -> FetchClaim {
         await fleet.claim(name, storingUnder: key)
     }
 
@@ -420,13 +429,14 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// ``Configuration/leasePoll`` — while its holder renews it, as long as the holder may
     /// (``Configuration/longestFetch``, plus a lease).
     public func wait(for name: String) async {
-        await fleet.wait(for: name, orStoreOf: nil)
+        _ = await fleet.wait(for: name, orStoreOf: nil)
     }
 
     /// Waits as ``wait(for:)`` does, or until another replica announces a store under `key`
     /// (its notification, which this process's listener hears): the claim's holder stored its
-    /// answer, even if its release is late or lost.
-    public func wait(for name: String, orStoreOf key: String) async {
+    /// answer, even if its release is late or lost. The read that follows is patient
+    /// (``bytes(for:lookup:)``).
+    public func wait(for name: String, orStoreOf key: String) async -> RecordLookup {
         await fleet.wait(for: name, orStoreOf: key)
     }
 

@@ -64,12 +64,36 @@ struct PostgresStorageTests {
             #expect(!(await waiter.claim("fetch-1")))
             let waiting = Task { await waiter.wait(for: "fetch-1", orStoreOf: key) }
             await leader.write(Data("the answer".utf8), for: key, expires: nil)
-            await waiting.value
+            #expect(await waiting.value == .patient, "the read after a wait for the fleet's fetch is patient")
             #expect(!(await waiter.claim("fetch-1")), "woken by the store: the claim is still held, not lapsed")
-            #expect(await waiter.bytes(for: key)?.data == Data("the answer".utf8))
+            #expect(await waiter.bytes(for: key, lookup: .patient)?.data == Data("the answer".utf8))
             await leader.release("fetch-1")
             await leader.shutdown()
             await waiter.shutdown()
+        }
+    }
+
+    @Test(
+        "a claim says how the read after it goes, to that read alone: nothing there is a miss without a round trip, a record there a patient read; no later read of the key is changed by it (#56)"
+    )
+    func claimSaysHowToRead() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let a = try await PostgresFixture.open(client)
+            let b = try await PostgresFixture.open(client)
+            #expect(await a.claim("fetch-1", storingUnder: "k") == .claimed(then: .absent))
+            await b.write(Data("stored since".utf8), for: "k", expires: nil)
+            // The read the claim's answer is handed to trusts it (no statement: the row now there is not seen)…
+            #expect(await a.bytes(for: "k", lookup: .absent) == nil)
+            // …and any other read of the key reads as usual: nothing was left with the key.
+            #expect(await a.bytes(for: "k")?.data == Data("stored since".utf8))
+            #expect(await a.bytes(for: "k")?.data == Data("stored since".utf8))
+            await a.release("fetch-1")
+            #expect(await b.claim("fetch-2", storingUnder: "k") == .claimed(then: .patient))
+            #expect(await b.claim("fetch-3") == true, "a claim without a key says nothing of a record")
+            await b.release("fetch-2")
+            await b.release("fetch-3")
+            await a.shutdown()
+            await b.shutdown()
         }
     }
 

@@ -48,39 +48,39 @@ final class CacheLeads: Sendable {
     /// the fetch from the ``FetchCoordinator`` under `fetchName()`, when there is one; the others
     /// wait for their leader — this process's, or another's (until its claim ends or it stores
     /// under `storageKey`) — then look again (`coalesced()`
-    /// counts it when the look answers it; one that must fetch after all is a miss). `look(later)` reads the record afresh and decides again (`later`: at the time
-    /// now, after a wait). `mark`, when `marks`, reads the storage's removal mark for the request
+    /// counts it when the look answers it; one that must fetch after all is a miss). `look(later, lookup)`
+    /// reads the record afresh, as the coordinator's claim or wait said (``RecordLookup``), and
+    /// decides again (`later`: at the time now, after a wait). `mark`, when `marks`, reads the storage's removal mark for the request
     /// that is to send (the leader, before it claims, or a follower that must fetch itself): the
     /// fleet's name of the fetch carries it. Returns the decision to act on and the lead taken, if any.
     func share(
         _ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool,
         marks: Bool, mark: () async -> Void, fetchName: () -> String,
         coalesced: () -> Void,
-        look: (_ later: Bool) async -> CacheStrategy.Before
+        look: (_ later: Bool, _ lookup: RecordLookup) async -> CacheStrategy.Before
     ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?) {
         switch await flights.join(flightKey) {
         case .leader:
             var lead = CacheRequestState.Lead.flight(flightKey, claim: nil)
             // Another leader may have stored the entry between our lookup and our lead.
-            var before = changed() ? await look(false) : decided
+            var before = changed() ? await look(false, .usual) : decided
             if marks, Self.sends(before) { await mark() }
             guard case .send = before, let coordinator else { return (before, lead) }
             let name = fetchName()
-            if await coordinator.claim(name, storingUnder: storageKey) {
+            if case .claimed(let then) = await coordinator.claim(name, storingUnder: storageKey) {
                 lead = .flight(flightKey, claim: name)
                 // Another process may have stored it between our lookup and our claim.
-                before = await look(false)
+                before = await look(false, then)
             } else {
                 // Another process fetches it: look again (it may have stored its answer already,
                 // its release late or lost), else wait for its answer and look again. Still
                 // missing (it failed, or its claim lapsed): claim it — and when another waiting
                 // process took the claim over first, wait for that one instead, so one process,
                 // not all, fetches after a leader died. After `maxTakeovers` rounds, fetch here.
-                before = await look(true)
+                before = await look(true, .usual)
                 for _ in 0..<Self.maxTakeovers where Self.sends(before) {
-                    await coordinator.wait(for: name, orStoreOf: storageKey)
-                    before = await look(true)
-                    if Self.sends(before), await coordinator.claim(name, storingUnder: storageKey) {
+                    before = await look(true, await coordinator.wait(for: name, orStoreOf: storageKey))
+                    if Self.sends(before), await coordinator.claim(name, storingUnder: storageKey).isClaimed {
                         lead = .flight(flightKey, claim: name)
                         break
                     }
@@ -90,7 +90,7 @@ final class CacheLeads: Sendable {
             return (before, lead)
         case .follower:
             try Task.checkCancellation()
-            let before = await look(true)
+            let before = await look(true, .usual)
             // A follower that must fetch itself after all (its leader failed) is a miss, not coalesced.
             if !Self.sends(before) { coalesced() } else if marks { await mark() }
             return (before, nil)

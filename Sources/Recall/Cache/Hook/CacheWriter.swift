@@ -66,10 +66,11 @@ final class CacheWriter: Sendable {
     /// The count of completed writes (see ``StorageWriteOrder``).
     var writes: UInt64 { order.writeCount.load(ordering: .acquiring) }
 
-    /// The stored record of `key`, or `nil`. Storages compare keys too; checking here keeps the
-    /// guarantee for any storage a user plugs in.
-    func lookup(_ key: String) async -> CacheRecord? {
-        let found = await storage.record(for: key)
+    /// The stored record of `key`, or `nil`, read as `lookup` says (after the fleet's
+    /// coordination). Storages compare keys too; checking here keeps the guarantee for any
+    /// storage a user plugs in.
+    func lookup(_ key: String, _ lookup: RecordLookup = .usual) async -> CacheRecord? {
+        let found = await storage.record(for: key, lookup: lookup)
         return found?.key == key ? found : nil
     }
 

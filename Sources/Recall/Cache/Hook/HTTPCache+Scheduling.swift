@@ -151,8 +151,8 @@ extension HTTPCache {
                     RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, mark: scheduling.since.storage))
             },
             coalesced: { counts.count(.coalesced, context) { $0.coalesced += 1 } },
-            look: { later in
-                record = await writer.lookup(key)
+            look: { later, lookup in
+                record = await writer.lookup(key, lookup)
                 return strategy.before(request, scheduling, record: record, now: later ? now() : nil)
             })
         return act(on: before, request: request, scheduling, record: record, lead: lead, context: context)

@@ -28,6 +28,9 @@ import Foundation
 public protocol CacheByteStore: CacheStorage {
     /// The bytes stored under `key`, or `nil`.
     func bytes(for key: String) async -> StoredBytes?
+    /// The bytes under `key`, read as the fleet's coordination says (see
+    /// ``CacheStorage/record(for:lookup:)``). The default reads as ``bytes(for:)`` does.
+    func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes?
     /// The bytes under `key` when they are at hand without suspending, else `nil` (then the
     /// cache asks ``bytes(for:)``). The default is `nil`.
     func bytesWithoutSuspending(for key: String) -> StoredBytes?
@@ -55,6 +58,11 @@ public protocol CacheByteStore: CacheStorage {
 }
 
 extension CacheByteStore {
+    /// As ``bytes(for:)``.
+    public func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes? {
+        await bytes(for: key)
+    }
+
     /// Nothing at hand without suspending.
     public func bytesWithoutSuspending(for key: String) -> StoredBytes? { nil }
 
@@ -85,7 +93,15 @@ extension CacheByteStore {
     /// hashing backend's collision would leave): then they are removed with
     /// ``removeCorrupt(_:ifStill:)``.
     public func record(for key: String) async -> CacheRecord? {
-        guard let stored = await bytes(for: key) else { return await recordInPieces(for: key) }
+        await record(for: key, lookup: .usual)
+    }
+
+    /// The record under `key` as ``record(for:)`` reads it, from the bytes read as `lookup` says
+    /// (``bytes(for:lookup:)``).
+    public func record(for key: String, lookup: RecordLookup) async -> CacheRecord? {
+        guard let stored = await bytes(for: key, lookup: lookup) else {
+            return await recordInPieces(for: key)
+        }
         switch ByteRecords.decode(stored, for: key) {
         case .record(let record): return record
         case .corrupt:

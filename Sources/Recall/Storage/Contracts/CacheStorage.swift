@@ -16,6 +16,10 @@ public protocol CacheStorage: Sendable {
     /// The record stored under `key`, or `nil`. Implementations compare the stored full key
     /// with `key` and answer `nil` on a mismatch.
     func record(for key: String) async -> CacheRecord?
+    /// The record under `key` read as the fleet's coordination says (``RecordLookup``: what a
+    /// claim or a wait of a ``FetchCoordinator`` found out). A storage that is not its own
+    /// coordinator has no use for it: the default reads as ``record(for:)`` does.
+    func record(for key: String, lookup: RecordLookup) async -> CacheRecord?
     /// The record under `key` when the storage has it at hand without suspending (memory, a
     /// file it holds open), or `nil` — then the cache asks ``record(for:)``. A storage that can
     /// serve hits this way lets ``HTTPCache`` answer them without an async call. The default is `nil`.
@@ -98,6 +102,11 @@ extension CacheStorage {
 
     /// Nothing to wait for: every write is done when ``store(_:expires:)`` returns.
     public func flush() async {}
+
+    /// As ``record(for:)``: `lookup` says nothing to a storage that is not its own coordinator.
+    public func record(for key: String, lookup: RecordLookup) async -> CacheRecord? {
+        await record(for: key)
+    }
 
     /// Not at hand without suspending: ask ``record(for:)``.
     public func recordWithoutSuspending(for key: String) -> CacheRecord? { nil }

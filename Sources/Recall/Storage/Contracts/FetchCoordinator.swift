@@ -25,28 +25,32 @@ public protocol FetchCoordinator: Sendable {
     func claim(_ name: String) async -> Bool
     /// Claims as ``claim(_:)`` does, naming the storage key the fetch's answer will be stored
     /// under: a coordinator may give that store the patience the other processes' wait for it
-    /// deserves. The cache calls this one; the default calls ``claim(_:)``.
-    func claim(_ name: String, storingUnder key: String) async -> Bool
+    /// deserves, and say how the cache reads the key's record next (``FetchClaim/claimed(then:)``:
+    /// a coordinator that is also the storage may know it holds nothing). The cache calls this
+    /// one; the default calls ``claim(_:)`` and says nothing of the read (``RecordLookup/usual``).
+    func claim(_ name: String, storingUnder key: String) async -> FetchClaim
     /// Returns when the claim on `name` is released or has lapsed (or the wait's own bound
     /// passed, or the task was cancelled).
     func wait(for name: String) async
     /// Returns as ``wait(for:)`` does, or earlier when a response is stored under the storage key
     /// `key` (the one the claimed fetch will store under) by another process: the answer is
-    /// there even if the claim's release is late or lost. The cache calls this one; the default
-    /// waits for the claim alone.
-    func wait(for name: String, orStoreOf key: String) async
+    /// there even if the claim's release is late or lost. Answers how the cache reads the key's
+    /// record next (``RecordLookup/patient``: the fleet waited for what is there). The cache calls
+    /// this one; the default waits for the claim alone and answers ``RecordLookup/usual``.
+    func wait(for name: String, orStoreOf key: String) async -> RecordLookup
     /// Releases this process's claim on `name`, after what it fetched is stored.
     func release(_ name: String) async
 }
 
 extension FetchCoordinator {
-    /// Claims by name alone (``claim(_:)``).
-    public func claim(_ name: String, storingUnder key: String) async -> Bool {
-        await claim(name)
+    /// Claims by name alone (``claim(_:)``); the read after it as usual.
+    public func claim(_ name: String, storingUnder key: String) async -> FetchClaim {
+        await claim(name) ? .claimed(then: .usual) : .heldElsewhere
     }
 
-    /// Waits for the claim alone (``wait(for:)``).
-    public func wait(for name: String, orStoreOf key: String) async {
+    /// Waits for the claim alone (``wait(for:)``); the read after it as usual.
+    public func wait(for name: String, orStoreOf key: String) async -> RecordLookup {
         await wait(for: name)
+        return .usual
     }
 }

@@ -55,11 +55,17 @@ public final class TieredStorage: CacheStorage {
 
     /// From the upper tier, else from the lower one (then promoted, unless the key changed meanwhile).
     public func record(for key: String) async -> CacheRecord? {
+        await record(for: key, lookup: .usual)
+    }
+
+    /// As ``record(for:)``; the lower tier reads as `lookup` says (the fleet's coordination is
+    /// the lower tier's, a database's, when there is one).
+    public func record(for key: String, lookup: RecordLookup) async -> CacheRecord? {
         if let record = upper.recordWithoutSuspending(for: key) { return record }
         if memory == nil, let record = await upper.record(for: key) { return record }
         let stripe = Self.stripe(of: key)
         let before = generations.withLock { $0[stripe] }
-        guard let record = await lower.record(for: key) else { return nil }
+        guard let record = await lower.record(for: key, lookup: lookup) else { return nil }
         // (A body that stays in the lower tier's store is not promoted: the upper tier would hold it open.)
         guard !record.variants.contains(where: { $0.storedBody != nil }) else { return record }
         if let memory {
