@@ -323,16 +323,24 @@ struct CacheStrategyTests {
                 Self.variant("p-en", partition: "p", language: "en"), Self.variant("p-fr", partition: "p", language: "fr"),
                 Self.variant("q", partition: "q")
             ])
-        let english = Self.strategy.records.record(storing: Self.variant("p-en-2", partition: "p", language: "en"), key: "k", over: existing)
+        let english = Self.strategy.records.write(storing: Self.variant("p-en-2", partition: "p", language: "en"), key: "k", over: existing, expiring: false)
+            .record
         #expect(Self.tags(english.variants) == ["p-en-2", "p-fr", "q"])
-        let plain = Self.strategy.records.record(storing: Self.variant("p", partition: "p"), key: "k", over: existing)
+        let plain = Self.strategy.records.write(storing: Self.variant("p", partition: "p"), key: "k", over: existing, expiring: false).record
         #expect(Self.tags(plain.variants) == ["p", "q"], "no Vary: it replaces every response of its partition")
         var configuration = CacheConfiguration()
         configuration.maxVariants = 2
         let capped = CacheStrategy(rules: CacheRules(configuration: configuration), partitioner: CachePartitioner(secret: [7], configuration: configuration))
-        let kept = capped.records.record(storing: Self.variant("p-de", partition: "p", language: "de"), key: "k", over: existing)
+        let kept = capped.records.write(storing: Self.variant("p-de", partition: "p", language: "de"), key: "k", over: existing, expiring: false).record
         #expect(Self.tags(kept.variants) == ["p-de", "p-en"], "the newest first, at most maxVariants")
-        #expect(Self.strategy.records.record(storing: Self.variant("new", partition: "p"), key: "k", over: nil).variants.count == 1)
+        #expect(Self.strategy.records.write(storing: Self.variant("new", partition: "p"), key: "k", over: nil, expiring: false).record.variants.count == 1)
+        // Over what the lookup found: a write only when it keeps none of it (else the writer reads afresh).
+        let alone = Self.strategy.records.write(
+            storing: Self.variant("p2", partition: "p"), key: "k", found: CacheRecord(key: "k", variants: [Self.variant("p", partition: "p")]), expiring: true)
+        #expect(alone.map { Self.tags($0.record.variants) } == ["p2"])
+        #expect(
+            Self.strategy.records.write(storing: Self.variant("p2", partition: "p"), key: "k", found: existing, expiring: false) == nil, "keeps q: read afresh")
+        #expect(Self.strategy.records.write(storing: Self.variant("p2", partition: "p"), key: "k", found: nil, expiring: false)?.record.variants.count == 1)
     }
 
     @Test("records: a discard removes only the response of the same partition, Vary values and kind (piece or whole)")

@@ -42,8 +42,8 @@ struct CacheWriterTests {
         let fixture = Fixture()
         let location = fixture.location("/a")
         let before = fixture.writer.writes
-        await fixture.writer.store(Self.entry("alice", partition: "A"), at: location, keepsNothing: false, since: nil, context: nil)
-        await fixture.writer.store(Self.entry("bob", partition: "B"), at: location, keepsNothing: false, since: nil, context: nil)
+        await fixture.writer.store(Self.entry("alice", partition: "A"), at: location, prior: .unread, since: nil, context: nil)
+        await fixture.writer.store(Self.entry("bob", partition: "B"), at: location, prior: .unread, since: nil, context: nil)
         let record = try #require(await fixture.writer.lookup(location.key))
         #expect(record.variants.map { String(decoding: $0.body, as: UTF8.self) } == ["bob", "alice"])
         #expect(
@@ -59,12 +59,12 @@ struct CacheWriterTests {
         let location = fixture.location("/a")
         let since = fixture.writer.epochs.snapshot(stripe: location.epochStripe)  // the request begins
         await fixture.writer.remove(location.key)  // a write removes the URL
-        await fixture.writer.store(Self.entry("old"), at: location, keepsNothing: true, since: since, context: nil)
+        await fixture.writer.store(Self.entry("old"), at: location, prior: .found(nil), since: since, context: nil)
         #expect(await fixture.writer.lookup(location.key) == nil)
         #expect(fixture.counts.statistics.stores == 0)
         // A request that began after the removal stores.
         let later = fixture.writer.epochs.snapshot(stripe: location.epochStripe)
-        await fixture.writer.store(Self.entry("new"), at: location, keepsNothing: true, since: later, context: nil)
+        await fixture.writer.store(Self.entry("new"), at: location, prior: .found(nil), since: later, context: nil)
         #expect(await fixture.writer.lookup(location.key) != nil)
     }
 
@@ -73,8 +73,8 @@ struct CacheWriterTests {
         let fixture = Fixture()
         let location = fixture.location("/a")
         let alice = Self.entry("alice", partition: "A"), bob = Self.entry("bob", partition: "B")
-        await fixture.writer.store(alice, at: location, keepsNothing: false, since: nil, context: nil)
-        await fixture.writer.store(bob, at: location, keepsNothing: false, since: nil, context: nil)
+        await fixture.writer.store(alice, at: location, prior: .unread, since: nil, context: nil)
+        await fixture.writer.store(bob, at: location, prior: .unread, since: nil, context: nil)
         await fixture.writer.discard(alice, key: location.key)
         #expect(try #require(await fixture.writer.lookup(location.key)).variants.map(\.partition) == ["B"])
         await fixture.writer.discard(bob, key: location.key)
@@ -86,7 +86,7 @@ struct CacheWriterTests {
         let fixture = Fixture()
         let location = fixture.location("/a")
         await fixture.writer.keys.lock(location.key)
-        let store = Task { await fixture.writer.store(Self.entry("v"), at: location, keepsNothing: true, since: nil, context: nil) }
+        let store = Task { await fixture.writer.store(Self.entry("v"), at: location, prior: .found(nil), since: nil, context: nil) }
         while fixture.writer.keys.waiters(for: location.key) == 0 { await Task.yield() }  // the store waits for the key
         #expect(fixture.storage.keys.isEmpty, "stored while another write held the key")
         fixture.writer.keys.unlock(location.key)
@@ -100,7 +100,7 @@ struct CacheWriterTests {
         let location = fixture.location("/a")
         await fixture.writer.remove(location.key, counting: true)
         #expect(fixture.counts.statistics.invalidations == 0)
-        await fixture.writer.store(Self.entry("v"), at: location, keepsNothing: true, since: nil, context: nil)
+        await fixture.writer.store(Self.entry("v"), at: location, prior: .found(nil), since: nil, context: nil)
         await fixture.writer.remove(location.key, counting: true)
         #expect(fixture.counts.statistics.invalidations == 1)
     }

@@ -12,8 +12,9 @@ import Foundation
 /// - what an answer stores — the entry made from it, the lifetime it is given, whether the
 ///   cache may keep it for whoever it serves (``entry(from:facts:for:partition:exchange:)``,
 ///   ``mayShare(_:_:)``, a `POST`'s answer stored for a later `GET`: ``postEntry(_:exchange:)``);
-/// - what a store keeps of the record before (other partitions, other `Vary` variants:
-///   ``record(storing:key:over:)``), and the expiry hint a storage gets with it (``expiry(of:)``).
+/// - what a store writes — what it keeps of the record before (other partitions, other `Vary`
+///   variants) and the expiry hint a storage gets with it — in one call
+///   (``write(storing:key:found:expiring:)``, ``write(storing:key:over:expiring:)``).
 struct CacheRecordRules: Sendable {
     /// The RFC 9111 rules the entries are read and made with.
     let rules: CacheRules
@@ -135,17 +136,34 @@ struct CacheRecordRules: Sendable {
 
     // MARK: Records
 
-    /// The record of `key` with `entry` stored in it: first, then the responses of `existing` it
-    /// keeps (``keeps(_:storing:)``), at most ``CacheConfiguration/maxVariants`` in all.
-    func record(storing entry: CacheEntry, key: String, over existing: CacheRecord?) -> CacheRecord {
-        let kept = existing?.variants.filter { keeps($0, storing: entry) } ?? []
-        return CacheRecord(key: key, variants: Array(([entry] + kept).prefix(rules.configuration.maxVariants)))
+    /// What a store writes: the record, and the expiry hint its storage gets with it
+    /// (``expiry(of:)``; `nil` when the storage takes none, or the record has no end).
+    struct Write: Sendable {
+        var record: CacheRecord
+        var expires: Date?
     }
 
-    /// Whether storing `entry` over `existing` keeps none of its responses: then the record need
-    /// not be read again before the write.
-    func keepsNothing(of existing: CacheRecord?, storing entry: CacheEntry) -> Bool {
-        existing?.variants.allSatisfy { !keeps($0, storing: entry) } ?? true
+    /// The write that stores `entry` under `key` over `found` — the record as the request's
+    /// lookup found it (`nil`: nothing) — when it keeps none of `found`'s responses: then the
+    /// writer need not read the record again. `nil` when it keeps some: read the record afresh
+    /// and compose with ``write(storing:key:over:expiring:)``. `expiring`: whether the storage
+    /// takes the hint (a memory store does not: none is worked out).
+    func write(storing entry: CacheEntry, key: String, found: CacheRecord?, expiring: Bool) -> Write? {
+        guard found?.variants.allSatisfy({ !keeps($0, storing: entry) }) ?? true else { return nil }
+        return write(CacheRecord(key: key, variants: [entry]), expiring: expiring)
+    }
+
+    /// The write that stores `entry` under `key` over `existing`, read afresh: `entry` first, then
+    /// the responses of `existing` it keeps (``keeps(_:storing:)``), at most
+    /// ``CacheConfiguration/maxVariants`` in all.
+    func write(storing entry: CacheEntry, key: String, over existing: CacheRecord?, expiring: Bool) -> Write {
+        let kept = existing?.variants.filter { keeps($0, storing: entry) } ?? []
+        return write(CacheRecord(key: key, variants: Array(([entry] + kept).prefix(rules.configuration.maxVariants))), expiring: expiring)
+    }
+
+    /// The write of `record` as it is (what is left of a record after a response was discarded).
+    func write(_ record: CacheRecord, expiring: Bool) -> Write {
+        Write(record: record, expires: expiring ? expiry(of: record) : nil)
     }
 
     /// Whether `old` stays beside `entry` when `entry` is stored: a response of another partition,

@@ -61,10 +61,11 @@ final class CacheRequestState: Sendable {
     /// The storage key of the request.
     var key: String { location.key }
 
-    /// Whether storing `entry` under `key` keeps none of what the lookup found
-    /// (``CacheRecordRules/keepsNothing(of:storing:)``): the writer need not read the record again.
-    func keepsNothing(storing entry: CacheEntry, key: String, under records: CacheRecordRules) -> Bool {
-        key == self.key && records.keepsNothing(of: record, storing: entry)
+    /// What the writer knows of the record under `key` before a store: what the lookup found,
+    /// for the request's own key; nothing for another (a redirect's, a `POST`'s answer stored
+    /// for a later `GET`).
+    func prior(for key: String) -> CacheWriter.Prior {
+        key == self.key ? .found(record) : .unread
     }
 
     /// What a request leads for others.

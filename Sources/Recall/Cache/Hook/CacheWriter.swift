@@ -74,47 +74,65 @@ final class CacheWriter: Sendable {
         return found?.key == key ? found : nil
     }
 
+    /// What the writer knows of a record before it stores into it.
+    enum Prior: Sendable {
+        /// Nothing: it reads the record afresh, under the key's lock.
+        case unread
+        /// The request's lookup found this (`nil`: nothing stored). When storing keeps none of
+        /// it, the read is saved (a response stored meanwhile by a concurrent request may be
+        /// replaced: a lost entry, never a wrong one).
+        case found(CacheRecord?)
+    }
+
     /// Stores `entry` in the record of `key`, keeping the other partitions' responses and this
-    /// partition's other `Vary` variants, read afresh. `keepsNothing`: what this request's
-    /// lookup found holds nothing `entry` would not replace, so the read is saved (a response
-    /// stored meanwhile by a concurrent request may be replaced: a lost entry, never a wrong one).
+    /// partition's other `Vary` variants, read afresh unless `prior` saves the read.
     /// Stores nothing when a removal of the key came after `since` (the removal counts when the
     /// request began; `nil` for the answer of the write that removed): that answer may predate
     /// the write; nor an entry whose body is not as long as its `Content-Length` says. Records
     /// ``CacheEvent/stored`` (and what the storage evicted meanwhile) in `context`.
     func store(
-        _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
+        _ entry: CacheEntry, at location: CacheLocator.Location, prior: Prior, since: InvalidationEpochs.Snapshot?,
         context: RecallContext?
     ) async {
         await keys.lock(location.key)
         defer { keys.unlock(location.key) }
-        await storeLocked(entry, at: location, keepsNothing: keepsNothing, since: since, context: context, stillHolding: nil)
+        await storeLocked(entry, at: location, prior: prior, since: since, context: context, stillHolding: nil)
     }
 
-    /// ``store(_:at:keepsNothing:since:context:)`` with the key's lock held; given `stillHolding`,
-    /// only over that stored body.
+    /// ``store(_:at:prior:since:context:)`` with the key's lock held; given `stillHolding`, only
+    /// over that stored body (read afresh).
     private func storeLocked(
-        _ entry: CacheEntry, at location: CacheLocator.Location, keepsNothing: Bool, since: InvalidationEpochs.Snapshot?,
+        _ entry: CacheEntry, at location: CacheLocator.Location, prior: Prior, since: InvalidationEpochs.Snapshot?,
         context: RecallContext?, stillHolding body: StoredBodyFile?
     ) async {
         // Never a record whose body is not what its head declares (a head stored without its body).
         guard entry.bodyMatchesDeclaredLength else { return }
         let key = location.key
         if let since, !epochs.isCurrent(since, stripe: location.epochStripe) { return }
-        let existing = keepsNothing ? nil : await lookup(key)
-        if let body, existing?.variants.contains(where: { $0.storedBody?.isSameBody(as: body) == true }) != true { return }
-        let updated = records.record(storing: entry, key: key, over: existing)
+        let expiring = memory == nil
+        let write: CacheRecordRules.Write
+        if body == nil, case .found(let found) = prior, let saved = records.write(storing: entry, key: key, found: found, expiring: expiring) {
+            write = saved
+        } else {
+            let existing = await lookup(key)
+            if let body, existing?.variants.contains(where: { $0.storedBody?.isSameBody(as: body) == true }) != true { return }
+            write = records.write(storing: entry, key: key, over: existing, expiring: expiring)
+        }
+        await store(write, since: since, context: context)
+    }
+
+    /// Stores `write` (with the key's lock held): into the memory at once, else with its expiry
+    /// hint — over a storage that counts removals, only if no process removed the key since
+    /// `since` (a request that read no mark has nothing to check against, and stores nothing).
+    /// Counts what reached the storage.
+    private func store(_ write: CacheRecordRules.Write, since: InvalidationEpochs.Snapshot?, context: RecallContext?) async {
         if let memory {
-            stored(context: context, evicted: memory.storeNow(updated).count)
+            stored(context: context, evicted: memory.storeNow(write.record).count)
         } else if countsRemovals {
-            // The storage checks that no process removed the key since the request began; a request
-            // that read no mark has nothing to check against, and stores nothing.
-            guard let mark = since?.storage,
-                await storage.store(updated, expires: records.expiry(of: updated), ifNotRemovedSince: mark)
-            else { return }
+            guard let mark = since?.storage, await storage.store(write.record, expires: write.expires, ifNotRemovedSince: mark) else { return }
             stored(context: context)
         } else {
-            await storage.store(updated, expires: records.expiry(of: updated))
+            await storage.store(write.record, expires: write.expires)
             stored(context: context)
         }
     }
@@ -153,7 +171,7 @@ final class CacheWriter: Sendable {
                 record, with: response, for: request, partition: partition, inScope: state.inScope,
                 requestTime: state.requestTime, responseTime: date)
         else { return }
-        await store(merged, at: location, keepsNothing: false, since: state.since, context: context)
+        await store(merged, at: location, prior: .unread, since: state.since, context: context)
     }
 
     /// Begins storing `entry`, a freshened response whose body stays in the store, at `location`
@@ -168,7 +186,7 @@ final class CacheWriter: Sendable {
         guard keys.tryLock(location.key) else { return false }
         let ticket = pending.begin(stripe: location.stripe)
         TaskCensus.task { [self] in
-            await storeLocked(entry, at: location, keepsNothing: false, since: since, context: context, stillHolding: entry.storedBody)
+            await storeLocked(entry, at: location, prior: .unread, since: since, context: context, stillHolding: entry.storedBody)
             keys.unlock(location.key)
             pending.end(ticket, stripe: location.stripe)
         }
@@ -219,11 +237,11 @@ final class CacheWriter: Sendable {
             if kept.isEmpty {
                 await storage.remove(key)
             } else if kept.count < record.variants.count {
-                let record = CacheRecord(key: key, variants: kept)
+                let write = records.write(CacheRecord(key: key, variants: kept), expiring: true)
                 if let mark {
-                    _ = await storage.store(record, expires: records.expiry(of: record), ifNotRemovedSince: mark)
+                    _ = await storage.store(write.record, expires: write.expires, ifNotRemovedSince: mark)
                 } else {
-                    await storage.store(record, expires: records.expiry(of: record))
+                    await storage.store(write.record, expires: write.expires)
                 }
             }
             order.writeCount.add(1, ordering: .releasing)

@@ -94,8 +94,8 @@ extension HTTPCache {
                 whole.body = body
                 if let target {
                     // (A POST's answer, read nothing for: its record is read afresh.)
-                    let keepsNothing = !isPostAnswer && state.keepsNothing(storing: whole, key: target.key, under: strategy.records)
-                    await writer.store(whole, at: target, keepsNothing: keepsNothing, since: since, context: state.isRefresh ? nil : context)
+                    let prior = isPostAnswer ? .unread : state.prior(for: target.key)
+                    await writer.store(whole, at: target, prior: prior, since: since, context: state.isRefresh ? nil : context)
                 }
             case .written(let writing):
                 guard let target, await writer.commit(writing, at: target, since: since, context: state.isRefresh ? nil : context) else {

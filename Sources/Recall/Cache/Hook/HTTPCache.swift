@@ -155,9 +155,7 @@ public final class HTTPCache: ServiceHook, ResendingHook {
         // Stores `entry` where the answer belongs.
         func storeAnswer(_ entry: CacheEntry) async {
             guard let target else { return }
-            await writer.store(
-                entry, at: target, keepsNothing: state.keepsNothing(storing: entry, key: target.key, under: strategy.records), since: state.since,
-                context: recording)
+            await writer.store(entry, at: target, prior: state.prior(for: target.key), since: state.since, context: recording)
         }
         switch after {
         case .pass:
@@ -186,7 +184,7 @@ public final class HTTPCache: ServiceHook, ResendingHook {
             for key in locator.keys(of: urls, like: sent) { await writer.remove(key, counting: true) }
             // (The write's own answer: stored after its invalidation, whatever came before.)
             if let post, let location = locator.location(of: CacheStrategy.asGet(sent)) {
-                await writer.store(post, at: location, keepsNothing: false, since: await writer.since(location), context: recording)
+                await writer.store(post, at: location, prior: .unread, since: await writer.since(location), context: recording)
             }
             return response
         case .refetch(let unconditional, let removing):

@@ -96,8 +96,11 @@ final class WriteBehind: Sendable {
             return false
         }
         let key = state.key
-        let existing = state.keepsNothing(storing: entry, key: key, under: records) ? nil : memory.recordNow(for: key)
-        guard let evicted = memory.storeNow(records.record(storing: entry, key: key, over: existing), watched: true) else { return false }
+        // (What the lookup found saves reading the record again when the store keeps none of it.)
+        let write =
+            records.write(storing: entry, key: key, found: state.record, expiring: false)
+            ?? records.write(storing: entry, key: key, over: memory.recordNow(for: key), expiring: false)
+        guard let evicted = memory.storeNow(write.record, watched: true) else { return false }
         writer.stored(context: context, evicted: evicted.count)
         return true
     }
