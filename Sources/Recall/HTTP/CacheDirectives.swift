@@ -81,8 +81,12 @@ public struct CacheDirectives: Sendable, Hashable {
     public var immutable: Bool { contains("immutable") }
     /// `public`.
     public var isPublic: Bool { contains("public") }
-    /// `private` (allowed: Recall is a private cache).
+    /// `private`: stored by a private cache, never by a shared one (``CacheAudience/shared``).
     public var isPrivate: Bool { contains("private") }
+    /// `s-maxage`: the freshness lifetime in a shared cache, over `max-age` and `Expires`.
+    public var sMaxAge: Int? { seconds("s-maxage") }
+    /// `proxy-revalidate`: `must-revalidate` for a shared cache.
+    public var proxyRevalidate: Bool { contains("proxy-revalidate") }
     /// `stale-while-revalidate` (RFC 5861).
     public var staleWhileRevalidate: Int? { seconds("stale-while-revalidate") }
     /// `stale-if-error` (RFC 5861).

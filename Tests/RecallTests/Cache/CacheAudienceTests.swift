@@ -181,7 +181,7 @@ struct CacheAudienceTests {
         #expect(mock.count(for: "/me") == 2)
     }
 
-    @Test("end to end over the loopback origin: each audience through URLSessionTransport", arguments: [CacheAudience.oneUser, .manyUsers])
+    @Test("end to end over the loopback origin: each audience through URLSessionTransport", arguments: [CacheAudience.oneUser, .manyUsers, .shared])
     func endToEnd(audience: CacheAudience) async throws {
         let server = try await OriginServer.shared.value
         let path = OriginServer.uniquePath("e2e-audience")

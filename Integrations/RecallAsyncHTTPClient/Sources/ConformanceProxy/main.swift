@@ -14,7 +14,7 @@ import RecallAsyncHTTPClient
 // HTTPCache (in memory, of the audience given) over an AsyncHTTPClientTransport (or a
 // URLSessionTransport) to ORIGIN, redirects not followed, and its answer comes back.
 //
-//     ConformanceProxy LISTEN ORIGIN [one-user|many-users] [ahc|urlsession]
+//     ConformanceProxy LISTEN ORIGIN [one-user|many-users|shared] [ahc|urlsession]
 //
 // A measuring tool, not a product: it holds each body in memory and keeps no logs but errors.
 
@@ -22,7 +22,14 @@ let arguments = CommandLine.arguments
 let listen = arguments.count > 1 ? Int(arguments[1]) ?? 8001 : 8001
 let origin = arguments.count > 2 ? arguments[2] : "http://127.0.0.1:8000"
 var configuration = CacheConfiguration()
-configuration.audience = arguments.count > 3 && arguments[3] == "one-user" ? .oneUser : .manyUsers
+switch arguments.count > 3 ? arguments[3] : "many-users" {
+case "one-user": configuration.audience = .oneUser
+case "shared": configuration.audience = .shared
+case "many-users": configuration.audience = .manyUsers
+case let other:
+    print("ConformanceProxy: unknown audience \(other) (one-user, many-users or shared)")
+    exit(2)
+}
 let useURLSession = arguments.count > 4 && arguments[4] == "urlsession"
 
 var clientConfiguration = HTTPClient.Configuration()

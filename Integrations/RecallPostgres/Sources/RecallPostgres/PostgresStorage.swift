@@ -197,9 +197,10 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     public func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes? {
         // How the read goes: not at all (nothing there, a removal of the key waits to be
         // replayed, or the storage pauses), patiently, or as usual.
+        let patiently = lookup == .patient && fleet.answers  // (the fleet's lock, not inside the storage's)
         let patient = state.withLock { state -> Bool? in
             if lookup == .absent || state.pendingRemovals.contains(key) { return nil }
-            if lookup == .patient, fleet.answers { return true }
+            if patiently { return true }
             return state.pausing(at: clock.now) ? nil : false
         }
         guard let patient else {

@@ -18,12 +18,16 @@ import Foundation
 struct CachePartitioner: Sendable {
     private let secret: [UInt8]
     private let credentialNames: Set<String>
-    /// Whether a `Cookie` partitions (a cache for many users) or shares responses (one user):
-    /// see ``CacheAudience``.
+    /// Whether a `Cookie` partitions (a cache for many users, or shared) or shares responses
+    /// (one user): see ``CacheAudience``.
     private let cookiePartitions: Bool
-    /// What every partition of a cache for one user ends with, so a cache for many users never
-    /// serves what one stored in a storage they come to share (its `Set-Cookie`, its responses
-    /// fetched with a cookie), nor the other way round; empty for many users.
+    /// Whether `Authorization` partitions: not in a shared cache, where an answer to a request
+    /// with it is stored only when the origin lets it serve every request (RFC 9111 §3.5).
+    private let authorizationPartitions: Bool
+    /// What every partition of a cache for one user (or a shared cache) ends with, so a cache for
+    /// many users never serves what one stored in a storage they come to share (its `Set-Cookie`,
+    /// its responses fetched with a cookie; a shared cache's answers to authenticated requests),
+    /// nor the other way round; empty for many users.
     private let audienceMark: String
     /// The partition of a request without fields, key fields or user information whose
     /// credentials may be added unseen (without them: ``audienceMark``).
@@ -40,8 +44,14 @@ struct CachePartitioner: Sendable {
     init(secret: [UInt8], configuration: CacheConfiguration) {
         self.secret = secret
         credentialNames = Set(configuration.credentialFields.map { $0.lowercased() })
-        cookiePartitions = configuration.audience == .manyUsers
-        audienceMark = configuration.audience == .oneUser ? "\naudience: one user" : ""
+        cookiePartitions = configuration.audience != .oneUser
+        authorizationPartitions = configuration.audience != .shared
+        audienceMark =
+            switch configuration.audience {
+            case .oneUser: "\naudience: one user"
+            case .shared: "\naudience: shared"
+            case .manyUsers: ""
+            }
         plainUnseenPartition = Self.unseenPartition + audienceMark
         credentialLengths = Set(credentialNames.map(\.utf8.count))
         keyFields = configuration.keyPolicy.headersInKey
@@ -61,9 +71,12 @@ struct CachePartitioner: Sendable {
     }
 
     /// Whether the field `name` (any case) partitions the cache: a credential, but `Cookie` in
-    /// a cache for one user.
+    /// a cache for one user and `Authorization` in a shared cache.
     private func partitions(_ name: String, inScope: Set<String>) -> Bool {
-        isCredential(name, inScope: inScope) && (cookiePartitions || name.lowercased() != "cookie")
+        guard isCredential(name, inScope: inScope) else { return false }
+        if cookiePartitions, authorizationPartitions { return true }
+        let lowered = name.lowercased()
+        return (cookiePartitions || lowered != "cookie") && (authorizationPartitions || lowered != "authorization")
     }
 
     /// The partition of `request` (empty for an anonymous request and no key fields).

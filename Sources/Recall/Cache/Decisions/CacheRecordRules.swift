@@ -81,14 +81,15 @@ struct CacheRecordRules: Sendable {
     /// cache cannot tell its users apart.
     /// A response that varies on a credential field is never shared (the cache would match its
     /// variant on the fields it sees, without the credential), nor one with `s-maxage` or
-    /// `proxy-revalidate`, whose shared-cache meaning this private cache does not apply.
+    /// `proxy-revalidate`, whose shared-cache meaning a private cache does not apply (a shared
+    /// one does: ``CacheAudience/shared``, where `s-maxage` allows it too).
     func mayShare(_ facts: CacheEntry.Facts, _ x: CacheStrategy.Exchange) -> Bool {
         guard CachePartitioner.hasUnseenCredentials(x.inScope) else { return true }
         let directives = facts.cacheControl
-        guard !directives.isPrivate, !directives.contains("s-maxage"), !directives.contains("proxy-revalidate"),
+        guard !directives.isPrivate, rules.isShared || !(directives.contains("s-maxage") || directives.proxyRevalidate),
             !facts.varyNames.contains(where: { partitioner.isCredential($0, inScope: x.inScope) })
         else { return false }
-        return directives.isPublic || directives.mustRevalidate
+        return directives.isPublic || directives.mustRevalidate || (rules.isShared && directives.sMaxAge != nil)
     }
 
     /// The entry stored for `response` to `request` (whose header `facts` are parsed).
@@ -187,7 +188,7 @@ struct CacheRecordRules: Sendable {
             if entry.etag != nil || entry.lastModified != nil { return nil }
             let directives = entry.cacheControl
             var grace = Double(max(directives.staleWhileRevalidate ?? 0, directives.staleIfError ?? 0))
-            if rules.configuration.servesStaleWhenDisconnected, !directives.mustRevalidate, !directives.noCache {
+            if rules.configuration.servesStaleWhenDisconnected, !rules.mustRevalidate(directives), !directives.noCache {
                 grace = max(grace, rules.configuration.maxDisconnectedStaleness)
             }
             let freshFor = max(0, rules.freshnessLifetime(entry) - rules.currentAge(entry, now: entry.responseTime))

@@ -15,6 +15,17 @@ package struct CacheRules: Sendable {
         self.configuration = configuration
     }
 
+    /// Whether the cache is shared (``CacheAudience/shared``): the rules RFC 9111 gives shared
+    /// caches apply.
+    var isShared: Bool { configuration.audience == .shared }
+
+    /// Whether a stored response with `directives` is never served stale without revalidating
+    /// it: `must-revalidate`; in a shared cache also `proxy-revalidate` and `s-maxage`, which
+    /// carries its meaning (RFC 9111 §5.2.2.2, §5.2.2.8, §5.2.2.10).
+    func mustRevalidate(_ directives: CacheDirectives) -> Bool {
+        directives.mustRevalidate || (isShared && (directives.proxyRevalidate || directives.contains("s-maxage")))
+    }
+
     /// Statuses cacheable by default, without explicit freshness (RFC 9110 §15.1).
     package static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
@@ -115,6 +126,18 @@ package struct CacheRules: Sendable {
         if ContentLength(response.headers) == .invalid { return false }
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
         guard headerBytes <= configuration.maxHeaderBytes, response.headers.count <= configuration.maxHeaderFields else { return false }
+        if isShared {
+            // A shared cache never stores `private` (qualified or not), nor an answer to a request
+            // with `Authorization` that `public`, `must-revalidate` or `s-maxage` does not allow
+            // to serve others (RFC 9111 §3, §3.5).
+            if directives.isPrivate { return false }
+            if request.value(forHTTPHeaderField: "Authorization") != nil,
+                !(directives.isPublic || directives.mustRevalidate || directives.sMaxAge != nil)
+            {
+                return false
+            }
+            if directives.sMaxAge != nil { return true }
+        }
         return directives.maxAge != nil || !facts.expires.isEmpty || directives.isPublic
             || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
     }
@@ -175,6 +198,7 @@ package struct CacheRules: Sendable {
     /// else the lifetime Recall assigned (``CacheEntry/assignedLifetime``), else the heuristic for cacheable statuses with `Last-Modified`, else 0.
     package func freshnessLifetime(_ entry: CacheEntry) -> Double {
         let directives = entry.cacheControl
+        if isShared, let sMaxAge = directives.sMaxAge { return Double(sMaxAge) }
         if let maxAge = directives.maxAge { return Double(maxAge) }
         let expires = entry.facts.expires
         if !expires.isEmpty {
@@ -243,7 +267,7 @@ package struct CacheRules: Sendable {
         if acceptable { return .fresh }
         guard age >= lifetime else { return .validate }  // fresh, but the request wants fresher
         let staleness = age - lifetime
-        if responseDirectives.mustRevalidate { return .validate }
+        if mustRevalidate(responseDirectives) { return .validate }
         if case .some(let limit) = requestDirectives.maxStale, limit.map({ staleness <= Double($0) }) ?? true {
             return .stale(.maxStale)
         }
@@ -257,7 +281,7 @@ package struct CacheRules: Sendable {
     /// `stale-if-error`, from the response or the request), at `now`.
     package func allowsStaleIfError(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
         let responseDirectives = entry.cacheControl
-        guard !responseDirectives.mustRevalidate, !responseDirectives.noCache else { return false }
+        guard !mustRevalidate(responseDirectives), !responseDirectives.noCache else { return false }
         let staleness = max(0, currentAge(entry, now: now) - freshnessLifetime(entry))
         let window = [responseDirectives.staleIfError, requestDirectives(request).staleIfError].compactMap { $0 }.max()
         guard let window else { return false }
@@ -271,7 +295,7 @@ package struct CacheRules: Sendable {
     package func allowsStaleWhenDisconnected(_ entry: CacheEntry, for request: URLRequest, now: Date) -> Bool {
         guard configuration.servesStaleWhenDisconnected else { return false }
         let responseDirectives = entry.cacheControl, requestDirectives = requestDirectives(request)
-        guard !responseDirectives.mustRevalidate, !responseDirectives.noCache, responseDirectives.noCacheFields.isEmpty,
+        guard !mustRevalidate(responseDirectives), !responseDirectives.noCache, responseDirectives.noCacheFields.isEmpty,
             !requestDirectives.noCache
         else { return false }
         let staleness = max(0, currentAge(entry, now: now) - freshnessLifetime(entry))

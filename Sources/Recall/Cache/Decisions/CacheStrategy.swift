@@ -294,7 +294,7 @@ final class CacheStrategy: Sendable {
         if CacheRules.isDisconnection(error), rules.allowsStaleWhenDisconnected(stored, for: request, now: now) {
             return .serveStale(stale(), .disconnected)
         }
-        if stored.cacheControl.mustRevalidate {
+        if rules.mustRevalidate(stored.cacheControl) {
             return .gatewayTimeout(Self.gatewayTimeout(request, reason: "must-revalidate and the origin could not be reached: \(error)"))
         }
         return .fail

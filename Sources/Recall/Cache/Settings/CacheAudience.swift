@@ -27,4 +27,13 @@ public enum CacheAudience: Sendable, Hashable {
     /// Many users (a server, a proxy, a shared process): `Set-Cookie` is withheld, `Cookie`
     /// partitions. The default.
     case manyUsers
+    /// A shared cache in RFC 9111's sense (an API gateway, a backend-for-frontend, a fan-out):
+    /// one stored response serves every user the origin lets it serve. The shared-cache rules
+    /// apply: `s-maxage` over `max-age` and `Expires`; `proxy-revalidate` and `s-maxage` forbid
+    /// serving stale as `must-revalidate` does; `private` is never stored (with field names
+    /// too); an answer to a request with `Authorization` is stored only under `public`,
+    /// `must-revalidate` or `s-maxage`, and then serves every request (§3.5) — so
+    /// `Authorization` does not partition. What ``manyUsers`` keeps apart stays apart: `Cookie`
+    /// and the other credential fields partition, `Set-Cookie` is withheld.
+    case shared
 }

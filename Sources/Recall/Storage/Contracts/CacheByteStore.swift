@@ -29,10 +29,11 @@ public protocol CacheByteStore: CacheStorage {
     /// The bytes stored under `key`, or `nil`.
     func bytes(for key: String) async -> StoredBytes?
     /// The bytes under `key`, read as the fleet's coordination says (see
-    /// ``CacheStorage/record(for:lookup:)``). The default reads as ``bytes(for:)`` does.
+    /// ``CacheStorage/record(for:lookup:)``; a store that wraps another forwards it). The default
+    /// reads as ``bytes(for:)`` does.
     func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes?
     /// The bytes under `key` when they are at hand without suspending, else `nil` (then the
-    /// cache asks ``bytes(for:)``). The default is `nil`.
+    /// cache asks ``bytes(for:lookup:)``). The default is `nil`.
     func bytesWithoutSuspending(for key: String) -> StoredBytes?
     /// Stores `data` under `key`, replacing what was there. It may complete later, but a
     /// following ``bytes(for:)`` sees it. `expires`: the cache's hint, after which nothing in

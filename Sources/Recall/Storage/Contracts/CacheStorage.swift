@@ -18,10 +18,12 @@ public protocol CacheStorage: Sendable {
     func record(for key: String) async -> CacheRecord?
     /// The record under `key` read as the fleet's coordination says (``RecordLookup``: what a
     /// claim or a wait of a ``FetchCoordinator`` found out). A storage that is not its own
-    /// coordinator has no use for it: the default reads as ``record(for:)`` does.
+    /// coordinator has no use for it: the default reads as ``record(for:)`` does. A storage that
+    /// wraps one that is (metrics, encryption around a `PostgresStorage`) forwards this call,
+    /// else the hint is lost (a read the claim made needless, a wait's read cut short).
     func record(for key: String, lookup: RecordLookup) async -> CacheRecord?
     /// The record under `key` when the storage has it at hand without suspending (memory, a
-    /// file it holds open), or `nil` — then the cache asks ``record(for:)``. A storage that can
+    /// file it holds open), or `nil` — then the cache asks ``record(for:lookup:)``. A storage that can
     /// serve hits this way lets ``HTTPCache`` answer them without an async call. The default is `nil`.
     func recordWithoutSuspending(for key: String) -> CacheRecord?
     /// The ``MemoryStorage`` of this process that this storage reads first, if any: the cache reads

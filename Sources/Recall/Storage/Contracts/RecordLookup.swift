@@ -9,6 +9,9 @@ public enum RecordLookup: Sendable, Equatable {
     /// patience — a miss would fetch it again.
     case patient
     /// The claim just won found nothing stored under the key: a storage that is its own
-    /// coordinator may answer `nil` without reading. (Any other storage reads as usual.)
+    /// coordinator may answer `nil` without reading. (Any other storage reads as usual.) So a
+    /// coordinator answers it only for the storage it coordinates: give
+    /// ``HTTPCache/init(storage:configuration:coordinator:now:)`` the storage itself (or a
+    /// ``TieredStorage`` over it) as its coordinator, never one over other records.
     case absent
 }
