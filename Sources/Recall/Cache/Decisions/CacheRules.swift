@@ -145,23 +145,25 @@ package struct CacheRules: Sendable {
     /// Response fields never stored nor replayed from the cache: per-response secrets
     /// (`Set-Cookie` and its kin: replaying a session cookie to another caller hands it over)
     /// and the connection-specific fields of RFC 9111 §3.1. A cache for one user
-    /// (``CacheAudience/oneUser``) stores the ``userFields`` among them.
+    /// (``CacheAudience/oneUser``) and a shared cache (``CacheAudience/shared``, as RFC 9111 §3.1
+    /// asks of any cache: the origin says with `Cache-Control` what may not be shared) store the
+    /// ``userFields`` among them.
     package static let unstoredFields: Set<String> = [
         "set-cookie", "set-cookie2", "authentication-info", "proxy-authentication-info",
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer"
     ]
 
     /// The fields of ``unstoredFields`` that are secret only between users: a cache for one
-    /// user stores and returns them (RFC 9111 §3.1 asks every cache to).
+    /// user, and a shared cache, store and return them (RFC 9111 §3.1 asks every cache to).
     package static let userFields: Set<String> = ["set-cookie", "set-cookie2"]
 
     /// `headers` without the fields that are never stored: ``unstoredFields`` (but the
     /// ``userFields`` in a cache for one user) and the fields named by `Connection`.
     package func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
-        let oneUser = configuration.audience == .oneUser
+        let storesUserFields = configuration.audience != .manyUsers
         func isUnstored(_ lowercased: String) -> Bool {
-            Self.unstoredFields.contains(lowercased) && !(oneUser && Self.userFields.contains(lowercased))
+            Self.unstoredFields.contains(lowercased) && !(storesUserFields && Self.userFields.contains(lowercased))
         }
         func unstored(_ name: String) -> Bool {
             // Most names are ruled out by their length, without lowercasing them.

@@ -37,4 +37,16 @@ enum IntegrationSnippets {
         // end snippet
         return rates
     }
+
+    /// The pipeline of the gateway example (Integrations/RecallGateway), as the page shows it.
+    static func gateway(client: HTTPClient) -> Pipeline {
+        // snippet: docs/integrations.md
+        var configuration = CacheConfiguration()
+        configuration.audience = .shared   // public / s-maxage answers serve every user; private ones are never kept
+        let cache = HTTPCache(storage: MemoryStorage(), configuration: configuration)
+        let pipeline = Pipeline(transport: AsyncHTTPClientTransport(client: client), hooks: [cache],
+                                retrierFactory: .exponentialBackoff())
+        // end snippet
+        return pipeline
+    }
 }
