@@ -3,7 +3,7 @@ import PackageDescription
 
 // An example to copy: an API gateway (a backend-for-frontend) that proxies an upstream API for
 // many users through one shared cache (`CacheAudience.shared`) over AsyncHTTPClient, bodies
-// streaming both ways, in memory or on the fleet's PostgreSQL storage. An executable, not a
+// streaming to the caller, in memory or on the fleet's PostgreSQL storage. An executable, not a
 // library: it is built and tested with the other packages, and its code is yours to take.
 let package = Package(
     name: "RecallGateway",

@@ -400,6 +400,7 @@ struct CacheStrategyTests {
         case invalidate([String], storesPost: Bool)
         case refetch(removing: Bool, conditional: Bool), freshen
         case storeAndAnswer(status: Int, answer: Int)
+        case discardAndAnswer(status: Int, answer: Int)
 
         init(_ after: CacheStrategy.After) {
             switch after {
@@ -413,6 +414,7 @@ struct CacheStrategyTests {
             case .serveStale(let answer, let reason): self = answer.source == .stale ? .serveStale(reason) : .staleNotMarked
             case .remove: self = .remove
             case .discard(let entry): self = .discard(status: entry.status)
+            case .discardAndAnswer(let entry, let answer): self = .discardAndAnswer(status: entry.status, answer: answer.status)
             case .invalidate(let urls, let post): self = .invalidate(urls.map(\.path), storesPost: post != nil)
             case .refetch(let request, let removing):
                 self = .refetch(removing: removing, conditional: request.value(forHTTPHeaderField: "If-None-Match") != nil)

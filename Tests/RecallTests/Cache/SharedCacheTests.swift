@@ -166,6 +166,83 @@ struct SharedCacheTests {
         #expect(h.hits("/page") == 4)
     }
 
+    @Test(
+        "a 304 or a HEAD answer that makes a stored response private, or revalidates it for an authenticated request without public, answers and removes it: a shared cache keeps nothing it may not",
+        arguments: StorageKind.allCases)
+    func mergesKeepOnlyWhatMayBeKept(kind: StorageKind) async throws {
+        // A 304 that says private.
+        let h = Self.harness(.shared, over: kind)
+        h.origin(
+            "/p", [(200, ["Cache-Control": "max-age=1", "ETag": "\"v\""], "stored"), (304, ["Cache-Control": "private, max-age=600", "ETag": "\"v\""], "")])
+        try await h.get("/p")
+        h.now.advance(5)
+        let answer = try await h.get("/p")
+        #expect(answer.status == 200 && answer.bodyText == "stored" && answer.source == .revalidated)
+        #expect(try await h.get("/p").source == .network, "removed, not freshened")
+        // A 304 to a request with Authorization, for a response stored anonymously without public.
+        let a = Self.harness(.shared, over: kind)
+        a.origin("/a", [(200, ["Cache-Control": "max-age=1", "ETag": "\"v\""], "stored"), (304, ["Cache-Control": "max-age=600", "ETag": "\"v\""], "")])
+        try await a.get("/a")
+        a.now.advance(5)
+        #expect(try await a.get("/a", headers: ["Authorization": "Bearer bob"]).bodyText == "stored")
+        #expect(try await a.get("/a").source == .network, "bob's revalidation is not kept for everyone")
+        // The same with public: kept, and served to everyone.
+        let p = Self.harness(.shared, over: kind)
+        p.origin("/k", [(200, ["Cache-Control": "max-age=1", "ETag": "\"v\""], "stored"), (304, ["Cache-Control": "public, max-age=600", "ETag": "\"v\""], "")])
+        try await p.get("/k")
+        p.now.advance(5)
+        #expect(try await p.get("/k", headers: ["Authorization": "Bearer bob"]).bodyText == "stored")
+        #expect(try await p.get("/k").source == .cache)
+        // A HEAD answer that says private.
+        let head = Self.harness(.shared, over: kind)
+        head.origin("/h", method: "GET", headers: ["Cache-Control": "max-age=1", "ETag": "\"v\""], body: "stored")
+        head.origin("/h", method: "HEAD", headers: ["Cache-Control": "private, max-age=600", "ETag": "\"v\""], body: "")
+        try await head.get("/h")
+        head.now.advance(5)  // (stale: the HEAD goes to the origin)
+        let headAnswer = try await head.pipeline.send(head.request("/h", method: "HEAD"))
+        #expect(headAnswer.status == 200 && head.mock.count(for: "/h") == 2)
+        #expect(try await head.get("/h").source == .network, "the HEAD answer's private removed it")
+    }
+
+    @Test("an answer to an anonymous request serves authenticated requests too (RFC 9111 lets a shared cache), unless it varies on Authorization")
+    func anonymousAnswersServeEveryone() async throws {
+        let h = Self.harness(.shared)
+        h.mock.route("GET", "/plain") { request in
+            .text("for \(request.value(forHTTPHeaderField: "Authorization") ?? "nobody")", headers: ["Cache-Control": "max-age=600"])
+        }
+        h.mock.route("GET", "/varies") { request in
+            .text(
+                "for \(request.value(forHTTPHeaderField: "Authorization") ?? "nobody")",
+                headers: ["Cache-Control": "max-age=600, public", "Vary": "Authorization"])
+        }
+        try await h.get("/plain")
+        #expect(try await h.get("/plain", headers: ["Authorization": "Bearer alice"]).bodyText == "for nobody")
+        try await h.get("/varies")
+        let alice = try await h.get("/varies", headers: ["Authorization": "Bearer alice"])
+        #expect(alice.source == .network && alice.bodyText == "for Bearer alice")
+        #expect(try await h.get("/varies", headers: ["Authorization": "Bearer alice"]).source == .cache)
+        #expect(try await h.get("/varies", headers: ["Authorization": "Bearer bob"]).bodyText == "for Bearer bob")
+    }
+
+    @Test("Authorization added inside the pipeline (a retrier, an inner hook) counts: the answer is kept only as §3.5 allows")
+    func authorizationAddedInside() async throws {
+        var configuration = CacheConfiguration()
+        configuration.audience = .shared
+        let h = CacheHarness(
+            configuration: configuration,
+            retrierFactory: NilRetrierFactory().refreshingAuth { request in
+                var request = request
+                request.setValue("Bearer service", forHTTPHeaderField: "Authorization")
+                return request
+            })
+        h.mock.route("GET", "/me") { request in
+            guard request.value(forHTTPHeaderField: "Authorization") == "Bearer service" else { return .text("who?", status: 401) }
+            return .text("the service's data", headers: ["Cache-Control": "max-age=600"])
+        }
+        #expect(try await h.get("/me").bodyText == "the service's data")
+        #expect(h.cache.statistics.stores == 0, "an answer to an authenticated request, without public: not kept")
+    }
+
     @Test("a shared cache and a cache for many users over one storage never serve each other's entries")
     func sharedAndManyUsersDoNotMix() async throws {
         let storage = MemoryStorage()

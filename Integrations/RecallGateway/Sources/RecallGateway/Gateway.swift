@@ -48,20 +48,34 @@ struct Gateway: Sendable {
     /// The answer to the request `head` with `body`: the upstream's (from the cache or not),
     /// or a `502` saying why it could not be had.
     func answer(_ head: HTTPRequestHead, body: ByteBuffer) async -> RecallResponse {
-        guard head.uri.hasPrefix("/"), let url = URL(string: upstream.absoluteString.trimmingSuffix("/") + head.uri) else {
+        guard let url = target(of: head.uri) else {
             return RecallResponse.text("gateway: not a request target: \(head.uri)", status: 400)
         }
         var request = URLRequest(url: url)
         request.httpMethod = head.method.rawValue
-        for (name, value) in head.headers where !HTTPServer.hopByHop.contains(name.lowercased()) {
-            request.addValue(value, forHTTPHeaderField: name)
+        for field in HTTPServer.passedOn(head.headers.map { ($0.name, $0.value) }) {
+            request.addValue(field.value, forHTTPHeaderField: field.name)
         }
-        if body.readableBytes > 0 { request.httpBody = Data(body.readableBytesView) }
+        if body.readableBytes > 0 || [.POST, .PUT, .PATCH].contains(head.method) { request.httpBody = Data(body.readableBytesView) }
         do {
             return try await pipeline.send(request)
         } catch {
-            return RecallResponse.text("gateway: the upstream could not answer: \(error)", status: 502)
+            // (The reason stays here: the caller learns only that the upstream failed.)
+            FileHandle.standardError.write(Data("recall-gateway: \(head.method) \(head.uri): \(error)\n".utf8))
+            return RecallResponse.text("gateway: the upstream could not answer", status: 502)
         }
+    }
+
+    /// The upstream URL of the request target `uri` (an origin-form target: a path and a
+    /// query), or `nil` when it is not one or leaves the upstream's path — `..` or `.` segments,
+    /// spelled out or percent-encoded, never reach the upstream, where they could climb out of
+    /// its path prefix.
+    func target(of uri: String) -> URL? {
+        guard uri.hasPrefix("/"), !uri.hasPrefix("//") else { return nil }
+        let path = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map { $0.removingPercentEncoding ?? String($0) }
+        guard !segments.contains(where: { $0 == ".." || $0 == "." || $0.contains("/") }) else { return nil }
+        return URL(string: upstream.absoluteString.trimmingSuffix("/") + uri)
     }
 }
 

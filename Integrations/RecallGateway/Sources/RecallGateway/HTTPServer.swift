@@ -13,11 +13,22 @@ struct HTTPServer: Sendable {
     /// The largest request body taken; a longer one is answered `413`.
     var maxRequestBody = 8 << 20
 
-    /// Fields of one connection only (RFC 9110 §7.6.1), never passed on, and `Content-Length`,
-    /// which the server sets itself for the body it sends.
+    /// Fields of one connection only (RFC 9110 §7.6.1), never passed on — with those a
+    /// `Connection` field names (``passedOn(_:)``) — and `Content-Length`, which each side sets
+    /// for the body it sends, and `Host`.
     static let hopByHop: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer", "content-length", "host"
+        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "transfer-encoding",
+        "upgrade", "trailer", "content-length", "host"
     ]
+
+    /// The fields of `fields` that are passed on: all but ``hopByHop`` and those the
+    /// `Connection` fields name.
+    static func passedOn(_ fields: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        let named = Set(
+            fields.filter { $0.name.lowercased() == "connection" }.flatMap { $0.value.split(separator: ",") }
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+        return fields.filter { !hopByHop.contains($0.name.lowercased()) && !named.contains($0.name.lowercased()) }
+    }
 
     /// Serves on `host`:`port` (`0`: a free port) until the calling task is cancelled; `ready`
     /// gets the port bound, once listening.
@@ -74,12 +85,13 @@ struct HTTPServer: Sendable {
         _ response: RecallResponse, for request: HTTPRequestHead, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
         var headers = HTTPHeaders()
-        for field in response.headers where !Self.hopByHop.contains(field.name.lowercased()) {
-            headers.add(name: field.name, value: field.value)
-        }
+        for field in Self.passedOn(response.headers.map { ($0.name, $0.value) }) { headers.add(name: field.name, value: field.value) }
         let hasBody = request.method != .HEAD && response.status != 204 && response.status != 304 && response.status >= 200
-        if let length = response.body.expectedLength ?? response.body.bytes?.count, hasBody || request.method == .HEAD {
+        if hasBody, let length = response.body.expectedLength ?? response.body.bytes?.count {
             headers.replaceOrAdd(name: "Content-Length", value: String(length))
+        } else if !hasBody, let length = response.headers["Content-Length"] {
+            // (A HEAD's or a 304's length is the representation's, which its head carries.)
+            headers.replaceOrAdd(name: "Content-Length", value: length)
         }
         try await outbound.write(.head(HTTPResponseHead(version: request.version, status: .init(statusCode: response.status), headers: headers)))
         if hasBody {

@@ -8,7 +8,7 @@ import RecallPostgres
 // recall-gateway: an API gateway with a shared cache (see Gateway.swift and README.md).
 //
 //     swift run recall-gateway --upstream https://api.example.com [--listen 8080]
-//                              [--postgres postgres://user:password@host:5432/database]
+//                              [--postgres postgres://user:password@host:5432/database[?sslmode=disable]]
 //
 // In memory by default; with --postgres, every replica of the gateway shares one PostgreSQL
 // storage (a memory tier in front of it) and fetches a missing response once for all of them.
@@ -65,7 +65,10 @@ if let postgres = options.postgres {
     let database = PostgresClient(
         configuration: .init(
             host: postgres.host ?? "localhost", port: postgres.port ?? 5432, username: postgres.user ?? "postgres",
-            password: postgres.password, database: String(postgres.path.dropFirst()), tls: .disable))
+            password: postgres.password, database: String(postgres.path.dropFirst()),
+            // TLS unless the URL says `sslmode=disable` (a database on the same host, say).
+            tls: postgres.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } == true
+                ? .disable : .require(.makeClientConfiguration())))
     let running = Task { await database.run() }
     let storage = try await PostgresStorage.open(client: database)
     pipeline = Gateway.pipeline(client: client, storage: storage.withMemoryTier(), coordinator: storage)

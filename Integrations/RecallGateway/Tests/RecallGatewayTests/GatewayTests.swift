@@ -1,5 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -19,7 +22,10 @@ struct GatewayTests {
     /// What the upstream answers each path with, counting the requests that reach it.
     static func upstreamAnswer(_ head: HTTPRequestHead, counts: NIOLockedValueBox<[String: Int]>) -> RecallResponse {
         let path = String(head.uri.split(separator: "?").first ?? "")
-        counts.withLockedValue { $0[path, default: 0] += 1 }
+        counts.withLockedValue {
+            $0[path, default: 0] += 1
+            if head.headers.contains(name: "X-Secret-Hop") { $0["X-Secret-Hop", default: 0] += 1 }
+        }
         let user = head.headers.first(name: "Authorization") ?? "nobody"
         switch path {
         case "/catalog": return .text("catalog for \(user)", headers: ["Cache-Control": "public, max-age=600"])
@@ -123,6 +129,33 @@ struct GatewayTests {
         }
     }
 
+    @Test("a HEAD carries the representation's Content-Length, from the upstream and from the cache; fields a Connection field names are not passed on")
+    func headAndConnectionFields() async throws {
+        try await Self.withGateway { gateway, client, counts in
+            var first = HTTPClientRequest(url: gateway + "/catalog")
+            first.headers.add(name: "Connection", value: "X-Secret-Hop")
+            first.headers.add(name: "X-Secret-Hop", value: "1")
+            _ = try await client.execute(first, timeout: .seconds(30)).body.collect(upTo: 1 << 20)
+            #expect(counts.withLockedValue { $0["/catalog"] } == 1 && counts.withLockedValue { $0["X-Secret-Hop"] } == nil)
+            var head = HTTPClientRequest(url: gateway + "/catalog")
+            head.method = .HEAD
+            head.headers.add(name: "Connection", value: "X-Secret-Hop")
+            head.headers.add(name: "X-Secret-Hop", value: "1")
+            let response = try await client.execute(head, timeout: .seconds(30))
+            #expect(response.status == .ok)
+            #expect(response.headers.first(name: "Content-Length") == String("catalog for nobody".utf8.count))
+        }
+    }
+
+    @Test("a request target that would climb out of the upstream's path is refused, spelled out or percent-encoded")
+    func targetsStayUnderTheUpstream() {
+        let gateway = Gateway(upstream: URL(string: "https://api.example.com/v1")!, pipeline: Pipeline(transport: MockUnused()))
+        #expect(gateway.target(of: "/items?page=2")?.absoluteString == "https://api.example.com/v1/items?page=2")
+        for escape in ["/../admin", "/%2e%2e/admin", "/a/%2E%2E/%2e%2e/admin", "/./x", "//evil.example/x", "/a%2F..%2Fb", "http://elsewhere/x"] {
+            #expect(gateway.target(of: escape) == nil, "\(escape)")
+        }
+    }
+
     @Test("an upstream that cannot be reached is a 502 that says so")
     func unreachableUpstream() async throws {
         let client = Gateway.client()
@@ -135,4 +168,9 @@ struct GatewayTests {
         #expect(bad.status == 400)
         try await client.shutdown()
     }
+}
+
+/// A transport no test sends through.
+private struct MockUnused: Transport {
+    func send(_ request: URLRequest) async throws -> RecallResponse { throw CancellationError() }
 }

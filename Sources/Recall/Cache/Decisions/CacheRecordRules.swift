@@ -128,7 +128,7 @@ struct CacheRecordRules: Sendable {
         else { return nil }
         let asGet = CacheStrategy.asGet(x.sent)
         let facts = CacheEntry.Facts(response.headers)
-        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty,
+        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty || (rules.isShared && facts.cacheControl.sMaxAge != nil),
             rules.isStorable(response, facts: facts, for: asGet), mayShare(facts, x)
         else { return nil }
         let partition = partitioner.partition(for: asGet, userinfo: CachePartitioner.hasUserinfo(url.absoluteString), inScope: x.inScope)

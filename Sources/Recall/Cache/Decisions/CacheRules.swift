@@ -26,6 +26,20 @@ package struct CacheRules: Sendable {
         directives.mustRevalidate || (isShared && (directives.proxyRevalidate || directives.contains("s-maxage")))
     }
 
+    /// Whether a response with `directives` to `request` may be kept as far as who it was for
+    /// goes: always in a private cache; in a shared one, never `private` (qualified or not), nor
+    /// an answer to a request with `Authorization` that `public`, `must-revalidate` or
+    /// `s-maxage` does not allow to serve others (RFC 9111 §3, §3.5) — also when a `304` or a
+    /// `HEAD` answer brings those directives to a stored response.
+    func mayKeep(_ directives: CacheDirectives, for request: URLRequest) -> Bool {
+        guard isShared else { return true }
+        if directives.isPrivate { return false }
+        guard request.value(forHTTPHeaderField: "Authorization") == nil else {
+            return directives.isPublic || directives.mustRevalidate || directives.sMaxAge != nil
+        }
+        return true
+    }
+
     /// Statuses cacheable by default, without explicit freshness (RFC 9110 §15.1).
     package static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
@@ -90,7 +104,9 @@ package struct CacheRules: Sendable {
     /// as nothing can ever revalidate it.
     /// (`now`: when it was received, standing in for a missing `Date`.)
     private func hasExplicitFreshness(_ response: RecallResponse, facts: CacheEntry.Facts, now: Date) -> Bool {
-        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty else { return false }
+        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty || (isShared && facts.cacheControl.sMaxAge != nil) else {
+            return false
+        }
         let entry = CacheEntry(
             status: response.status, headers: response.headers, facts: facts, body: Data(), url: nil,
             requestTime: now, responseTime: now, varyValues: [], partition: "")
@@ -127,15 +143,7 @@ package struct CacheRules: Sendable {
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
         guard headerBytes <= configuration.maxHeaderBytes, response.headers.count <= configuration.maxHeaderFields else { return false }
         if isShared {
-            // A shared cache never stores `private` (qualified or not), nor an answer to a request
-            // with `Authorization` that `public`, `must-revalidate` or `s-maxage` does not allow
-            // to serve others (RFC 9111 §3, §3.5).
-            if directives.isPrivate { return false }
-            if request.value(forHTTPHeaderField: "Authorization") != nil,
-                !(directives.isPublic || directives.mustRevalidate || directives.sMaxAge != nil)
-            {
-                return false
-            }
+            guard mayKeep(directives, for: request) else { return false }
             if directives.sMaxAge != nil { return true }
         }
         return directives.maxAge != nil || !facts.expires.isEmpty || directives.isPublic
@@ -158,7 +166,7 @@ package struct CacheRules: Sendable {
     package static let userFields: Set<String> = ["set-cookie", "set-cookie2"]
 
     /// `headers` without the fields that are never stored: ``unstoredFields`` (but the
-    /// ``userFields`` in a cache for one user) and the fields named by `Connection`.
+    /// ``userFields`` in a cache for one user or a shared one) and the fields named by `Connection`.
     package func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
         let storesUserFields = configuration.audience != .manyUsers

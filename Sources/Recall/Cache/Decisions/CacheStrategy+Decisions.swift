@@ -111,6 +111,11 @@ extension CacheStrategy {
         /// This one stored response (of one partition and `Vary` values) is outdated: remove it,
         /// keep the URL's others; return the answer.
         case discard(CacheEntry)
+        /// A 304 or a `HEAD` answer confirmed `outdated` but brought it directives that forbid a
+        /// shared cache to keep it (`private`; an answer to an authenticated request without
+        /// `public`, `must-revalidate` or `s-maxage`): remove it, keep the URL's others; answer
+        /// with `answer`, made from it merged with the answer.
+        case discardAndAnswer(CacheEntry, answer: RecallResponse)
         /// An unsafe method succeeded: remove the stored responses of `urls`; `store`, when not
         /// `nil`, is the answer to a `POST` stored for a later `GET` (RFC 9110 §9.3.3).
         case invalidate([URL], store: CacheEntry?)

@@ -239,7 +239,10 @@ final class CacheStrategy: Sendable {
                 merged.partition = x.partition
                 merged.varyValues = records.varyValues(for: merged.facts.varyNames, in: x.answered, inScope: x.inScope)
             }
-            return .revalidated(merged, answer: rules.response(from: merged, for: x.request, now: x.now, source: .revalidated))
+            let answer = rules.response(from: merged, for: x.request, now: x.now, source: .revalidated)
+            // (A shared cache keeps nothing the answer's directives no longer let it keep.)
+            guard rules.mayKeep(merged.cacheControl, for: x.answered) else { return .discardAndAnswer(confirmed, answer: answer) }
+            return .revalidated(merged, answer: answer)
         case .ranging(let range, let stored):
             return ranges.afterRange(response, range: range, stored: stored, exchange: x)
         case .completing(let pieces) where response.status == 206 || response.status == 416:
@@ -272,6 +275,7 @@ final class CacheStrategy: Sendable {
             for field in updated.headers where !response.headers.contains(field.name) && field.name.lowercased() != "age" {
                 answer.headers.add(field.name, field.value)
             }
+            guard rules.mayKeep(updated.cacheControl, for: x.answered) else { return .discardAndAnswer(stored, answer: answer) }
             return .storeAndAnswer(updated, answer)
         }
         let facts = CacheEntry.Facts(response.headers)

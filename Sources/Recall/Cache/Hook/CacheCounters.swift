@@ -78,7 +78,7 @@ final class CacheCounters: Sendable {
     ) {
         guard !isRefresh else { return }
         switch after {
-        case .revalidated:
+        case .revalidated, .discardAndAnswer:
             count(.revalidated, context) { $0.revalidated += 1 }
         case .serveStale(_, let reason):
             count(.stale(reason), context) { $0.staleServed[reason, default: 0] += 1 }

@@ -171,6 +171,8 @@ final class CacheWriter: Sendable {
                 record, with: response, for: request, partition: partition, inScope: state.inScope,
                 requestTime: state.requestTime, responseTime: date)
         else { return }
+        // (A shared cache keeps nothing the 304's directives no longer let it keep.)
+        guard records.rules.mayKeep(merged.cacheControl, for: request) else { return await discard(merged, key: location.key) }
         await store(merged, at: location, prior: .unread, since: state.since, context: context)
     }
 

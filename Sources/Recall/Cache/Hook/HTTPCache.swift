@@ -180,6 +180,9 @@ public final class HTTPCache: ServiceHook, ResendingHook {
         case .discard(let outdated):
             await writer.discard(outdated, key: state.key)
             return response
+        case .discardAndAnswer(let outdated, let answer):
+            await writer.discard(outdated, key: state.key)
+            return answer
         case .invalidate(let urls, let post):
             for key in locator.keys(of: urls, like: sent) { await writer.remove(key, counting: true) }
             // (The write's own answer: stored after its invalidation, whatever came before.)
