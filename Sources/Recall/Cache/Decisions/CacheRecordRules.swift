@@ -89,7 +89,7 @@ struct CacheRecordRules: Sendable {
         guard !directives.isPrivate, rules.isShared || !(directives.contains("s-maxage") || directives.proxyRevalidate),
             !facts.varyNames.contains(where: { partitioner.isCredential($0, inScope: x.inScope) })
         else { return false }
-        return directives.isPublic || directives.mustRevalidate || (rules.isShared && directives.sMaxAge != nil)
+        return rules.servesOthers(directives)
     }
 
     /// The entry stored for `response` to `request` (whose header `facts` are parsed).
@@ -128,7 +128,7 @@ struct CacheRecordRules: Sendable {
         else { return nil }
         let asGet = CacheStrategy.asGet(x.sent)
         let facts = CacheEntry.Facts(response.headers)
-        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty || (rules.isShared && facts.cacheControl.sMaxAge != nil),
+        guard rules.hasExplicitLifetime(facts.cacheControl, expires: facts.expires),
             rules.isStorable(response, facts: facts, for: asGet), mayShare(facts, x)
         else { return nil }
         let partition = partitioner.partition(for: asGet, userinfo: CachePartitioner.hasUserinfo(url.absoluteString), inScope: x.inScope)

@@ -34,10 +34,19 @@ package struct CacheRules: Sendable {
     func mayKeep(_ directives: CacheDirectives, for request: URLRequest) -> Bool {
         guard isShared else { return true }
         if directives.isPrivate { return false }
-        guard request.value(forHTTPHeaderField: "Authorization") == nil else {
-            return directives.isPublic || directives.mustRevalidate || directives.sMaxAge != nil
-        }
-        return true
+        return request.value(forHTTPHeaderField: "Authorization") == nil || servesOthers(directives)
+    }
+
+    /// Whether `directives` let an answer to an authenticated request serve other requests
+    /// (RFC 9111 §3.5): `public`, `must-revalidate`, or in a shared cache `s-maxage`.
+    func servesOthers(_ directives: CacheDirectives) -> Bool {
+        directives.isPublic || directives.mustRevalidate || (isShared && directives.sMaxAge != nil)
+    }
+
+    /// Whether a response with `directives` and `Expires` fields `expires` gives itself a
+    /// lifetime: `max-age`, `Expires`, or in a shared cache `s-maxage`.
+    func hasExplicitLifetime(_ directives: CacheDirectives, expires: [String]) -> Bool {
+        directives.maxAge != nil || !expires.isEmpty || (isShared && directives.sMaxAge != nil)
     }
 
     /// Statuses cacheable by default, without explicit freshness (RFC 9110 §15.1).
@@ -104,9 +113,7 @@ package struct CacheRules: Sendable {
     /// as nothing can ever revalidate it.
     /// (`now`: when it was received, standing in for a missing `Date`.)
     private func hasExplicitFreshness(_ response: RecallResponse, facts: CacheEntry.Facts, now: Date) -> Bool {
-        guard facts.cacheControl.maxAge != nil || !facts.expires.isEmpty || (isShared && facts.cacheControl.sMaxAge != nil) else {
-            return false
-        }
+        guard hasExplicitLifetime(facts.cacheControl, expires: facts.expires) else { return false }
         let entry = CacheEntry(
             status: response.status, headers: response.headers, facts: facts, body: Data(), url: nil,
             requestTime: now, responseTime: now, varyValues: [], partition: "")
@@ -142,11 +149,8 @@ package struct CacheRules: Sendable {
         if ContentLength(response.headers) == .invalid { return false }
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
         guard headerBytes <= configuration.maxHeaderBytes, response.headers.count <= configuration.maxHeaderFields else { return false }
-        if isShared {
-            guard mayKeep(directives, for: request) else { return false }
-            if directives.sMaxAge != nil { return true }
-        }
-        return directives.maxAge != nil || !facts.expires.isEmpty || directives.isPublic
+        guard mayKeep(directives, for: request) else { return false }
+        return hasExplicitLifetime(directives, expires: facts.expires) || directives.isPublic
             || directives.isPrivate || Self.heuristicallyCacheable.contains(response.status)
     }
 
