@@ -100,8 +100,8 @@ final class WriteBehind: Sendable {
         let write =
             records.write(storing: entry, key: key, found: state.record, expiring: false)
             ?? records.write(storing: entry, key: key, over: memory.recordNow(for: key), expiring: false)
-        guard let evicted = memory.storeNow(write.record, watched: true) else { return false }
-        writer.stored(context: context, evicted: evicted.count)
+        guard let released = memory.storeNow(write.record, watched: true) else { return false }
+        writer.stored(context: context, evicted: released.evictions)
         return true
     }
 }

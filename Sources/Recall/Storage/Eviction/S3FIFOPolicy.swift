@@ -24,9 +24,11 @@ public struct S3FIFOPolicy: EvictionPolicy {
         var generation: UInt64
     }
 
-    private var entries: [String: Entry] = [:]
-    private var small = FIFOQueue<String>()
-    private var main = FIFOQueue<String>()
+    /// Keyed with their hashes worked out once (``HashedKey``): a removal from thousands of
+    /// entries rehashes no other key's text, and the queues hand keys back with their hashes.
+    private var entries: [HashedKey: Entry] = [:]
+    private var small = FIFOQueue<HashedKey>()
+    private var main = FIFOQueue<HashedKey>()
     /// The ghost remembers keys by their hashes, not their text: it outlives the records, and a
     /// long URL's text held there is memory nobody accounts for. A collision only sends a new
     /// key to the main queue instead of the small one.
@@ -35,7 +37,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
     private var smallBytes = 0
     private var mainBytes = 0
     private var nextGeneration: UInt64 = 0
-    private var pendingVictim: (key: String, toGhost: Bool)?
+    private var pendingVictim: (key: HashedKey, toGhost: Bool)?
 
     /// The share of bytes the small queue may hold before it is evicted from first.
     public let smallRatio: Double
@@ -56,14 +58,15 @@ public struct S3FIFOPolicy: EvictionPolicy {
     }
 
     /// Tracks a new key (into the main queue if the ghost remembers it) or a replaced one.
-    public mutating func recordInsert(_ key: String, size: Int) {
-        if let existing = entries[key] {
-            adjust(existing.queue, by: size - existing.size)
-            entries[key]?.size = size
+    public mutating func recordInsert(_ text: String, size: Int) {
+        let key = HashedKey(text)
+        if let index = entries.index(forKey: key) {
+            adjust(entries.values[index].queue, by: size - entries.values[index].size)
+            entries.values[index].size = size
             return
         }
         nextGeneration += 1
-        let fromGhost = !ghostKeys.isEmpty && ghostKeys.removeValue(forKey: key.hashValue) != nil
+        let fromGhost = !ghostKeys.isEmpty && ghostKeys.removeValue(forKey: key.hash) != nil
         let queue: Queue = fromGhost ? .main : .small
         entries[key] = Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration)
         push(key, to: queue, generation: nextGeneration)
@@ -73,12 +76,13 @@ public struct S3FIFOPolicy: EvictionPolicy {
     /// Counts a read (saturating at 3).
     public mutating func recordAccess(_ key: String) {
         // One hash of the key, and no write at all for a key already at 3 (every hot key).
-        guard let index = entries.index(forKey: key), entries.values[index].frequency < 3 else { return }
+        guard let index = entries.index(forKey: HashedKey(key)), entries.values[index].frequency < 3 else { return }
         entries.values[index].frequency += 1
     }
 
     /// Stops tracking `key`; a key evicted early from the small queue is remembered in the ghost.
-    public mutating func recordRemoval(_ key: String) {
+    public mutating func recordRemoval(_ text: String) {
+        let key = HashedKey(text)
         guard let entry = entries.removeValue(forKey: key) else { return }
         adjust(entry.queue, by: -entry.size)
         if let victim = pendingVictim, victim.key == key {
@@ -89,7 +93,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
 
     /// The next key to evict, after promoting and recycling keys as S3-FIFO does.
     public mutating func victim() -> String? {
-        if let pendingVictim, entries[pendingVictim.key] != nil { return pendingVictim.key }
+        if let pendingVictim, entries[pendingVictim.key] != nil { return pendingVictim.key.text }
         var guardCount = entries.count * 4 + 8
         while guardCount > 0, !entries.isEmpty {
             guardCount -= 1
@@ -110,7 +114,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
                     continue
                 }
                 pendingVictim = (key, true)
-                return key
+                return key.text
             }
             if let (key, generation) = main.pop() {
                 guard var entry = entries[key], entry.generation == generation, entry.queue == .main else { continue }
@@ -123,19 +127,19 @@ public struct S3FIFOPolicy: EvictionPolicy {
                     continue
                 }
                 pendingVictim = (key, false)
-                return key
+                return key.text
             }
             if main.isEmpty, small.isEmpty { break }
         }
         // Queues exhausted by stale entries: fall back to any tracked key.
         if let key = entries.keys.first {
             pendingVictim = (key, false)
-            return key
+            return key.text
         }
         return nil
     }
 
-    private mutating func push(_ key: String, to queue: Queue, generation: UInt64) {
+    private mutating func push(_ key: HashedKey, to queue: Queue, generation: UInt64) {
         switch queue {
         case .small: small.push(key, generation: generation)
         case .main: main.push(key, generation: generation)
@@ -161,9 +165,9 @@ public struct S3FIFOPolicy: EvictionPolicy {
         }
     }
 
-    private mutating func remember(_ key: String) {
+    private mutating func remember(_ key: HashedKey) {
         nextGeneration += 1
-        let hash = key.hashValue
+        let hash = key.hash
         ghostKeys[hash] = nextGeneration
         ghost.push(hash, generation: nextGeneration)
         let limit = max(16, Int(ghostRatio * Double(entries.count)))

@@ -10,8 +10,10 @@ public final class MemoryStorage: CacheStorage {
     /// The largest single record accepted.
     public let entryLimit: Int
 
-    /// What the records are: read by every hit at once, written by stores and removals.
-    private typealias Table = [String: (record: CacheRecord, size: Int)]
+    /// What the records are: read by every hit at once, written by stores and removals. Keyed
+    /// with the hash worked out once (``HashedKey``): a store evicting from thousands of records
+    /// rehashes no other record's key.
+    private typealias Table = [HashedKey: (record: CacheRecord, size: Int)]
 
     /// The eviction policy and the counters. Writers hold this lock, then the table's write
     /// lock; a hit takes only the table's read lock, then tells the policy of the read if this
@@ -64,7 +66,8 @@ public final class MemoryStorage: CacheStorage {
 
     /// The same lookup without suspending (memory never blocks), for layered storages and replays.
     package func recordNow(for key: String) -> CacheRecord? {
-        guard let record = table.read({ $0[key]?.record }), record.key == key else { return nil }
+        let hashed = HashedKey(key)
+        guard let record = table.read({ $0[hashed]?.record }), record.key == key else { return nil }
         recordRead(key)
         return record
     }
@@ -84,7 +87,7 @@ public final class MemoryStorage: CacheStorage {
     /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult
     package func storeNow(_ record: CacheRecord) -> [String] {
-        storeNow(record, watched: false) ?? []
+        storeNow(record, watched: false)?.keys ?? []
     }
 
     /// Starts watching `key` for explicit removals: a cache that answers first and stores
@@ -108,30 +111,51 @@ public final class MemoryStorage: CacheStorage {
         return watch.removed
     }
 
+    /// What a store let go of, handed back so that it is freed after the storage's locks are
+    /// released: freeing a record frees its body and head, work no other store or hit should
+    /// wait for.
+    struct Released {
+        /// The record the store replaced.
+        var replaced: CacheRecord?
+        /// The first record evicted (a full storage evicts one per store: no array for it).
+        var firstEvicted: CacheRecord?
+        /// The records evicted after the first.
+        var moreEvicted: [CacheRecord] = []
+
+        /// How many records were evicted.
+        var evictions: Int { firstEvicted == nil ? 0 : 1 + moreEvicted.count }
+        /// The keys of the records evicted.
+        var keys: [String] { (firstEvicted.map { [$0] } ?? []).map(\.key) + moreEvicted.map(\.key) }
+
+        mutating func evicted(_ record: CacheRecord) {
+            if firstEvicted == nil { firstEvicted = record } else { moreEvicted.append(record) }
+        }
+    }
+
     /// Stores `record`, evicting as needed; `watched`: ends the watch of its key
     /// (``watch(_:)``) and stores nothing (`nil`) when the key was removed meanwhile. Returns
-    /// the keys evicted.
-    func storeNow(_ record: CacheRecord, watched: Bool) -> [String]? {
+    /// what was evicted.
+    func storeNow(_ record: CacheRecord, watched: Bool) -> Released? {
         let size = record.byteCount
-        return books.withLock { books in
+        let key = HashedKey(record.key)
+        return books.withLock { books -> Released? in
             if watched, Self.unwatch(record.key, in: &books) { return nil }
             return table.write { table in
-                removeLocked(record.key, from: &table, books: &books)
+                var released = Released(replaced: removeLocked(key, from: &table, books: &books))
                 guard size <= entryLimit, size <= byteLimit, countLimit > 0 else {
                     books.statistics.rejected += 1
-                    return []
+                    return released
                 }
-                table[record.key] = (record, size)
-                generations.bump(record.key)
+                table[key] = (record, size)
+                generations.bump(hash: key.hash)
                 books.statistics.count += 1
                 books.statistics.bytes += size
                 books.policy.recordInsert(record.key, size: size)
-                var evicted: [String] = []
                 var strays = 0
                 while books.statistics.bytes > byteLimit || books.statistics.count > countLimit,
                     let victim = books.policy.victim()
                 {
-                    guard removeLocked(victim, from: &table, books: &books) != nil else {
+                    guard let evicted = removeLocked(HashedKey(victim), from: &table, books: &books) else {
                         // A key the policy tracks and the table does not hold: forget it. A policy
                         // that keeps naming such keys cannot make room; stop rather than spin.
                         books.policy.recordRemoval(victim)
@@ -140,9 +164,9 @@ public final class MemoryStorage: CacheStorage {
                         continue
                     }
                     books.statistics.evictions += 1
-                    evicted.append(victim)
+                    released.evicted(evicted)
                 }
-                return evicted
+                return released
             }
         }
     }
@@ -152,18 +176,19 @@ public final class MemoryStorage: CacheStorage {
 
     /// The same removal without suspending.
     package func removeNow(_ key: String) {
-        books.withLock { books in
+        let hashed = HashedKey(key)
+        _ = books.withLock { books in  // (the record is freed after the locks)
             books.watched[key]?.removed = true
-            table.write { table in _ = removeLocked(key, from: &table, books: &books) }
+            return table.write { table in removeLocked(hashed, from: &table, books: &books) }
         }
     }
 
     /// Removes every record.
     public func removeAll() async {
-        books.withLock { books in
+        _ = books.withLock { books in  // (the records are freed after the locks)
             for key in books.watched.keys { books.watched[key]?.removed = true }
-            table.write { table in
-                for key in Array(table.keys) { _ = removeLocked(key, from: &table, books: &books) }
+            return table.write { table in
+                Array(table.keys).compactMap { key in removeLocked(key, from: &table, books: &books) }
             }
         }
     }
@@ -172,12 +197,12 @@ public final class MemoryStorage: CacheStorage {
     public var statistics: StorageStatistics { books.withLock { $0.statistics } }
 
     @discardableResult
-    private func removeLocked(_ key: String, from table: inout Table, books: inout Books) -> CacheRecord? {
+    private func removeLocked(_ key: HashedKey, from table: inout Table, books: inout Books) -> CacheRecord? {
         guard let held = table.removeValue(forKey: key) else { return nil }
-        generations.bump(key)
+        generations.bump(hash: key.hash)
         books.statistics.count -= 1
         books.statistics.bytes -= held.size
-        books.policy.recordRemoval(key)
+        books.policy.recordRemoval(key.text)
         return held.record
     }
 }

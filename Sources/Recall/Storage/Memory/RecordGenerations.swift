@@ -30,8 +30,8 @@ final class RecordGenerations: Sendable {
         cells[stripe].count.load(ordering: .acquiring)
     }
 
-    /// Counts a change of the key `key`, made just before.
-    func bump(_ key: String) {
-        cells[Self.stripe(of: key)].count.add(1, ordering: .releasing)
+    /// Counts a change of the key whose hash (`String.hashValue`) is `hash`, made just before.
+    func bump(hash: Int) {
+        cells[hash & (Self.stripeCount - 1)].count.add(1, ordering: .releasing)
     }
 }

@@ -357,6 +357,7 @@ public struct CacheRecord: Sendable, Hashable {
         return CacheRecord(key: key.unsharedCopy, variants: variants)
     }
 
-    /// The memory the record takes (its key, its variants and ~80 bytes of bookkeeping).
-    public var byteCount: Int { 80 + CacheEntry.heapBytes(key) + variants.reduce(0) { $0 + $1.byteCount } }
+    /// The memory the record takes (its key, its variants and ~112 bytes of bookkeeping: the
+    /// storage's table and eviction policy hold its key with its hash, ``HashedKey``).
+    public var byteCount: Int { 112 + CacheEntry.heapBytes(key) + variants.reduce(0) { $0 + $1.byteCount } }
 }
