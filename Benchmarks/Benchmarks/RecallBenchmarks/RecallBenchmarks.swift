@@ -55,6 +55,27 @@ let benchmarks: @Sendable () -> Void = {
         try? FileManager.default.removeItem(at: tieredDirectory)
     }
 
+    // MARK: a Foundation response made a RecallResponse (every URLSessionTransport answer), against
+    // Foundation's own getter of its fields, which the conversion cannot do without
+
+    let eightFields = HTTPURLResponse(
+        url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+        headerFields: [
+            "Cache-Control": "max-age=600", "Content-Length": "1024", "Content-Type": "application/json", "ETag": "\"1\"",
+            "Date": "Fri, 27 Nov 2026 22:00:00 GMT", "Last-Modified": "Thu, 26 Nov 2026 22:00:00 GMT", "Server": "origin",
+            "Vary": "Accept-Encoding"
+        ])!
+    Benchmark("ResponseFromFoundation", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(RecallResponse(eightFields, body: body))
+        }
+    }
+    Benchmark("FoundationHeaderGetter", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(eightFields.allHeaderFields)
+        }
+    }
+
     // MARK: bare transport (the baseline of the miss benchmark) and a miss with its store
 
     Benchmark("BareTransport", configuration: batch) { benchmark in

@@ -52,9 +52,17 @@ public struct RecallResponse: Sendable, Hashable {
 
     /// Creates a response from a Foundation response and its body, whole or streamed.
     public init(_ response: HTTPURLResponse, body: ResponseBody, source: Source = .network) {
-        // Foundation keeps no order; sort by name so equal responses give equal values.
-        let fields = response.allHeaderFields.map { (name: ($0.key as? String) ?? "\($0.key)", value: ($0.value as? String) ?? "\($0.value)") }
-        let headers = HeaderFields(fields.sorted { $0.name < $1.name }.map { HeaderFields.Field(name: $0.name, value: $0.value) })
+        // Foundation keeps no order; sort by name so equal responses give equal values. (Each
+        // name is cast from the key's `base`: a cast of the `AnyHashable` itself looks its
+        // conformances up, 0.3 µs a field; the fields come out of Foundation already boxed.)
+        let all = response.allHeaderFields
+        var fields: [HeaderFields.Field] = []
+        fields.reserveCapacity(all.count)
+        for (name, value) in all {
+            fields.append(HeaderFields.Field(name: (name.base as? String) ?? "\(name)", value: (value as? String) ?? "\(value)"))
+        }
+        fields.sort { $0.name < $1.name }
+        let headers = HeaderFields(fields)
         self.init(status: response.statusCode, headers: headers, body: body, url: response.url, source: source)
     }
 

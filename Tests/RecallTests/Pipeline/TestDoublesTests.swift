@@ -129,4 +129,24 @@ struct TestDoublesTests {
         let back = RecallResponse(http, body: Data())
         #expect(back.headers["ETag"] == "\"x\"")
     }
+
+    @Test("a Foundation response becomes a RecallResponse with every field, sorted by name, values trimmed")
+    func fromFoundation() throws {
+        let url = try #require(URL(string: "https://x.test/b"))
+        let http = try #require(
+            HTTPURLResponse(
+                url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                headerFields: ["Vary": "Accept", "Cache-Control": " max-age=60 ", "X-Trace": "1", "ETag": "\"e\"", "Age": "3"]))
+        let response = RecallResponse(http, body: Data("ok".utf8))
+        #expect(response.status == 200)
+        #expect(response.url == url)
+        // (Foundation may respell names it knows; the order is by the names it hands over.)
+        let names = response.headers.fields.map(\.name)
+        #expect(names == names.sorted())
+        #expect(Set(names.map { $0.lowercased() }) == ["vary", "cache-control", "x-trace", "etag", "age"])
+        #expect(response.headers["cache-control"] == "max-age=60")
+        #expect(response.headers["ETag"] == "\"e\"")
+        // Equal Foundation responses give equal values, whatever order Foundation keeps.
+        #expect(RecallResponse(http, body: Data("ok".utf8)).headers == response.headers)
+    }
 }
