@@ -127,7 +127,9 @@ final class CacheWriter: Sendable {
     /// Counts what reached the storage.
     private func store(_ write: CacheRecordRules.Write, since: InvalidationEpochs.Snapshot?, context: RecallContext?) async {
         if let memory {
-            stored(context: context, evicted: memory.storeNow(write.record, watched: false)?.evictions ?? 0)
+            let released = memory.storeNow(write.record, watched: false)
+            stored(context: context, evicted: released?.evictions ?? 0)
+            withExtendedLifetime(released) {}  // (freed here, after the storage's locks)
         } else if countsRemovals {
             guard let mark = since?.storage, await storage.store(write.record, expires: write.expires, ifNotRemovedSince: mark) else { return }
             stored(context: context)

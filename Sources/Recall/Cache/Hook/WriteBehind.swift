@@ -102,6 +102,7 @@ final class WriteBehind: Sendable {
             ?? records.write(storing: entry, key: key, over: memory.recordNow(for: key), expiring: false)
         guard let released = memory.storeNow(write.record, watched: true) else { return false }
         writer.stored(context: context, evicted: released.evictions)
+        withExtendedLifetime(released) {}  // (freed here, after the storage's locks)
         return true
     }
 }

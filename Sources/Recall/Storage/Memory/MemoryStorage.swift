@@ -82,7 +82,10 @@ public final class MemoryStorage: CacheStorage {
     /// Stores `record`, evicting as needed; a record over `entryLimit` is refused (and any
     /// older record under its key removed, so a stale copy is not kept). `expires` is not used:
     /// the eviction policy decides what stays.
-    public func store(_ record: CacheRecord, expires: Date?) async { storeNow(record) }
+    public func store(_ record: CacheRecord, expires: Date?) async {
+        let released = storeNow(record, watched: false)
+        withExtendedLifetime(released) {}  // (freed here, after the locks)
+    }
 
     /// The same store without suspending; returns the keys evicted to make room.
     @discardableResult
@@ -134,7 +137,8 @@ public final class MemoryStorage: CacheStorage {
 
     /// Stores `record`, evicting as needed; `watched`: ends the watch of its key
     /// (``watch(_:)``) and stores nothing (`nil`) when the key was removed meanwhile. Returns
-    /// what was evicted.
+    /// the records it evicted and the one it replaced, for the caller to let go of after the
+    /// locks.
     func storeNow(_ record: CacheRecord, watched: Bool) -> Released? {
         let size = record.byteCount
         let key = HashedKey(record.key)
@@ -177,20 +181,22 @@ public final class MemoryStorage: CacheStorage {
     /// The same removal without suspending.
     package func removeNow(_ key: String) {
         let hashed = HashedKey(key)
-        _ = books.withLock { books in  // (the record is freed after the locks)
+        let removed = books.withLock { books in
             books.watched[key]?.removed = true
             return table.write { table in removeLocked(hashed, from: &table, books: &books) }
         }
+        withExtendedLifetime(removed) {}  // (freed here, after the locks)
     }
 
     /// Removes every record.
     public func removeAll() async {
-        _ = books.withLock { books in  // (the records are freed after the locks)
+        let removed = books.withLock { books in
             for key in books.watched.keys { books.watched[key]?.removed = true }
             return table.write { table in
                 Array(table.keys).compactMap { key in removeLocked(key, from: &table, books: &books) }
             }
         }
+        withExtendedLifetime(removed) {}  // (freed here, after the locks)
     }
 
     /// Counters and sizes.

@@ -69,11 +69,12 @@ public final class TieredStorage: CacheStorage {
         // (A body that stays in the lower tier's store is not promoted: the upper tier would hold it open.)
         guard !record.variants.contains(where: { $0.storedBody != nil }) else { return record }
         if let memory {
-            generations.withLock { generations in
+            let released = generations.withLock { generations in
                 // Under the lock: a write or removal either bumped the generation already (no
                 // promotion) or runs its memory step after this one (and so wins).
-                if generations[stripe] == before { memory.storeNow(record) }
+                generations[stripe] == before ? memory.storeNow(record, watched: false) : nil
             }
+            withExtendedLifetime(released) {}  // (what the store evicted is freed after the lock)
         } else {
             // The same ordering for an upper tier that suspends: writes of the key change the
             // upper tier under the key's lock, so they come wholly before or after this step.
@@ -109,9 +110,12 @@ public final class TieredStorage: CacheStorage {
             // In one step with the check, as a promotion is: a removal elsewhere either came before
             // (nothing is stored) or drops the record after.
             let stripe = Self.stripe(of: record.key)
-            generations.withLock { generations in
-                if Self.bump(&generations[stripe], wasStill: before) { _ = memory.storeNow(record) } else { memory.removeNow(record.key) }
+            let released = generations.withLock { generations in
+                if Self.bump(&generations[stripe], wasStill: before) { return memory.storeNow(record, watched: false) }
+                memory.removeNow(record.key)
+                return nil
             }
+            withExtendedLifetime(released) {}  // (what the store evicted is freed after the lock)
         } else {
             await keys.lock(record.key)
             if bump(record.key, wasStill: before) {
