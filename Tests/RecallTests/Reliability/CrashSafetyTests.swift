@@ -34,7 +34,8 @@ enum CrashWriter {
     /// The body the writer stores for `index` at `version` (mirrors Tests/CrashWriter/main.swift).
     static func body(index: Int, version: Int) -> Data {
         let size = 64 + (index * 7919 + version * 104_729) % 20_000
-        return Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &+ version) })
+        // (Byte i repeats every 256 bytes: one period, repeated; see `Data.repeating`.)
+        return Data.repeating(Data((0..<256).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &+ version) }), count: size)
     }
 }
 

@@ -104,7 +104,7 @@ struct RecallURLProtocolTests {
     @Test("a body given as a stream (as Apple's Foundation hands it to a URLProtocol) is read whole, within the limit")
     func streamedBody() throws {
         var request = URLRequest(url: URL(string: "http://origin.test/upload")!)
-        let bytes = Data((0..<200_000).map { UInt8($0 % 251) })
+        let bytes = Data.repeating(Data((0..<251).map { UInt8($0) }), count: 200_000)
         request.httpBodyStream = InputStream(data: bytes)
         let prepared = try RecallURLProtocol.withBody(request, isUpload: false, limit: RecallURLProtocol.maxRequestBodyBytes)
         #expect(prepared.httpBody == bytes && prepared.httpBodyStream == nil)
