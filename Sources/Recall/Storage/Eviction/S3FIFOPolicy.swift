@@ -24,7 +24,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
         var generation: UInt64
     }
 
-    /// Keyed with their hashes worked out once (``HashedKey``): a removal from thousands of
+    /// Keyed with their hashes worked out once (`HashedKey`): a removal from thousands of
     /// entries rehashes no other key's text, and the queues hand keys back with their hashes.
     private var entries: [HashedKey: Entry] = [:]
     private var small = FIFOQueue<HashedKey>()

@@ -11,7 +11,7 @@ public final class MemoryStorage: CacheStorage {
     public let entryLimit: Int
 
     /// What the records are: read by every hit at once, written by stores and removals. Keyed
-    /// with the hash worked out once (``HashedKey``): a store evicting from thousands of records
+    /// with the hash worked out once (`HashedKey`): a store evicting from thousands of records
     /// rehashes no other record's key.
     private typealias Table = [HashedKey: (record: CacheRecord, size: Int)]
 

@@ -358,6 +358,6 @@ public struct CacheRecord: Sendable, Hashable {
     }
 
     /// The memory the record takes (its key, its variants and ~112 bytes of bookkeeping: the
-    /// storage's table and eviction policy hold its key with its hash, ``HashedKey``).
+    /// storage's table and eviction policy hold its key with its hash, `HashedKey`).
     public var byteCount: Int { 112 + CacheEntry.heapBytes(key) + variants.reduce(0) { $0 + $1.byteCount } }
 }
