@@ -53,7 +53,7 @@ final class CacheLocator: Sendable {
             let hash = namespaced.hashValue
             return Location(
                 key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
-                generationStripe: hash & (RecordGenerations.stripeCount - 1),
+                generationStripe: RecordGenerations.stripe(ofHash: hash),
                 epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
         }
     }

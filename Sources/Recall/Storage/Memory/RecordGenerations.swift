@@ -22,7 +22,12 @@ final class RecordGenerations: Sendable {
 
     /// The stripe of `key` (a hash of it: worked out once per key where it is read often).
     static func stripe(of key: String) -> Int {
-        key.hashValue & (stripeCount - 1)
+        stripe(ofHash: key.hashValue)
+    }
+
+    /// The stripe of the key whose hash (`String.hashValue`) is `hash`.
+    static func stripe(ofHash hash: Int) -> Int {
+        hash & (stripeCount - 1)
     }
 
     /// The count of `stripe` now (an acquiring load: a change counted is seen whole).
@@ -32,6 +37,6 @@ final class RecordGenerations: Sendable {
 
     /// Counts a change of the key whose hash (`String.hashValue`) is `hash`, made just before.
     func bump(hash: Int) {
-        cells[hash & (Self.stripeCount - 1)].count.add(1, ordering: .releasing)
+        cells[Self.stripe(ofHash: hash)].count.add(1, ordering: .releasing)
     }
 }
