@@ -110,10 +110,16 @@ final class TimedHook: ServiceHook, @unchecked Sendable {
         return try await body()
     }
     func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
-        try await timed(\.schedule) { try await inner.onSchedule(request, context: context) }
-    }
-    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        try await timed(\.success) { try await inner.onSuccess(response, for: request, context: context) }
+        let action = try await timed(\.schedule) { try await inner.onSchedule(request, context: context) }
+        // The cache hands the answer to the follow-up it decided with: timed in its place.
+        guard case .proceedThen(let forwarded, let followUp) = action else { return action }
+        return .proceedThen(
+            forwarded,
+            HookFollowUp(
+                onSuccess: { response, request, context in
+                    try await self.timed(\.success) { try await followUp.onSuccess(response, for: request, context: context) }
+                },
+                onFailure: { error, request, context in try await followUp.onFailure(error, for: request, context: context) }))
     }
 }
 

@@ -5,7 +5,7 @@ public struct HookSuspension: Sendable {
 
     /// A suspension that decides by running `decision`. The pipeline awaits it once, and a hook
     /// that wraps another must do the same: a decision may take what only one request may hold
-    /// (``HTTPCache``'s lead of a shared miss, ended by its `onSuccess`).
+    /// (``HTTPCache``'s lead of a shared miss, ended by its follow-up).
     public init(_ decision: @escaping @Sendable () async throws -> HookAction) {
         self.decision = decision
     }

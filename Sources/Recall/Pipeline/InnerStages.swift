@@ -4,7 +4,7 @@ import Foundation
 #endif
 
 /// The stages inside one hook of a pipeline — its inner hooks, the retrier, the transport — as
-/// a value the pipeline hands a ``ResendingHook`` while it handles an outcome, so that it can
+/// a value the pipeline hands a hook's follow-up (``ResendingFollowUp``) with an outcome, so that it can
 /// send a request through them again (the HTTP cache, for a 304 that matches nothing stored).
 ///
 /// A struct of one reference and an index: handing it over costs no allocation and no lock

@@ -61,9 +61,6 @@ public struct Pipeline: Transport {
         /// Whether the retrier factory is ``NilRetrierFactory``: one attempt, with no retrier
         /// to make, no clock to read and no decision to wait for.
         let singleAttempt: Bool
-        /// Each hook as a ``ResendingHook`` when it is one (the HTTP cache), else `nil`: only
-        /// those get the stages inside them with an outcome.
-        let resending: [(any ResendingHook)?]
 
         init(
             transport: any Transport, hooks: [any ServiceHook], retrierFactory: any RetrierFactory, time: TimeSource,
@@ -77,7 +74,6 @@ public struct Pipeline: Transport {
             self.decider = hooks.first.map { HookDecider.for($0) } ?? HookDecider()
             self.unownedDecider = Unmanaged.passUnretained(decider)
             self.singleAttempt = retrierFactory is NilRetrierFactory
-            self.resending = hooks.map { $0 as? any ResendingHook }
         }
     }
 
@@ -122,6 +118,8 @@ public struct Pipeline: Transport {
             switch parts.unownedDecider._withUnsafeGuaranteedRef({ $0.decide(request, context: context) }) {
             case .act(.respond(let answer)): response = answer
             case .act(.proceed(let forwarded)): response = try await forward(forwarded, pastHookAt: 0, context: context)
+            case .act(.proceedThen(let forwarded, let followUp)):
+                response = try await forward(forwarded, pastHookAt: 0, context: context, followUp: followUp)
             case let decided: response = try await run(hookAt: 0, request, context: context, decided: decided)
             }
             try Task.checkCancellation()
@@ -145,52 +143,58 @@ public struct Pipeline: Transport {
         case .suspend(let suspension): action = try await suspension.resume()
         case .callOnSchedule: action = try await hook.onSchedule(request, context: context)
         }
-        let forwarded: URLRequest
         switch action {
         case .respond(let response):
             return response
-        case .respondThenRefresh(let response, let refresh):
+        case .respondThenRefresh(let response, let refresh, let followUp):
             let background = context.derived(for: refresh)
             guard transport.allowsBackgroundRequests else {
                 // The transport is valid only during this call: refresh now; the stale answer
                 // stands in when the refresh fails or the origin answers with a server error.
-                let answer = try await self.refresh(refresh, pastHookAt: index, context: background, readingToEnd: false)
+                let answer = try await self.refresh(
+                    refresh, pastHookAt: index, followUp: followUp, context: background, readingToEnd: false)
                 return answer.flatMap { $0.status >= 500 ? nil : $0 } ?? response
             }
             // (Read to its end: a streamed body dropped unread is abandoned, a cache keeps nothing of it.)
-            TaskCensus.detached { [self] in _ = try? await self.refresh(refresh, pastHookAt: index, context: background, readingToEnd: true) }
+            TaskCensus.detached { [self] in
+                _ = try? await self.refresh(refresh, pastHookAt: index, followUp: followUp, context: background, readingToEnd: true)
+            }
             return response
-        case .proceed(let rewritten):
-            forwarded = rewritten
+        case .proceed(let forwarded):
+            return try await forward(forwarded, pastHookAt: index, context: context)
+        case .proceedThen(let forwarded, let followUp):
+            return try await forward(forwarded, pastHookAt: index, context: context, followUp: followUp)
         }
-        return try await forward(forwarded, pastHookAt: index, context: context)
     }
 
-    /// Sends the `refresh` the hook at `index` asked for (``HookAction/respondThenRefresh(_:refresh:)``,
+    /// Sends the `refresh` the hook at `index` asked for (``HookAction/respondThenRefresh(_:refresh:then:)``,
     /// in `context`, derived from the caller's) through the stages inside that hook, and gives
-    /// the hook the outcome: its answer, or `nil` when the refresh failed (`onFailure` heard of it;
+    /// the hook's `followUp`, or else the hook, the outcome: its answer, or `nil` when the refresh failed (`onFailure` heard of it;
     /// what it answers is not used). `readingToEnd`: the answer's body is read to its end (a body
     /// kept in a store needs no reading); an error meanwhile is a failure too. Throws only when
     /// the calling task is cancelled.
     private func refresh(
-        _ refresh: URLRequest, pastHookAt index: Int, context: RecallContext, readingToEnd: Bool
+        _ refresh: URLRequest, pastHookAt index: Int, followUp: HookFollowUp?, context: RecallContext, readingToEnd: Bool
     ) async throws -> RecallResponse? {
         do {
             let fresh = try await run(hookAt: index + 1, refresh, context: context)
-            let answer = try await onSuccess(of: index, fresh, for: refresh, context: context)
+            let answer = try await onSuccess(of: index, followUp, fresh, for: refresh, context: context)
             if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
             return answer
         } catch {
             try Task.checkCancellation()
-            _ = try? await onFailure(of: index, error, for: refresh, context: context)
+            _ = try? await onFailure(of: index, followUp, error, for: refresh, context: context)
             return nil
         }
     }
 
     /// Sends `forwarded` (what the hook at `index` passed on) through the stages inside that
-    /// hook, then gives the hook the outcome: `onSuccess`, or `onFailure` to recover.
+    /// hook, then gives the hook's `followUp`, or else the hook, the outcome: `onSuccess`, or
+    /// `onFailure` to recover.
     @inline(__always)
-    private func forward(_ forwarded: URLRequest, pastHookAt index: Int, context: RecallContext) async throws -> RecallResponse {
+    private func forward(
+        _ forwarded: URLRequest, pastHookAt index: Int, context: RecallContext, followUp: HookFollowUp? = nil
+    ) async throws -> RecallResponse {
         let response: RecallResponse
         do {
             // (The innermost hook calls the retrier at once: one async frame fewer.)
@@ -201,30 +205,31 @@ public struct Pipeline: Transport {
         } catch {
             let cancelled = Task.isCancelled || error.isCancellation
             let failure: any Error = cancelled ? CancellationError() : error
-            let recovered = try await onFailure(of: index, failure, for: forwarded, context: context)
+            let recovered = try await onFailure(of: index, followUp, failure, for: forwarded, context: context)
             guard let recovered, !cancelled else { throw failure }
             return recovered
         }
-        return try await onSuccess(of: index, response, for: forwarded, context: context)
+        return try await onSuccess(of: index, followUp, response, for: forwarded, context: context)
     }
 
-    /// The `onSuccess` of the hook at `index`; a hook that re-sends gets the stages inside it.
+    /// The outcome's `onSuccess`: the `followUp` the hook at `index` decided with, which gets the
+    /// stages inside the hook, or else the hook's.
     @inline(__always)
-    private func onSuccess(of index: Int, _ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws
-        -> RecallResponse
-    {
-        if let resending = parts.resending[index] {
-            return try await resending.onSuccess(response, for: request, context: context, inner: InnerStages(pipeline: self, index: index))
+    private func onSuccess(
+        of index: Int, _ followUp: HookFollowUp?, _ response: RecallResponse, for request: URLRequest, context: RecallContext
+    ) async throws -> RecallResponse {
+        if let followUp {
+            return try await followUp.onSuccess(response, for: request, context: context, inner: InnerStages(pipeline: self, index: index))
         }
         return try await hooks[index].onSuccess(response, for: request, context: context)
     }
 
-    /// The `onFailure` of the hook at `index`; a hook that re-sends gets the stages inside it.
-    private func onFailure(of index: Int, _ error: any Error, for request: URLRequest, context: RecallContext) async throws
-        -> RecallResponse?
-    {
-        if let resending = parts.resending[index] {
-            return try await resending.onFailure(error, for: request, context: context, inner: InnerStages(pipeline: self, index: index))
+    /// The outcome's `onFailure`: the `followUp` the hook at `index` decided with, or else the hook's.
+    private func onFailure(
+        of index: Int, _ followUp: HookFollowUp?, _ error: any Error, for request: URLRequest, context: RecallContext
+    ) async throws -> RecallResponse? {
+        if let followUp {
+            return try await followUp.onFailure(error, for: request, context: context, inner: InnerStages(pipeline: self, index: index))
         }
         return try await hooks[index].onFailure(error, for: request, context: context)
     }

@@ -20,8 +20,11 @@ import Foundation
 /// - An error thrown by any method fails the request with that error (hooks further out see
 ///   it through `onFailure`).
 ///
-/// A hook keeps what it needs from `onSchedule` to `onSuccess` in the request's context, in a
-/// ``ContextSlot`` of its own instance, so several instances of one hook (two caches) compose.
+/// A hook that needs what it found while deciding once the outcome comes passes the request on
+/// with a follow-up that captures it (``HookAction/proceedThen(_:_:)``, ``HookFollowUp``): the
+/// pipeline calls the follow-up in place of the hook's `onSuccess`/`onFailure`, so several
+/// instances of one hook (two caches) compose and nothing is parked in the request's context.
+/// (A value other hooks read goes in the context: ``ContextSlot``, ``ContextKey``.)
 /// A hook that can often decide without suspending (a cache answering from memory) implements
 /// ``decide(_:context:)``: the pipeline asks it first, and it answers with a value — the action
 /// now, or what to await for it (``HookDecision``).
@@ -44,11 +47,13 @@ public protocol ServiceHook: Sendable {
     func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction
 
     /// Called with the response from further in. Return it, or a replacement.
-    /// `request` is the request this hook passed on from `onSchedule`.
+    /// `request` is the request this hook passed on from `onSchedule`. Not called for a request
+    /// the hook passed on with a follow-up (``HookAction/proceedThen(_:_:)``): that gets it.
     func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse
 
     /// Called with the error from further in. Return a response to recover, or `nil` to let
-    /// the error through. `request` is the request this hook passed on from `onSchedule`.
+    /// the error through. `request` is the request this hook passed on from `onSchedule`; a
+    /// request passed on with a follow-up goes to the follow-up instead.
     /// A `CancellationError` is reported but cannot be recovered from.
     func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse?
 }

@@ -48,7 +48,7 @@ struct CacheLocatorTests {
         let request = Self.request("https://example.com/a")
         let location = try #require(locator.location(of: request))
         let state = CacheRequestState(
-            location: location, method: .get, partition: "", inScope: [], requestTime: Date(),
+            cache: HTTPCache(), location: location, method: .get, partition: "", inScope: [], requestTime: Date(),
             since: InvalidationEpochs().snapshot(stripe: location.epochStripe), record: nil,
             mode: .fetching(stored: nil), lead: nil)
         let answer = RecallResponse(status: 200)

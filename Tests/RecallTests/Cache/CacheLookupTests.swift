@@ -18,6 +18,8 @@ struct CacheLookupTests {
         let writer: CacheWriter
         let behind: WriteBehind?
         let locator: CacheLocator
+        /// The cache a request state hands its outcome to: these tests hand none.
+        let owner = HTTPCache()
 
         /// The dates the lookup reads: one second later at each read.
         let clock = Locked(Date(timeIntervalSince1970: 1_700_000_000))
@@ -148,7 +150,7 @@ struct CacheLookupTests {
             Issue.record("no miss to store")
             return
         }
-        let state = scheduling.state(mode: .fetching(stored: nil))
+        let state = scheduling.state(in: parts.owner, mode: .fetching(stored: nil))
         let ticket = try #require(behind.begin(state))
         guard case .wait(let waiting) = parts.lookup.look(Self.request()), waiting.afterWrite else {
             Issue.record("a look does not wait for the store pending for its key")
@@ -203,7 +205,7 @@ struct WriteBehindUnitTests {
     func eligibility() throws {
         let (parts, behind, scheduling) = try Self.miss(over: MemoryStorage())
         let request = CacheLookupTests.request()
-        let state = scheduling.state(mode: .fetching(stored: nil))
+        let state = scheduling.state(in: parts.owner, mode: .fetching(stored: nil))
         let answer = RecallResponse(status: 200)
         var cached = answer
         cached.source = .cache
@@ -216,7 +218,7 @@ struct WriteBehindUnitTests {
             behind.begin(answer, for: request, sent: CacheLookupTests.request(url: "https://origin.test/c"), state: state) == nil,
             "a request rewritten below the cache")
         #expect(
-            behind.begin(answer, for: request, sent: request, state: scheduling.state(mode: .fetching(stored: stored))) == nil,
+            behind.begin(answer, for: request, sent: request, state: scheduling.state(in: parts.owner, mode: .fetching(stored: stored))) == nil,
             "a response stored that the answer may replace or not")
         let ticket = try #require(behind.begin(answer, for: request, sent: request, state: state))
         #expect(behind.begin(answer, for: request, sent: request, state: state) == nil, "a second write of the key while one is held")
@@ -229,7 +231,7 @@ struct WriteBehindUnitTests {
     func landing() async throws {
         let memory = MemoryStorage()
         let (parts, behind, scheduling) = try Self.miss(over: memory)
-        let state = scheduling.state(mode: .fetching(stored: nil))
+        let state = scheduling.state(in: parts.owner, mode: .fetching(stored: nil))
         let entry = try #require(makeRecord(parts.key).variants.first)
         let other = try #require(parts.locator.location(ofText: "https://origin.test/other"))
         let first = try #require(behind.begin(state))

@@ -112,12 +112,13 @@ struct PipelineTests {
         let context = RecallContext(originalRequest: URLRequest(url: itemURL))
         clock.advance(by: 20)
         mock.route("GET", "/items", .status(304, headers: ["ETag": "\"another\""]))
-        guard case .proceed(let conditional) = try await cache.onSchedule(URLRequest(url: itemURL), context: context) else {
+        guard case .proceedThen(let conditional, let followUp) = try await cache.onSchedule(URLRequest(url: itemURL), context: context)
+        else {
             Issue.record("a stale response is revalidated")
             return
         }
         await #expect(throws: CacheError.self) {
-            try await cache.onSuccess(try await mock.send(conditional), for: conditional, context: context)
+            try await followUp.onSuccess(try await mock.send(conditional), for: conditional, context: context)
         }
     }
 

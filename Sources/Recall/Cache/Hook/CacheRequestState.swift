@@ -1,11 +1,18 @@
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
-/// What the cache remembers about a request between `onSchedule` and its answer.
+/// What the cache remembers about a request between its decision and its answer: the request's
+/// follow-up (``HookFollowUp``), which the pipeline hands the outcome.
 ///
-/// An immutable object, not a struct: it travels from `onSchedule` through the request's
-/// context to `onSuccess` and on to a write-behind store, and a copy of a reference is one
-/// reference count where a copy of the struct was one for each of its parts.
-final class CacheRequestState: Sendable {
+/// An immutable object, not a struct: it travels from the decision with the request to the
+/// outcome and on to a write-behind store, and a copy of a reference is one reference count where
+/// a copy of the struct was one for each of its parts; handed over as a follow-up, it allocates
+/// nothing more.
+final class CacheRequestState: ResendingFollowUp {
+    /// The cache the request went through, which handles its outcome.
+    let cache: HTTPCache
     let location: CacheLocator.Location
     let method: RequestMethod
     let partition: String
@@ -25,9 +32,10 @@ final class CacheRequestState: Sendable {
     let isRefresh: Bool
 
     init(
-        location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
+        cache: HTTPCache, location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
         since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false
     ) {
+        self.cache = cache
         self.location = location
         self.method = method
         self.partition = partition
@@ -43,7 +51,7 @@ final class CacheRequestState: Sendable {
     /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
     func asRefresh() -> CacheRequestState {
         CacheRequestState(
-            location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+            cache: cache, location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
             since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
     }
 
@@ -54,8 +62,22 @@ final class CacheRequestState: Sendable {
     /// keeps the other partitions' responses).
     func refetching(since: InvalidationEpochs.Snapshot, removed: Bool) -> CacheRequestState {
         CacheRequestState(
-            location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
+            cache: cache, location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
             since: since, record: removed ? nil : record, mode: .refetching, lead: nil, isRefresh: isRefresh)
+    }
+
+    /// The answer from further in, to the cache (``HTTPCache/finish(_:for:state:context:inner:)``).
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
+        -> RecallResponse
+    {
+        try await cache.finish(response, for: request, state: self, context: context, inner: inner)
+    }
+
+    /// The failure further in, to the cache (``HTTPCache/fail(_:for:state:context:inner:)``).
+    func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
+        -> RecallResponse?
+    {
+        try await cache.fail(error, for: request, state: self, context: context, inner: inner)
     }
 
     /// The storage key of the request.

@@ -15,10 +15,12 @@ struct CacheScheduling: Sendable {
     /// The removal counts when the request started.
     var since: InvalidationEpochs.Snapshot
 
-    /// The request's state, in `mode`, for what goes to the origin.
-    func state(record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil) -> CacheRequestState {
+    /// The request's state in `cache`, in `mode`, for what goes to the origin.
+    func state(
+        in cache: HTTPCache, record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil
+    ) -> CacheRequestState {
         CacheRequestState(
-            location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
+            cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
             since: since, record: record, mode: mode, lead: lead)
     }
 

@@ -71,9 +71,8 @@ extension HTTPCache {
             counts.bypass(context)
             return .act(.proceed(request))
         case .pass(let scheduling, let mode):
-            context[states] = scheduling.state(mode: mode)
             counts.bypass(context)
-            return .act(.proceed(request))
+            return .act(.proceedThen(request, HookFollowUp(scheduling.state(in: self, mode: mode))))
         case .wait(let waiting):
             return .wait(.lookup(waiting))
         case .found(let scheduling, let record, let writesBefore):
@@ -174,11 +173,10 @@ extension HTTPCache {
             leads.finish(lead)
             // One refresh at a time per key.
             guard leads.leadRefresh(scheduling.location.key) else { return .respond(response) }
-            context[states] = scheduling.state(record: record, mode: mode).asRefresh()
-            return .respondThenRefresh(response, refresh: refresh)
+            let state = scheduling.state(in: self, record: record, mode: mode).asRefresh()
+            return .respondThenRefresh(response, refresh: refresh, then: HookFollowUp(state))
         case .send(let outgoing, let mode):
-            context[states] = scheduling.state(record: record, mode: mode, lead: lead)
-            return .proceed(outgoing)
+            return .proceedThen(outgoing, HookFollowUp(scheduling.state(in: self, record: record, mode: mode, lead: lead)))
         case .bypass:
             leads.finish(lead)
             return .proceed(request)

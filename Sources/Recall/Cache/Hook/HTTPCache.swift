@@ -11,17 +11,19 @@ import Foundation
 /// let pipeline = Pipeline(transport: URLSessionTransport(), hooks: [cache], retrierFactory: .exponentialBackoff())
 /// ```
 ///
-/// - `onSchedule` answers fresh entries (source `.cache`), serves stale ones where allowed
-///   (`.stale`), or adds validators (`If-None-Match`, `If-Modified-Since`) and lets the request go on.
-/// - `onSuccess` stores cacheable responses, merges a 304 into the stored entry (`.revalidated`),
+/// - `decide` (or `onSchedule`) answers fresh entries (source `.cache`), serves stale ones where
+///   allowed (`.stale`), or adds validators (`If-None-Match`, `If-Modified-Since`) and lets the
+///   request go on, with a follow-up (``HookFollowUp``) that carries the request's state to its
+///   answer.
+/// - The follow-up stores cacheable responses, merges a 304 into the stored entry (`.revalidated`),
 ///   serves stale on a 5xx when `stale-if-error` allows, and invalidates on unsafe methods.
-/// - `onFailure` serves stale when `stale-if-error` allows (also after the retrier gave up),
+///   On a failure it serves stale when `stale-if-error` allows (also after the retrier gave up),
 ///   and answers 504 for a `must-revalidate` entry whose origin cannot be reached.
 /// - Concurrent misses on one key share one origin request (coalescing).
 ///
 /// Place it outside the retrier (it is a hook, so it is) and outside hooks that change
 /// responses; see docs/caching.md for every rule and option.
-public final class HTTPCache: ServiceHook, ResendingHook {
+public final class HTTPCache: ServiceHook {
     /// Where entries live.
     public let storage: any CacheStorage
     /// The settings.
@@ -43,8 +45,6 @@ public final class HTTPCache: ServiceHook, ResendingHook {
     let writer: CacheWriter
     /// Stores made after their answers, over a ``MemoryStorage``.
     let behind: WriteBehind?
-    /// Each request's state, in its context: put in before the network (HTTPCache+Scheduling.swift), taken after.
-    let states = ContextSlot<CacheRequestState>()
 
     /// Creates a cache over `storage`; `now` gives the current date (inject it in tests).
     ///
@@ -89,24 +89,21 @@ public final class HTTPCache: ServiceHook, ResendingHook {
 
     // MARK: After the network
 
-    /// Stores, merges 304s, serves stale on 5xx where allowed, invalidates on unsafe methods.
+    // (The cache's own `onSuccess` and `onFailure` are the protocol's, which do nothing: a request
+    // it passes on carries its state in the follow-up it decided with, `CacheRequestState`.)
+
+    /// Stores, merges 304s, serves stale on 5xx where allowed, invalidates on unsafe methods: the
+    /// answer to a request the cache passed on in `state` (its follow-up); `inner`: the stages
+    /// inside the cache, for a 304 that matches nothing stored (without them such a 304 throws
+    /// ``CacheError/unmatchedNotModified(_:)``).
     ///
     /// What is stored is decided on the request that actually went out (``RecallContext/lastSentRequest``:
     /// a credential added by a retrier or an inner hook partitions the entry) and under the URL
     /// that answered (a redirected response is stored for its own URL, never for the one that
     /// redirected).
-    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        try await onSuccess(response, for: request, context: context, inner: nil)
-    }
-
-    /// ``onSuccess(_:for:context:)`` with the stages inside the cache, for a 304 that matches
-    /// nothing stored (the pipeline's way in; without it such a 304 throws
-    /// ``CacheError/unmatchedNotModified(_:)``).
-    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
-        -> RecallResponse
-    {
-        // (Taken, not read: a context that passes this cache again, as a refetch does, starts afresh.)
-        guard let state = context.take(states) else { return response }
+    func finish(
+        _ response: RecallResponse, for request: URLRequest, state: CacheRequestState, context: RecallContext, inner: InnerStages?
+    ) async throws -> RecallResponse {
         let sent = context.lastSentRequest ?? request
         let lifetime = context[RequestLifetime.self]?.seconds
         if response.body.isStreamed {
@@ -193,15 +190,10 @@ public final class HTTPCache: ServiceHook, ResendingHook {
         case .refetch(let unconditional, let removing):
             if removing { await writer.remove(state.key) }
             guard let inner else { throw CacheError.unmatchedNotModified(request.url) }
-            context[states] = state.refetching(
-                since: removing ? await writer.since(state.location) : state.since,
-                removed: removing)
-            do {
-                return try await onSuccess(try await inner.send(unconditional, context: context), for: unconditional, context: context, inner: inner)
-            } catch {
-                context[states] = nil  // (nothing of the request is left to answer)
-                throw error
-            }
+            let refetching = state.refetching(since: removing ? await writer.since(state.location) : state.since, removed: removing)
+            return try await finish(
+                try await inner.send(unconditional, context: context), for: unconditional, state: refetching, context: context,
+                inner: inner)
         case .freshen:
             if let target {
                 await writer.freshen(
@@ -212,25 +204,19 @@ public final class HTTPCache: ServiceHook, ResendingHook {
         }
     }
 
-    /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for `must-revalidate` entries.
-    public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
-        try await onFailure(error, for: request, context: context, inner: nil)
-    }
-
-    /// ``onFailure(_:for:context:)`` with the stages inside the cache (see
-    /// ``onSuccess(_:for:context:inner:)``).
-    func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
-        -> RecallResponse?
-    {
-        guard let state = context[states] else { return nil }
+    /// Serves stale when `stale-if-error` or a disconnection allows; answers 504 for
+    /// `must-revalidate` entries: the failure of a request the cache passed on in `state` (its
+    /// follow-up; `inner` as for ``finish(_:for:state:context:inner:)``).
+    func fail(
+        _ error: any Error, for request: URLRequest, state: CacheRequestState, context: RecallContext, inner: InnerStages?
+    ) async throws -> RecallResponse? {
         if let refused = error as? UnacceptableStatusError {
             // A StatusValidator inside the cache refused an answer: the cache still takes it as
             // an answer (stores it, merges a 304, serves stale for a 5xx) and recovers the
             // request only with a stored response; anything else stays the validator's failure.
-            let answer = try await onSuccess(refused.response, for: request, context: context, inner: inner)
+            let answer = try await finish(refused.response, for: request, state: state, context: context, inner: inner)
             return answer.source == .network ? nil : answer
         }
-        context[states] = nil
         // A cancelled leader hands its miss to one waiting request instead of sending them all
         // to the origin at once.
         let cancelled = Task.isCancelled || error is CancellationError
