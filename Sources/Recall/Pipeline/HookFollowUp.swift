@@ -23,15 +23,9 @@ import Foundation
 /// A hook that wraps another and carries out its decisions calls the follow-up's
 /// ``onSuccess(_:for:context:)`` or ``onFailure(_:for:context:)`` itself, once.
 public struct HookFollowUp: Sendable {
-    private let handler: Handler
-
-    /// Who handles the outcome.
-    private enum Handler: Sendable {
-        case closures(
-            onSuccess: @Sendable (RecallResponse, URLRequest, RecallContext) async throws -> RecallResponse,
-            onFailure: @Sendable (any Error, URLRequest, RecallContext) async throws -> RecallResponse?)
-        case resending(any ResendingFollowUp)
-    }
+    /// Who handles the outcome: one reference, so a ``HookAction`` that carries a follow-up
+    /// grows by two words only.
+    private let handler: any ResendingFollowUp
 
     /// A follow-up that hands a response from further in to `onSuccess` (which returns it, or a
     /// replacement) and an error to `onFailure` (which returns a response to recover, or `nil` to
@@ -44,43 +38,63 @@ public struct HookFollowUp: Sendable {
             @escaping @Sendable (_ error: any Error, _ request: URLRequest, _ context: RecallContext) async throws
             -> RecallResponse? = { _, _, _ in nil }
     ) {
-        handler = .closures(onSuccess: onSuccess, onFailure: onFailure)
+        handler = Closures(onSuccess: onSuccess, onFailure: onFailure)
     }
 
     /// A follow-up that may send a request again through the stages inside its hook (the HTTP
     /// cache's): an object, so handing it over allocates nothing more.
     init(_ resending: any ResendingFollowUp) {
-        handler = .resending(resending)
+        handler = resending
     }
 
     /// Hands the follow-up `response`, the answer to `request` from further in.
     public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        try await onSuccess(response, for: request, context: context, inner: nil)
+        try await handler.onSuccess(response, for: request, context: context, inner: nil)
     }
 
     /// Hands the follow-up `error`, the failure of `request` further in: a response to recover,
     /// or `nil`.
     public func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext) async throws -> RecallResponse? {
-        try await onFailure(error, for: request, context: context, inner: nil)
+        try await handler.onFailure(error, for: request, context: context, inner: nil)
     }
 
     /// ``onSuccess(_:for:context:)``, with the stages inside the hook (the pipeline's way in).
     func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
         -> RecallResponse
     {
-        switch handler {
-        case .closures(let onSuccess, _): try await onSuccess(response, request, context)
-        case .resending(let followUp): try await followUp.onSuccess(response, for: request, context: context, inner: inner)
-        }
+        try await handler.onSuccess(response, for: request, context: context, inner: inner)
     }
 
     /// ``onFailure(_:for:context:)``, with the stages inside the hook (the pipeline's way in).
     func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
         -> RecallResponse?
     {
-        switch handler {
-        case .closures(_, let onFailure): try await onFailure(error, request, context)
-        case .resending(let followUp): try await followUp.onFailure(error, for: request, context: context, inner: inner)
+        try await handler.onFailure(error, for: request, context: context, inner: inner)
+    }
+
+    /// A follow-up made of two closures, which re-send nothing.
+    private final class Closures: ResendingFollowUp {
+        let success: @Sendable (RecallResponse, URLRequest, RecallContext) async throws -> RecallResponse
+        let failure: @Sendable (any Error, URLRequest, RecallContext) async throws -> RecallResponse?
+
+        init(
+            onSuccess: @escaping @Sendable (RecallResponse, URLRequest, RecallContext) async throws -> RecallResponse,
+            onFailure: @escaping @Sendable (any Error, URLRequest, RecallContext) async throws -> RecallResponse?
+        ) {
+            success = onSuccess
+            failure = onFailure
+        }
+
+        func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
+            -> RecallResponse
+        {
+            try await success(response, request, context)
+        }
+
+        func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
+            -> RecallResponse?
+        {
+            try await failure(error, request, context)
         }
     }
 }
