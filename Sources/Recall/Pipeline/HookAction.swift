@@ -17,6 +17,7 @@ public enum HookAction: Sendable {
     /// and the transport in the background; its outcome reaches only this hook — its `followUp`
     /// when given, else its `onSuccess` or `onFailure` — with a new context carrying this one's
     /// values. This is how `stale-while-revalidate` refreshes an entry without making the caller
-    /// wait.
-    case respondThenRefresh(RecallResponse, refresh: URLRequest, then: HookFollowUp? = nil)
+    /// wait. (Held in a box of its own: the other actions, a hit's answer first, stay as small
+    /// as a response.)
+    indirect case respondThenRefresh(RecallResponse, refresh: URLRequest, then: HookFollowUp? = nil)
 }

@@ -118,8 +118,6 @@ public struct Pipeline: Transport {
             switch parts.unownedDecider._withUnsafeGuaranteedRef({ $0.decide(request, context: context) }) {
             case .act(.respond(let answer)): response = answer
             case .act(.proceed(let forwarded)): response = try await forward(forwarded, pastHookAt: 0, context: context)
-            case .act(.proceedThen(let forwarded, let followUp)):
-                response = try await forward(forwarded, pastHookAt: 0, context: context, followUp: followUp)
             case let decided: response = try await run(hookAt: 0, request, context: context, decided: decided)
             }
             try Task.checkCancellation()
