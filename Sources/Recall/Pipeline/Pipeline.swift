@@ -170,7 +170,7 @@ public struct Pipeline: Transport {
     /// the hook's `followUp`, or else the hook, the outcome: its answer, or `nil` when the refresh failed (`onFailure` heard of it;
     /// what it answers is not used). `readingToEnd`: the answer's body is read to its end (a body
     /// kept in a store needs no reading); an error meanwhile is a failure too. Throws only when
-    /// the calling task is cancelled.
+    /// the calling task is cancelled (after `onFailure` heard of it).
     private func refresh(
         _ refresh: URLRequest, pastHookAt index: Int, followUp: HookFollowUp?, context: RecallContext, readingToEnd: Bool
     ) async throws -> RecallResponse? {
@@ -180,8 +180,11 @@ public struct Pipeline: Transport {
             if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
             return answer
         } catch {
-            try Task.checkCancellation()
-            _ = try? await onFailure(of: index, followUp, error, for: refresh, context: context)
+            // A cancelled refresh is told too (a cache ends its refresh lead there), then the
+            // cancellation goes on.
+            let cancelled = Task.isCancelled
+            _ = try? await onFailure(of: index, followUp, cancelled ? CancellationError() : error, for: refresh, context: context)
+            if cancelled { throw CancellationError() }
             return nil
         }
     }

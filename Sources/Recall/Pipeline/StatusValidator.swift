@@ -18,7 +18,7 @@ import Foundation
 /// Put the ``HTTPCache`` inside the validator (after it in the list), as above: the cache then
 /// sees a `5xx` as an answer and may serve its stored response instead (`stale-if-error`),
 /// and the validator sees that stored response. A cache placed outside the validator does the
-/// same from its `onFailure`: it answers with a stored response when the rules allow it,
+/// same when it hears of the failure (its follow-up's `onFailure`): it answers with a stored response when the rules allow it,
 /// and lets the error through otherwise.
 public struct StatusValidator: ServiceHook {
     /// The statuses let through.

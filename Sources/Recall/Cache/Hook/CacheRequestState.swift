@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -13,6 +14,10 @@ import Foundation
 final class CacheRequestState: ResendingFollowUp {
     /// The cache the request went through, which handles its outcome.
     let cache: HTTPCache
+    /// Whether the outcome was handed over: the cache takes one outcome per request (a
+    /// background refresh whose answer failed to arrive whole is told of the failure too, and
+    /// its lead must not end twice).
+    private let answered = Atomic<Bool>(false)
     let location: CacheLocator.Location
     let method: RequestMethod
     let partition: String
@@ -70,14 +75,21 @@ final class CacheRequestState: ResendingFollowUp {
     func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
         -> RecallResponse
     {
-        try await cache.finish(response, for: request, state: self, context: context, inner: inner)
+        guard take() else { return response }
+        return try await cache.finish(response, for: request, state: self, context: context, inner: inner)
     }
 
     /// The failure further in, to the cache (``HTTPCache/fail(_:for:state:context:inner:)``).
     func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
         -> RecallResponse?
     {
-        try await cache.fail(error, for: request, state: self, context: context, inner: inner)
+        guard take() else { return nil }
+        return try await cache.fail(error, for: request, state: self, context: context, inner: inner)
+    }
+
+    /// Takes the outcome: `true` the first time only.
+    private func take() -> Bool {
+        !answered.exchange(true, ordering: .relaxed)
     }
 
     /// The storage key of the request.
