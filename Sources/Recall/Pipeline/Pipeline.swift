@@ -167,24 +167,32 @@ public struct Pipeline: Transport {
 
     /// Sends the `refresh` the hook at `index` asked for (``HookAction/respondThenRefresh(_:refresh:then:)``,
     /// in `context`, derived from the caller's) through the stages inside that hook, and gives
-    /// the hook's `followUp`, or else the hook, the outcome: its answer, or `nil` when the refresh failed (`onFailure` heard of it;
-    /// what it answers is not used). `readingToEnd`: the answer's body is read to its end (a body
-    /// kept in a store needs no reading); an error meanwhile is a failure too. Throws only when
-    /// the calling task is cancelled (after `onFailure` heard of it).
+    /// the hook's `followUp`, or else the hook, the outcome, once: its answer, or `nil` when the
+    /// refresh failed (`onFailure` heard of it; what it answers is not used). `readingToEnd`: the
+    /// answer's body is read to its end (a body kept in a store needs no reading); an error there,
+    /// or from `onSuccess`, makes the answer `nil` too, and is not told again (the hook had its
+    /// outcome; a cache's body that broke off is its own to handle). Throws only when the calling
+    /// task is cancelled (after `onFailure` heard of it, when the refresh had no answer yet).
     private func refresh(
         _ refresh: URLRequest, pastHookAt index: Int, followUp: HookFollowUp?, context: RecallContext, readingToEnd: Bool
     ) async throws -> RecallResponse? {
+        let fresh: RecallResponse
         do {
-            let fresh = try await run(hookAt: index + 1, refresh, context: context)
-            let answer = try await onSuccess(of: index, followUp, fresh, for: refresh, context: context)
-            if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
-            return answer
+            fresh = try await run(hookAt: index + 1, refresh, context: context)
         } catch {
             // A cancelled refresh is told too (a cache ends its refresh lead there), then the
             // cancellation goes on.
             let cancelled = Task.isCancelled
             _ = try? await onFailure(of: index, followUp, cancelled ? CancellationError() : error, for: refresh, context: context)
             if cancelled { throw CancellationError() }
+            return nil
+        }
+        do {
+            let answer = try await onSuccess(of: index, followUp, fresh, for: refresh, context: context)
+            if readingToEnd, !answer.body.isKeptInStore { for try await _ in answer.body {} }
+            return answer
+        } catch {
+            try Task.checkCancellation()
             return nil
         }
     }

@@ -117,6 +117,44 @@ struct HookFollowUpTests {
         #expect(mock.requests.count == 1)
     }
 
+    /// Answers at once and refreshes with a follow-up whose `onSuccess` throws (as a cache's
+    /// does when its refetch fails), logging each outcome it is told.
+    struct FailingRefreshHook: ServiceHook {
+        let log: HookLog
+
+        func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+            let followUp = HookFollowUp(
+                onSuccess: { [log] _, _, _ in
+                    log.append("follow.success")
+                    throw Refused()
+                },
+                onFailure: { [log] _, _, _ in
+                    log.append("follow.failure")
+                    return nil
+                })
+            return .respondThenRefresh(RecallResponse(status: 203), refresh: request, then: followUp)
+        }
+    }
+
+    /// A transport that may not be used once the call returned: the pipeline refreshes within it.
+    struct CallScoped: Transport {
+        let base: MockTransport
+        var allowsBackgroundRequests: Bool { false }
+        var respondsToCancellation: Bool { true }
+        func send(_ request: URLRequest) async throws -> RecallResponse { try await base.send(request) }
+    }
+
+    @Test("a refresh's follow-up hears one outcome: a failure in its onSuccess is not told to its onFailure too")
+    func refreshOnce() async throws {
+        let mock = MockTransport()
+        mock.route("GET", "/a", .text("fresh"))
+        let log = HookLog()
+        let pipeline = Pipeline(transport: CallScoped(base: mock), hooks: [FailingRefreshHook(log: log)])
+        let answer = try await pipeline.send(URLRequest(url: URL(string: "https://origin.test/a")!))
+        #expect(answer.status == 203, "the stale answer stands in when the refresh gives none")
+        #expect(log.events == ["follow.success"])
+    }
+
     /// Wraps another hook and carries out its decisions: a follow-up it answers is called here.
     struct WrappingHook: ServiceHook {
         let inner: any ServiceHook

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -14,10 +13,6 @@ import Synchronization
 final class CacheRequestState: ResendingFollowUp {
     /// The cache the request went through, which handles its outcome.
     let cache: HTTPCache
-    /// Whether the outcome was handed over: the cache takes one outcome per request (a
-    /// background refresh whose answer failed to arrive whole is told of the failure too, and
-    /// its lead must not end twice).
-    private let answered = Atomic<Bool>(false)
     let location: CacheLocator.Location
     let method: RequestMethod
     let partition: String
@@ -53,13 +48,6 @@ final class CacheRequestState: ResendingFollowUp {
         self.isRefresh = isRefresh
     }
 
-    /// This state as the background refresh of its key (`stale-while-revalidate`), which it leads.
-    func asRefresh() -> CacheRequestState {
-        CacheRequestState(
-            cache: cache, location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-            since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
-    }
-
     /// This state for the request sent again after an answer that could not serve it (an
     /// unmatched 304, a range answer short of the caller's range): no lead (it ends once, with
     /// the call that made the refetch). It starts anew at the removal counts `since`; `removed`:
@@ -75,21 +63,14 @@ final class CacheRequestState: ResendingFollowUp {
     func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
         -> RecallResponse
     {
-        guard take() else { return response }
-        return try await cache.finish(response, for: request, state: self, context: context, inner: inner)
+        try await cache.finish(response, for: request, state: self, context: context, inner: inner)
     }
 
     /// The failure further in, to the cache (``HTTPCache/fail(_:for:state:context:inner:)``).
     func onFailure(_ error: any Error, for request: URLRequest, context: RecallContext, inner: InnerStages?) async throws
         -> RecallResponse?
     {
-        guard take() else { return nil }
-        return try await cache.fail(error, for: request, state: self, context: context, inner: inner)
-    }
-
-    /// Takes the outcome: `true` the first time only.
-    private func take() -> Bool {
-        !answered.exchange(true, ordering: .relaxed)
+        try await cache.fail(error, for: request, state: self, context: context, inner: inner)
     }
 
     /// The storage key of the request.

@@ -24,6 +24,14 @@ struct CacheScheduling: Sendable {
             since: since, record: record, mode: mode, lead: lead)
     }
 
+    /// The state of the background refresh of the request's key (`stale-while-revalidate`), in
+    /// `cache`, which it leads.
+    func refreshState(in cache: HTTPCache, record: CacheRecord?, mode: CacheStrategy.Mode) -> CacheRequestState {
+        CacheRequestState(
+            cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
+            since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
+    }
+
     /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found:
     /// held by the ``HookSuspension`` the pipeline awaits (or by `onSchedule`, called directly).
     enum Suspension: Sendable {

@@ -189,7 +189,7 @@ extension HTTPCache {
             leads.finish(lead)
             // One refresh at a time per key.
             guard leads.leadRefresh(scheduling.location.key) else { return .respond(response) }
-            return .respondThenRefresh(response, refresh: refresh, then: followUp(scheduling.state(in: self, record: record, mode: mode).asRefresh()))
+            return .respondThenRefresh(response, refresh: refresh, then: followUp(scheduling.refreshState(in: self, record: record, mode: mode)))
         case .send(let outgoing, let mode):
             return .proceedThen(outgoing, followUp(scheduling.state(in: self, record: record, mode: mode, lead: lead)))
         case .bypass:
