@@ -14,7 +14,7 @@ import MissPathParts
 //   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--keys-only]
 //   (with the default variant, a minimal cache runs in the same rotation: `miss-gap-to-minimal P points`)
 //   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
-//   swift run -c release MissOverhead --cpu N [--rounds R] [--variant V]
+//   swift run -c release MissOverhead --cpu N [--rounds R] [--variant V] [--only bare|minimal|variant]
 //
 // The last line gives the ratio of the medians, with a 95 % bootstrap interval of it.
 //
@@ -48,6 +48,7 @@ var stages = false
 var cold: (count: Int, thrashMB: Int)?
 var cpuLoad: Int?
 var rounds = 5
+var only: String?  // --cpu: run one of the three alone (for a profile)
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
 let cacheVariants = ["cache", "full", "timed", "no-write-behind", "no-store", "no-coalescing"]
 let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop"]
@@ -64,6 +65,8 @@ while let argument = arguments.next() {
         cold = (value, cold?.thrashMB ?? 4)  // misses in-process, each after evicting the core's caches
     } else if argument == "--cpu", let value = arguments.next().flatMap(Int.init) {
         cpuLoad = value  // CPU time per miss in-process, 16 callers at once
+    } else if argument == "--only", let value = arguments.next(), ["bare", "minimal", "variant"].contains(value) {
+        only = value  // --cpu: that target alone, for `perf record`
     } else if argument == "--rounds", let value = arguments.next().flatMap(Int.init) {
         rounds = max(1, value)
     } else if argument == "--thrash", let value = arguments.next().flatMap(Int.init) {
@@ -275,7 +278,7 @@ if let count = cpuLoad {
         return (processCPU() - start) / Double(count)
     }
     var results: [String: [Double]] = [:]
-    let names = ["bare", variant, "minimal"]
+    let names = only.map { [$0 == "variant" ? variant : $0] } ?? ["bare", variant, "minimal"]
     for round in -1..<rounds {
         for name in round % 2 == 0 ? names : names.reversed() {
             // A fresh cache each round, as ConcurrentLoad makes one.
@@ -300,6 +303,7 @@ if let count = cpuLoad {
                 format: "%@: %.2f µs CPU per request (median of %d rounds: %@)", name, median(results[name]!), rounds,
                 results[name]!.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
     }
+    guard only == nil else { exit(0) }
     let bareCPU = median(results["bare"]!)
     print(
         String(

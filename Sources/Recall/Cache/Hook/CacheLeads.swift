@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Who fetches for whom: concurrent misses of one key share one origin request (the first
 /// leads, the others wait and look again, ``RequestCoalescer``); processes sharing a storage
 /// share one through a ``FetchCoordinator``; and a stale entry is refreshed in the background
@@ -7,6 +9,8 @@ final class CacheLeads: Sendable {
     let coordinator: (any FetchCoordinator)?
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
+    /// Origin requests under way that lead no shared miss (``CacheRequestState/Lead/alone``).
+    private let alone = Atomic<Int>(0)
 
     /// The most rounds a request waits for other processes' fetches of one key (each as long as
     /// the coordinator lets a claim live) before it fetches without a claim.
@@ -31,11 +35,22 @@ final class CacheLeads: Sendable {
         return .flight(flightKey, claim: nil)
     }
 
-    /// Whether misses other than the one `lead` leads are being fetched now: the cores are
-    /// likely busy (a hint, read without a lock).
+    /// The lead of an origin request that shares its miss with nobody: counted among the
+    /// fetches under way until ``finish(_:)``.
+    func fetchAlone() -> CacheRequestState.Lead {
+        alone.add(1, ordering: .relaxed)
+        return .alone
+    }
+
+    /// Whether origin requests other than the one of `lead` are under way now, shared or not:
+    /// the cores are likely busy (a hint, read without a lock).
     func othersFetching(besides lead: CacheRequestState.Lead?) -> Bool {
-        let own = if case .flight = lead { 1 } else { 0 }
-        return flights.leading > own
+        let own =
+            switch lead {
+            case .flight, .alone: 1
+            case .refresh, nil: 0
+            }
+        return flights.leading + alone.load(ordering: .relaxed) > own
     }
 
     /// Takes the background refresh of `key`, unless one is under way.
@@ -112,6 +127,7 @@ final class CacheLeads: Sendable {
             flights.finish(flightKey)
             if let claim, let coordinator { TaskCensus.task { await coordinator.release(claim) } }
         case .refresh(let key): refreshes.finish(key)
+        case .alone: alone.subtract(1, ordering: .relaxed)
         case nil: break
         }
     }

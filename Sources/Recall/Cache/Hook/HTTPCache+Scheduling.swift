@@ -191,6 +191,8 @@ extension HTTPCache {
             guard leads.leadRefresh(scheduling.location.key) else { return .respond(response) }
             return .respondThenRefresh(response, refresh: refresh, then: followUp(scheduling.refreshState(in: self, record: record, mode: mode)))
         case .send(let outgoing, let mode):
+            // (A request that leads no shared miss still counts among the fetches under way.)
+            let lead = lead ?? leads.fetchAlone()
             return .proceedThen(outgoing, followUp(scheduling.state(in: self, record: record, mode: mode, lead: lead)))
         case .bypass:
             leads.finish(lead)
