@@ -172,6 +172,23 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // A full memory storage at its steady state: every store of a new key evicts one (S3-FIFO,
+    // the default), as a cache of many URLs does once it has filled.
+    let evictingStorage = MemoryStorage(countLimit: 1_000)
+    let evictingRecords = (0..<8_192).map { index in
+        var record = storedRecord
+        record.key = "http://example.com/items/\(index)?page=\(index % 7)&sort=name"
+        return record
+    }
+    let evictingNext = Cursor()
+    Benchmark("MemoryStoreEvicting", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            await evictingStorage.store(evictingRecords[evictingNext.advance(modulo: evictingRecords.count)], expires: nil)
+        }
+    } setup: {
+        for record in evictingRecords.prefix(1_000) { await evictingStorage.store(record, expires: nil) }
+    }
+
     // MARK: disk hit with a cold memory tier
 
     for size in [1 << 10, 16 << 10, 256 << 10] {
@@ -321,5 +338,17 @@ final class Counter: @unchecked Sendable {
         defer { lock.unlock() }
         value += 1
         return value
+    }
+}
+
+/// A position in a list that a benchmark walks round, one step per iteration (the benchmark
+/// runs its iterations one after another).
+final class Cursor: @unchecked Sendable {
+    private var next = 0
+
+    /// The position now; the next call gets the one after it, modulo `count`.
+    func advance(modulo count: Int) -> Int {
+        defer { next = (next + 1) % count }
+        return next
     }
 }

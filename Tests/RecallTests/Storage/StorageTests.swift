@@ -54,6 +54,34 @@ struct StorageTests {
         }
     }
 
+    @Test("a user's own eviction policy is told the keys' text, and the storage evicts what it names")
+    func customPolicy() async {
+        /// Oldest first, logging what it is told.
+        struct LoggingFIFO: EvictionPolicy {
+            let log: Locked<[String]>
+            var order: [String] = []
+            mutating func recordInsert(_ key: String, size: Int) {
+                log.withLock { $0.append("insert \(key)") }
+                order.removeAll { $0 == key }
+                order.append(key)
+            }
+            mutating func recordAccess(_ key: String) { log.withLock { $0.append("read \(key)") } }
+            mutating func recordRemoval(_ key: String) {
+                log.withLock { $0.append("remove \(key)") }
+                order.removeAll { $0 == key }
+            }
+            mutating func victim() -> String? { order.first }
+        }
+        let log = Locked<[String]>([])
+        let storage = MemoryStorage(countLimit: 2, eviction: Eviction(name: "logging FIFO") { LoggingFIFO(log: log) })
+        storage.storeNow(makeRecord("a"))
+        storage.storeNow(makeRecord("b"))
+        #expect(storage.recordNow(for: "a") != nil)
+        #expect(storage.storeNow(makeRecord("c")) == ["a"], "the policy's victim is evicted")
+        #expect(storage.recordNow(for: "a") == nil)
+        #expect(log.withLock { $0 } == ["insert a", "insert b", "read a", "insert c", "remove a"])
+    }
+
     @Test("S3-FIFO: a key evicted early and seen again goes to the main queue (ghost)")
     func s3fifoGhost() {
         var policy = S3FIFOPolicy()
