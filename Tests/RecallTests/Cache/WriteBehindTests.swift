@@ -16,9 +16,7 @@ struct WriteBehindTests {
         arguments: [true, false])
     func readYourWrites(coalescing: Bool) async throws {
         // Without coalescing, no lead makes the second request wait: only the pending store does.
-        var configuration = CacheConfiguration()
-        configuration.coalescesRequests = coalescing
-        let h = CacheHarness(configuration: configuration)
+        let h = harness(coalescing: coalescing)
         h.origin("/a", [(200, ["Cache-Control": "max-age=60"], "one"), (200, ["Cache-Control": "max-age=60"], "two")])
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
@@ -61,9 +59,7 @@ struct WriteBehindTests {
         arguments: [true, false])
     func inlineUnderLoad(coalescing: Bool) async throws {
         // (Without coalescing, a miss leads nothing, but counts among the fetches under way all the same.)
-        var configuration = CacheConfiguration()
-        configuration.coalescesRequests = coalescing
-        let h = CacheHarness(configuration: configuration)
+        let h = harness(coalescing: coalescing)
         for path in ["/first", "/second", "/third"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
@@ -269,6 +265,13 @@ final class StepExecutor: TaskExecutor {
             }
         }
     }
+}
+
+/// A cache harness with coalescing on or off.
+private func harness(coalescing: Bool) -> CacheHarness {
+    var configuration = CacheConfiguration()
+    configuration.coalescesRequests = coalescing
+    return CacheHarness(configuration: configuration)
 }
 
 /// How many requests wait for `path`'s pending store: for its key's write lock.
