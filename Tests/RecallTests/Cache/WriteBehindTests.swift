@@ -84,6 +84,25 @@ struct WriteBehindTests {
         #expect(try await h.get("/first").source == .cache)
     }
 
+    @Test("with coalescing off, a miss that failed or went out uncoalesced ends its count: the next lone miss stores after its answer")
+    func countEndsWithoutCoalescing() async throws {
+        let h = harness(coalescing: false)
+        h.mock.route("GET", "/fails", .error(URLError(.networkConnectionLost)))
+        h.origin("/ranged", [(206, ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-1/4"], "ab")])
+        h.origin("/lone", [(200, ["Cache-Control": "max-age=60"], "lone")])
+        await #expect(throws: URLError.self) { try await h.get("/fails") }
+        _ = try await h.get("/ranged", headers: ["Range": "bytes=0-1"])
+        await h.cache.flush()
+        let stores = h.cache.statistics.stores
+        let held = Held(try #require(h.cache.writeBehindQueue))
+        defer { held.release() }
+        _ = try await h.get("/lone")
+        #expect(h.cache.statistics.stores == stores, "alone (the failed and the ranged request counted no more): stored behind")
+        held.release()
+        await h.cache.flush()
+        #expect(h.cache.statistics.stores == stores + 1)
+    }
+
     @Test("flush waits for the stores held back; with write-behind off, send returns after the store")
     func flushWaits() async throws {
         // (The first miss stores behind its answer; while its store is pending it counts as a

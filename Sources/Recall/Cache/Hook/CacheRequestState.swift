@@ -90,8 +90,9 @@ final class CacheRequestState: ResendingFollowUp {
         case flight(String, claim: String?)
         /// The background refresh of this storage key.
         case refresh(String)
-        /// An origin request that nobody waits for (coalescing off, a follower that fetches after
-        /// all): it leads nothing, but counts among the fetches under way until it ends
+        /// An origin request that nobody waits for (coalescing off; a request the cache does not
+        /// coalesce, conditional or ranged; a follower that fetches after all): it leads nothing,
+        /// but counts among the fetches under way until it ends
         /// (``CacheLeads/othersFetching(besides:)``).
         case alone
     }

@@ -40,7 +40,7 @@ final class WriteBehind: Sendable {
     /// it is the answer whatever the cache decides, so that the decision and the store can wait
     /// until the caller has it: a `GET` with no usable stored response (mode
     /// `.fetching(stored: nil)`), answered by the network for the URL looked up — and alone: while
-    /// other requests of the cache are at the origin (being fetched, or their stores landing;
+    /// other requests of the cache are being fetched (or their stores landing;
     /// ``CacheLeads/othersFetching(besides:)``) the cores are likely
     /// busy, and a thread woken for the store would only add to their work (docs/benchmarks.md,
     /// "Write-behind under load"). Takes its key's write lock, counts the write as pending and

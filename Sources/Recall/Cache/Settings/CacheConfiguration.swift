@@ -54,7 +54,7 @@ public struct CacheConfiguration: Sendable {
     /// Over a ``MemoryStorage``, a `GET` with no usable stored response is answered first and
     /// stored just after, off the caller's path (write-behind): the answer is the origin's
     /// response whatever the cache decides. Only a miss that is alone does so: while other
-    /// requests of the cache are at the origin (being fetched, or their stores landing) the
+    /// requests of the cache are being fetched (or their stores landing) the
     /// cores are likely busy, and the store is made before the answer.
     /// Nothing is reordered: a later request for the same
     /// URL, and any later write of it through the cache (an invalidation), waits for the store;
