@@ -55,7 +55,7 @@ struct StorageTests {
     }
 
     @Test("a user's own eviction policy is told the keys' text, and the storage evicts what it names")
-    func customPolicy() async {
+    func customPolicy() {
         /// Oldest first, logging what it is told.
         struct LoggingFIFO: EvictionPolicy {
             let log: Locked<[String]>

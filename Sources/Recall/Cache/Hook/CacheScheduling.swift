@@ -15,21 +15,21 @@ struct CacheScheduling: Sendable {
     /// The removal counts when the request started.
     var since: InvalidationEpochs.Snapshot
 
-    /// The request's state in `cache`, in `mode`, for what goes to the origin.
+    /// The request's state in `cache`, in `mode`, for what goes to the origin (`isRefresh`: as
+    /// a background refresh).
     func state(
-        in cache: HTTPCache, record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil
+        in cache: HTTPCache, record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil,
+        isRefresh: Bool = false
     ) -> CacheRequestState {
         CacheRequestState(
             cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-            since: since, record: record, mode: mode, lead: lead)
+            since: since, record: record, mode: mode, lead: lead, isRefresh: isRefresh)
     }
 
     /// The state of the background refresh of the request's key (`stale-while-revalidate`), in
     /// `cache`, which it leads.
     func refreshState(in cache: HTTPCache, record: CacheRecord?, mode: CacheStrategy.Mode) -> CacheRequestState {
-        CacheRequestState(
-            cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-            since: since, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
+        state(in: cache, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
     }
 
     /// Where ``HTTPCache``'s scheduling stopped, before a suspension point, with what it found:
