@@ -12,7 +12,7 @@ import RecallAsyncHTTPClient
 
 // Throughput under concurrency, with and without Recall, in one run: many callers send at once
 // through AsyncHTTPClient to an origin on the loopback (SwiftNIO, in this process), first
-// through the bare transport, then through a pipeline with an HTTPCache, alternating rounds so
+// through the bare transport, then through a pipeline with an HTTPCache, rounds interleaved so
 // that the machine's drift affects both sides alike.
 //
 //   swift run -c release ConcurrentLoad [--callers 16] [--seconds 2] [--rounds 5] [--mode miss|hit|both]
@@ -23,7 +23,10 @@ import RecallAsyncHTTPClient
 // evictions included). hit: the callers ask for 100 URLs the cache holds.
 // With the default variant each round also runs a minimal cache (a key, one locked table read and
 // one write: the floor of any cache), and the last lines add `concurrent-ratio miss-minimal R` and
-// `miss-gap-to-minimal G` (the minimal ratio less the cache's; issue #55).
+// `miss-gap-to-minimal G` (the minimal ratio less the cache's; issue #55), then the same gap
+// round by round (median and range: how far the rounds agree). The sides take turns at each
+// place in a round's order. `--variant minimal` runs the minimal cache on both of its sides: an
+// A/A check of the tool itself (its gap reads 0.01–0.02 here).
 // The last lines read `concurrent-ratio miss R` and `concurrent-ratio hit R`: Recall's requests
 // per second over the bare transport's (median of the rounds).
 
@@ -123,7 +126,9 @@ let allSides = [
 
 let sides = allSides.filter { side in
     if let only = settings.only { return side.name == only }
-    return side.name != "minimal" || settings.variant == "cache"  // (the other variants are parts of the cache)
+    // (The other variants are parts of the cache; `--variant minimal` runs the minimal cache on
+    // both sides: an A/A check of the tool, whose gap should read about 0.)
+    return side.name != "minimal" || settings.variant == "cache" || settings.variant == "minimal"
 }
 
 /// Requests completed by `callers` callers in `seconds`, with the median latency.
@@ -166,12 +171,16 @@ print("\(callers) callers, \(seconds) s per round, \(rounds) rounds per side, As
 print("| mode | side | requests/s (median) | p50 latency (ms) | each round (k/s) |")
 print("|---|---|---|---|---|")
 var ratios: [String: Double] = [:]
+var roundGaps: [String: [Double]] = [:]
 for mode in modes {
     // Warm both sides (connections, code) before measuring.
     for side in sides { _ = try await round(side.make(), mode: mode, round: -1) }
     var results: [String: [(perSecond: Double, p50: Double)]] = [:]
     for index in 0..<rounds {
-        for side in (index % 2 == 0 ? sides : sides.reversed()) {
+        // Each side takes each place in the order in turn (first, middle, last), so that no side
+        // always runs right after the same one.
+        for offset in 0..<sides.count {
+            let side = sides[(index + offset) % sides.count]
             results[side.name, default: []].append(try await round(side.make(), mode: mode, round: index))
         }
     }
@@ -185,7 +194,13 @@ for mode in modes {
     }
     if let recall = results["recall"], let bare = results["bare"] {
         ratios[mode] = median(recall.map(\.perSecond)) / median(bare.map(\.perSecond))
-        if let minimal = results["minimal"] { ratios[mode + "-minimal"] = median(minimal.map(\.perSecond)) / median(bare.map(\.perSecond)) }
+        if let minimal = results["minimal"] {
+            ratios[mode + "-minimal"] = median(minimal.map(\.perSecond)) / median(bare.map(\.perSecond))
+            // The gap round by round (each round's three sides ran within seconds of each other):
+            // how far the rounds agree.
+            let gaps = (0..<rounds).map { (minimal[$0].perSecond - recall[$0].perSecond) / bare[$0].perSecond }.sorted()
+            roundGaps[mode] = gaps
+        }
     }
 }
 for mode in modes {
@@ -193,6 +208,12 @@ for mode in modes {
     if let ratio = ratios[mode], let minimal = ratios[mode + "-minimal"] {
         print(String(format: "concurrent-ratio %@-minimal %.3f", mode, minimal))
         print(String(format: "%@-gap-to-minimal %.3f", mode, minimal - ratio))
+        if let gaps = roundGaps[mode] {
+            print(
+                String(
+                    format: "%@-gap-to-minimal by round: median %.3f, from %.3f to %.3f", mode, median(gaps), gaps.first ?? 0,
+                    gaps.last ?? 0))
+        }
     }
 }
 try await client.shutdown().get()
