@@ -20,6 +20,7 @@ import MissPathParts
 //
 // Variants: cache (the default: the target's measurement), full (a storage full from the
 // start, so that every store evicts one: memory is reused, as in a cache at its steady state),
+// roomy (a storage that never fills in a run: no store evicts; with --cpu, what eviction costs),
 // minimal (a hook that only keys, reads and writes one table: a floor for any cache), raw-table
 // (the same, keyed by the URL's text as it comes), keying alone before the transport: url-text
 // (reads the URL's text), canonical (CacheKeyPolicy's canonical URL), key (HTTPCache.key(for:));
@@ -50,7 +51,7 @@ var cpuLoad: Int?
 var rounds = 5
 var only: String?  // --cpu: run one of the three alone (for a profile)
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
-let cacheVariants = ["cache", "full", "timed", "no-write-behind", "no-store", "no-coalescing"]
+let cacheVariants = ["cache", "full", "roomy", "timed", "no-write-behind", "no-store", "no-coalescing"]
 let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -195,13 +196,16 @@ struct InstantTransport: Transport {
 var configuration = CacheConfiguration()
 configuration.coalescesRequests = variant != "no-coalescing"
 configuration.writesBehind = variant != "no-write-behind"
-let storage: any CacheStorage =
+/// The storage `variant` asks for (a new one each call).
+func makeStorage(_ variant: String) -> any CacheStorage {
     switch variant {
     case "no-store": DroppingStorage()
     case "full": MemoryStorage(countLimit: 500)  // full from the start: every store evicts one (steady state)
+    case "roomy": MemoryStorage(byteLimit: 1 << 32, countLimit: 10_000_000)  // never full in a run: no evictions
     default: MemoryStorage()
     }
-let cache = HTTPCache(storage: storage, configuration: configuration)
+}
+let cache = HTTPCache(storage: makeStorage(variant), configuration: configuration)
 let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
 let hooks: [any ServiceHook] =
     switch variant {
@@ -285,7 +289,7 @@ if let count = cpuLoad {
             var configuration = CacheConfiguration()
             configuration.coalescesRequests = variant != "no-coalescing"
             configuration.writesBehind = variant != "no-write-behind"
-            let fresh = HTTPCache(storage: MemoryStorage(), configuration: configuration)
+            let fresh = HTTPCache(storage: makeStorage(variant), configuration: configuration)
             let target: any Transport =
                 switch name {
                 case "bare": InstantTransport()
