@@ -171,15 +171,6 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 print("\(callers) callers, \(seconds) s per round, \(rounds) rounds per side, AsyncHTTPClient over the loopback to a SwiftNIO origin")
 print("| mode | side | requests/s (median) | p50 latency (ms) | each round (k/s) |")
 print("|---|---|---|---|---|")
-/// Every order of `items`.
-func permutations<T>(_ items: [T]) -> [[T]] {
-    guard items.count > 1 else { return [items] }
-    return items.indices.flatMap { index in
-        var rest = items
-        let first = rest.remove(at: index)
-        return permutations(rest).map { [first] + $0 }
-    }
-}
 let orders = permutations(sides)
 var ratios: [String: Double] = [:]
 var roundGaps: [String: [Double]] = [:]

@@ -36,10 +36,11 @@ import MissPathParts
 // runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md, "A miss over loopback", for how cold is cold.
 //
 // --cpu N sends N misses in-process from 16 callers at once, through the same instant transport,
-// bare, through the variant and through the minimal cache, alternating rounds: the process's CPU
-// time per request, stores included (the cache is flushed before the clock stops). What the
-// cache adds to a miss under concurrency, without the network's and the client's noise; the
-// last line reads `cpu-gap-to-minimal M µs` (the cache's added CPU per miss less the minimal's).
+// bare, through the variant and through the minimal cache, each round in another order of the
+// three (all six in turn): the process's CPU time per request, stores included (the cache is
+// flushed before the clock stops). What the cache adds to a miss under concurrency, without the
+// network's and the client's noise; it reads `cpu-gap-to-minimal M µs` (the cache's added CPU
+// per miss less the minimal's) and the same gap round by round (its median, least and most).
 
 var pairs = 2000
 var withCache = true
@@ -283,8 +284,10 @@ if let count = cpuLoad {
     }
     var results: [String: [Double]] = [:]
     let names = only.map { [$0 == "variant" ? variant : $0] } ?? ["bare", variant, "minimal"]
+    let orders = permutations(names)
     for round in -1..<rounds {
-        for name in round % 2 == 0 ? names : names.reversed() {
+        // Every order of the sides in turn (use a multiple of six rounds), warming up in the first.
+        for name in orders[max(0, round) % orders.count] {
             // A fresh cache each round, as ConcurrentLoad makes one.
             var configuration = CacheConfiguration()
             configuration.coalescesRequests = variant != "no-coalescing"
@@ -309,10 +312,13 @@ if let count = cpuLoad {
     }
     guard only == nil else { exit(0) }
     let bareCPU = median(results["bare"]!)
+    // The sides of one round run within seconds of each other, while this VM drifts across a run.
+    let byRound = zip(results[variant]!, results["minimal"]!).map { $0 - $1 }
     print(
         String(
-            format: "cpu-added %@ %.2f µs, minimal %.2f µs\ncpu-gap-to-minimal %.2f µs", variant, median(results[variant]!) - bareCPU,
-            median(results["minimal"]!) - bareCPU, median(results[variant]!) - median(results["minimal"]!)))
+            format: "cpu-added %@ %.2f µs, minimal %.2f µs\ncpu-gap-to-minimal %.2f µs\ncpu-gap-to-minimal by round: median %.2f µs, from %.2f to %.2f",
+            variant, median(results[variant]!) - bareCPU, median(results["minimal"]!) - bareCPU,
+            median(results[variant]!) - median(results["minimal"]!), median(byRound), byRound.min()!, byRound.max()!))
     exit(0)
 }
 let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -58,3 +58,14 @@ public final class MinimalCache: ServiceHook, @unchecked Sendable {
         return response
     }
 }
+
+/// Every order of `items` (six for three): sides measured in rounds go through all of them, so
+/// that none always runs first, last or between the same two.
+public func permutations<T>(_ items: [T]) -> [[T]] {
+    guard items.count > 1 else { return [items] }
+    return items.indices.flatMap { index in
+        var rest = items
+        let first = rest.remove(at: index)
+        return permutations(rest).map { [first] + $0 }
+    }
+}

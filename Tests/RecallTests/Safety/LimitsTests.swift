@@ -121,5 +121,8 @@ struct LimitsTests {
             cycling.recordRemoval("filler")
         }
         #expect(cycling.queuedCount <= 3 * (5 + 2) + 2 * 1024 + 2)
+        // The ghost's table holds four slots per key it may remember (16 at least, here),
+        // rounded up to whole groups of eight: it never grows past that.
+        #expect(cycling.ghostCapacity == 64)
     }
 }

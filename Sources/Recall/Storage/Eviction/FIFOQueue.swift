@@ -17,9 +17,12 @@ struct FIFOQueue<Key> {
     }
 
     mutating func pop() -> (key: Key, generation: UInt64)? {
-        guard head < items.count, let key = items[head].key else { return nil }
+        guard head < items.count else { return nil }
+        // Moved out, not copied: the key's storage is not touched (it is cold by now).
+        var taken: Key?
+        swap(&taken, &items[head].key)
+        guard let key = taken else { return nil }
         let generation = items[head].generation
-        items[head].key = nil
         head += 1
         if head > 1024, head * 2 > items.count {
             items.removeFirst(head)

@@ -1,7 +1,7 @@
 /// S3-FIFO eviction (Yang et al., "FIFO queues are all you need for cache eviction", SOSP 2023).
 ///
 /// New keys enter a small FIFO (5 % of the bytes); keys read again while there move to the
-/// main FIFO, the rest are evicted early and remembered in a ghost FIFO, so that a key seen
+/// main FIFO, the rest are evicted early and remembered in a ghost, so that a key seen
 /// again soon goes straight to the main queue. The main queue gives keys read since their last
 /// pass another round (a CLOCK-like second chance, up to three). One-hit wonders thus leave
 /// quickly without pushing out the popular keys, which is where LRU loses.
@@ -32,8 +32,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
     /// The ghost remembers keys by their hashes, not their text: it outlives the records, and a
     /// long URL's text held there is memory nobody accounts for. A collision only sends a new
     /// key to the main queue instead of the small one.
-    private var ghost = FIFOQueue<Int>()
-    private var ghostKeys: [Int: UInt64] = [:]
+    private var ghost = GhostTable()
     private var smallBytes = 0
     private var mainBytes = 0
     private var nextGeneration: UInt64 = 0
@@ -66,7 +65,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
             return
         }
         nextGeneration += 1
-        let fromGhost = !ghostKeys.isEmpty && ghostKeys.removeValue(forKey: key.hash) != nil
+        let fromGhost = !ghost.isEmpty && ghost.forget(key.hash, limit: ghostLimit)
         let queue: Queue = fromGhost ? .main : .small
         entries[key] = Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration)
         push(key, to: queue, generation: nextGeneration)
@@ -87,7 +86,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
         adjust(entry.queue, by: -entry.size)
         if let victim = pendingVictim, victim.key == key {
             pendingVictim = nil
-            if victim.toGhost { remember(key) }
+            if victim.toGhost { ghost.remember(key.hash, limit: ghostLimit) }
         }
     }
 
@@ -154,9 +153,13 @@ public struct S3FIFOPolicy: EvictionPolicy {
         }
     }
 
-    /// Entries in the three queues, stale ones included (for tests: it stays within a small
-    /// multiple of the keys tracked and remembered).
-    var queuedCount: Int { small.count + main.count + ghost.count }
+    /// Entries in the two queues, stale ones included (for tests: it stays within a small
+    /// multiple of the keys tracked).
+    var queuedCount: Int { small.count + main.count }
+
+    /// The slots of the ghost's table (for tests: it stays within a small multiple of the keys
+    /// it may remember).
+    var ghostCapacity: Int { ghost.capacity }
 
     private mutating func adjust(_ queue: Queue, by delta: Int) {
         switch queue {
@@ -165,21 +168,8 @@ public struct S3FIFOPolicy: EvictionPolicy {
         }
     }
 
-    private mutating func remember(_ key: HashedKey) {
-        nextGeneration += 1
-        let hash = key.hash
-        ghostKeys[hash] = nextGeneration
-        ghost.push(hash, generation: nextGeneration)
-        let limit = max(16, Int(ghostRatio * Double(entries.count)))
-        while ghostKeys.count > limit, let (old, generation) = ghost.pop() {
-            if ghostKeys[old] == generation { ghostKeys[old] = nil }
-        }
-        // Keys that come back from the ghost leave stale entries behind (see `push`).
-        if ghost.count > 2 * ghostKeys.count + 1024 {
-            let ghostKeys = ghostKeys
-            ghost.compact { key, generation in ghostKeys[key] == generation }
-        }
-    }
+    /// How many keys the ghost remembers: `ghostRatio` of the keys tracked, at least 16.
+    private var ghostLimit: Int { max(16, Int(ghostRatio * Double(entries.count))) }
 }
 
 extension Eviction {
