@@ -4,46 +4,49 @@
 /// section each and never suspend.
 final class KeyedLock: Sendable {
     /// The keys held, each with the tasks waiting for it.
-    private let held = Locked<[String: [CheckedContinuation<Void, Never>]]>([:])
+    /// Keyed with the hash worked out once, outside the lock (the cache passes the hash its
+    /// ``CacheLocator/Location`` carries; a `String` key is hashed before the lock is taken).
+    private let held = Locked<[HashedKey: [CheckedContinuation<Void, Never>]]>([:])
 
     /// Takes the lock of `key`, waiting while another task holds it. Pair with ``unlock(_:)``.
-    func lock(_ key: String) async {
+    func lock(_ key: HashedKey) async {
         if !tryLock(key) { await wait(for: key) }
     }
 
     /// Takes the lock of `key` if nobody holds it, without waiting: `false` when it is held.
-    func tryLock(_ key: String) -> Bool {
+    func tryLock(_ key: HashedKey) -> Bool {
         held.withLock { held in
-            guard held[key] == nil else { return false }
-            held[key] = []
+            // One probe when the key is free (the usual case); put back what was there otherwise.
+            if let waiters = held.updateValue([], forKey: key) {
+                held[key] = waiters
+                return false
+            }
             return true
         }
     }
 
     /// Whether a task holds the lock of `key` right now.
-    func isHeld(_ key: String) -> Bool {
+    func isHeld(_ key: HashedKey) -> Bool {
         held.withLock { $0[key] != nil }
     }
 
     /// How many tasks wait for the lock of `key` (for tests).
-    func waiters(for key: String) -> Int {
+    func waiters(for key: HashedKey) -> Int {
         held.withLock { $0[key]?.count ?? 0 }
     }
 
     /// Waits until nobody holds the lock of `key` (taking it in turn and handing it on at once).
-    func waitUntilFree(_ key: String) async {
+    func waitUntilFree(_ key: HashedKey) async {
         guard isHeld(key) else { return }
         await lock(key)
         unlock(key)
     }
 
     /// Releases the lock of `key`, handing it to the first waiter if there is one.
-    func unlock(_ key: String) {
+    func unlock(_ key: HashedKey) {
         let next = held.withLock { held -> CheckedContinuation<Void, Never>? in
-            guard var waiters = held[key], !waiters.isEmpty else {
-                held[key] = nil
-                return nil
-            }
+            // One probe when nobody waits (the usual case): the key leaves the table.
+            guard var waiters = held.removeValue(forKey: key), !waiters.isEmpty else { return nil }
             let first = waiters.removeFirst()
             held[key] = waiters
             return first
@@ -51,7 +54,7 @@ final class KeyedLock: Sendable {
         next?.resume()
     }
 
-    private func wait(for key: String) async {
+    private func wait(for key: HashedKey) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let takenNow = held.withLock { held -> Bool in
                 guard held[key] != nil else {
@@ -64,4 +67,10 @@ final class KeyedLock: Sendable {
             if takenNow { continuation.resume() }
         }
     }
+
+    /// Takes the lock of `key` (hashed now), waiting while another task holds it.
+    func lock(_ key: String) async { await lock(HashedKey(key)) }
+
+    /// Releases the lock of `key` (hashed now).
+    func unlock(_ key: String) { unlock(HashedKey(key)) }
 }

@@ -23,7 +23,9 @@ final class RequestCoalescer: Sendable {
         var flight: InFlight?
     }
 
-    private let flights = Locked<[String: Lead]>([:])
+    /// Keyed with the hash worked out once, outside the lock (a miss's key comes hashed from
+    /// its ``CacheLocator/Location``): the lock is held for a table probe, not for hashing a URL.
+    private let flights = Locked<[HashedKey: Lead]>([:])
     /// How many keys are led: kept beside the table, so that it reads without the lock.
     private let ledCount = Atomic(0)
     private let waitingCount = Locked(0)
@@ -45,8 +47,15 @@ final class RequestCoalescer: Sendable {
         return result
     }
 
+    /// The same key, for `key` with its hash: `key` itself when the request adds nothing to it
+    /// (no epoch, no header fields), so that its hash is not worked out again.
+    static func key(_ key: HashedKey, _ request: URLRequest, hasFields: Bool, epoch: UInt64) -> HashedKey {
+        let text = Self.key(key.text, request, hasFields: hasFields, epoch: epoch)
+        return text == key.text ? key : HashedKey(text)
+    }
+
     /// Leads `key` when nobody does, else waits for the leader to finish.
-    func join(_ key: String) async -> Role {
+    func join(_ key: HashedKey) async -> Role {
         let flight = flights.withLock { flights -> InFlight? in
             guard let lead = flights[key] else {
                 flights[key] = Lead()
@@ -66,10 +75,13 @@ final class RequestCoalescer: Sendable {
     }
 
     /// Leads `key` when nobody does; `false` (and no waiting) when someone already does.
-    func tryLead(_ key: String) -> Bool {
+    func tryLead(_ key: HashedKey) -> Bool {
         flights.withLock { flights in
-            guard flights[key] == nil else { return false }
-            flights[key] = Lead()
+            // One probe when nobody leads (the usual case); put back what was there otherwise.
+            if let led = flights.updateValue(Lead(), forKey: key) {
+                flights[key] = led
+                return false
+            }
             ledCount.add(1, ordering: .relaxed)
             return true
         }
@@ -78,14 +90,14 @@ final class RequestCoalescer: Sendable {
     /// Gives up the lead of `key` without an answer (its leader was cancelled): one waiting
     /// request leads in its place, the others go on waiting for it; with nobody waiting, ends
     /// the lead like ``finish(_:)``.
-    func abandon(_ key: String) {
+    func abandon(_ key: HashedKey) {
         let flight = flights.withLock { $0[key]?.flight }
         if let flight, flight.handOff() { return }
         finish(key)
     }
 
     /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.
-    func finish(_ key: String) {
+    func finish(_ key: HashedKey) {
         let ended = flights.withLock { flights -> Lead? in
             guard let lead = flights.removeValue(forKey: key) else { return nil }
             ledCount.subtract(1, ordering: .relaxed)
@@ -108,7 +120,7 @@ final class RequestCoalescer: Sendable {
 
     /// The requests waiting now on the lead of `key` (its followers, and ``waitForAll()``);
     /// 0 when nobody leads it or nobody waits.
-    func flightWaiters(_ key: String) -> Int {
+    func flightWaiters(_ key: HashedKey) -> Int {
         flights.withLock { $0[key]?.flight }?.waiters ?? 0
     }
 

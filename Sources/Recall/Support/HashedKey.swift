@@ -18,6 +18,12 @@ struct HashedKey: Hashable, Sendable {
         self.hash = text.hashValue
     }
 
+    /// The key `text` whose hash was worked out before: `hash` must be `text.hashValue`.
+    init(_ text: String, hash: Int) {
+        self.text = text
+        self.hash = hash
+    }
+
     static func == (lhs: HashedKey, rhs: HashedKey) -> Bool {
         lhs.hash == rhs.hash && lhs.text == rhs.text
     }
@@ -25,4 +31,9 @@ struct HashedKey: Hashable, Sendable {
     func hash(into hasher: inout Hasher) {
         hasher.combine(hash)
     }
+}
+
+extension HashedKey: ExpressibleByStringLiteral {
+    /// A literal key, hashed now (for tests and fixed keys).
+    init(stringLiteral text: String) { self.init(text) }
 }

@@ -40,7 +40,7 @@ struct CacheLeadsTests {
     ) async throws -> (CacheStrategy.Before, CacheRequestState.Lead?, looked: Int, coalesced: Int) {
         var remaining = looks, looked = 0, coalesced = 0
         let (before, lead) = try await leads.share(
-            key, storageKey: "s-" + key, decided: miss, changed: { changed }, marks: false, mark: {}, fetchName: { "fetch-" + key },
+            HashedKey(key), storageKey: "s-" + key, decided: miss, changed: { changed }, marks: false, mark: {}, fetchName: { "fetch-" + key },
             coalesced: { coalesced += 1 }
         ) { _, lookup in
             lookups?.withLock { $0.append(lookup) }

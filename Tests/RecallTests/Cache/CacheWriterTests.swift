@@ -87,7 +87,7 @@ struct CacheWriterTests {
         let location = fixture.location("/a")
         await fixture.writer.keys.lock(location.key)
         let store = Task { await fixture.writer.store(Self.entry("v"), at: location, prior: .found(nil), since: nil, context: nil) }
-        while fixture.writer.keys.waiters(for: location.key) == 0 { await Task.yield() }  // the store waits for the key
+        while fixture.writer.keys.waiters(for: location.hashedKey) == 0 { await Task.yield() }  // the store waits for the key
         #expect(fixture.storage.keys.isEmpty, "stored while another write held the key")
         fixture.writer.keys.unlock(location.key)
         await store.value

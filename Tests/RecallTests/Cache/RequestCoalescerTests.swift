@@ -10,7 +10,7 @@ import Testing
 struct RequestCoalescerTests {
     /// Starts `count` requests of `key`, which someone leads; checks that they wait, then that
     /// they follow once the lead of `key` finishes.
-    private func expectFollowers(_ coalescer: RequestCoalescer, of key: String, count: Int) async {
+    private func expectFollowers(_ coalescer: RequestCoalescer, of key: HashedKey, count: Int) async {
         let followers = (0..<count).map { _ in Task { await coalescer.join(key) } }
         while coalescer.waiting < count { await Task.yield() }
         #expect(coalescer.leading == 1)

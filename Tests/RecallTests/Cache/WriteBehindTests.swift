@@ -194,7 +194,7 @@ struct WriteBehindTests {
         let posted = Task { try await Pipeline(transport: h.mock, hooks: [other]).send(post) }
         let key = try #require(h.cache.key(for: h.request("/q")))
         let order = try #require(storage.writeOrder)
-        try await waitUntil("the other cache's removal waits for the pending store") { order.keys.waiters(for: key) == 1 }
+        try await waitUntil("the other cache's removal waits for the pending store") { order.keys.waiters(for: HashedKey(key)) == 1 }
         again.release()
         #expect(try await posted.value.status == 204)
         await h.cache.flush()
@@ -296,7 +296,7 @@ private func harness(coalescing: Bool) -> CacheHarness {
 /// How many requests wait for `path`'s pending store: for its key's write lock.
 private func waiting(in h: CacheHarness, for path: String) -> Int {
     guard let key = h.cache.key(for: h.request(path)) else { return 0 }
-    return h.cache.writer.keys.waiters(for: key)
+    return h.cache.writer.keys.waiters(for: HashedKey(key))
 }
 
 /// Holds a dispatch queue suspended until released (once, also from a `defer`: a queue freed

@@ -30,7 +30,7 @@ final class CacheLeads: Sendable {
 
     /// Leads the miss of `flightKey` without suspending, when nobody leads it yet and no other
     /// process is to be asked: `nil` when it must ``share(_:decided:changed:fetchName:coalesced:look:)``.
-    func leadWithoutSuspending(_ flightKey: String) -> CacheRequestState.Lead? {
+    func leadWithoutSuspending(_ flightKey: HashedKey) -> CacheRequestState.Lead? {
         guard coordinator == nil, flights.tryLead(flightKey) else { return nil }
         return .flight(flightKey, claim: nil)
     }
@@ -55,7 +55,7 @@ final class CacheLeads: Sendable {
 
     /// Takes the background refresh of `key`, unless one is under way.
     func leadRefresh(_ key: String) -> Bool {
-        refreshes.tryLead(key)
+        refreshes.tryLead(HashedKey(key))
     }
 
     /// Shares the miss of `flightKey`, which the strategy `decided` on: the first request leads
@@ -69,7 +69,7 @@ final class CacheLeads: Sendable {
     /// that is to send (the leader, before it claims, or a follower that must fetch itself): the
     /// fleet's name of the fetch carries it. Returns the decision to act on and the lead taken, if any.
     func share(
-        _ flightKey: String, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool,
+        _ flightKey: HashedKey, storageKey: String, decided: CacheStrategy.Before, changed: () -> Bool,
         marks: Bool, mark: () async -> Void, fetchName: () -> String,
         coalesced: () -> Void,
         look: (_ later: Bool, _ lookup: RecordLookup) async -> CacheStrategy.Before
@@ -126,7 +126,7 @@ final class CacheLeads: Sendable {
         case .flight(let flightKey, let claim):
             flights.finish(flightKey)
             if let claim, let coordinator { TaskCensus.task { await coordinator.release(claim) } }
-        case .refresh(let key): refreshes.finish(key)
+        case .refresh(let key): refreshes.finish(HashedKey(key))
         case .alone: alone.subtract(1, ordering: .relaxed)
         case nil: break
         }

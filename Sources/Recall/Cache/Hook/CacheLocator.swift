@@ -12,6 +12,9 @@ final class CacheLocator: Sendable {
     /// (a credential of the partition).
     struct Location: Sendable {
         var key: String
+        /// `key.hashValue`, worked out once: the tables a miss touches (the coalescer's, the
+        /// write locks') take it instead of hashing the key again.
+        var hash: Int
         var userinfo: Bool
         /// The key's stripe among pending writes (``PendingWrites/stripe(of:)``), worked out once.
         var stripe: Int
@@ -21,6 +24,9 @@ final class CacheLocator: Sendable {
         var epochStripe: Int
         /// Whether it came from the memo.
         var remembered = true
+
+        /// The key with its hash.
+        var hashedKey: HashedKey { HashedKey(key, hash: hash) }
     }
 
     private let keyPolicy: CacheKeyPolicy
@@ -52,7 +58,7 @@ final class CacheLocator: Sendable {
             let namespaced = namespace.isEmpty ? key : namespace + "|" + key
             let hash = namespaced.hashValue
             return Location(
-                key: namespaced, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
+                key: namespaced, hash: hash, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
                 generationStripe: RecordGenerations.stripe(ofHash: hash),
                 epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
         }

@@ -123,7 +123,7 @@ final class CacheLookup: Sendable {
     func resume(_ waiting: Waiting) async -> Outcome {
         var scheduling = waiting.scheduling
         if waiting.afterWrite {
-            await writer.keys.waitUntilFree(scheduling.location.key)
+            await writer.keys.waitUntilFree(scheduling.location.hashedKey)
             scheduling.requestTime = now()
             let outcome = look(scheduling, copy: nil)
             guard case .wait = outcome else { return outcome }

@@ -87,7 +87,7 @@ final class CacheRequestState: ResendingFollowUp {
     enum Lead: Sendable, Equatable {
         /// The origin request of a miss that concurrent misses wait for (this coalescing key),
         /// and the name of the fetch claimed from the ``FetchCoordinator`` for other processes.
-        case flight(String, claim: String?)
+        case flight(HashedKey, claim: String?)
         /// The background refresh of this storage key.
         case refresh(String)
         /// An origin request that nobody waits for (coalescing off; a request the cache does not

@@ -41,6 +41,6 @@ struct CacheScheduling: Sendable {
         /// storage's mark (``CacheWriter/marking(_:key:)``), then go on with what was decided.
         case mark(CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before)
         /// A miss to share with concurrent misses of its key (coalescing), then decide again.
-        case coalesce(CacheScheduling, flightKey: String, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
+        case coalesce(CacheScheduling, flightKey: HashedKey, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64)
     }
 }

@@ -94,8 +94,8 @@ final class CacheWriter: Sendable {
         _ entry: CacheEntry, at location: CacheLocator.Location, prior: Prior, since: InvalidationEpochs.Snapshot?,
         context: RecallContext?
     ) async {
-        await keys.lock(location.key)
-        defer { keys.unlock(location.key) }
+        await keys.lock(location.hashedKey)
+        defer { keys.unlock(location.hashedKey) }
         await storeLocked(entry, at: location, prior: prior, since: since, context: context, stillHolding: nil)
     }
 
@@ -146,8 +146,8 @@ final class CacheWriter: Sendable {
         _ writing: any RecordWriting, at location: CacheLocator.Location, since: InvalidationEpochs.Snapshot?,
         context: RecallContext?
     ) async -> Bool {
-        await keys.lock(location.key)
-        defer { keys.unlock(location.key) }
+        await keys.lock(location.hashedKey)
+        defer { keys.unlock(location.hashedKey) }
         guard since.map({ epochs.isCurrent($0, stripe: location.epochStripe) }) ?? true else {
             await writing.abandon()
             return false
@@ -187,11 +187,11 @@ final class CacheWriter: Sendable {
     func storeAfterAnswering(
         _ entry: CacheEntry, at location: CacheLocator.Location, since: InvalidationEpochs.Snapshot, context: RecallContext?
     ) -> Bool {
-        guard keys.tryLock(location.key) else { return false }
+        guard keys.tryLock(location.hashedKey) else { return false }
         let ticket = pending.begin(stripe: location.stripe)
         TaskCensus.task { [self] in
             await storeLocked(entry, at: location, prior: .unread, since: since, context: context, stillHolding: entry.storedBody)
-            keys.unlock(location.key)
+            keys.unlock(location.hashedKey)
             pending.end(ticket, stripe: location.stripe)
         }
         return true

@@ -131,7 +131,8 @@ extension HTTPCache {
         let key = scheduling.location.key
         // A request that starts after an invalidation of its key never waits for a fetch
         // that began before it: the epoch is part of what requests coalesce on.
-        let flightKey = RequestCoalescer.key(key, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
+        let flightKey = RequestCoalescer.key(
+            scheduling.location.hashedKey, request, hasFields: scheduling.facts.hasFields, epoch: scheduling.since.epoch)
         guard let memory = lookup.memory, memory.missesAreFinal, let lead = leads.leadWithoutSuspending(flightKey) else {
             return .wait(.coalesce(scheduling, flightKey: flightKey, record: record, before: before, writesBefore: writesBefore))
         }
@@ -148,7 +149,7 @@ extension HTTPCache {
     /// A miss with coalescing on: shared with the concurrent misses of its key (``CacheLeads``),
     /// then decided on what the leader (of this process or another) left.
     private func coalesce(
-        _ scheduling: CacheScheduling, flightKey: String, record found: CacheRecord?, before decided: CacheStrategy.Before,
+        _ scheduling: CacheScheduling, flightKey: HashedKey, record found: CacheRecord?, before decided: CacheStrategy.Before,
         writesBefore: UInt64, _ request: URLRequest, context: RecallContext
     ) async throws -> HookAction {
         let key = scheduling.location.key

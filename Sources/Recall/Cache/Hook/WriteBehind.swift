@@ -57,7 +57,7 @@ final class WriteBehind: Sendable {
 
     /// Begins the store of the answer to the request of `state` (see above).
     func begin(_ state: CacheRequestState) -> UInt64? {
-        guard writer.keys.tryLock(state.key) else { return nil }
+        guard writer.keys.tryLock(state.location.hashedKey) else { return nil }
         memory.watch(state.key)
         return pending.begin(stripe: state.location.stripe)
     }
@@ -88,7 +88,7 @@ final class WriteBehind: Sendable {
     /// was stored.
     func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64) -> Bool {
         defer {
-            writer.keys.unlock(state.key)
+            writer.keys.unlock(state.location.hashedKey)
             leads.finish(state.lead)
             pending.end(ticket, stripe: state.location.stripe)
         }

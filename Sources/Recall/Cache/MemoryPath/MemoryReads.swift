@@ -45,9 +45,9 @@ final class MemoryReads: Sendable {
             if copy.reportsRead { memory.recordRead(location.key) }
             return hit.record
         }
-        guard let copy, copy.admits, let copies else { return memory.recordNow(for: location.key) }
+        guard let copy, copy.admits, let copies else { return memory.recordNow(for: location.hashedKey) }
         let generation = memory.generations.current(location.generationStripe)  // before the read
-        guard let record = memory.recordNow(for: location.key) else { return nil }
+        guard let record = memory.recordNow(for: location.hashedKey) else { return nil }
         copies.offer(record, for: copy.key, stripe: location.generationStripe, generation: generation) {
             guard let record = record.unsharedCopy() else { return nil }
             var copied = location

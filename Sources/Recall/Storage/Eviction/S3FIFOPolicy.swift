@@ -81,7 +81,8 @@ public struct S3FIFOPolicy: EvictionPolicy {
 
     /// Stops tracking `key`; a key evicted early from the small queue is remembered in the ghost.
     public mutating func recordRemoval(_ text: String) {
-        let key = HashedKey(text)
+        // A storage removes the victim just named: its key comes back with its hash.
+        let key = pendingVictim.flatMap { $0.key.text == text ? $0.key : nil } ?? HashedKey(text)
         guard let entry = entries.removeValue(forKey: key) else { return }
         adjust(entry.queue, by: -entry.size)
         if let victim = pendingVictim, victim.key == key {

@@ -66,9 +66,13 @@ public final class MemoryStorage: CacheStorage {
 
     /// The same lookup without suspending (memory never blocks), for layered storages and replays.
     package func recordNow(for key: String) -> CacheRecord? {
-        let hashed = HashedKey(key)
-        guard let record = table.read({ $0[hashed]?.record }), record.key == key else { return nil }
-        recordRead(key)
+        recordNow(for: HashedKey(key))
+    }
+
+    /// The same lookup for a key whose hash is known (a cache's ``CacheLocator/Location``).
+    func recordNow(for key: HashedKey) -> CacheRecord? {
+        guard let record = table.read({ $0[key]?.record }), record.key == key.text else { return nil }
+        recordRead(key.text)
         return record
     }
 
