@@ -49,7 +49,7 @@ var keysOnly = false
 var stages = false
 var cold: (count: Int, thrashMB: Int)?
 var cpuLoad: Int?
-var rounds = 5
+var rounds = 6
 var only: String?  // --cpu: run one of the three alone (for a profile)
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
 let cacheVariants = ["cache", "full", "roomy", "timed", "no-write-behind", "no-store", "no-coalescing"]

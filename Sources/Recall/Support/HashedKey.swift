@@ -20,6 +20,7 @@ struct HashedKey: Hashable, Sendable {
 
     /// The key `text` whose hash was worked out before: `hash` must be `text.hashValue`.
     init(_ text: String, hash: Int) {
+        assert(hash == text.hashValue, "a HashedKey's hash is its text's")
         self.text = text
         self.hash = hash
     }
@@ -31,9 +32,4 @@ struct HashedKey: Hashable, Sendable {
     func hash(into hasher: inout Hasher) {
         hasher.combine(hash)
     }
-}
-
-extension HashedKey: ExpressibleByStringLiteral {
-    /// A literal key, hashed now (for tests and fixed keys).
-    init(stringLiteral text: String) { self.init(text) }
 }

@@ -53,6 +53,30 @@ struct RequestCoalescerTests {
         await expectFollowers(coalescer, of: "k", count: 3)
     }
 
+    @Test("a declined tryLead leaves the lead and the flight its followers wait on")
+    func declinedTryLead() async {
+        let coalescer = RequestCoalescer()
+        #expect(coalescer.tryLead("k"))
+        let followers = (0..<2).map { _ in Task { await coalescer.join("k") } }
+        while coalescer.waiting < 2 { await Task.yield() }
+        #expect(!coalescer.tryLead("k"))
+        #expect(coalescer.leading == 1 && coalescer.flightWaiters("k") == 2)
+        coalescer.finish("k")
+        for follower in followers { #expect(await follower.value == .follower) }
+        #expect(coalescer.leading == 0)
+    }
+
+    @Test("a hashed coalescing key is the storage key itself when the request adds nothing, else the longer key hashed")
+    func hashedCoalescingKey() {
+        var request = URLRequest(url: URL(string: "https://example.com/a")!)
+        let key = HashedKey("k")
+        #expect(RequestCoalescer.key(key, request, hasFields: false, epoch: 0) == key)
+        let withEpoch = RequestCoalescer.key(key, request, hasFields: false, epoch: 3)
+        #expect(withEpoch == HashedKey(RequestCoalescer.key("k", request, hasFields: false, epoch: 3)) && withEpoch != key)
+        request.setValue("fr", forHTTPHeaderField: "Accept-Language")
+        #expect(RequestCoalescer.key(key, request, hasFields: true, epoch: 0).text == "k\naccept-language: fr")
+    }
+
     @Test("the coalescing key is the storage key for a request without fields, and names every field of one with some")
     func coalescingKey() {
         var request = URLRequest(url: URL(string: "https://example.com/a")!)

@@ -2,6 +2,11 @@ import Testing
 
 @testable import Recall
 
+/// Which of `hashes` `ghost` remembers, in order (each forgotten as it is found).
+private func remembered(_ hashes: [Int], in ghost: inout GhostTable, limit: Int) -> [Int] {
+    hashes.filter { ghost.forget($0, limit: limit) }
+}
+
 @Suite("S3-FIFO's ghost table")
 struct GhostTableTests {
     @Test("A remembered hash is found once, then forgotten")
@@ -20,10 +25,9 @@ struct GhostTableTests {
     @Test("Only the last `limit` remembered are remembered: older ones age out without being dequeued")
     func agesOut() {
         var ghost = GhostTable()
-        for hash in 0..<40 { ghost.remember(hash * 7_919, limit: 16) }
-        var remembered: [Int] = []
-        for hash in 0..<40 where ghost.forget(hash * 7_919, limit: 16) { remembered.append(hash) }
-        #expect(remembered == Array(24..<40))
+        let hashes = (0..<40).map { $0 * 7_919 }
+        for hash in hashes { ghost.remember(hash, limit: 16) }
+        #expect(remembered(hashes, in: &ghost, limit: 16) == Array(hashes[24...]))
         #expect(ghost.capacity == 64, "four slots for each of 16, in groups of eight")
     }
 
@@ -31,22 +35,22 @@ struct GhostTableTests {
     func renews() {
         var ghost = GhostTable()
         ghost.remember(5, limit: 16)
+        ghost.remember(5, limit: 16)
+        #expect(remembered([5, 5], in: &ghost, limit: 16) == [5], "one slot, not two")
+        ghost.remember(5, limit: 16)
         for hash in 100..<114 { ghost.remember(hash, limit: 16) }
         ghost.remember(5, limit: 16)  // renewed: now the newest
-        for hash in 200..<210 { ghost.remember(hash, limit: 16) }
-        let found = ghost.forget(5, limit: 16)
-        let foundAgain = ghost.forget(5, limit: 16)
-        #expect(found && !foundAgain, "renewed, in one slot, not two")
+        for hash in 200..<210 { ghost.remember(hash, limit: 16) }  // 25 since its first time: kept only if renewed
+        #expect(remembered([5], in: &ghost, limit: 16) == [5], "renewed")
     }
 
     @Test("A group full of remembered hashes gives up its oldest")
     func fullGroup() {
         var ghost = GhostTable()
         // 64 slots are 8 groups: multiples of 8 all fall into the first group of eight slots.
-        for index in 0..<9 { ghost.remember(index * 8, limit: 16) }
-        var remembered: [Int] = []
-        for index in 0..<9 where ghost.forget(index * 8, limit: 16) { remembered.append(index) }
-        #expect(remembered == Array(1..<9), "the oldest made room")
+        let hashes = (0..<9).map { $0 * 8 }
+        for hash in hashes { ghost.remember(hash, limit: 16) }
+        #expect(remembered(hashes, in: &ghost, limit: 16) == Array(hashes[1...]), "the oldest made room")
     }
 
     @Test("Growing with the limit keeps what is remembered")
@@ -55,9 +59,13 @@ struct GhostTableTests {
         for hash in 0..<16 { ghost.remember(hash, limit: 16) }
         ghost.remember(1_000, limit: 1_000)
         #expect(ghost.capacity == 4_096)
-        var remembered: [Int] = []
-        for hash in [Int](0..<16) + [1_000] where ghost.forget(hash, limit: 1_000) { remembered.append(hash) }
-        #expect(remembered == [Int](0..<16) + [1_000])
+        let hashes = [Int](0..<16) + [1_000]
+        #expect(remembered(hashes, in: &ghost, limit: 1_000) == hashes)
+        // A smaller limit later keeps the table (no shrinking back and forth), and it never
+        // holds more than eight slots per hash of the largest limit.
+        for hash in 2_000..<2_100 { ghost.remember(hash, limit: 16) }
+        #expect(ghost.capacity == 4_096 && ghost.capacity <= 8 * 1_000)
+        #expect(remembered(Array(2_084..<2_100), in: &ghost, limit: 16) == Array(2_084..<2_100))
     }
 
     @Test("Through S3-FIFO: keys evicted early and seen again within the ghost's window go to the main queue, older ones do not")

@@ -33,7 +33,7 @@ struct FIFOQueue<Key> {
 
     /// Drops the entries `isCurrent` rejects, keeping the order of the rest. Entries go stale
     /// when their key is removed or requeued; a queue that is rarely popped (a cache below its
-    /// limits, the ghost of keys that keep coming back) would otherwise keep every stale one.
+    /// limits) would otherwise keep every stale one.
     mutating func compact(keeping isCurrent: (Key, UInt64) -> Bool) {
         items = items[head...].filter { item in item.key.map { isCurrent($0, item.generation) } ?? false }
         head = 0

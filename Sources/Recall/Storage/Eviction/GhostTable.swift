@@ -3,11 +3,15 @@
 ///
 /// Each hash is stamped with the count of hashes remembered so far; it is remembered while fewer
 /// than `limit` were remembered after it. So nothing is dequeued when one is added: adding is
-/// one write, and a lookup one read, both into one group of eight slots (two cache lines)
-/// chosen by the hash. A group full of remembered hashes gives up its oldest, which only sends
+/// one write, and a lookup one read, both into one group of eight slots (128 bytes) chosen by
+/// the hash. A group full of remembered hashes gives up its oldest, which only sends
 /// that key, if it comes back, to the small queue instead of the main one. The table holds four
 /// slots per remembered hash, so a group fills that way about once in a thousand additions
 /// (a Poisson tail, see `slotsPerHash`).
+///
+/// The table is sized for the limit, not for what it holds (64–128 bytes per hash it may
+/// remember, from the first eviction), and does not shrink: the limit follows the keys a cache
+/// holds, which a storage bounds.
 ///
 /// Before it, a dictionary of hashes and a queue of them: every eviction into the ghost added to
 /// both and took the oldest out of both, four random reads where this makes one.
@@ -51,7 +55,8 @@ struct GhostTable {
         for index in start..<start + Self.groupSize {
             let slot = slots[index]
             let remembered = isRemembered(slot, limit: limit)
-            if remembered, slot.hash == hash {
+            // The hash's own slot, remembered or aged out: never two slots for one hash.
+            if slot.stamp != 0, slot.hash == hash {
                 chosen = index
                 break
             }

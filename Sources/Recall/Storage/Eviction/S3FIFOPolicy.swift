@@ -44,7 +44,8 @@ public struct S3FIFOPolicy: EvictionPolicy {
     /// How many reads while in the small queue earn a key its place in the main queue.
     public let promotionThreshold: UInt8
 
-    /// How many keys the ghost remembers, as a share of the keys the cache holds.
+    /// How many of the latest keys evicted early the ghost remembers, as a share of the keys the
+    /// cache holds (a key that came back still counts among them until it ages out).
     public let ghostRatio: Double
 
     /// Creates the policy. The paper's values are `smallRatio` 0.1 and `ghostRatio` 0.9 (the
