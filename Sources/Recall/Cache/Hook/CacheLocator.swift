@@ -18,15 +18,15 @@ final class CacheLocator: Sendable {
         var userinfo: Bool
         /// The key's stripe among pending writes (``PendingWrites/stripe(of:)``), worked out once.
         var stripe: Int
-        /// The key's stripe in a memory storage's change counts (``RecordGenerations/stripe(of:)``), worked out once.
-        var generationStripe: Int
-        /// The key's stripe in the cache's removal counts (``InvalidationEpochs``), worked out once.
-        var epochStripe: Int
         /// Whether it came from the memo.
         var remembered = true
 
         /// The key with its hash.
         var hashedKey: HashedKey { HashedKey(key, hash: hash) }
+        /// The key's stripe in a memory storage's change counts (``RecordGenerations/stripe(of:)``).
+        var generationStripe: Int { RecordGenerations.stripe(ofHash: hash) }
+        /// The key's stripe in the cache's removal counts (``InvalidationEpochs``).
+        var epochStripe: Int { InvalidationEpochs.stripe(ofHash: hash) }
     }
 
     private let keyPolicy: CacheKeyPolicy
@@ -56,11 +56,9 @@ final class CacheLocator: Sendable {
             let key = partitioner.redactingSecrets(in: canonical)
             guard key.utf8.count <= keyPolicy.maximumLength else { return nil }
             let namespaced = namespace.isEmpty ? key : namespace + "|" + key
-            let hash = namespaced.hashValue
             return Location(
-                key: namespaced, hash: hash, userinfo: CachePartitioner.hasUserinfo(text), stripe: PendingWrites.stripe(of: namespaced),
-                generationStripe: RecordGenerations.stripe(ofHash: hash),
-                epochStripe: InvalidationEpochs.stripe(ofHash: hash), remembered: false)
+                key: namespaced, hash: namespaced.hashValue, userinfo: CachePartitioner.hasUserinfo(text),
+                stripe: PendingWrites.stripe(of: namespaced), remembered: false)
         }
     }
 

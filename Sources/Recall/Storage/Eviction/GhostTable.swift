@@ -33,9 +33,6 @@ struct GhostTable {
     /// How many hashes were remembered so far (the stamp of the latest).
     private var clock: UInt64 = 0
 
-    /// Whether nothing was ever remembered.
-    var isEmpty: Bool { clock == 0 }
-
     /// The slots the table holds now (for tests: it stays within a small multiple of `limit`).
     var capacity: Int { slots.count }
 
@@ -54,14 +51,13 @@ struct GhostTable {
         var oldest = UInt64.max
         for index in start..<start + Self.groupSize {
             let slot = slots[index]
-            let remembered = isRemembered(slot, limit: limit)
             // The hash's own slot, remembered or aged out: never two slots for one hash.
             if slot.stamp != 0, slot.hash == hash {
                 chosen = index
                 break
             }
             // A free slot counts as the oldest of all (0).
-            let age = remembered ? slot.stamp : 0
+            let age = isRemembered(slot, limit: limit) ? slot.stamp : 0
             if age < oldest {
                 oldest = age
                 chosen = index

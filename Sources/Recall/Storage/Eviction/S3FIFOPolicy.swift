@@ -66,7 +66,7 @@ public struct S3FIFOPolicy: EvictionPolicy {
             return
         }
         nextGeneration += 1
-        let fromGhost = !ghost.isEmpty && ghost.forget(key.hash, limit: ghostLimit)
+        let fromGhost = ghost.forget(key.hash, limit: ghostLimit)
         let queue: Queue = fromGhost ? .main : .small
         entries[key] = Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration)
         push(key, to: queue, generation: nextGeneration)
