@@ -19,7 +19,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Recall", package: "Recall"),
-                .product(name: "RecallTesting", package: "Recall")
+                .product(name: "RecallTesting", package: "Recall"),
+                "MissPathParts"
             ],
             path: "Benchmarks/RecallBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -1,5 +1,6 @@
 import Benchmark
 import Foundation
+import MissPathParts
 import Recall
 import RecallTesting
 #if canImport(FoundationNetworking)
@@ -37,6 +38,18 @@ let benchmarks: @Sendable () -> Void = {
         }
     } setup: {
         _ = try await memoryPipeline.send(request)
+    }
+
+    // MARK: the floor under any memory hit: the same request through the same pipeline, answered
+    // by a hook that only keys it and reads one locked table (MissPathParts' MinimalCache)
+
+    let minimalPipeline = Pipeline(transport: mock, hooks: [MinimalCache()])
+    Benchmark("MinimalHitPipeline", configuration: batch) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? await minimalPipeline.send(request))
+        }
+    } setup: {
+        _ = try await minimalPipeline.send(request)
     }
 
     // MARK: the same hit over the README's storage: a memory tier over a disk
@@ -235,6 +248,28 @@ let benchmarks: @Sendable () -> Void = {
                 close(descriptor)
                 blackHole(total)
             }
+        } setup: {
+            _ = try await diskPipeline.send(request)
+            await disk.flush()
+        }
+        // The floor of a hit on a held file: the system calls such a hit makes (an `fstat`, the
+        // file must be the one held, and a `pread` of the whole file) on a descriptor opened once,
+        // nothing else. A disk hit cannot cost less than this and `MinimalHitPipeline` together.
+        Benchmark("HeldFileRead\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
+            let path =
+                try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".rce") }
+                .map { directory.appendingPathComponent($0).path } ?? ""
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            defer { close(descriptor) }
+            var buffer = [UInt8](repeating: 0, count: size + 4096)
+            var status = stat()
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                fstat(descriptor, &status)
+                let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, $0.count, 0) }
+                blackHole(count + Int(status.st_size))
+            }
+            benchmark.stopMeasurement()
         } setup: {
             _ = try await diskPipeline.send(request)
             await disk.flush()
