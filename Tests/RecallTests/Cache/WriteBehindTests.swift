@@ -84,6 +84,29 @@ struct WriteBehindTests {
         #expect(try await h.get("/first").source == .cache)
     }
 
+    @Test(
+        "a miss during which another request went to the origin and came back is stored before its answer: the cores were busy",
+        arguments: [true, false])
+    func inlineAfterOthersCameAndWent(coalescing: Bool) async throws {
+        let h = harness(coalescing: coalescing)
+        h.origin("/other", [(200, ["Cache-Control": "max-age=60"], "other")])
+        // While the origin works on /slow, a later request for /other goes out and comes back.
+        h.mock.route(
+            "GET", "/slow",
+            .handler { [h] _ in
+                h.now.advance(1)
+                _ = try await h.get("/other")
+                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("slow".utf8))
+            })
+        let held = Held(try #require(h.cache.writeBehindQueue))
+        defer { held.release() }
+        #expect(try await h.get("/slow").bodyText == "slow")
+        // (/other was stored before its answer too: /slow was in flight. Required: a store still
+        // held back would make the next request wait for it.)
+        try #require(h.cache.statistics.stores == 2, "no fetch under way at /slow's answer, but one began after it: stored inline")
+        #expect(try await h.get("/slow").source == .cache)
+    }
+
     @Test("with coalescing off, a miss that failed or went out uncoalesced ends its count: the next lone miss stores after its answer")
     func countEndsWithoutCoalescing() async throws {
         let h = harness(coalescing: false)

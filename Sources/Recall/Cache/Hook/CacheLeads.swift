@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Who fetches for whom: concurrent misses of one key share one origin request (the first
@@ -11,6 +12,9 @@ final class CacheLeads: Sendable {
     private let refreshes = RequestCoalescer()
     /// Origin requests under way that lead no shared miss (``CacheRequestState/Lead/alone``).
     private let alone = Atomic<Int>(0)
+    /// The request time of the latest request sent to the origin (the bits of its seconds since
+    /// the reference date; stored, not maxed: a hint).
+    private let latestFetch = Atomic<UInt64>(0)
 
     /// The most rounds a request waits for other processes' fetches of one key (each as long as
     /// the coordinator lets a claim live) before it fetches without a claim.
@@ -42,15 +46,22 @@ final class CacheLeads: Sendable {
         return .alone
     }
 
-    /// Whether origin requests other than the one of `lead` are under way now, shared or not:
-    /// the cores are likely busy (a hint, read without a lock).
-    func othersFetching(besides lead: CacheRequestState.Lead?) -> Bool {
+    /// Notes that a request made at `time` goes to the origin (``othersFetching(besides:since:)``).
+    func fetchBegins(at time: Date) {
+        latestFetch.store(time.timeIntervalSinceReferenceDate.bitPattern, ordering: .relaxed)
+    }
+
+    /// Whether origin requests other than the one of `lead` are under way now, shared or not, or
+    /// one went to the origin after `time` (the start of the request asking: others came and went
+    /// while it fetched): the cores are likely busy (a hint, read without a lock).
+    func othersFetching(besides lead: CacheRequestState.Lead?, since time: Date) -> Bool {
         let own =
             switch lead {
             case .flight, .alone: 1
             case .refresh, nil: 0
             }
         return flights.leading + alone.load(ordering: .relaxed) > own
+            || Double(bitPattern: latestFetch.load(ordering: .relaxed)) > time.timeIntervalSinceReferenceDate
     }
 
     /// Takes the background refresh of `key`, unless one is under way.

@@ -93,7 +93,7 @@ final class CacheRequestState: ResendingFollowUp {
         /// An origin request that nobody waits for (coalescing off; a request the cache does not
         /// coalesce, conditional or ranged; a follower that fetches after all): it leads nothing,
         /// but counts among the fetches under way until it ends
-        /// (``CacheLeads/othersFetching(besides:)``).
+        /// (``CacheLeads/othersFetching(besides:since:)``).
         case alone
     }
 }

@@ -194,6 +194,7 @@ extension HTTPCache {
         case .send(let outgoing, let mode):
             // (A request that leads no shared miss still counts among the fetches under way.)
             let lead = lead ?? leads.fetchAlone()
+            leads.fetchBegins(at: scheduling.requestTime)
             return .proceedThen(outgoing, followUp(scheduling.state(in: self, record: record, mode: mode, lead: lead)))
         case .bypass:
             leads.finish(lead)
