@@ -107,6 +107,38 @@ struct WriteBehindTests {
         #expect(try await h.get("/slow").source == .cache)
     }
 
+    @Test(
+        "a miss answered after another request, in flight when it went out, came back is stored before its answer",
+        arguments: [true, false])
+    func inlineAfterOtherEnded(coalescing: Bool) async throws {
+        let h = harness(coalescing: coalescing)
+        let early = Gate()
+        h.mock.route(
+            "GET", "/early",
+            .handler { _ in
+                await early.wait()
+                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("early".utf8))
+            })
+        let earlyTask = Locked<Task<RecallResponse, any Error>?>(nil)
+        // While the origin works on /slow, the earlier request is let go and comes back.
+        h.mock.route(
+            "GET", "/slow",
+            .handler { _ in
+                early.open()
+                _ = try await earlyTask.withLock { $0 }?.value
+                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("slow".utf8))
+            })
+        let held = Held(try #require(h.cache.writeBehindQueue))
+        defer { held.release() }
+        earlyTask.withLock { $0 = Task { try await h.get("/early") } }
+        try await waitUntil("the earlier request is at the origin") { early.waiting == 1 }
+        #expect(try await h.get("/slow").bodyText == "slow")
+        // (/early was stored before its answer: /slow was in flight. Required: a store still held
+        // back would make the next request wait for it.)
+        try #require(h.cache.statistics.stores == 2, "nothing under way at /slow's answer, but /early ended meanwhile: stored inline")
+        #expect(try await h.get("/slow").source == .cache)
+    }
+
     @Test("with coalescing off, a miss that failed or went out uncoalesced ends its count: the next lone miss stores after its answer")
     func countEndsWithoutCoalescing() async throws {
         let h = harness(coalescing: false)

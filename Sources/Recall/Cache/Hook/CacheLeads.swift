@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 
 /// Who fetches for whom: concurrent misses of one key share one origin request (the first
@@ -12,9 +11,9 @@ final class CacheLeads: Sendable {
     private let refreshes = RequestCoalescer()
     /// Origin requests under way that lead no shared miss (``CacheRequestState/Lead/alone``).
     private let alone = Atomic<Int>(0)
-    /// The request time of the latest request sent to the origin (the bits of its seconds since
-    /// the reference date; stored, not maxed: a hint).
-    private let latestFetch = Atomic<UInt64>(0)
+    /// How many requests went to the origin and how many leads ended, so far: a request that
+    /// finds it moved since its own went out knows others came (and maybe went) meanwhile.
+    private let fetchEvents = Atomic<UInt64>(0)
 
     /// The most rounds a request waits for other processes' fetches of one key (each as long as
     /// the coordinator lets a claim live) before it fetches without a claim.
@@ -46,22 +45,23 @@ final class CacheLeads: Sendable {
         return .alone
     }
 
-    /// Notes that a request made at `time` goes to the origin (``othersFetching(besides:since:)``).
-    func fetchBegins(at time: Date) {
-        latestFetch.store(time.timeIntervalSinceReferenceDate.bitPattern, ordering: .relaxed)
+    /// Notes that a request goes to the origin; the count of such events with it, for
+    /// ``othersFetching(besides:since:)``.
+    func fetchBegins() -> UInt64 {
+        fetchEvents.add(1, ordering: .relaxed).newValue
     }
 
     /// Whether origin requests other than the one of `lead` are under way now, shared or not, or
-    /// one went to the origin after `time` (the start of the request asking: others came and went
-    /// while it fetched): the cores are likely busy (a hint, read without a lock).
-    func othersFetching(besides lead: CacheRequestState.Lead?, since time: Date) -> Bool {
+    /// others went to the origin or ended their leads since `events` (``fetchBegins()``'s count
+    /// when the asking request went out: others came and went while it fetched): the cores are
+    /// likely busy (a hint, read without a lock).
+    func othersFetching(besides lead: CacheRequestState.Lead?, since events: UInt64) -> Bool {
         let own =
             switch lead {
             case .flight, .alone: 1
             case .refresh, nil: 0
             }
-        return flights.leading + alone.load(ordering: .relaxed) > own
-            || Double(bitPattern: latestFetch.load(ordering: .relaxed)) > time.timeIntervalSinceReferenceDate
+        return flights.leading + alone.load(ordering: .relaxed) > own || fetchEvents.load(ordering: .relaxed) != events
     }
 
     /// Takes the background refresh of `key`, unless one is under way.
@@ -136,9 +136,12 @@ final class CacheLeads: Sendable {
         switch lead {
         case .flight(let flightKey, let claim):
             flights.finish(flightKey)
+            fetchEvents.add(1, ordering: .relaxed)
             if let claim, let coordinator { TaskCensus.task { await coordinator.release(claim) } }
         case .refresh(let key): refreshes.finish(HashedKey(key))
-        case .alone: alone.subtract(1, ordering: .relaxed)
+        case .alone:
+            alone.subtract(1, ordering: .relaxed)
+            fetchEvents.add(1, ordering: .relaxed)
         case nil: break
         }
     }

@@ -30,10 +30,14 @@ final class CacheRequestState: ResendingFollowUp {
     /// A background refresh (`stale-while-revalidate`): it serves nobody, so it counts
     /// nothing and answers no 504 — also when it is refetched.
     let isRefresh: Bool
+    /// The cache's count of requests gone to the origin and leads ended when this one went out
+    /// (``CacheLeads/fetchBegins()``): moved by its answer, others came and went meanwhile.
+    let fetchEvents: UInt64
 
     init(
         cache: HTTPCache, location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
-        since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false
+        since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false,
+        fetchEvents: UInt64 = 0
     ) {
         self.cache = cache
         self.location = location
@@ -46,6 +50,7 @@ final class CacheRequestState: ResendingFollowUp {
         self.mode = mode
         self.lead = lead
         self.isRefresh = isRefresh
+        self.fetchEvents = fetchEvents
     }
 
     /// This state for the request sent again after an answer that could not serve it (an
@@ -56,7 +61,7 @@ final class CacheRequestState: ResendingFollowUp {
     func refetching(since: InvalidationEpochs.Snapshot, removed: Bool) -> CacheRequestState {
         CacheRequestState(
             cache: cache, location: location, method: method, partition: partition, inScope: inScope, requestTime: requestTime,
-            since: since, record: removed ? nil : record, mode: .refetching, lead: nil, isRefresh: isRefresh)
+            since: since, record: removed ? nil : record, mode: .refetching, lead: nil, isRefresh: isRefresh, fetchEvents: fetchEvents)
     }
 
     /// The answer from further in, to the cache (``HTTPCache/finish(_:for:state:context:inner:)``).

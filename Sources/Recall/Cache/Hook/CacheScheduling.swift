@@ -16,14 +16,14 @@ struct CacheScheduling: Sendable {
     var since: InvalidationEpochs.Snapshot
 
     /// The request's state in `cache`, in `mode`, for what goes to the origin (`isRefresh`: as
-    /// a background refresh).
+    /// a background refresh; `fetchEvents`: the cache's count of fetch events as it went out).
     func state(
         in cache: HTTPCache, record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil,
-        isRefresh: Bool = false
+        isRefresh: Bool = false, fetchEvents: UInt64 = 0
     ) -> CacheRequestState {
         CacheRequestState(
             cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-            since: since, record: record, mode: mode, lead: lead, isRefresh: isRefresh)
+            since: since, record: record, mode: mode, lead: lead, isRefresh: isRefresh, fetchEvents: fetchEvents)
     }
 
     /// The state of the background refresh of the request's key (`stale-while-revalidate`), in

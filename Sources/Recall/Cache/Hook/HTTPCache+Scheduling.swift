@@ -194,8 +194,9 @@ extension HTTPCache {
         case .send(let outgoing, let mode):
             // (A request that leads no shared miss still counts among the fetches under way.)
             let lead = lead ?? leads.fetchAlone()
-            leads.fetchBegins(at: scheduling.requestTime)
-            return .proceedThen(outgoing, followUp(scheduling.state(in: self, record: record, mode: mode, lead: lead)))
+            let events = leads.fetchBegins()
+            return .proceedThen(
+                outgoing, followUp(scheduling.state(in: self, record: record, mode: mode, lead: lead, fetchEvents: events)))
         case .bypass:
             leads.finish(lead)
             return .proceed(request)

@@ -40,15 +40,16 @@ final class WriteBehind: Sendable {
     /// it is the answer whatever the cache decides, so that the decision and the store can wait
     /// until the caller has it: a `GET` with no usable stored response (mode
     /// `.fetching(stored: nil)`), answered by the network for the URL looked up — and alone: while
-    /// other requests of the cache are being fetched (or their stores landing), or when another
-    /// went to the origin after this one began (``CacheLeads/othersFetching(besides:since:)``),
+    /// other requests of the cache are being fetched (or their stores landing), or when others
+    /// went to the origin or ended their leads while this one was fetched
+    /// (``CacheLeads/othersFetching(besides:since:)``),
     /// the cores are likely busy, and a thread woken for the store would only add to their work
     /// (docs/benchmarks.md, "Write-behind under load"). Takes its key's write lock, counts the write as pending and
     /// watches the key; the write's ticket, or `nil` (nothing begun: store the usual way) for
     /// another answer, with others in flight, or when another write holds the key.
     func begin(_ response: RecallResponse, for request: URLRequest, sent: URLRequest, state: CacheRequestState) -> UInt64? {
         guard response.source == .network, state.method == .get, case .fetching(stored: nil) = state.mode,
-            !leads.othersFetching(besides: state.lead, since: state.requestTime)
+            !leads.othersFetching(besides: state.lead, since: state.fetchEvents)
         else { return nil }
         let sentURL = sent.url  // (each read of a request's URL goes through Foundation's object)
         guard sentURL == request.url, response.url == nil || response.url == sentURL else { return nil }
