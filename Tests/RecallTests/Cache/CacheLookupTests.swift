@@ -205,8 +205,13 @@ struct WriteBehindUnitTests {
     func eligibility() throws {
         let (parts, behind, scheduling) = try Self.miss(over: MemoryStorage())
         let request = CacheLookupTests.request()
-        let state = scheduling.state(in: parts.owner, mode: .fetching(stored: nil))
+        // (Gone out as the cache's first fetch event, nothing else since; a state whose count is
+        // not known never stores behind.)
+        let state = scheduling.state(in: parts.owner, mode: .fetching(stored: nil), fetchEvents: 0)
         let answer = RecallResponse(status: 200)
+        #expect(
+            behind.begin(answer, for: request, sent: request, state: scheduling.state(in: parts.owner, mode: .fetching(stored: nil))) == nil,
+            "a request whose count of fetch events is not known")
         var cached = answer
         cached.source = .cache
         var moved = answer

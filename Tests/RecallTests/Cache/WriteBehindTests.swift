@@ -94,9 +94,8 @@ struct WriteBehindTests {
         h.mock.route(
             "GET", "/slow",
             .handler { [h] _ in
-                h.now.advance(1)
                 _ = try await h.get("/other")
-                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("slow".utf8))
+                return fresh("slow")
             })
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
@@ -117,7 +116,7 @@ struct WriteBehindTests {
             "GET", "/early",
             .handler { _ in
                 await early.wait()
-                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("early".utf8))
+                return fresh("early")
             })
         let earlyTask = Locked<Task<RecallResponse, any Error>?>(nil)
         // While the origin works on /slow, the earlier request is let go and comes back.
@@ -126,7 +125,7 @@ struct WriteBehindTests {
             .handler { _ in
                 early.open()
                 _ = try await earlyTask.withLock { $0 }?.value
-                return RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data("slow".utf8))
+                return fresh("slow")
             })
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
@@ -137,6 +136,36 @@ struct WriteBehindTests {
         // back would make the next request wait for it.)
         try #require(h.cache.statistics.stores == 2, "nothing under way at /slow's answer, but /early ended meanwhile: stored inline")
         #expect(try await h.get("/slow").source == .cache)
+    }
+
+    @Test("back to back, a lone miss stores behind its answer even when the store before it lands while it is fetched")
+    func backToBack() async throws {
+        let h = CacheHarness()
+        // The second URL's key pends in another stripe than the first's: its lookup does not wait for that store.
+        func stripe(_ path: String) -> Int? { h.cache.locator.location(of: h.request(path))?.stripe }
+        let second = try #require((0..<64).map { "/b\($0)" }.first { stripe($0) != stripe("/a") })
+        h.origin("/a", [(200, ["Cache-Control": "max-age=60"], "a")])
+        let queue = try #require(h.cache.writeBehindQueue)
+        let held = Held(queue)
+        defer { held.release() }
+        let heldAgain = Locked<Held?>(nil)
+        defer { heldAgain.withLock { $0 }?.release() }
+        // While the origin works on the second miss, the first one's store lands; then stores are held again.
+        h.mock.route(
+            "GET", second,
+            .handler { [h] _ in
+                held.release()
+                await h.cache.flush()
+                heldAgain.withLock { $0 = Held(queue) }
+                return fresh("b")
+            })
+        _ = try await h.get("/a")
+        #expect(h.cache.statistics.stores == 0, "alone, the first miss is stored after its answer (held back here)")
+        _ = try await h.get(second)
+        #expect(h.cache.statistics.stores == 1, "alone too, the second miss is stored after its answer: only the first store has landed")
+        heldAgain.withLock { $0 }?.release()
+        await h.cache.flush()
+        #expect(h.cache.statistics.stores == 2)
     }
 
     @Test("with coalescing off, a miss that failed or went out uncoalesced ends its count: the next lone miss stores after its answer")
@@ -339,6 +368,11 @@ final class StepExecutor: TaskExecutor {
             }
         }
     }
+}
+
+/// A response fresh for a minute, with `text` as its body.
+private func fresh(_ text: String) -> RecallResponse {
+    RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data(text.utf8))
 }
 
 /// A cache harness with coalescing on or off.

@@ -11,7 +11,8 @@ final class CacheLeads: Sendable {
     private let refreshes = RequestCoalescer()
     /// Origin requests under way that lead no shared miss (``CacheRequestState/Lead/alone``).
     private let alone = Atomic<Int>(0)
-    /// How many requests went to the origin and how many leads ended, so far: a request that
+    /// How many requests went to the origin and how many leads ended, so far (not counting the
+    /// leads a store made behind its answer ends: that answer was given already): a request that
     /// finds it moved since its own went out knows others came (and maybe went) meanwhile.
     private let fetchEvents = Atomic<UInt64>(0)
 
@@ -53,15 +54,16 @@ final class CacheLeads: Sendable {
 
     /// Whether origin requests other than the one of `lead` are under way now, shared or not, or
     /// others went to the origin or ended their leads since `events` (``fetchBegins()``'s count
-    /// when the asking request went out: others came and went while it fetched): the cores are
-    /// likely busy (a hint, read without a lock).
-    func othersFetching(besides lead: CacheRequestState.Lead?, since events: UInt64) -> Bool {
+    /// when the asking request went out: others came and went while it fetched; `nil`, not
+    /// known: yes): the cores are likely busy (a hint, read without a lock).
+    func othersFetching(besides lead: CacheRequestState.Lead?, since events: UInt64?) -> Bool {
         let own =
             switch lead {
             case .flight, .alone: 1
             case .refresh, nil: 0
             }
-        return flights.leading + alone.load(ordering: .relaxed) > own || fetchEvents.load(ordering: .relaxed) != events
+        guard let events, flights.leading + alone.load(ordering: .relaxed) <= own else { return true }
+        return fetchEvents.load(ordering: .relaxed) != events
     }
 
     /// Takes the background refresh of `key`, unless one is under way.
@@ -131,17 +133,19 @@ final class CacheLeads: Sendable {
     }
 
     /// Ends `lead`: wakes the requests waiting for its miss (and releases its claim on the
-    /// fleet's fetch), or lets its key be refreshed again.
-    func finish(_ lead: CacheRequestState.Lead?) {
+    /// fleet's fetch), or lets its key be refreshed again. `behind`: ended by the store made
+    /// behind its answer, which is not counted among the fetch events (a lone miss after it,
+    /// one request after another, may still answer first).
+    func finish(_ lead: CacheRequestState.Lead?, behind: Bool = false) {
         switch lead {
         case .flight(let flightKey, let claim):
             flights.finish(flightKey)
-            fetchEvents.add(1, ordering: .relaxed)
+            if !behind { fetchEvents.add(1, ordering: .relaxed) }
             if let claim, let coordinator { TaskCensus.task { await coordinator.release(claim) } }
         case .refresh(let key): refreshes.finish(HashedKey(key))
         case .alone:
             alone.subtract(1, ordering: .relaxed)
-            fetchEvents.add(1, ordering: .relaxed)
+            if !behind { fetchEvents.add(1, ordering: .relaxed) }
         case nil: break
         }
     }

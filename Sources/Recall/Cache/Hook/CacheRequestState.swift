@@ -31,13 +31,14 @@ final class CacheRequestState: ResendingFollowUp {
     /// nothing and answers no 504 — also when it is refetched.
     let isRefresh: Bool
     /// The cache's count of requests gone to the origin and leads ended when this one went out
-    /// (``CacheLeads/fetchBegins()``): moved by its answer, others came and went meanwhile.
-    let fetchEvents: UInt64
+    /// (``CacheLeads/fetchBegins()``; a refetch keeps its first request's): moved by its answer,
+    /// others came and went meanwhile. `nil`: not counted (a request that does not store behind).
+    let fetchEvents: UInt64?
 
     init(
         cache: HTTPCache, location: CacheLocator.Location, method: RequestMethod, partition: String, inScope: Set<String>, requestTime: Date,
         since: InvalidationEpochs.Snapshot, record: CacheRecord?, mode: CacheStrategy.Mode, lead: Lead?, isRefresh: Bool = false,
-        fetchEvents: UInt64 = 0
+        fetchEvents: UInt64? = nil
     ) {
         self.cache = cache
         self.location = location

@@ -19,7 +19,7 @@ struct CacheScheduling: Sendable {
     /// a background refresh; `fetchEvents`: the cache's count of fetch events as it went out).
     func state(
         in cache: HTTPCache, record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil,
-        isRefresh: Bool = false, fetchEvents: UInt64 = 0
+        isRefresh: Bool = false, fetchEvents: UInt64? = nil
     ) -> CacheRequestState {
         CacheRequestState(
             cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,

@@ -41,8 +41,8 @@ final class WriteBehind: Sendable {
     /// until the caller has it: a `GET` with no usable stored response (mode
     /// `.fetching(stored: nil)`), answered by the network for the URL looked up — and alone: while
     /// other requests of the cache are being fetched (or their stores landing), or when others
-    /// went to the origin or ended their leads while this one was fetched
-    /// (``CacheLeads/othersFetching(besides:since:)``),
+    /// went to the origin or ended their leads while this one was fetched (a store landing
+    /// behind its answer does not count; ``CacheLeads/othersFetching(besides:since:)``),
     /// the cores are likely busy, and a thread woken for the store would only add to their work
     /// (docs/benchmarks.md, "Write-behind under load"). Takes its key's write lock, counts the write as pending and
     /// watches the key; the write's ticket, or `nil` (nothing begun: store the usual way) for
@@ -90,7 +90,7 @@ final class WriteBehind: Sendable {
     func land(_ entry: CacheEntry?, state: CacheRequestState, context: RecallContext?, ticket: UInt64) -> Bool {
         defer {
             writer.keys.unlock(state.location.hashedKey)
-            leads.finish(state.lead)
+            leads.finish(state.lead, behind: true)
             pending.end(ticket, stripe: state.location.stripe)
         }
         guard let entry, entry.bodyMatchesDeclaredLength, writer.epochs.isCurrent(state.since, stripe: state.location.epochStripe) else {
