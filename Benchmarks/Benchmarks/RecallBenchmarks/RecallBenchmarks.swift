@@ -229,12 +229,16 @@ let benchmarks: @Sendable () -> Void = {
         } teardown: {
             try? FileManager.default.removeItem(at: directory)
         }
+        // The record file the hit reads (the one `.rce` file of the directory).
+        @Sendable func recordFile() throws -> String {
+            guard let name = try FileManager.default.contentsOfDirectory(atPath: directory.path).first(where: { $0.hasSuffix(".rce") })
+            else { throw POSIXError(.ENOENT) }
+            return directory.appendingPathComponent(name).path
+        }
         // The baseline of the disk hit: open, read and close the very file the hit reads, with
         // POSIX calls into a buffer of its size, nothing else.
         Benchmark("PosixRead\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
-            let path =
-                try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".rce") }
-                .map { directory.appendingPathComponent($0).path } ?? ""
+            let path = try recordFile()
             var buffer = [UInt8](repeating: 0, count: size + 4096)
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
@@ -256,10 +260,8 @@ let benchmarks: @Sendable () -> Void = {
         // file must be the one held, and a `pread` of the whole file) on a descriptor opened once,
         // nothing else. A disk hit cannot cost less than this and `MinimalHitPipeline` together.
         Benchmark("HeldFileRead\(size >> 10)KB", configuration: size > 64 << 10 ? hundred : batch) { benchmark in
-            let path =
-                try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".rce") }
-                .map { directory.appendingPathComponent($0).path } ?? ""
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            let descriptor = open(try recordFile(), O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw POSIXError(.ENOENT) }
             defer { close(descriptor) }
             var buffer = [UInt8](repeating: 0, count: size + 4096)
             var status = stat()

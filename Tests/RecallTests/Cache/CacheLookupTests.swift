@@ -32,7 +32,11 @@ struct CacheLookupTests {
             locator = CacheLocator(configuration: configuration, partitioner: partitioner)
             writer = CacheWriter(storage: storage, memory: memory, records: strategy.records, counts: CacheCounters())
             let writer = writer
-            behind = writesBehind ? memory.map { WriteBehind(memory: $0, writer: writer, records: strategy.records, leads: CacheLeads(coordinator: nil)) } : nil
+            behind =
+                writesBehind
+                ? memory.map {
+                    WriteBehind(memory: $0, writer: writer, records: strategy.records, leads: CacheLeads(coordinator: nil, countsFetchEvents: true))
+                } : nil
             let clock = clock
             lookup = CacheLookup(
                 strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,

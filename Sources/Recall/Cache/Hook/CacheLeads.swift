@@ -14,14 +14,19 @@ final class CacheLeads: Sendable {
     /// How many requests went to the origin and how many leads ended, so far (not counting the
     /// leads a store made behind its answer ends: that answer was given already): a request that
     /// finds it moved since its own went out knows others came (and maybe went) meanwhile.
+    /// Counted only by a cache that writes behind (``WriteBehind``), the one reader.
     private let fetchEvents = Atomic<UInt64>(0)
+    private let countsFetchEvents: Bool
 
     /// The most rounds a request waits for other processes' fetches of one key (each as long as
     /// the coordinator lets a claim live) before it fetches without a claim.
     static let maxTakeovers = 3
 
-    init(coordinator: (any FetchCoordinator)?) {
+    /// Leads for a cache that shares misses through `coordinator`, if any; `countsFetchEvents`:
+    /// the cache writes behind, and asks ``othersFetching(besides:since:)``.
+    init(coordinator: (any FetchCoordinator)?, countsFetchEvents: Bool = false) {
         self.coordinator = coordinator
+        self.countsFetchEvents = countsFetchEvents
     }
 
     /// Requests waiting for another's miss now.
@@ -47,9 +52,9 @@ final class CacheLeads: Sendable {
     }
 
     /// Notes that a request goes to the origin; the count of such events with it, for
-    /// ``othersFetching(besides:since:)``.
-    func fetchBegins() -> UInt64 {
-        fetchEvents.add(1, ordering: .relaxed).newValue
+    /// ``othersFetching(besides:since:)`` (`nil` in a cache that does not count them).
+    func fetchBegins() -> UInt64? {
+        countsFetchEvents ? fetchEvents.add(1, ordering: .relaxed).newValue : nil
     }
 
     /// Whether origin requests other than the one of `lead` are under way now, shared or not, or
@@ -140,12 +145,12 @@ final class CacheLeads: Sendable {
         switch lead {
         case .flight(let flightKey, let claim):
             flights.finish(flightKey)
-            if !behind { fetchEvents.add(1, ordering: .relaxed) }
+            if countsFetchEvents, !behind { fetchEvents.add(1, ordering: .relaxed) }
             if let claim, let coordinator { TaskCensus.task { await coordinator.release(claim) } }
         case .refresh(let key): refreshes.finish(HashedKey(key))
         case .alone:
             alone.subtract(1, ordering: .relaxed)
-            if !behind { fetchEvents.add(1, ordering: .relaxed) }
+            if countsFetchEvents, !behind { fetchEvents.add(1, ordering: .relaxed) }
         case nil: break
         }
     }

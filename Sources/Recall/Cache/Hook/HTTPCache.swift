@@ -62,7 +62,11 @@ public final class HTTPCache: ServiceHook {
         self.storage = storage
         self.configuration = configuration
         self.coordinator = coordinator
-        let leads = CacheLeads(coordinator: coordinator)
+        // What the storage offers beyond its protocol (each speed-up in a type of its own): a memory
+        // read first, per core (a memory tier); storing after answering (all of it in memory).
+        let whole = storage.isWhollyInMemory ? storage.memoryTier : nil
+        let writesBehind = configuration.writesBehind && whole != nil
+        let leads = CacheLeads(coordinator: coordinator, countsFetchEvents: writesBehind)
         self.leads = leads
         self.now = now
         let partitioner = CachePartitioner(secret: configuration.secret?.bytes ?? storage.secret, configuration: configuration)
@@ -72,12 +76,9 @@ public final class HTTPCache: ServiceHook {
             rules: CacheRules(configuration: configuration), partitioner: partitioner,
             completionLimit: storage.entryLimit)
         self.strategy = strategy
-        // What the storage offers beyond its protocol (each speed-up in a type of its own): a memory
-        // read first, per core (a memory tier); storing after answering (all of it in memory).
-        let whole = storage.isWhollyInMemory ? storage.memoryTier : nil
         let writer = CacheWriter(storage: storage, memory: whole, records: strategy.records, counts: counts)
         self.writer = writer
-        let behind = configuration.writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, records: strategy.records, leads: leads) } : nil
+        let behind = writesBehind ? whole.map { WriteBehind(memory: $0, writer: writer, records: strategy.records, leads: leads) } : nil
         self.behind = behind
         self.lookup = CacheLookup(
             strategy: strategy, locator: locator, partitioner: partitioner, storage: storage,
