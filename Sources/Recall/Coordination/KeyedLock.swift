@@ -6,7 +6,8 @@ final class KeyedLock: Sendable {
     /// The keys held, each with the tasks waiting for it.
     /// Keyed with the hash worked out once, outside the lock (the cache passes the hash its
     /// ``CacheLocator/Location`` carries; a `String` key is hashed before the lock is taken).
-    private let held = Locked<[HashedKey: [CheckedContinuation<Void, Never>]]>([:])
+    /// In stripes (``StripedTable``): stores of different keys rarely share a lock.
+    private let held = StripedTable<[CheckedContinuation<Void, Never>]>()
 
     /// Takes the lock of `key`, waiting while another task holds it. Pair with ``unlock(_:)``.
     func lock(_ key: HashedKey) async {
@@ -15,7 +16,7 @@ final class KeyedLock: Sendable {
 
     /// Takes the lock of `key` if nobody holds it, without waiting: `false` when it is held.
     func tryLock(_ key: HashedKey) -> Bool {
-        held.withLock { held in
+        held.withLock(key) { held in
             // One probe when the key is free (the usual case); put back what was there otherwise.
             if let waiters = held.updateValue([], forKey: key) {
                 held[key] = waiters
@@ -27,12 +28,12 @@ final class KeyedLock: Sendable {
 
     /// Whether a task holds the lock of `key` right now.
     func isHeld(_ key: HashedKey) -> Bool {
-        held.withLock { $0[key] != nil }
+        held.withLock(key) { $0[key] != nil }
     }
 
     /// How many tasks wait for the lock of `key` (for tests).
     func waiters(for key: HashedKey) -> Int {
-        held.withLock { $0[key]?.count ?? 0 }
+        held.withLock(key) { $0[key]?.count ?? 0 }
     }
 
     /// Waits until nobody holds the lock of `key` (taking it in turn and handing it on at once).
@@ -44,7 +45,7 @@ final class KeyedLock: Sendable {
 
     /// Releases the lock of `key`, handing it to the first waiter if there is one.
     func unlock(_ key: HashedKey) {
-        let next = held.withLock { held -> CheckedContinuation<Void, Never>? in
+        let next = held.withLock(key) { held -> CheckedContinuation<Void, Never>? in
             // One probe when nobody waits (the usual case): the key leaves the table.
             guard var waiters = held.removeValue(forKey: key), !waiters.isEmpty else { return nil }
             let first = waiters.removeFirst()
@@ -56,7 +57,7 @@ final class KeyedLock: Sendable {
 
     private func wait(for key: HashedKey) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let takenNow = held.withLock { held -> Bool in
+            let takenNow = held.withLock(key) { held -> Bool in
                 guard held[key] != nil else {
                     held[key] = []
                     return true

@@ -25,7 +25,8 @@ final class RequestCoalescer: Sendable {
 
     /// Keyed with the hash worked out once, outside the lock (a miss's key comes hashed from
     /// its ``CacheLocator/Location``): the lock is held for a table probe, not for hashing a URL.
-    private let flights = Locked<[HashedKey: Lead]>([:])
+    /// In stripes (``StripedTable``): concurrent misses of different keys rarely share a lock.
+    private let flights = StripedTable<Lead>()
     /// How many keys are led: kept beside the table, so that it reads without the lock.
     private let ledCount = Atomic(0)
     private let waitingCount = Locked(0)
@@ -56,7 +57,7 @@ final class RequestCoalescer: Sendable {
 
     /// Leads `key` when nobody does, else waits for the leader to finish.
     func join(_ key: HashedKey) async -> Role {
-        let flight = flights.withLock { flights -> InFlight? in
+        let flight = flights.withLock(key) { flights -> InFlight? in
             guard let lead = flights[key] else {
                 flights[key] = Lead()
                 ledCount.add(1, ordering: .relaxed)
@@ -76,7 +77,7 @@ final class RequestCoalescer: Sendable {
 
     /// Leads `key` when nobody does; `false` (and no waiting) when someone already does.
     func tryLead(_ key: HashedKey) -> Bool {
-        flights.withLock { flights in
+        flights.withLock(key) { flights in
             // One probe when nobody leads (the usual case); put back what was there otherwise.
             if let led = flights.updateValue(Lead(), forKey: key) {
                 flights[key] = led
@@ -91,14 +92,14 @@ final class RequestCoalescer: Sendable {
     /// request leads in its place, the others go on waiting for it; with nobody waiting, ends
     /// the lead like ``finish(_:)``.
     func abandon(_ key: HashedKey) {
-        let flight = flights.withLock { $0[key]?.flight }
+        let flight = flights.withLock(key) { $0[key]?.flight }
         if let flight, flight.handOff() { return }
         finish(key)
     }
 
     /// Ends the lead of `key`, waking everyone waiting for it. Finishing a key nobody leads does nothing.
     func finish(_ key: HashedKey) {
-        let ended = flights.withLock { flights -> Lead? in
+        let ended = flights.withLock(key) { flights -> Lead? in
             guard let lead = flights.removeValue(forKey: key) else { return nil }
             ledCount.subtract(1, ordering: .relaxed)
             return lead
@@ -108,9 +109,10 @@ final class RequestCoalescer: Sendable {
 
     /// Waits until every lead started so far has finished.
     func waitForAll() async {
-        let led = flights.withLock { flights -> [InFlight] in
+        var led: [InFlight] = []
+        flights.forEachStripe { flights in
             for index in flights.values.indices where flights.values[index].flight == nil { flights.values[index].flight = InFlight() }
-            return flights.values.compactMap(\.flight)
+            led += flights.values.compactMap(\.flight)
         }
         for flight in led { await flight.wait() }
     }
@@ -121,7 +123,7 @@ final class RequestCoalescer: Sendable {
     /// The requests waiting now on the lead of `key` (its followers, and ``waitForAll()``);
     /// 0 when nobody leads it or nobody waits.
     func flightWaiters(_ key: HashedKey) -> Int {
-        flights.withLock { $0[key]?.flight }?.waiters ?? 0
+        flights.withLock(key) { $0[key]?.flight }?.waiters ?? 0
     }
 
     /// Keys led right now (read without the lock: exact once the leads have settled, a hint

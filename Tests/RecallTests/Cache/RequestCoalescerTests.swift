@@ -115,6 +115,35 @@ struct RequestCoalescerTests {
         #expect(returned.withLock { $0 })
         #expect(coalescer.leading == 0)
     }
+
+    @Test("waitForAll waits on the leads of every stripe of the table: it returns after the last one finishes")
+    func waitForAllStripes() async throws {
+        let coalescer = RequestCoalescer()
+        let keys = StripedTableTests.keysCoveringEveryStripe()
+        for key in keys { #expect(coalescer.tryLead(key)) }
+        #expect(coalescer.leading == keys.count)
+        let returned = Locked(false)
+        let waiter = Task {
+            await coalescer.waitForAll()
+            returned.withLock { $0 = true }
+        }
+        // It gathers every stripe's leads in one pass, then waits on them in turn: finish each
+        // lead once it is waited on, until it returns.
+        var finished = 0
+        while true {
+            var awaited: HashedKey?
+            try await waitUntil("waitForAll waits on a lead or returns") {
+                awaited = keys.first { coalescer.flightWaiters($0) == 1 }
+                return awaited != nil || returned.withLock { $0 }
+            }
+            guard let key = awaited else { break }
+            coalescer.finish(key)
+            finished += 1
+        }
+        await waiter.value
+        #expect(finished == keys.count, "returned before every lead had finished")
+        #expect(coalescer.leading == 0)
+    }
 }
 
 @Suite("Coalescing: a cancelled leader")

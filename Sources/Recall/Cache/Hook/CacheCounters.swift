@@ -1,18 +1,20 @@
 /// What an ``HTTPCache`` counts, each count told to the request's context as an event too, so
 /// the statistics and the events tell the same story.
 ///
-/// Hits and misses are counted apart, each on a ``StripedCounter`` (every hit adds one, and a
-/// shared lock there made the cores take turns); the rest under one lock.
+/// Hits, misses and stores are counted apart, each on a ``StripedCounter`` (every hit adds one,
+/// every miss two, and a shared lock there made the cores take turns); the rest under one lock.
 final class CacheCounters: Sendable {
     private let counts = Locked(CacheStatistics())
     private let hits = StripedCounter()
     private let misses = StripedCounter()
+    private let stores = StripedCounter()
 
     /// The counts so far (without the storage's statistics and the requests waiting).
     var statistics: CacheStatistics {
         var statistics = counts.withLock { $0 }
         statistics.hits += hits.value
         statistics.misses += misses.value
+        statistics.stores += stores.value
         return statistics
     }
 
@@ -26,6 +28,11 @@ final class CacheCounters: Sendable {
     func miss(_ context: RecallContext) {
         misses.add()
         context.record(.cache(.miss))
+    }
+
+    /// A response stored (or a stored one updated).
+    func stored() {
+        stores.add()
     }
 
     /// A request let through untouched.

@@ -203,7 +203,7 @@ final class CacheWriter: Sendable {
     /// evicted since the last store the writer saw.
     func stored(context: RecallContext?, evicted: Int? = nil) {
         order.writeCount.add(1, ordering: .releasing)
-        counts.count { $0.stores += 1 }
+        counts.stored()
         guard let context else { return }
         context.record(.cache(.stored))
         let count: Int

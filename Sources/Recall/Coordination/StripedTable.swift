@@ -1,0 +1,30 @@
+/// A table keyed by ``HashedKey`` in sixteen stripes, each behind a lock of its own, chosen by
+/// the key's hash: what ``KeyedLock`` and ``RequestCoalescer`` keep of the keys in use.
+///
+/// Why: every miss takes each of those locks twice (to lead or lock a key, and to let it go), and
+/// under concurrent misses one lock per table made the cores wait for each other there — a
+/// thread that finds the lock taken sleeps in the kernel and is woken again, a context switch
+/// each way. Two keys contend only when they fall in the same stripe. A key's entry always lives
+/// in the same stripe, so each key's operations stay in one lock's order, as before.
+struct StripedTable<Value>: Sendable {
+    /// How many stripes.
+    static var stripeCount: Int { 16 }
+
+    private let stripes: InlineArray<16, Locked<[HashedKey: Value]>> = InlineArray { _ in Locked([:]) }
+
+    /// Runs `body` on the stripe that holds `key`, under its lock.
+    func withLock<Result>(_ key: HashedKey, _ body: (inout [HashedKey: Value]) throws -> Result) rethrows -> Result {
+        try stripes[stripe(of: key)].withLock(body)
+    }
+
+    /// Runs `body` on each stripe in turn, each under its lock (never two at once).
+    func forEachStripe(_ body: (inout [HashedKey: Value]) throws -> Void) rethrows {
+        for index in stripes.indices { try stripes[index].withLock(body) }
+    }
+
+    /// The stripe of `key`: bits of its hash above those a small table's buckets are picked by
+    /// (the tables re-hash their keys anyway: any bits would do).
+    func stripe(of key: HashedKey) -> Int {
+        (key.hash >> 16) & (Self.stripeCount - 1)
+    }
+}
