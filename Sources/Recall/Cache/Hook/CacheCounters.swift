@@ -2,7 +2,7 @@
 /// the statistics and the events tell the same story.
 ///
 /// Hits, misses and stores are counted apart, each on a ``StripedCounter`` (every hit adds one,
-/// every miss two, and a shared lock there made the cores take turns); the rest under one lock.
+/// every stored miss two, and a shared lock there made the cores take turns); the rest under one lock.
 final class CacheCounters: Sendable {
     private let counts = Locked(CacheStatistics())
     private let hits = StripedCounter()
