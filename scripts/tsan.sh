@@ -18,7 +18,7 @@ else
     filters=(
         "StreamingTests|SpillingWriterTests"
         "URLSessionTransportTests|TimedBodyTests|CorelibsPacingTests|RecallURLProtocolTests|TransportSafetyTests|ResponseBodyTests"
-        "StressTests|CacheValidationTests|WriteBehindTests|PipelineTests|RetryPolicyTests|StorageTests|ConfidentialityTests|PerCoreCopiesTests|HeldFileTests|ReadWriteLockedTests"
+        "StressTests|CacheValidationTests|WriteBehindTests|PipelineTests|RetryPolicyTests|StorageTests|ConfidentialityTests|PerCoreCopiesTests|HeldFileTests|LockedTests"
     )
 fi
 : > /tmp/recall-tsan.log

@@ -13,6 +13,12 @@
 /// it and reports every access it guards as a race; a pthread mutex is intercepted, so
 /// `swift test --sanitize=thread` finds real races only. Uncontended, both cost about the same.
 ///
+/// On glibc the mutex is the adaptive kind: a thread that finds it taken spins a little before
+/// it sleeps. Recall holds its locks for well under a microsecond, so the holder is usually
+/// done before a sleep and a wake-up would be over; with sixteen callers on two cores, plain
+/// mutexes made three times the context switches (docs/benchmarks.md, "Locks that spin before
+/// they sleep").
+///
 /// The state and the mutex live in one allocation (a `ManagedBuffer`), so a lock made per
 /// request — every ``RecallContext`` has one — costs one allocation, not two.
 package struct Locked<State>: @unchecked Sendable {
@@ -34,7 +40,14 @@ package struct Locked<State>: @unchecked Sendable {
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in state }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())
-            pthread_mutex_init(mutex, nil)
+            #if canImport(Glibc)
+                // What glibc's `PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP` expands to (Swift does not
+                // import the macro): a mutex of the adaptive kind, ready without a call to
+                // `pthread_mutex_init` (or an attribute's) on every lock made per request.
+                mutex.pointee.__data.__kind = Int32(PTHREAD_MUTEX_ADAPTIVE_NP)
+            #else
+                pthread_mutex_init(mutex, nil)
+            #endif
         }
     }
 
