@@ -16,7 +16,7 @@ import RecallAsyncHTTPClient
 // that the machine's drift affects both sides alike.
 //
 //   swift run -c release ConcurrentLoad [--callers 16] [--seconds 2] [--rounds 5] [--mode miss|hit|both]
-//                                        [--variant cache|pipeline|no-write-behind|no-coalescing|minimal|raw-table] [--only bare|recall]
+//                                        [--variant cache|pipeline|write-behind|no-coalescing|minimal|raw-table] [--only bare|recall]
 //
 // miss: every request asks for a new URL (a storable 1 KB answer, max-age=600): each one goes
 // to the origin and is stored (the cache's miss path at full concurrency, stores and
@@ -56,7 +56,7 @@ struct Settings {
                 modes = mode == "both" ? ["miss", "hit"] : [mode]
             default:
                 print(
-                    "usage: ConcurrentLoad [--callers N] [--seconds S] [--rounds N] [--mode miss|hit|both] [--variant cache|pipeline|no-write-behind|no-coalescing|minimal|raw-table] [--only bare|recall]"
+                    "usage: ConcurrentLoad [--callers N] [--seconds S] [--rounds N] [--mode miss|hit|both] [--variant cache|pipeline|write-behind|no-coalescing|minimal|raw-table] [--only bare|recall]"
                 )
                 exit(2)
             }
@@ -115,7 +115,7 @@ let allSides = [
         case "pipeline": return Pipeline(transport: transport)
         case "minimal": return Pipeline(transport: transport, hooks: [MinimalCache()])  // a floor for any cache
         case "raw-table": return Pipeline(transport: transport, hooks: [MinimalCache(key: Keying.urlText)])  // the same, keyed by the URL's text
-        case "no-write-behind": configuration.writesBehind = false
+        case "write-behind": configuration.writesBehind = true
         case "no-coalescing": configuration.coalescesRequests = false
         default: break
         }

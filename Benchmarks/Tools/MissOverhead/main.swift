@@ -25,7 +25,7 @@ import MissPathParts
 // (the same, keyed by the URL's text as it comes), keying alone before the transport: url-text
 // (reads the URL's text), canonical (CacheKeyPolicy's canonical URL), key (HTTPCache.key(for:));
 // timed (the cache inside a hook that reads the thread's CPU time around each call: it tells
-// where the time goes, and its own clock calls add about 2 % to the ratio), no-write-behind, no-store, no-coalescing,
+// where the time goes, and its own clock calls add about 2 % to the ratio), write-behind, no-store, no-coalescing,
 // noop-hook, timed-noop (the timing hook around a hook that does nothing). --stages wraps both
 // transports in one that time stamps its calls, and splits each side's median into the time
 // before the transport is called, in it, and after it returns.
@@ -52,7 +52,7 @@ var cpuLoad: Int?
 var rounds = 6
 var only: String?  // --cpu: run one of the three alone (for a profile)
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
-let cacheVariants = ["cache", "full", "roomy", "timed", "no-write-behind", "no-store", "no-coalescing"]
+let cacheVariants = ["cache", "full", "roomy", "timed", "write-behind", "no-store", "no-coalescing"]
 let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -196,7 +196,7 @@ struct InstantTransport: Transport {
 // The cached side: the cache and the hooks the variant asks for.
 var configuration = CacheConfiguration()
 configuration.coalescesRequests = variant != "no-coalescing"
-configuration.writesBehind = variant != "no-write-behind"
+configuration.writesBehind = variant == "write-behind"
 /// The storage `variant` asks for (a new one each call).
 func makeStorage(_ variant: String) -> any CacheStorage {
     switch variant {
@@ -291,7 +291,7 @@ if let count = cpuLoad {
             // A fresh cache each round, as ConcurrentLoad makes one.
             var configuration = CacheConfiguration()
             configuration.coalescesRequests = variant != "no-coalescing"
-            configuration.writesBehind = variant != "no-write-behind"
+            configuration.writesBehind = variant == "write-behind"
             let fresh = HTTPCache(storage: makeStorage(variant), configuration: configuration)
             let target: any Transport =
                 switch name {
@@ -383,7 +383,7 @@ for number in 0..<pairs {
         }
     }
 }
-await cache.flush()  // misses are stored just after their answers (write-behind)
+await cache.flush()  // (with --variant write-behind, misses are stored just after their answers)
 precondition(
     !withCache || (cache.statistics.misses >= pairs && (cache.statistics.stores >= pairs || variant == "no-store")),
     "every cached request must be a miss that stores")

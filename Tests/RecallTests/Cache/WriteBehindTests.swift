@@ -34,7 +34,7 @@ struct WriteBehindTests {
 
     @Test("an invalidation after the miss comes after its store: the next GET goes to the origin")
     func invalidationAfterStore() async throws {
-        let h = CacheHarness()
+        let h = harness()
         h.origin("/b", [(200, ["Cache-Control": "max-age=60"], "old"), (200, ["Cache-Control": "max-age=60"], "new")])
         h.origin("/b", method: "POST", [(204, [:], "")])
         let held = Held(try #require(h.cache.writeBehindQueue))
@@ -140,7 +140,7 @@ struct WriteBehindTests {
 
     @Test("back to back, a lone miss stores behind its answer even when the store before it lands while it is fetched")
     func backToBack() async throws {
-        let h = CacheHarness()
+        let h = harness()
         // The second URL's key pends in another stripe than the first's: its lookup does not wait for that store.
         func stripe(_ path: String) -> Int? { h.cache.locator.location(of: h.request(path))?.stripe }
         let second = try #require((0..<64).map { "/b\($0)" }.first { stripe($0) != stripe("/a") })
@@ -187,11 +187,11 @@ struct WriteBehindTests {
         #expect(h.cache.statistics.stores == stores + 1)
     }
 
-    @Test("flush waits for the stores held back; with write-behind off, send returns after the store")
+    @Test("flush waits for the stores held back; with write-behind off (the default), send returns after the store")
     func flushWaits() async throws {
         // (The first miss stores behind its answer; while its store is pending it counts as a
         // fetch under way, so the other two store before theirs.)
-        let h = CacheHarness()
+        let h = harness()
         for path in ["/1", "/2", "/3"] { h.origin(path, [(200, ["Cache-Control": "max-age=60"], path)]) }
         let held = Held(try #require(h.cache.writeBehindQueue))
         defer { held.release() }
@@ -209,9 +209,8 @@ struct WriteBehindTests {
         #expect(h.cache.statistics.stores == 3)
         #expect(h.cache.storage.statistics.count == 3)
 
-        var configuration = CacheConfiguration()
-        configuration.writesBehind = false
-        let strict = CacheHarness(configuration: configuration)
+        // Off (the default): no queue, and the store has landed when send returns.
+        let strict = CacheHarness()
         strict.origin("/s", [(200, ["Cache-Control": "max-age=60"], "s")])
         #expect(strict.cache.writeBehindQueue == nil, "without write-behind there is no queue to store after the answer")
         _ = try await strict.get("/s")
@@ -252,7 +251,7 @@ struct WriteBehindTests {
     @Test("a removal made around the cache while a store is pending (the storage's removeAll, another cache on it) is not undone")
     func removalAroundTheCache() async throws {
         let storage = MemoryStorage()
-        let h = CacheHarness(storage: storage)
+        let h = CacheHarness(configuration: writingBehind(), storage: storage)
         let other = HTTPCache(storage: storage)
         h.origin("/p", [(200, ["Cache-Control": "max-age=60"], "private")])
         h.origin("/q", [(200, ["Cache-Control": "max-age=60"], "q")])
@@ -288,7 +287,7 @@ struct WriteBehindTests {
     @Test("a removal of another URL, in the cache or around it, leaves a pending store alone")
     func otherRemovals() async throws {
         let storage = MemoryStorage()
-        let h = CacheHarness(storage: storage)
+        let h = CacheHarness(configuration: writingBehind(), storage: storage)
         // (Another URL whose key shares no stripe of removal counts with /x's: a removal in its
         // stripe would lawfully refuse /x's store — a lost entry, never a wrong one. Key hashes
         // are seeded per process.)
@@ -313,7 +312,7 @@ struct WriteBehindTests {
 
     @Test("other partitions and Vary variants of the URL are kept by a store made behind the answer")
     func keepsOtherResponses() async throws {
-        let h = CacheHarness()
+        let h = harness()
         h.origin("/v", [(200, ["Cache-Control": "max-age=60", "Vary": "Accept-Language"], "v")])
         _ = try await h.get("/v", headers: ["Accept-Language": "en"])
         _ = try await h.get("/v", headers: ["Accept-Language": "fr"])
@@ -329,7 +328,7 @@ struct WriteBehindTests {
 
     @Test("many tasks missing and hitting the same URLs: every miss is stored once, every later request hits")
     func concurrent() async throws {
-        let h = CacheHarness()
+        let h = harness()
         for index in 0..<20 { h.origin("/c\(index)", [(200, ["Cache-Control": "max-age=60"], "c\(index)")]) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
@@ -375,11 +374,17 @@ private func fresh(_ text: String) -> RecallResponse {
     RecallResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: Data(text.utf8))
 }
 
-/// A cache harness with coalescing on or off.
-private func harness(coalescing: Bool) -> CacheHarness {
+/// A cache harness writing behind (not the default), with coalescing on or off.
+private func harness(coalescing: Bool = true) -> CacheHarness {
+    CacheHarness(configuration: writingBehind(coalescing: coalescing))
+}
+
+/// A configuration that writes behind, with coalescing on or off.
+private func writingBehind(coalescing: Bool = true) -> CacheConfiguration {
     var configuration = CacheConfiguration()
+    configuration.writesBehind = true
     configuration.coalescesRequests = coalescing
-    return CacheHarness(configuration: configuration)
+    return configuration
 }
 
 /// How many requests wait for `path`'s pending store: for its key's write lock.

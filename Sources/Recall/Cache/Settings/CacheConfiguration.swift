@@ -51,7 +51,12 @@ public struct CacheConfiguration: Sendable {
     }
     /// Concurrent misses on one key share one origin request.
     public var coalescesRequests = true
-    /// Over a ``MemoryStorage``, a `GET` with no usable stored response is answered first and
+    /// Off by default: every store is made before its answer. Handing a store to another thread
+    /// wakes that thread, and where that costs the caller more than the store it defers (it did
+    /// on the machine Recall is measured on: docs/benchmarks.md, "Write-behind off by default"),
+    /// writing behind only adds to a miss.
+    ///
+    /// On, over a ``MemoryStorage``, a `GET` with no usable stored response is answered first and
     /// stored just after, off the caller's path (write-behind): the answer is the origin's
     /// response whatever the cache decides. Only a miss that is alone does so: while other
     /// requests of the cache are being fetched (or their stores landing) the
@@ -63,7 +68,7 @@ public struct CacheConfiguration: Sendable {
     /// ``CacheEvent/stored`` event (and any eviction) in its context after `send` returned, and
     /// ``CacheStatistics/stores`` counts it then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
     /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".
-    public var writesBehind = true
+    public var writesBehind = false
     /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it serves
     /// again and again, up to this many bytes per core (256 KiB; a response over a sixteenth of it is
     /// never copied) and one copy per 4 KiB of it (64 to 16,384), and serves their hits from its
