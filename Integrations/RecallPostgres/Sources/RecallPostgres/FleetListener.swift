@@ -159,14 +159,17 @@ final class FleetListener: Sendable {
         // heartbeats, `<id>!<n>`, have neither and are ignored here.)
         guard let separator = payload.firstIndex(where: { $0 == " " || $0 == "#" }), payload[..<separator] != instance.uuidString else { return }
         let rest = String(payload[payload.index(after: separator)...])
-        counters.count { $0.invalidationsReceived += 1 }
-        // A request of this process waiting for another's fetch of this key may look now.
-        fleet.heard(storeNamed: String(payload[separator...]))
+        // The memory tiers drop the key first; then the notice is counted and waiting requests
+        // look. Whoever looks, or sees the count, finds the old copy gone (counted before the
+        // drop, a copy read through after the count could still be dropped under its reader).
         if payload[separator] == "#" {
             // A long key, by its digest: only a key this process may hold is dropped.
             for key in state.withLock({ $0.longKeys.keys(forDigest: rest) }) { await forgetTiers(key) }
         } else {
             await forgetTiers(rest == "*" ? nil : rest)
         }
+        counters.count { $0.invalidationsReceived += 1 }
+        // A request of this process waiting for another's fetch of this key may look now.
+        fleet.heard(storeNamed: String(payload[separator...]))
     }
 }
