@@ -24,7 +24,7 @@ final class RequestCoalescer: Sendable {
     }
 
     /// Keyed with the hash worked out once, outside the lock (a miss's key comes hashed from
-    /// its ``CacheLocator/Location``): the lock is held for a table probe, not for hashing a URL.
+    /// its ``CacheLocator/Location``): its stripe's lock is held for a table probe, not for hashing a URL.
     /// In stripes (``StripedTable``): concurrent misses of different keys rarely share a lock.
     private let flights = StripedTable<Lead>()
     /// How many keys are led: kept beside the table, so that it reads without the lock.
@@ -107,7 +107,8 @@ final class RequestCoalescer: Sendable {
         ended?.flight?.finish()
     }
 
-    /// Waits until every lead started so far has finished.
+    /// Waits until every lead started before this call has finished (one started during it may
+    /// or may not be waited for: the stripes are read one after another, not at one moment).
     func waitForAll() async {
         var led: [InFlight] = []
         flights.forEachStripe { flights in

@@ -120,6 +120,7 @@ struct RequestCoalescerTests {
     func waitForAllStripes() async throws {
         let coalescer = RequestCoalescer()
         let keys = StripedTableTests.keysCoveringEveryStripe()
+        try #require(keys.count == 2 * StripedTable<Int>.stripeCount, "keys for every stripe")
         for key in keys { #expect(coalescer.tryLead(key)) }
         #expect(coalescer.leading == keys.count)
         let returned = Locked(false)

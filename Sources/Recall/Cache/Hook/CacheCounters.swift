@@ -46,7 +46,8 @@ final class CacheCounters: Sendable {
         context.record(.cache(event))
     }
 
-    /// Counts with `update` (what no request's events show: stores, invalidations).
+    /// Counts with `update` (what no request's events show: invalidations; stores are counted
+    /// by ``stored()``).
     func count(_ update: (inout CacheStatistics) -> Void) {
         counts.withLock { update(&$0) }
     }
