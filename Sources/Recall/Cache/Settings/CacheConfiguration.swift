@@ -66,8 +66,8 @@ public struct CacheConfiguration: Sendable {
     /// a removal of the URL made around the cache meanwhile (the storage's `removeAll()`,
     /// another cache on the storage) drops it. A store made behind records the miss's
     /// ``CacheEvent/stored`` event (and any eviction) in its context after `send` returned, and
-    /// ``CacheStatistics/stores`` counts it then; ``HTTPCache/flush()`` waits for the stores begun before it. Off: every store is
-    /// made before the answer, as with other storages. See docs/caching.md, "Write-behind".
+    /// ``CacheStatistics/stores`` counts it then; ``HTTPCache/flush()`` waits for the stores
+    /// begun before it. See docs/caching.md, "Write-behind".
     public var writesBehind = false
     /// Over a ``MemoryStorage``, each processor core keeps copies of the small responses it serves
     /// again and again, up to this many bytes per core (256 KiB; a response over a sixteenth of it is
