@@ -11,8 +11,9 @@ import MissPathParts
 // alternating order (bare, cached, cached, bare, …) to the same origin, so that the server's
 // and the machine's drift affect both sides alike. Every cached request is a miss that stores.
 //
-//   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--keys-only]
-//   (with the default variant, a minimal cache runs in the same rotation: `miss-gap-to-minimal P points`)
+//   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--floor] [--keys-only]
+//   (with a variant that has an HTTPCache, a minimal cache runs in the same rotation: `miss-gap-to-minimal P points`;
+//   with --floor, RFCFloorCache too: `rfc-floor-gap-to-minimal` and `miss-gap-to-rfc-floor`)
 //   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
 //   swift run -c release MissOverhead --cpu N [--rounds R] [--variant V] [--only bare|minimal|variant]
 //
@@ -21,12 +22,15 @@ import MissPathParts
 // Variants: cache (the default: the target's measurement), full (a storage full from the
 // start, so that every store evicts one: memory is reused, as in a cache at its steady state),
 // roomy (a storage that never fills in a run: no store evicts; with --cpu, what eviction costs),
-// minimal (a hook that only keys, reads and writes one table: a floor for any cache), raw-table
+// minimal (a hook that only keys, reads and writes one table: a floor for any cache), rfc-floor
+// (RFCFloorCache: the minimal cache plus RFC 9111's own work on a miss — the request's
+// Cache-Control, the response's caching fields parsed into an entry, the storing rules), raw-table
 // (the same, keyed by the URL's text as it comes), keying alone before the transport: url-text
 // (reads the URL's text), canonical (CacheKeyPolicy's canonical URL), key (HTTPCache.key(for:));
 // timed (the cache inside a hook that reads the thread's CPU time around each call: it tells
 // where the time goes, and its own clock calls add about 2 % to the ratio), write-behind, no-store, no-coalescing,
-// noop-hook, timed-noop (the timing hook around a hook that does nothing). --stages wraps both
+// noop-hook, timed-noop (the timing hook around a hook that does nothing), timed-minimal and
+// timed-floor (the timing hook around MinimalCache, around RFCFloorCache). --stages wraps both
 // transports in one that time stamps its calls, and splits each side's median into the time
 // before the transport is called, in it, and after it returns.
 //
@@ -46,6 +50,7 @@ var pairs = 2000
 var withCache = true
 var variant = "cache"
 var keysOnly = false
+var withFloor = false
 var stages = false
 var cold: (count: Int, thrashMB: Int)?
 var cpuLoad: Int?
@@ -53,7 +58,7 @@ var rounds = 6
 var only: String?  // --cpu: run one of the three alone (for a profile)
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
 let cacheVariants = ["cache", "full", "roomy", "timed", "write-behind", "no-store", "no-coalescing"]
-let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop"]
+let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop", "timed-minimal", "timed-floor", "rfc-floor"]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     if argument == "--pairs", let value = arguments.next().flatMap(Int.init) {
@@ -61,6 +66,8 @@ while let argument = arguments.next() {
     } else if argument == "--no-cache" {
         withCache = false  // the pipeline alone, to separate its cost from the cache's
         variant = "none"
+    } else if argument == "--floor" {
+        withFloor = true  // with the default variant, RFCFloorCache in the rotation too
     } else if argument == "--stages" {
         stages = true  // time stamps around the transport: before it, in it, after it
     } else if argument == "--cold", let value = arguments.next().flatMap(Int.init) {
@@ -80,7 +87,7 @@ while let argument = arguments.next() {
         withCache = cacheVariants.contains(value)
     } else {
         print(
-            "usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--keys-only]"
+            "usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--floor] [--keys-only]"
                 + " [--cold N [--thrash MB]] [--cpu N [--rounds R]]")
         exit(2)
     }
@@ -125,6 +132,9 @@ final class TimedHook: ServiceHook, @unchecked Sendable {
                     try await self.timed(\.success) { try await followUp.onSuccess(response, for: request, context: context) }
                 },
                 onFailure: { error, request, context in try await followUp.onFailure(error, for: request, context: context) }))
+    }
+    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
+        try await timed(\.success) { try await inner.onSuccess(response, for: request, context: context) }
     }
 }
 
@@ -207,17 +217,25 @@ func makeStorage(_ variant: String) -> any CacheStorage {
     }
 }
 let cache = HTTPCache(storage: makeStorage(variant), configuration: configuration)
-let timed = TimedHook(variant == "timed-noop" ? NoopHook() : cache)
+let timedInner: any ServiceHook =
+    switch variant {
+    case "timed-noop": NoopHook()
+    case "timed-minimal": MinimalCache()
+    case "timed-floor": RFCFloorCache()
+    default: cache
+    }
+let timed = TimedHook(timedInner)
 let hooks: [any ServiceHook] =
     switch variant {
     case "none": []
     case "noop-hook": [NoopHook()]
     case "minimal": [MinimalCache()]
+    case "rfc-floor": [RFCFloorCache()]
     case "raw-table": [MinimalCache(key: Keying.urlText)]
     case "url-text": [KeyingHook(key: Keying.urlText)]
     case "canonical": [KeyingHook(key: Keying.canonical)]
     case "key": [KeyingHook(key: Keying.cacheKey)]
-    case "timed", "timed-noop": [timed]
+    case "timed", "timed-noop", "timed-minimal", "timed-floor": [timed]
     default: [cache]
     }
 
@@ -352,21 +370,28 @@ func measure(_ stamps: StampingTransport, _ body: () async throws -> Void) async
 var bareStages: [Stages] = [], cachedStages: [Stages] = []
 // With the default variant, a minimal cache (a key, one locked table read and one write: the floor
 // of any cache) runs in the same rotation, over a transport of its own (issue #55: the gap to it).
-let withMinimal = variant == "cache"
+let withMinimal = cacheVariants.contains(variant) && variant != "timed"
 let minimalStamps = StampingTransport(URLSessionTransport())
 let minimal = Pipeline(transport: minimalStamps.inner, hooks: [MinimalCache()])
 var minimalTimes: [Double] = []
+// With --floor, RFCFloorCache too (the least an RFC 9111 cache does on a miss).
+let withRFCFloor = withMinimal && withFloor
+let floorStamps = StampingTransport(URLSessionTransport())
+let floorHook = RFCFloorCache()
+let floorCache = Pipeline(transport: floorStamps.inner, hooks: [floorHook])
+var floorTimes: [Double] = []
 
 // Warm up both connections.
 for number in 0..<(variant == "full" ? 600 : 200) {
     _ = try await bare.send(URLRequest(url: url("bare", -number - 1)))
     _ = try await cached.send(URLRequest(url: url("cached", -number - 1)))
     if withMinimal { _ = try await minimal.send(URLRequest(url: url("minimal", -number - 1))) }
+    if withRFCFloor { _ = try await floorCache.send(URLRequest(url: url("floor", -number - 1))) }
 }
 var bareTimes: [Double] = [], cachedTimes: [Double] = []
 for number in 0..<pairs {
     // Each side first, second (and third) in turn.
-    let sides = withMinimal ? [0, 1, 2] : [0, 1]
+    let sides = withRFCFloor ? [0, 1, 2, 3] : withMinimal ? [0, 1, 2] : [0, 1]
     for turn in sides.indices {
         switch sides[(turn + number) % sides.count] {
         case 0:
@@ -377,9 +402,12 @@ for number in 0..<pairs {
             let (time, stages) = try await measure(cachedStamps) { _ = try await cached.send(URLRequest(url: url("cached", number))) }
             cachedTimes.append(time)
             cachedStages.append(stages)
-        default:
+        case 2:
             let (time, _) = try await measure(minimalStamps) { _ = try await minimal.send(URLRequest(url: url("minimal", number))) }
             minimalTimes.append(time)
+        default:
+            let (time, _) = try await measure(floorStamps) { _ = try await floorCache.send(URLRequest(url: url("floor", number))) }
+            floorTimes.append(time)
         }
     }
 }
@@ -387,6 +415,7 @@ await cache.flush()  // (with --variant write-behind, misses are stored just aft
 precondition(
     !withCache || (cache.statistics.misses >= pairs && (cache.statistics.stores >= pairs || variant == "no-store")),
     "every cached request must be a miss that stores")
+precondition(!withRFCFloor || floorHook.count >= min(pairs, 10_000) / 2, "the RFC floor must store its misses")
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
@@ -435,6 +464,12 @@ if withMinimal {
     let minimalRatio = percentile(minimalTimes, 0.5) / percentile(bareTimes, 0.5)
     print(String(format: "minimal cache / bare at p50: %.3f (%+.1f %%), same rotation", minimalRatio, (minimalRatio - 1) * 100))
     print(String(format: "miss-gap-to-minimal %.1f points", (ratio - minimalRatio) * 100))
+    if withRFCFloor {
+        let floorRatio = percentile(floorTimes, 0.5) / percentile(bareTimes, 0.5)
+        print(String(format: "rfc-floor cache / bare at p50: %.3f (%+.1f %%), same rotation", floorRatio, (floorRatio - 1) * 100))
+        print(String(format: "rfc-floor-gap-to-minimal %.1f points", (floorRatio - minimalRatio) * 100))
+        print(String(format: "miss-gap-to-rfc-floor %.1f points", (ratio - floorRatio) * 100))
+    }
 }
 if stages {
     print("\nmedians (µs) | before the transport | in it | after it")
