@@ -60,24 +60,31 @@ public final class MinimalCache: ServiceHook, @unchecked Sendable {
 }
 
 /// The least a cache that follows RFC 9111's storing rules does on a miss, over
-/// ``MinimalCache``'s key and table: before the network, the request's `Cache-Control` read (a
-/// `no-store` request is neither looked up nor stored) and a stored entry served only while
-/// fresh; after it, the response made a ``CacheEntry`` (which parses its caching fields:
-/// `Cache-Control`, `Date`, `Age`, `Expires`, `Last-Modified`, `Vary`, `ETag`) and stored when its
-/// status is cacheable by default, its directives allow it and it has a lifetime (`max-age` or
-/// `Expires`). No coalescing, no ordered writes, no partitions, no eviction policy, no
-/// statistics, no validation: a floor for any RFC 9111 cache here, to tell the RFC's own work
-/// on a miss from the rest of `HTTPCache`'s (issue #55).
+/// ``MinimalCache``'s key and table: before the network, a `GET` without `Range` and without a
+/// request `no-store` is looked up (a stored entry served while younger than its `max-age`), and
+/// a miss passed on with a follow-up that carries its key and request time (RFC 9111 §4.2.3 ages
+/// a response from the time its request was sent); after it, the response made a ``CacheEntry``
+/// (which parses its caching fields: `Cache-Control`, `Date`, `Age`, `Expires`, `Last-Modified`,
+/// `Vary`, `ETag`) and stored when its status is cacheable by default (RFC 9110 §15.1, without
+/// `206`), its directives allow it (`no-store`, `Vary: *`) and it has a lifetime (`max-age` or
+/// `Expires`).
+///
+/// Left out, as no miss-and-store needs them: serving by `Age`, `Date`, `Expires` or the request's
+/// freshness directives, `Vary` matching (the request's values are not recorded), validation,
+/// invalidation. Left out as the rest of a cache's work: partitions, coalescing, ordered writes, an
+/// eviction policy, statistics. A floor for an RFC 9111 cache's miss here, to tell the RFC's own
+/// work from the rest of `HTTPCache`'s (issue #55).
 public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
     private let key: @Sendable (URLRequest) -> String?
     private let lock = NSLock()
     private var table: [String: CacheEntry] = [:]
-    /// The statuses RFC 9110 §15.1 calls heuristically cacheable (a response stored with an
-    /// explicit lifetime needs no more here).
-    private static let cacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+    private var stores = 0
+    /// The statuses RFC 9110 §15.1 calls heuristically cacheable, but `206` (a piece is not the
+    /// representation; a response stored with an explicit lifetime needs no more here).
+    private static let cacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
     public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
-    /// How many entries the table holds (a run checks that the floor did store).
-    public var count: Int { lock.withLock { table.count } }
+    /// How many responses it stored (a run checks that the floor did store).
+    public var storeCount: Int { lock.withLock { stores } }
     public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
         .act(action(for: request))
     }
@@ -85,31 +92,40 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
         action(for: request)
     }
     private func action(for request: URLRequest) -> HookAction {
-        guard !CacheDirectives(request.value(forHTTPHeaderField: "Cache-Control")).noStore, let key = key(request),
-            let found = lock.withLock({ table[key] })
-        else { return .proceed(request) }
-        // Fresh while younger than its max-age (the floor keeps no other lifetime).
-        let age = Date().timeIntervalSince(found.responseTime)
-        guard let maxAge = found.cacheControl.maxAge, age < Double(maxAge) else { return .proceed(request) }
-        return .respond(RecallResponse(status: found.status, headers: found.headers, body: found.body, url: found.url, source: .cache))
-    }
-    public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        guard Self.cacheable.contains(response.status), let body = response.body.bytes,
+        guard request.httpMethod ?? "GET" == "GET", request.value(forHTTPHeaderField: "Range") == nil,
             !CacheDirectives(request.value(forHTTPHeaderField: "Cache-Control")).noStore, let key = key(request)
-        else { return response }
+        else { return .proceed(request) }
         let now = Date()
+        if let found = lock.withLock({ table[key] }), let maxAge = found.cacheControl.maxAge,
+            now.timeIntervalSince(found.requestTime) < Double(maxAge)
+        {
+            return .respond(RecallResponse(status: found.status, headers: found.headers, body: found.body, url: found.url, source: .cache))
+        }
+        return .proceedThen(
+            request,
+            HookFollowUp { [self] response, _, _ in
+                store(response, key: key, requestTime: now)
+                return response
+            })
+    }
+    /// Stores `response` under `key` when the storing rules allow it.
+    private func store(_ response: RecallResponse, key: String, requestTime: Date) {
+        guard Self.cacheable.contains(response.status), let body = response.body.bytes else { return }
         let entry = CacheEntry(
-            status: response.status, headers: response.headers, body: body, url: response.url, requestTime: now, responseTime: now)
+            status: response.status, headers: response.headers, body: body, url: response.url, requestTime: requestTime,
+            responseTime: Date())
         let directives = entry.cacheControl
-        guard !directives.noStore, (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty else { return response }
+        guard !directives.noStore, !entry.headers.values(for: "Vary").contains(where: { $0.contains("*") }),
+            (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty
+        else { return }
         let dropped = lock.withLock { () -> [String: CacheEntry] in
             var dropped: [String: CacheEntry] = [:]
             if table.count >= MinimalCache.countLimit { swap(&dropped, &table) }
             table[key] = entry
+            stores += 1
             return dropped
         }
         _ = dropped  // released outside the lock
-        return response
     }
 }
 

@@ -4,16 +4,30 @@ final class InFlight: Sendable {
         var finished = false
         var nextID = 0
         var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// The waiters that only wait for the end (``waitUntilFinished()``): never handed the lead.
+        var watchers: Set<Int> = []
     }
 
     private let state = Locked(State())
 
     /// Waits until ``finish()`` is called, or the waiting task is cancelled (then `false`), or
-    /// ``handOff()`` chose this waiter (then `true`: it leads now).
-    @discardableResult
+    /// ``handOff()`` chose this waiter (then `true`: it leads now, and must finish or hand on).
     func wait() async -> Bool {
+        await wait(mayLead: true)
+    }
+
+    /// Waits until ``finish()`` is called, or the waiting task is cancelled, and is never chosen
+    /// by ``handOff()``: for a task that waits for the flight's end but would not fetch in its
+    /// place (``RequestCoalescer/waitForAll()``: chosen, it would lead nothing and leave the
+    /// followers waiting for good).
+    func waitUntilFinished() async {
+        _ = await wait(mayLead: false)
+    }
+
+    private func wait(mayLead: Bool) async -> Bool {
         let id = state.withLock { state -> Int in
             state.nextID += 1
+            if !mayLead { state.watchers.insert(state.nextID) }
             return state.nextID
         }
         return await withTaskCancellationHandler {
@@ -26,7 +40,10 @@ final class InFlight: Sendable {
                 if resumeNow { continuation.resume(returning: false) }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
+            state.withLock { state in
+                state.watchers.remove(id)
+                return state.waiters.removeValue(forKey: id)
+            }?.resume(returning: false)
         }
     }
 
@@ -37,17 +54,21 @@ final class InFlight: Sendable {
     func finish() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.finished = true
-            defer { state.waiters.removeAll() }
+            defer {
+                state.waiters.removeAll()
+                state.watchers.removeAll()
+            }
             return Array(state.waiters.values)
         }
         waiters.forEach { $0.resume(returning: false) }
     }
 
-    /// Resumes the longest-waiting waiter alone, as the new leader (its ``wait()`` returns
-    /// `true`); the others go on waiting. `false` when nobody waits (or it has finished).
+    /// Resumes the longest-waiting waiter that may lead alone, as the new leader (its
+    /// ``wait()`` returns `true`); the others go on waiting. `false` when no such waiter waits
+    /// (or it has finished).
     func handOff() -> Bool {
         let chosen = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            guard !state.finished, let first = state.waiters.keys.min() else { return nil }
+            guard !state.finished, let first = state.waiters.keys.filter({ !state.watchers.contains($0) }).min() else { return nil }
             return state.waiters.removeValue(forKey: first)
         }
         chosen?.resume(returning: true)

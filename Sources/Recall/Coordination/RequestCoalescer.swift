@@ -115,7 +115,7 @@ final class RequestCoalescer: Sendable {
             for index in flights.values.indices where flights.values[index].flight == nil { flights.values[index].flight = InFlight() }
             led += flights.values.compactMap(\.flight)
         }
-        for flight in led { await flight.wait() }
+        for flight in led { await flight.waitUntilFinished() }  // (never handed a lead it would not take)
     }
 
     /// Requests waiting for a leader right now.

@@ -116,6 +116,36 @@ struct RequestCoalescerTests {
         #expect(coalescer.leading == 0)
     }
 
+    @Test("a lead given up while waitForAll waits on it goes to a follower, never to waitForAll, which waits on for the new leader")
+    func abandonWhileWaitingForAll() async throws {
+        let coalescer = RequestCoalescer()
+        #expect(await coalescer.join("k") == .leader)
+        let returned = Locked(false)
+        let waiter = Task {
+            await coalescer.waitForAll()
+            returned.withLock { $0 = true }
+        }
+        // waitForAll waits first (the longest waiting), then a follower.
+        try await waitUntil("waitForAll waits on the lead") { coalescer.flightWaiters("k") == 1 }
+        let role = Locked<RequestCoalescer.Role?>(nil)
+        let follower = Task {
+            let joined = await coalescer.join("k")
+            role.withLock { $0 = joined }
+        }
+        defer { follower.cancel() }  // (a follower left waiting by a failure stops)
+        try await waitUntil("the follower waits too") { coalescer.flightWaiters("k") == 2 }
+        coalescer.abandon("k")
+        // (Handed to waitForAll, the lead would have no leader: the follower would wait for good.)
+        try await waitUntil("the follower or waitForAll goes on") { role.withLock { $0 } != nil || returned.withLock { $0 } }
+        #expect(role.withLock { $0 } == .leader, "the follower leads in the abandoned leader's place")
+        #expect(!returned.withLock { $0 }, "waitForAll returned while the lead was still open")
+        #expect(coalescer.leading == 1)
+        coalescer.finish("k")
+        await waiter.value
+        #expect(returned.withLock { $0 })
+        #expect(coalescer.leading == 0)
+    }
+
     @Test("waitForAll waits on the leads of every stripe of the table: it returns after the last one finishes")
     func waitForAllStripes() async throws {
         let coalescer = RequestCoalescer()
