@@ -32,6 +32,15 @@ public final class MinimalCache: ServiceHook, @unchecked Sendable {
     private var table: [String: RecallResponse] = [:]
     /// As many responses as ``MemoryStorage``'s default count limit.
     static let countLimit = 10_000
+    /// Puts `value` into `table` under `key`, emptying it first when it holds ``countLimit``
+    /// (bounded as a cache is, by emptying: a table that only grew would measure page faults);
+    /// answers what it emptied, for the caller to release outside its lock.
+    static func insert<Value>(_ value: Value, for key: String, into table: inout [String: Value]) -> [String: Value] {
+        var dropped: [String: Value] = [:]
+        if table.count >= countLimit { swap(&dropped, &table) }
+        table[key] = value
+        return dropped
+    }
     public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
     public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
         .act(action(for: request))
@@ -46,13 +55,7 @@ public final class MinimalCache: ServiceHook, @unchecked Sendable {
     }
     public func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
         if let key = key(request) {
-            // (Bounded as a cache is, by emptying: a table that only grew would measure page faults.)
-            let dropped = lock.withLock { () -> [String: RecallResponse] in
-                var dropped: [String: RecallResponse] = [:]
-                if table.count >= Self.countLimit { swap(&dropped, &table) }
-                table[key] = response
-                return dropped
-            }
+            let dropped = lock.withLock { Self.insert(response, for: key, into: &table) }
             _ = dropped  // released outside the lock
         }
         return response
@@ -119,11 +122,8 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
             (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty
         else { return }
         let dropped = lock.withLock { () -> [String: CacheEntry] in
-            var dropped: [String: CacheEntry] = [:]
-            if table.count >= MinimalCache.countLimit { swap(&dropped, &table) }
-            table[key] = entry
             stores += 1
-            return dropped
+            return MinimalCache.insert(entry, for: key, into: &table)
         }
         _ = dropped  // released outside the lock
     }

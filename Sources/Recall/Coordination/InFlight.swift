@@ -3,9 +3,14 @@ final class InFlight: Sendable {
     private struct State {
         var finished = false
         var nextID = 0
-        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
-        /// The waiters that only wait for the end (``waitUntilFinished()``): never handed the lead.
-        var watchers: Set<Int> = []
+        var waiters: [Int: Waiter] = [:]
+    }
+
+    private struct Waiter {
+        let continuation: CheckedContinuation<Bool, Never>
+        /// Whether ``handOff()`` may choose it (not a task that only waits for the end,
+        /// ``waitUntilFinished()``).
+        let mayLead: Bool
     }
 
     private let state = Locked(State())
@@ -27,23 +32,19 @@ final class InFlight: Sendable {
     private func wait(mayLead: Bool) async -> Bool {
         let id = state.withLock { state -> Int in
             state.nextID += 1
-            if !mayLead { state.watchers.insert(state.nextID) }
             return state.nextID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
                     if state.finished || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
+                    state.waiters[id] = Waiter(continuation: continuation, mayLead: mayLead)
                     return false
                 }
                 if resumeNow { continuation.resume(returning: false) }
             }
         } onCancel: {
-            state.withLock { state in
-                state.watchers.remove(id)
-                return state.waiters.removeValue(forKey: id)
-            }?.resume(returning: false)
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
         }
     }
 
@@ -54,11 +55,8 @@ final class InFlight: Sendable {
     func finish() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.finished = true
-            defer {
-                state.waiters.removeAll()
-                state.watchers.removeAll()
-            }
-            return Array(state.waiters.values)
+            defer { state.waiters.removeAll() }
+            return state.waiters.values.map(\.continuation)
         }
         waiters.forEach { $0.resume(returning: false) }
     }
@@ -68,8 +66,8 @@ final class InFlight: Sendable {
     /// (or it has finished).
     func handOff() -> Bool {
         let chosen = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            guard !state.finished, let first = state.waiters.keys.filter({ !state.watchers.contains($0) }).min() else { return nil }
-            return state.waiters.removeValue(forKey: first)
+            guard !state.finished, let first = state.waiters.lazy.filter(\.value.mayLead).map(\.key).min() else { return nil }
+            return state.waiters.removeValue(forKey: first)?.continuation
         }
         chosen?.resume(returning: true)
         return chosen != nil
