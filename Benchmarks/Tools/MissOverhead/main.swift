@@ -379,14 +379,14 @@ var bareStages: [Stages] = [], cachedStages: [Stages] = []
 // over a transport of its own (issue #55: the gap to it).
 let withMinimal = cacheVariants.contains(variant) && variant != "timed"
 let minimalStamps = StampingTransport(URLSessionTransport())
-let minimal = Pipeline(transport: minimalStamps.inner, hooks: [MinimalCache()])
-var minimalTimes: [Double] = []
+let minimal = Pipeline(transport: stages ? minimalStamps : minimalStamps.inner, hooks: [MinimalCache()])
+var minimalTimes: [Double] = [], minimalStages: [Stages] = []
 // With --floor, RFCFloorCache too (the least an RFC 9111 cache does on a miss).
 let withRFCFloor = withMinimal && withFloor
 let floorStamps = StampingTransport(URLSessionTransport())
 let floorHook = RFCFloorCache()
-let floorCache = Pipeline(transport: floorStamps.inner, hooks: [floorHook])
-var floorTimes: [Double] = []
+let floorCache = Pipeline(transport: stages ? floorStamps : floorStamps.inner, hooks: [floorHook])
+var floorTimes: [Double] = [], floorStages: [Stages] = []
 
 // Warm up every side's connection.
 for number in 0..<(variant == "full" ? 600 : 200) {
@@ -412,11 +412,13 @@ for number in 0..<pairs {
             cachedTimes.append(time)
             cachedStages.append(stages)
         case 2:
-            let (time, _) = try await measure(minimalStamps) { _ = try await minimal.send(URLRequest(url: url("minimal", number))) }
+            let (time, stages) = try await measure(minimalStamps) { _ = try await minimal.send(URLRequest(url: url("minimal", number))) }
             minimalTimes.append(time)
+            minimalStages.append(stages)
         default:
-            let (time, _) = try await measure(floorStamps) { _ = try await floorCache.send(URLRequest(url: url("floor", number))) }
+            let (time, stages) = try await measure(floorStamps) { _ = try await floorCache.send(URLRequest(url: url("floor", number))) }
             floorTimes.append(time)
+            floorStages.append(stages)
         }
     }
 }
@@ -483,7 +485,8 @@ if withMinimal {
 if stages {
     print("\nmedians (µs) | before the transport | in it | after it")
     print("|---|---|---|---|")
-    for (name, times) in [("bare", bareStages), ("pipeline", cachedStages)] {
+    let sides = [("bare", bareStages), ("pipeline", cachedStages), ("minimal", minimalStages), ("rfc-floor", floorStages)]
+    for (name, times) in sides where !times.isEmpty {
         print(
             String(
                 format: "| %@ | %.1f | %.1f | %.1f |", name, percentile(times.map(\.before), 0.5),

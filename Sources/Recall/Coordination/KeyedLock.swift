@@ -6,8 +6,11 @@ final class KeyedLock: Sendable {
     /// The keys held, each with the tasks waiting for it.
     /// Keyed with the hash worked out once, outside the lock (the cache passes the hash its
     /// ``CacheLocator/Location`` carries; a `String` key is hashed before the lock is taken).
-    /// In stripes (``StripedTable``): stores of different keys rarely share a lock.
-    private let held = StripedTable<[CheckedContinuation<Void, Never>]>()
+    /// In stripes (``StripedTable``): stores of different keys rarely share a lock. Unsafe
+    /// continuations (a pointer each): every store unlocks, and an optional checked continuation
+    /// is copied through generic value witnesses; each waiter here is resumed exactly once, by
+    /// the ``unlock(_:)`` that hands it the lock (or at once, when the key came free meanwhile).
+    private let held = StripedTable<[UnsafeContinuation<Void, Never>]>()
 
     /// Takes the lock of `key`, waiting while another task holds it. Pair with ``unlock(_:)``.
     func lock(_ key: HashedKey) async {
@@ -45,7 +48,7 @@ final class KeyedLock: Sendable {
 
     /// Releases the lock of `key`, handing it to the first waiter if there is one.
     func unlock(_ key: HashedKey) {
-        let next = held.withLock(key) { held -> CheckedContinuation<Void, Never>? in
+        let next = held.withLock(key) { held -> UnsafeContinuation<Void, Never>? in
             // One probe when nobody waits (the usual case): the key leaves the table.
             guard var waiters = held.removeValue(forKey: key), !waiters.isEmpty else { return nil }
             let first = waiters.removeFirst()
@@ -56,7 +59,7 @@ final class KeyedLock: Sendable {
     }
 
     private func wait(for key: HashedKey) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let takenNow = held.withLock(key) { held -> Bool in
                 guard held[key] != nil else {
                     held[key] = []

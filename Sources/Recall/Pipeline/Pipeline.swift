@@ -134,12 +134,13 @@ public struct Pipeline: Transport {
         decided: HookDecision? = nil
     ) async throws -> RecallResponse {
         guard index < hooks.count else { return try await attempt(request, context: context) }
-        let hook = hooks[index]
+        // (The hook read where it is called, not copied first: a hook that decided already, as a
+        // cache's miss has, is not called again here.)
         let action: HookAction
-        switch decided ?? hook.decide(request, context: context) {
+        switch decided ?? hooks[index].decide(request, context: context) {
         case .act(let decided): action = decided
         case .suspend(let suspension): action = try await suspension.resume()
-        case .callOnSchedule: action = try await hook.onSchedule(request, context: context)
+        case .callOnSchedule: action = try await hooks[index].onSchedule(request, context: context)
         }
         switch action {
         case .respond(let response):

@@ -125,20 +125,21 @@ public final class RecallContext: Sendable {
 
     /// The value stored under `key`, if any.
     public subscript<Key: ContextKey>(key: Key.Type) -> Key.Value? {
-        get { state.withLock { $0.value(ObjectIdentifier(key)) as? Key.Value } }
+        // (Cast only what is there: `nil as? Value` still calls the runtime's dynamic cast.)
+        get { state.withLock { $0.value(ObjectIdentifier(key)) }.flatMap { $0 as? Key.Value } }
         set { state.withLock { $0.setValue(newValue, ObjectIdentifier(key)) } }
     }
 
     /// The value one hook instance keeps in `slot` for this request, if any.
     public subscript<Value>(slot: ContextSlot<Value>) -> Value? {
-        get { state.withLock { $0.value(slot.id) as? Value } }
+        get { state.withLock { $0.value(slot.id) }.flatMap { $0 as? Value } }
         set { state.withLock { $0.setValue(newValue, slot.id) } }
     }
 
     /// The value in `slot`, removed from it.
     public func take<Value>(_ slot: ContextSlot<Value>) -> Value? {
         state.withLock { state in
-            let value = state.value(slot.id) as? Value
+            let value = state.value(slot.id).flatMap { $0 as? Value }
             if value != nil { state.setValue(nil, slot.id) }
             return value
         }

@@ -95,6 +95,22 @@ struct StorageTests {
         #expect(policy.victim() == "c")
     }
 
+    @Test("S3-FIFO: a key inserted again while tracked keeps its place and its reads, with its new size")
+    func s3fifoReinsert() {
+        var policy = S3FIFOPolicy()
+        for key in ["a", "b", "c"] { policy.recordInsert(key, size: 1) }
+        policy.recordAccess("a")
+        policy.recordInsert("a", size: 5)  // replaced: neither a new key nor moved to the back
+        // "a" was read while in the small queue: promoted, not evicted; "b" goes first.
+        #expect(policy.victim() == "b")
+        policy.recordRemoval("b")
+        #expect(policy.victim() == "c")
+        policy.recordRemoval("c")
+        #expect(policy.victim() == "a")
+        policy.recordRemoval("a")
+        #expect(policy.victim() == nil)
+    }
+
     @Test("S3-FIFO: Recall's sizes by default, the paper's on request, nonsense clamped")
     func s3fifoParameters() {
         let defaults = S3FIFOPolicy()

@@ -146,7 +146,7 @@ package struct CacheRules: Sendable {
         if facts.varyNames.contains("*") { return false }
         // (A Content-Length that is not one length this cache takes — `+5`, `5,6`, 19 digits —
         // frames nothing it could check a stored body against: never stored.)
-        if ContentLength(response.headers) == .invalid { return false }
+        if facts.contentLength == .invalid { return false }
         let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
         guard headerBytes <= configuration.maxHeaderBytes, response.headers.count <= configuration.maxHeaderFields else { return false }
         guard mayKeep(directives, for: request) else { return false }
@@ -172,6 +172,9 @@ package struct CacheRules: Sendable {
     /// `headers` without the fields that are never stored: ``unstoredFields`` (but the
     /// ``userFields`` in a cache for one user or a shared one) and the fields named by `Connection`.
     package func storedHeaders(_ headers: HeaderFields) -> HeaderFields {
+        // (Most responses have no field to drop, nor a `Connection` field naming others: each name
+        // is ruled out by its length, one bit, before anything is lowercased or collected.)
+        guard headers.contains(where: { Self.hasUnstoredLength($0.name) }) else { return headers }
         let named = Set(headers.values(for: "Connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
         let storesUserFields = configuration.audience != .manyUsers
         func isUnstored(_ lowercased: String) -> Bool {
@@ -179,14 +182,21 @@ package struct CacheRules: Sendable {
         }
         func unstored(_ name: String) -> Bool {
             // Most names are ruled out by their length, without lowercasing them.
-            (Self.unstoredLengths.contains(name.utf8.count) && isUnstored(name.lowercased()))
+            (Self.hasUnstoredLength(name) && isUnstored(name.lowercased()))
                 || (!named.isEmpty && named.contains(name.lowercased()))
         }
         guard headers.contains(where: { unstored($0.name) }) else { return headers }
         return HeaderFields(headers.filter { !unstored($0.name) })
     }
 
-    private static let unstoredLengths = Set(unstoredFields.map(\.utf8.count))
+    /// A bit for each length of a name in ``unstoredFields`` (`Connection` among them).
+    private static let unstoredLengths: UInt64 = unstoredFields.reduce(0) { $0 | 1 << $1.utf8.count }
+
+    /// Whether `name` is as long as a name of ``unstoredFields``.
+    private static func hasUnstoredLength(_ name: String) -> Bool {
+        let length = name.utf8.count
+        return length < 64 && unstoredLengths & 1 << length != 0
+    }
 
     // MARK: Age and freshness
 

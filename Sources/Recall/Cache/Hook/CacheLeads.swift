@@ -7,6 +7,9 @@ import Synchronization
 final class CacheLeads: Sendable {
     /// Shares misses with the other processes on the same storage, when given.
     let coordinator: (any FetchCoordinator)?
+    /// Whether there is a ``coordinator`` (read on every miss: a Bool, not a copy of the
+    /// existential to compare with `nil`).
+    private let hasCoordinator: Bool
     private let flights = RequestCoalescer()
     private let refreshes = RequestCoalescer()
     /// Origin requests under way that lead no shared miss (``CacheRequestState/Lead/alone``).
@@ -26,6 +29,7 @@ final class CacheLeads: Sendable {
     /// the cache writes behind, and asks ``othersFetching(besides:since:)``.
     init(coordinator: (any FetchCoordinator)?, countsFetchEvents: Bool = false) {
         self.coordinator = coordinator
+        self.hasCoordinator = coordinator != nil
         self.countsFetchEvents = countsFetchEvents
     }
 
@@ -40,7 +44,7 @@ final class CacheLeads: Sendable {
     /// Leads the miss of `flightKey` without suspending, when nobody leads it yet and no other
     /// process is to be asked: `nil` when it must ``share(_:decided:changed:fetchName:coalesced:look:)``.
     func leadWithoutSuspending(_ flightKey: HashedKey) -> CacheRequestState.Lead? {
-        guard coordinator == nil, flights.tryLead(flightKey) else { return nil }
+        guard !hasCoordinator, flights.tryLead(flightKey) else { return nil }
         return .flight(flightKey, claim: nil)
     }
 

@@ -125,7 +125,7 @@ extension HTTPCache {
     /// other process to ask, a miss nobody leads yet is led without suspending; else it waits,
     /// to ``coalesce(_:flightKey:record:before:writesBefore:_:context:)`` once suspended.
     private func lead(
-        _ scheduling: CacheScheduling, record: CacheRecord?, before: CacheStrategy.Before, writesBefore: UInt64,
+        _ scheduling: CacheScheduling, record: CacheRecord?, before: consuming CacheStrategy.Before, writesBefore: UInt64,
         _ request: URLRequest, context: RecallContext
     ) -> Step {
         let key = scheduling.location.key
@@ -138,11 +138,12 @@ extension HTTPCache {
         }
         // Another leader may have stored the entry between our lookup and our lead (read after
         // the lead is taken: a store that lands before it shows in the write count).
-        var (record, before) = (record, before)
-        if writer.writes != writesBefore {
-            record = memory.current(key)
-            before = strategy.before(request, scheduling, record: record)
+        guard writer.writes == writesBefore else {
+            let stored = memory.current(key)
+            return .act(
+                act(on: strategy.before(request, scheduling, record: stored), request: request, scheduling, record: stored, lead: lead, context: context))
         }
+        // (The decision moved on, not copied: a copy retains each of its parts.)
         return .act(act(on: before, request: request, scheduling, record: record, lead: lead, context: context))
     }
 

@@ -60,15 +60,17 @@ public struct S3FIFOPolicy: EvictionPolicy {
     /// Tracks a new key (into the main queue if the ghost remembers it) or a replaced one.
     public mutating func recordInsert(_ text: String, size: Int) {
         let key = HashedKey(text)
-        if let index = entries.index(forKey: key) {
-            adjust(entries.values[index].queue, by: size - entries.values[index].size)
-            entries.values[index].size = size
+        // One probe of the table for a new key (a store's usual case: a storage removes the key
+        // it replaces first); a key tracked already gets its entry back with the new size. (The
+        // ghost is asked first either way: it holds no tracked key's hash, but by collision.)
+        nextGeneration += 1
+        let queue: Queue = ghost.forget(key.hash, limit: ghostLimit) ? .main : .small
+        if var tracked = entries.updateValue(Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration), forKey: key) {
+            adjust(tracked.queue, by: size - tracked.size)
+            tracked.size = size
+            entries[key] = tracked
             return
         }
-        nextGeneration += 1
-        let fromGhost = ghost.forget(key.hash, limit: ghostLimit)
-        let queue: Queue = fromGhost ? .main : .small
-        entries[key] = Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration)
         push(key, to: queue, generation: nextGeneration)
         adjust(queue, by: size)
     }

@@ -66,7 +66,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
     var bodyMatchesDeclaredLength: Bool {
         // (One pass over the fields when they agree, as nearly all do; the rules of
         // `declaredLength` only for a body of another length.)
-        guard status != 206, storage.storedBody == nil, case .length(let declared) = ContentLength(headers), declared != body.count else {
+        guard status != 206, storage.storedBody == nil, case .length(let declared) = facts.contentLength, declared != body.count else {
             return true
         }
         return ResponseBody.declaredLength(status: status, headers: headers, requestMethod: nil) == nil
@@ -217,6 +217,8 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         let lastModified: String?
         /// Whether an `Age` field is stored (the rare case: a hit then replaces it, else appends one).
         let hasAge: Bool
+        /// The `Content-Length` (read in the same pass: a miss's storing rules and its store both ask).
+        let contentLength: ContentLength
 
         init(_ headers: HeaderFields) {
             // One pass over the fields (every record read from a byte store is parsed anew):
@@ -227,6 +229,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             // directives), so only a second one makes a list.
             var cacheControl: String?, date: String?, age: String?, modified: String?, vary: String?, etag: String?
             var expires: [String] = [], moreCacheControl: [String] = []
+            var contentLength = ContentLength.Reader()
             func join(_ value: String, to joined: inout String?) { joined = joined.map { $0 + ", " + value } ?? value }
             for field in headers.fields {
                 let name = field.name
@@ -240,6 +243,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
                 case 13 where named("Cache-Control"):
                     if cacheControl == nil { cacheControl = field.value } else { moreCacheControl.append(field.value) }
                 case 13 where named("Last-Modified"): join(field.value, to: &modified)
+                case 14 where named("Content-Length"): contentLength.read(field.value)
                 default: break
                 }
             }
@@ -252,6 +256,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             varyNames = vary.map(Self.varyNames) ?? []
             self.etag = etag
             hasAge = age != nil
+            self.contentLength = contentLength.length
         }
 
         /// The `Age` of the `Age` field values (RFC 9111 §5.1): the first member when the field is
