@@ -31,9 +31,9 @@ import MissPathParts
 // timed (the cache inside a hook that reads the thread's CPU time around each call: it tells
 // where the time goes, and its own clock calls add about 2 % to the ratio), write-behind, no-store, no-coalescing,
 // noop-hook, timed-noop (the timing hook around a hook that does nothing), timed-minimal and
-// timed-floor (the timing hook around MinimalCache, around RFCFloorCache). --stages wraps both
-// transports in one that time stamps its calls, and splits each side's median into the time
-// before the transport is called, in it, and after it returns.
+// timed-floor (the timing hook around MinimalCache, around RFCFloorCache). --stages wraps every
+// side's transport in one that time stamps its calls, and splits each side's median into the
+// time before the transport is called, in it, and after it returns.
 //
 // --cold N times N misses in-process instead, through a transport that answers at once, each
 // after writing over MB megabytes (4 by default) so that the core's caches hold something else,
