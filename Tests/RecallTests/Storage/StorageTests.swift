@@ -1,5 +1,5 @@
 import Foundation
-import Recall
+@testable import Recall
 import Testing
 #if canImport(Glibc)
     import Glibc
@@ -101,12 +101,17 @@ struct StorageTests {
 
     @Test("S3-FIFO: a key inserted again while tracked keeps its place and its reads, with its new size")
     func s3fifoReinsert() {
-        var policy = S3FIFOPolicy()
-        for key in ["a", "b", "c"] { policy.recordInsert(key, size: 1) }
-        policy.recordAccess("a")
-        policy.recordInsert("a", size: 5)  // replaced: neither a new key nor moved to the back
-        // "a" was read while in the small queue: promoted, not evicted; "b" goes first.
-        #expect(Self.evictionOrder(&policy) == ["b", "c", "a"])
+        var unread = S3FIFOPolicy()
+        for key in ["a", "b", "c"] { unread.recordInsert(key, size: 1) }
+        unread.recordInsert("a", size: 5)  // replaced: neither a new key nor moved to the back
+        #expect(unread.queuedCount == 3)  // (not queued twice)
+        #expect(Self.evictionOrder(&unread) == ["a", "b", "c"])
+        var read = S3FIFOPolicy()
+        for key in ["a", "b", "c"] { read.recordInsert(key, size: 1) }
+        read.recordAccess("a")
+        read.recordInsert("a", size: 5)
+        // "a" keeps its read: promoted when its turn comes, not evicted; "b" goes first.
+        #expect(Self.evictionOrder(&read) == ["b", "c", "a"])
     }
 
     @Test("S3-FIFO: Recall's sizes by default, the paper's on request, nonsense clamped")

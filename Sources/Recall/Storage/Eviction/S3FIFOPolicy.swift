@@ -62,7 +62,8 @@ public struct S3FIFOPolicy: EvictionPolicy {
         let key = HashedKey(text)
         // One probe of the table for a new key (a store's usual case: a storage removes the key
         // it replaces first); a key tracked already gets its entry back with the new size. (The
-        // ghost is asked first either way: it holds no tracked key's hash, but by collision.)
+        // ghost is asked first either way: a tracked key's hash is there only by a collision or
+        // as an aged-out slot, and forgetting it then costs nothing but that slot.)
         nextGeneration += 1
         let queue: Queue = ghost.forget(key.hash, limit: ghostLimit) ? .main : .small
         if var tracked = entries.updateValue(Entry(queue: queue, frequency: 0, size: size, generation: nextGeneration), forKey: key) {
