@@ -37,4 +37,21 @@ struct ContextSlotTests {
         #expect(context[third] == "three")
         #expect(context[Shared.self] == "key")
     }
+
+    @Test("a context's events come back in the order recorded, inline or beyond, and an absent optional value reads nil")
+    func eventsInOrder() {
+        let context = RecallContext(originalRequest: URLRequest(url: URL(string: "https://example.com")!))
+        #expect(context.events.isEmpty)
+        var recorded: [RecallEvent] = []
+        for number in 1...7 {
+            let event: RecallEvent = number.isMultiple(of: 2) ? .cache(.evicted(count: number)) : .attemptStarted(number: number)
+            context.record(event)
+            recorded.append(event)
+            #expect(context.events == recorded)  // (one to four kept inline, the rest after them)
+        }
+        let optional = ContextSlot<Int?>()
+        #expect(context[optional] == nil)  // nothing stored: nil, not a stored nil
+        context[optional] = .some(nil)
+        #expect(context[optional] == .some(nil))
+    }
 }
