@@ -19,8 +19,10 @@ public final class RecallContext: Sendable {
     private struct State {
         var attempts = 0
         var lastSentRequest: URLRequest?
-        /// The events so far (a hit's one, a miss's three or four, without an array).
-        var events = RequestEvents()
+        /// The first event, kept inline: a cache hit records one event and allocates no array.
+        var firstEvent: RecallEvent?
+        /// The events after the first.
+        var laterEvents: [RecallEvent] = []
         /// Values filed under ``ContextKey`` types and ``ContextSlot``s. The first is kept
         /// inline: a request through one stateful hook (a cache's miss) allocates no table.
         var firstValue: (id: ObjectIdentifier, value: any Sendable)?
@@ -38,6 +40,17 @@ public final class RecallContext: Sendable {
             } else {
                 values[id] = value
             }
+        }
+
+        mutating func append(_ event: RecallEvent) {
+            guard firstEvent != nil else {
+                firstEvent = event
+                return
+            }
+            // (Room for a miss's events at once — its attempt, its store, an eviction — not
+            // one allocation per event as the array grows.)
+            if laterEvents.isEmpty { laterEvents.reserveCapacity(4) }
+            laterEvents.append(event)
         }
     }
 
@@ -68,12 +81,12 @@ public final class RecallContext: Sendable {
 
     /// Every event recorded for this request so far, in order.
     public var events: [RecallEvent] {
-        state.withLock { $0.events.all }
+        state.withLock { state in state.firstEvent.map { [$0] + state.laterEvents } ?? [] }
     }
 
     /// Records `event` and tells the observer.
     public func record(_ event: RecallEvent) {
-        state.withLock { $0.events.append(event) }
+        state.withLock { $0.append(event) }
         observer?(event, self)
     }
 
@@ -94,7 +107,7 @@ public final class RecallContext: Sendable {
         let number = state.withLock { state in
             state.attempts += 1
             state.lastSentRequest = request
-            state.events.append(.attemptStarted(number: state.attempts))
+            state.append(.attemptStarted(number: state.attempts))
             return state.attempts
         }
         observer?(.attemptStarted(number: number), self)

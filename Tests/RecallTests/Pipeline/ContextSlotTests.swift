@@ -47,7 +47,7 @@ struct ContextSlotTests {
             let event: RecallEvent = number.isMultiple(of: 2) ? .cache(.evicted(count: number)) : .attemptStarted(number: number)
             context.record(event)
             recorded.append(event)
-            #expect(context.events == recorded)  // (one to four kept inline, the rest after them)
+            #expect(context.events == recorded)  // (the first kept inline, the rest after it)
         }
         let optional = ContextSlot<Int?>()
         #expect(context[optional] == nil)  // nothing stored: nil, not a stored nil
