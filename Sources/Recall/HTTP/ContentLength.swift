@@ -6,7 +6,7 @@
 /// (`5,6`) make the framing invalid. A number of more than ``maxDigits`` digits is beyond any
 /// storage (and near `Int.max` a sum with it would trap): it is refused too, never converted.
 /// A response whose field is ``invalid`` is never stored, and its body is not checked against it.
-enum ContentLength: Hashable, Sendable {
+enum ContentLength: Equatable, Sendable {
     /// No `Content-Length` field.
     case absent
     /// One length, at most ``maxDigits`` digits.
@@ -19,53 +19,40 @@ enum ContentLength: Hashable, Sendable {
     /// lengths and record overheads never come near `Int.max` (about 9.2 × 10^18).
     static let maxDigits = 18
 
-    /// The `Content-Length` of `headers`. (Read in place: a list split into an array would
-    /// allocate once each time.)
+    /// The `Content-Length` of `headers`: their values joined, as ``init(joined:)`` reads them
+    /// (read in place: one field, as nearly always, makes no new string).
     init(_ headers: HeaderFields) {
-        var reader = Reader()
+        var joined: String?
         for field in headers where field.name.utf8.count == 14 && HeaderFields.namesEqual(field.name, "Content-Length") {
-            reader.read(field.value)
+            joined = joined.map { $0 + "," + field.value } ?? field.value
         }
-        self = reader.length
+        self.init(joined: joined)
     }
 
-    /// Reads the values of `Content-Length` fields one at a time, as a pass over a message's
-    /// fields meets them (``CacheEntry``'s facts read it in their own pass).
-    struct Reader {
-        private var found: Int?
-        private var present = false
-        private var invalid = false
-
-        /// Reads one field's value: a list of identical lengths is one length.
-        mutating func read(_ value: String) {
-            present = true
-            guard !invalid else { return }
-            var value = value
-            var found = self.found
-            let valid = value.withUTF8 { bytes -> Bool in
-                // (Empty members of a list are ignored, RFC 9110 §5.6.1: `5,` and `, 5` are `5`.)
-                var start = 0
-                while start <= bytes.count {
-                    var end = start
-                    while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
-                    let member = UnsafeBufferPointer(rebasing: bytes[start..<end])
-                    if member.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
-                        guard let length = ContentLength.number(member), found == nil || found == length else { return false }
-                        found = length
-                    }
-                    start = end + 1
+    /// The `Content-Length` of a message whose `Content-Length` fields' values, joined with
+    /// commas (RFC 9110 §5.3: the fields read as one list), are `value`; `nil`: no such field.
+    init(joined value: String?) {
+        guard var value else {
+            self = .absent
+            return
+        }
+        var found: Int?
+        let valid = value.withUTF8 { bytes -> Bool in
+            // (Empty members of a list are ignored, RFC 9110 §5.6.1: `5,` and `, 5` are `5`.)
+            var start = 0
+            while start <= bytes.count {
+                var end = start
+                while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                let member = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                if member.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
+                    guard let length = Self.number(member), found == nil || found == length else { return false }
+                    found = length
                 }
-                return true
+                start = end + 1
             }
-            self.found = found
-            invalid = !valid
+            return true
         }
-
-        /// What the values read make: no field, one length, or invalid framing.
-        var length: ContentLength {
-            guard !invalid else { return .invalid }
-            return found.map { .length($0) } ?? (present ? .invalid : .absent)
-        }
+        self = valid ? found.map { .length($0) } ?? .invalid : .invalid
     }
 
     /// The length, when there is one valid length.
@@ -75,7 +62,7 @@ enum ContentLength: Hashable, Sendable {
     }
 
     /// `1*DIGIT` between optional whitespace, at most ``maxDigits`` digits, or `nil`.
-    fileprivate static func number(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    private static func number(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         func isOWS(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
         guard let start = bytes.firstIndex(where: { !isOWS($0) }), let end = bytes.lastIndex(where: { !isOWS($0) }) else { return nil }
         let digits = bytes[start...end]

@@ -217,8 +217,12 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
         let lastModified: String?
         /// Whether an `Age` field is stored (the rare case: a hit then replaces it, else appends one).
         let hasAge: Bool
-        /// The `Content-Length` (read in the same pass: a miss's storing rules and its store both ask).
-        let contentLength: ContentLength
+        /// The `Content-Length` fields' values, joined (found in the same pass: a miss's storing
+        /// rules and its store both ask, and a hit does not parse them).
+        private let contentLengthValue: String?
+
+        /// The `Content-Length` (``ContentLength/init(joined:)``).
+        var contentLength: ContentLength { ContentLength(joined: contentLengthValue) }
 
         init(_ headers: HeaderFields) {
             // One pass over the fields (every record read from a byte store is parsed anew):
@@ -228,8 +232,8 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             // each on its own (an unclosed quote in one must not swallow the next one's
             // directives), so only a second one makes a list.
             var cacheControl: String?, date: String?, age: String?, modified: String?, vary: String?, etag: String?
+            var contentLength: String?
             var expires: [String] = [], moreCacheControl: [String] = []
-            var contentLength = ContentLength.Reader()
             func join(_ value: String, to joined: inout String?) { joined = joined.map { $0 + ", " + value } ?? value }
             for field in headers.fields {
                 let name = field.name
@@ -243,7 +247,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
                 case 13 where named("Cache-Control"):
                     if cacheControl == nil { cacheControl = field.value } else { moreCacheControl.append(field.value) }
                 case 13 where named("Last-Modified"): join(field.value, to: &modified)
-                case 14 where named("Content-Length"): contentLength.read(field.value)
+                case 14 where named("Content-Length"): join(field.value, to: &contentLength)
                 default: break
                 }
             }
@@ -256,7 +260,7 @@ public struct CacheEntry: Sendable, Hashable, CustomReflectable {
             varyNames = vary.map(Self.varyNames) ?? []
             self.etag = etag
             hasAge = age != nil
-            self.contentLength = contentLength.length
+            contentLengthValue = contentLength
         }
 
         /// The `Age` of the `Age` field values (RFC 9111 §5.1): the first member when the field is
