@@ -16,6 +16,7 @@ import MissPathParts
 //   P points`; with --floor, RFCFloorCache too: `rfc-floor-gap-to-minimal` and `miss-gap-to-rfc-floor`; the sides
 //   take every order in turn)
 //   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
+//   swift run -c release MissOverhead --cold N [--thrash MB] --features
 //   swift run -c release MissOverhead --cpu N [--rounds R] [--variant V] [--only bare|minimal|variant]
 //
 // The last line gives the ratio of the medians, with a 95 % bootstrap interval of it.
@@ -39,6 +40,10 @@ import MissPathParts
 // after writing over MB megabytes (4 by default) so that the core's caches hold something else,
 // as they do after a network wait: the same cost without the network's noise (±0.5 µs between
 // runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md, "A miss over loopback", for how cold is cold.
+// With --features, seven sides take turns in one process: bare, the minimal cache, the RFC floor,
+// HTTPCache without coalescing, without per-core copies, with LRU instead of S3-FIFO, and as it
+// comes; it prints each over bare and the cache over each (`cache-over-rfc-floor`,
+// `cold-gap-to-minimal`): what the cache's parts cost cold, free of the drift between processes.
 //
 // --cpu N sends N misses in-process from 16 callers at once, through the same instant transport,
 // bare, through the variant and through the minimal cache, each round in another order of the
@@ -57,6 +62,7 @@ var cold: (count: Int, thrashMB: Int)?
 var cpuLoad: Int?
 var rounds = 6
 var only: String?  // --cpu: run one of the three alone (for a profile)
+var features = false  // --cold: the floors and the cache with and without its parts, in one rotation
 // The variants with an HTTPCache (whose statistics the run checks), and those without one.
 let cacheVariants = ["cache", "full", "roomy", "timed", "write-behind", "no-store", "no-coalescing"]
 let variants = cacheVariants + ["minimal", "raw-table", "url-text", "canonical", "key", "noop-hook", "timed-noop", "timed-minimal", "timed-floor", "rfc-floor"]
@@ -79,6 +85,8 @@ while let argument = arguments.next() {
         only = value  // --cpu: that target alone, for `perf record`
     } else if argument == "--rounds", let value = arguments.next().flatMap(Int.init) {
         rounds = max(1, value)
+    } else if argument == "--features" {
+        features = true
     } else if argument == "--thrash", let value = arguments.next().flatMap(Int.init) {
         cold = (cold?.count ?? 2000, value)
     } else if argument == "--keys-only" {
@@ -89,7 +97,7 @@ while let argument = arguments.next() {
     } else {
         print(
             "usage: MissOverhead [--pairs N] [--no-cache] [--variant \(variants.joined(separator: "|"))] [--stages] [--floor] [--keys-only]"
-                + " [--cold N [--thrash MB]] [--cpu N [--rounds R]]")
+                + " [--cold N [--thrash MB] [--features]] [--cpu N [--rounds R]]")
         exit(2)
     }
 }
@@ -97,51 +105,6 @@ while let argument = arguments.next() {
 if withFloor, cold != nil || cpuLoad != nil || !cacheVariants.contains(variant) || variant == "timed" {
     print("--floor runs beside a cache variant over the loopback (not with --cold, --cpu, --no-cache, timed or a keying variant)")
     exit(2)
-}
-
-/// Wraps a hook and adds up the wall time of its calls (to tell computation from waiting).
-final class TimedHook: ServiceHook, @unchecked Sendable {
-    /// Wall and thread-CPU microseconds of one kind of call: when the CPU time is far below the
-    /// wall time, the thread was waiting or descheduled, not computing.
-    struct Totals { var wall = 0.0, cpu = 0.0 }
-    let inner: any ServiceHook
-    let lock = NSLock()
-    var schedule = Totals(), success = Totals()
-    init(_ inner: any ServiceHook) { self.inner = inner }
-    static func threadCPU() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) * 1e6 + Double(time.tv_nsec) / 1e3
-    }
-    /// Runs `body`, adding its wall and CPU time to the totals at `totals`.
-    func timed<Result>(_ totals: ReferenceWritableKeyPath<TimedHook, Totals>, _ body: () async throws -> Result) async rethrows -> Result {
-        let start = ContinuousClock.now
-        let cpu = Self.threadCPU()
-        defer {
-            let wall = ContinuousClock.now - start
-            let used = Self.threadCPU() - cpu
-            lock.withLock {
-                self[keyPath: totals].wall += Double(wall.components.attoseconds) * 1e-12
-                self[keyPath: totals].cpu += used
-            }
-        }
-        return try await body()
-    }
-    func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
-        let action = try await timed(\.schedule) { try await inner.onSchedule(request, context: context) }
-        // The cache hands the answer to the follow-up it decided with: timed in its place.
-        guard case .proceedThen(let forwarded, let followUp) = action else { return action }
-        return .proceedThen(
-            forwarded,
-            HookFollowUp(
-                onSuccess: { response, request, context in
-                    try await self.timed(\.success) { try await followUp.onSuccess(response, for: request, context: context) }
-                },
-                onFailure: { error, request, context in try await followUp.onFailure(error, for: request, context: context) }))
-    }
-    func onSuccess(_ response: RecallResponse, for request: URLRequest, context: RecallContext) async throws -> RecallResponse {
-        try await timed(\.success) { try await inner.onSuccess(response, for: request, context: context) }
-    }
 }
 
 /// Time stamps the inner transport's calls: when the last call began and ended.
@@ -249,35 +212,51 @@ if let (count, thrashMB) = cold {
     // What a miss costs when the core's caches hold something else, as they do after waiting
     // 400 µs for the network: before each request, write over `thrashMB` MB (more than the
     // core's L2), then time one new URL, bare or through Pipeline + HTTPCache, alternating.
-    let sides: [any Transport] = [InstantTransport(), Pipeline(transport: InstantTransport(), hooks: hooks)]
-    /// The loop, off the main actor: a call from it to a nonisolated function would hop executors.
-    @concurrent func run() async throws -> [[Double]] {
-        var thrash = [UInt64](repeating: 1, count: thrashMB << 17)
-        var times: [[Double]] = [[], []]
-        let clock = ContinuousClock()
-        for number in 0..<(200 + count) {
-            for turn in 0..<2 {
-                let side = (turn + number) % 2
-                thrash.withUnsafeMutableBufferPointer { words in
-                    for index in stride(from: 0, to: words.count, by: 8) { words[index] &+= UInt64(number) }
-                }
-                let request = URLRequest(url: URL(string: "http://127.0.0.1:43210/cached?n=\(number)&cc=max-age%3D600&size=1024")!)
-                let start = clock.now
-                _ = try await sides[side].send(request)
-                let elapsed = start.duration(to: clock.now)
-                if number >= 200 { times[side].append(Double(elapsed.components.attoseconds) * 1e-12) }
-                if side == 1 { await cache.flush() }  // the store lands before the next request, as it does between network waits
-            }
-        }
-        return times
+    guard features else {
+        let times = try await coldMisses(
+            through: [InstantTransport(), Pipeline(transport: InstantTransport(), hooks: hooks)], count: count, thrashMB: thrashMB,
+            flush: { [cache] side in if side == 1 { await cache.flush() } })
+        await cache.flush()
+        print(
+            String(
+                format: "cold miss, %d MB thrashed: bare %.2f µs, pipeline %.2f µs, difference %.2f µs (medians of %d)",
+                thrashMB, median(times[0]), median(times[1]), median(times[1]) - median(times[0]), count))
+        exit(0)
     }
-    let times = try await run()
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-    await cache.flush()
-    print(
-        String(
-            format: "cold miss, %d MB thrashed: bare %.2f µs, pipeline %.2f µs, difference %.2f µs (medians of %d)",
-            thrashMB, median(times[0]), median(times[1]), median(times[1]) - median(times[0]), count))
+    // --features: the floors and the cache with and without its parts, in one rotation.
+    var alone = CacheConfiguration()
+    alone.coalescesRequests = false
+    var uncopied = CacheConfiguration()
+    uncopied.copyBytesPerCore = 0
+    let floor = RFCFloorCache()
+    let caches = [
+        ("cache-without-coalescing", HTTPCache(storage: MemoryStorage(), configuration: alone)),
+        ("cache-without-core-copies", HTTPCache(storage: MemoryStorage(), configuration: uncopied)),
+        ("cache-with-lru", HTTPCache(storage: MemoryStorage(eviction: .lru))),
+        ("cache", HTTPCache(storage: MemoryStorage()))
+    ]
+    let sides: [(name: String, transport: any Transport)] =
+        [
+            ("bare", InstantTransport()),
+            ("minimal", Pipeline(transport: InstantTransport(), hooks: [MinimalCache()])),
+            ("rfc-floor", Pipeline(transport: InstantTransport(), hooks: [floor]))
+        ] + caches.map { ($0.0, Pipeline(transport: InstantTransport(), hooks: [$0.1])) }
+    let times = try await coldMisses(
+        through: sides.map(\.transport), count: count, thrashMB: thrashMB,
+        flush: { side in if side >= 3 { await caches[side - 3].1.flush() } })
+    for (_, cache) in caches { await cache.flush() }
+    guard floor.storeCount >= count, caches.allSatisfy({ $0.1.statistics.misses >= count && $0.1.statistics.stores >= count }) else {
+        print("a cache did not miss and store every request: the run measured something else")
+        exit(1)
+    }
+    let over = times.map { median($0) - median(times[0]) }
+    let last = sides.count - 1  // the cache as it comes
+    print(String(format: "cold misses, %d MB thrashed, medians of %d; bare %.2f µs, each side over it:", thrashMB, count, median(times[0])))
+    for (index, side) in sides.enumerated().dropFirst() { print(String(format: "  %@ %.2f µs", side.name, over[index])) }
+    print(String(format: "rfc-floor-over-minimal %.2f µs", over[2] - over[1]))
+    for index in 3..<last { print(String(format: "cache-over-%@ %.2f µs", sides[index].name, over[last] - over[index])) }
+    print(String(format: "cache-over-rfc-floor %.2f µs", over[last] - over[2]))
+    print(String(format: "cold-gap-to-minimal %.2f µs", over[last] - over[1]))
     exit(0)
 }
 if let count = cpuLoad {
@@ -327,7 +306,6 @@ if let count = cpuLoad {
             if round >= 0 { results[name, default: []].append(cpu) }  // (round -1 warms up)
         }
     }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     for name in names {
         print(
             String(

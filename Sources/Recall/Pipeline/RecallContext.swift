@@ -29,7 +29,9 @@ public final class RecallContext: Sendable {
         var values: [ObjectIdentifier: any Sendable] = [:]
 
         func value(_ id: ObjectIdentifier) -> (any Sendable)? {
-            if let firstValue, firstValue.id == id { return firstValue.value }
+            // (The inline value's key compared in place: `if let firstValue` copied the pair,
+            // its existential with it, on every read — and a miss reads a context it never wrote.)
+            if firstValue?.id == id { return firstValue?.value }
             return values.isEmpty ? nil : values[id]
         }
 
