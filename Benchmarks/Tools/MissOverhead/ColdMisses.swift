@@ -24,7 +24,8 @@ import Recall
     let clock = ContinuousClock()
     let orders = permutations(Array(sides.indices))
     for number in 0..<(200 + count) {
-        // (7,919 is a prime that divides no count of orders of up to 7 sides: every order in turn.)
+        // (7,919 is a prime: it shares no factor with the count of orders of a few sides, so the
+        // sequence goes through every order.)
         for side in orders[(number &* 7919) % orders.count] {
             thrash.withUnsafeMutableBufferPointer { words in
                 for index in stride(from: 0, to: words.count, by: 8) { words[index] &+= UInt64(number) }

@@ -13,8 +13,8 @@ import MissPathParts
 //
 //   swift run -c release MissOverhead [--pairs N] [--no-cache] [--variant V] [--stages] [--floor] [--keys-only]
 //   (with a variant that has an HTTPCache, but timed, a minimal cache runs in the same rotation: `miss-gap-to-minimal
-//   P points`; with --floor, RFCFloorCache too: `rfc-floor-gap-to-minimal` and `miss-gap-to-rfc-floor`; the sides
-//   take every order in turn)
+//   P points`; with --floor, RFCFloorCache and FusedFloorCache too: `rfc-floor-gap-to-minimal`, `miss-gap-to-rfc-floor`,
+//   `fused-floor-gap-to-minimal`, `miss-gap-to-fused-floor`; the sides take every order in turn)
 //   swift run -c release MissOverhead --cold N [--thrash MB] [--no-cache] [--variant V]
 //   swift run -c release MissOverhead --cold N [--thrash MB] --features
 //   swift run -c release MissOverhead --cpu N [--rounds R] [--variant V] [--only bare|minimal|variant]
@@ -40,7 +40,8 @@ import MissPathParts
 // after writing over MB megabytes (4 by default) so that the core's caches hold something else,
 // as they do after a network wait: the same cost without the network's noise (±0.5 µs between
 // runs, against ±4 µs for the loopback's ratio). See docs/benchmarks.md, "A miss over loopback", for how cold is cold.
-// With --features, seven sides take turns in one process: bare, the minimal cache, the RFC floor,
+// With --features, eight sides take turns in one process: bare, the minimal cache, the RFC floor,
+// the fused floor (FusedFloorCache: the parts a lone miss needs, with nothing between them),
 // HTTPCache without coalescing, without per-core copies, with LRU instead of S3-FIFO, and as it
 // comes; it prints each over bare and the cache over each (`cache-over-rfc-floor`,
 // `cold-gap-to-minimal`): what the cache's parts cost cold, free of the drift between processes.
@@ -105,25 +106,6 @@ while let argument = arguments.next() {
 if withFloor, cold != nil || cpuLoad != nil || !cacheVariants.contains(variant) || variant == "timed" {
     print("--floor runs beside a cache variant over the loopback (not with --cold, --cpu, --no-cache, timed or a keying variant)")
     exit(2)
-}
-
-/// Time stamps the inner transport's calls: when the last call began and ended.
-final class StampingTransport: Transport, @unchecked Sendable {
-    let inner: any Transport
-    let lock = NSLock()
-    var began = ContinuousClock.now, ended = ContinuousClock.now
-    init(_ inner: any Transport) { self.inner = inner }
-    var respondsToCancellation: Bool { inner.respondsToCancellation }
-    func send(_ request: URLRequest) async throws -> RecallResponse {
-        let start = ContinuousClock.now
-        defer {
-            let end = ContinuousClock.now
-            lock.withLock {
-                began = start; ended = end
-            }
-        }
-        return try await inner.send(request)
-    }
 }
 
 /// Keys each request before the transport and does nothing else: what keying alone costs.
@@ -229,6 +211,7 @@ if let (count, thrashMB) = cold {
     var uncopied = CacheConfiguration()
     uncopied.copyBytesPerCore = 0
     let floor = RFCFloorCache()
+    let fused = FusedFloorCache()
     let caches = [
         ("cache-without-coalescing", HTTPCache(storage: MemoryStorage(), configuration: alone)),
         ("cache-without-core-copies", HTTPCache(storage: MemoryStorage(), configuration: uncopied)),
@@ -239,14 +222,17 @@ if let (count, thrashMB) = cold {
         [
             ("bare", InstantTransport()),
             ("minimal", Pipeline(transport: InstantTransport(), hooks: [MinimalCache()])),
-            ("rfc-floor", Pipeline(transport: InstantTransport(), hooks: [floor]))
+            ("rfc-floor", Pipeline(transport: InstantTransport(), hooks: [floor])),
+            ("fused-floor", Pipeline(transport: InstantTransport(), hooks: [fused]))
         ] + caches.map { ($0.0, Pipeline(transport: InstantTransport(), hooks: [$0.1])) }
     let times = try await coldMisses(
         through: sides.map(\.transport), count: count, thrashMB: thrashMB,
-        flush: { side in if side >= 3 { await caches[side - 3].1.flush() } })
+        flush: { side in if side >= 4 { await caches[side - 4].1.flush() } })
     for (_, cache) in caches { await cache.flush() }
-    guard floor.storeCount >= count, caches.allSatisfy({ $0.1.statistics.misses >= count && $0.1.statistics.stores >= count }) else {
-        print("a cache did not miss and store every request: the run measured something else")
+    guard floor.storeCount >= count, fused.storeCount >= count, caches.allSatisfy({ $0.1.statistics.misses >= count && $0.1.statistics.stores >= count }) else {
+        print(
+            "a cache did not miss and store every request: the run measured something else (stores: RFC floor \(floor.storeCount),"
+                + " fused floor \(fused.storeCount), caches \(caches.map { $0.1.statistics.stores }))")
         exit(1)
     }
     let over = times.map { median($0) - median(times[0]) }
@@ -254,6 +240,7 @@ if let (count, thrashMB) = cold {
     print(String(format: "cold misses, %d MB thrashed, medians of %d; bare %.2f µs, each side over it:", thrashMB, count, median(times[0])))
     for (index, side) in sides.enumerated().dropFirst() { print(String(format: "  %@ %.2f µs", side.name, over[index])) }
     print(String(format: "rfc-floor-over-minimal %.2f µs", over[2] - over[1]))
+    print(String(format: "fused-floor-over-minimal %.2f µs", over[3] - over[1]))
     for index in 3..<last { print(String(format: "cache-over-%@ %.2f µs", sides[index].name, over[last] - over[index])) }
     print(String(format: "cache-over-rfc-floor %.2f µs", over[last] - over[2]))
     print(String(format: "cold-gap-to-minimal %.2f µs", over[last] - over[1]))
@@ -365,19 +352,27 @@ let floorStamps = StampingTransport(URLSessionTransport())
 let floorHook = RFCFloorCache()
 let floorCache = Pipeline(transport: stages ? floorStamps : floorStamps.inner, hooks: [floorHook])
 var floorTimes: [Double] = [], floorStages: [Stages] = []
+// And FusedFloorCache (what a lone miss of HTTPCache must do, with nothing between its parts).
+let fusedStamps = StampingTransport(URLSessionTransport())
+let fusedHook = FusedFloorCache()
+let fusedCache = Pipeline(transport: stages ? fusedStamps : fusedStamps.inner, hooks: [fusedHook])
+var fusedTimes: [Double] = [], fusedStages: [Stages] = []
 
 // Warm up every side's connection.
 for number in 0..<(variant == "full" ? 600 : 200) {
     _ = try await bare.send(URLRequest(url: url("bare", -number - 1)))
     _ = try await cached.send(URLRequest(url: url("cached", -number - 1)))
     if withMinimal { _ = try await minimal.send(URLRequest(url: url("minimal", -number - 1))) }
-    if withRFCFloor { _ = try await floorCache.send(URLRequest(url: url("floor", -number - 1))) }
+    if withRFCFloor {
+        _ = try await floorCache.send(URLRequest(url: url("floor", -number - 1)))
+        _ = try await fusedCache.send(URLRequest(url: url("fused", -number - 1)))
+    }
 }
 var bareTimes: [Double] = [], cachedTimes: [Double] = []
 // Every order of the sides in turn: each side runs at each place, and after each other side, as
 // often as the rest (a cold miss costs less after a side that ran the same code: the minimal
 // cache keys requests with the cache's own code).
-let orders = permutations(withRFCFloor ? [0, 1, 2, 3] : withMinimal ? [0, 1, 2] : [0, 1])
+let orders = permutations(withRFCFloor ? [0, 1, 2, 3, 4] : withMinimal ? [0, 1, 2] : [0, 1])
 for number in 0..<pairs {
     for side in orders[number % orders.count] {
         switch side {
@@ -393,10 +388,14 @@ for number in 0..<pairs {
             let (time, stages) = try await measure(minimalStamps) { _ = try await minimal.send(URLRequest(url: url("minimal", number))) }
             minimalTimes.append(time)
             minimalStages.append(stages)
-        default:
+        case 3:
             let (time, stages) = try await measure(floorStamps) { _ = try await floorCache.send(URLRequest(url: url("floor", number))) }
             floorTimes.append(time)
             floorStages.append(stages)
+        default:
+            let (time, stages) = try await measure(fusedStamps) { _ = try await fusedCache.send(URLRequest(url: url("fused", number))) }
+            fusedTimes.append(time)
+            fusedStages.append(stages)
         }
     }
 }
@@ -404,7 +403,7 @@ await cache.flush()  // (with --variant write-behind, misses are stored just aft
 precondition(
     !withCache || (cache.statistics.misses >= pairs && (cache.statistics.stores >= pairs || variant == "no-store")),
     "every cached request must be a miss that stores")
-precondition(!withRFCFloor || floorHook.storeCount >= pairs, "the RFC floor must store its misses")
+precondition(!withRFCFloor || (floorHook.storeCount >= pairs && fusedHook.storeCount >= pairs), "the floors must store their misses")
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
@@ -458,12 +457,16 @@ if withMinimal {
         print(String(format: "rfc-floor cache / bare at p50: %.3f (%+.1f %%), same rotation", floorRatio, (floorRatio - 1) * 100))
         print(String(format: "rfc-floor-gap-to-minimal %.1f points", (floorRatio - minimalRatio) * 100))
         print(String(format: "miss-gap-to-rfc-floor %.1f points", (ratio - floorRatio) * 100))
+        let fusedRatio = percentile(fusedTimes, 0.5) / percentile(bareTimes, 0.5)
+        print(String(format: "fused-floor cache / bare at p50: %.3f (%+.1f %%), same rotation", fusedRatio, (fusedRatio - 1) * 100))
+        print(String(format: "fused-floor-gap-to-minimal %.1f points", (fusedRatio - minimalRatio) * 100))
+        print(String(format: "miss-gap-to-fused-floor %.1f points", (ratio - fusedRatio) * 100))
     }
 }
 if stages {
     print("\nmedians (µs) | before the transport | in it | after it")
     print("|---|---|---|---|")
-    let sides = [("bare", bareStages), ("pipeline", cachedStages), ("minimal", minimalStages), ("rfc-floor", floorStages)]
+    let sides = [("bare", bareStages), ("pipeline", cachedStages), ("minimal", minimalStages), ("rfc-floor", floorStages), ("fused-floor", fusedStages)]
     for (name, times) in sides where !times.isEmpty {
         print(
             String(

@@ -84,7 +84,7 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
     private var stores = 0
     /// The statuses RFC 9110 §15.1 calls heuristically cacheable, but `206` (a piece is not the
     /// representation; a response stored with an explicit lifetime needs no more here).
-    private static let cacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+    static let cacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
     public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
     /// How many responses it stored (a run checks that the floor did store).
     public var storeCount: Int { lock.withLock { stores } }
@@ -126,6 +126,69 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
             return MinimalCache.insert(entry, for: key, into: &table)
         }
         _ = dropped  // released outside the lock
+    }
+}
+
+/// Everything a lone miss of ``HTTPCache`` must do, fused into one hook with nothing between
+/// its parts: ``RFCFloorCache``'s rules, over a real ``MemoryStorage`` (its eviction policy and
+/// per-core copies; read without suspending, stored as `HTTPCache` stores), with what sharing a
+/// miss costs a request that has nobody to share it with (a flight taken and ended under a lock),
+/// the miss's event in the request's context and the cache's counts. Left out: partitions and the
+/// credentials in scope, `Vary`, validation, invalidation and the ordering of writes against it,
+/// streaming. What a miss could cost with the cache's parts but none of its orchestration (the
+/// look-up's outcome, the strategy's decisions as values, the request's state): how far a fused
+/// path could go (issue #55).
+public final class FusedFloorCache: ServiceHook, @unchecked Sendable {
+    private let key: @Sendable (URLRequest) -> String?
+    private let storage = MemoryStorage()
+    private let lock = NSLock()
+    private var flights: Set<String> = []
+    private var misses = 0, stores = 0
+    public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
+    /// How many responses it stored (a run checks that the floor did store).
+    public var storeCount: Int { lock.withLock { stores } }
+    public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
+        .act(action(for: request, context: context))
+    }
+    public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
+        action(for: request, context: context)
+    }
+    private func action(for request: URLRequest, context: RecallContext) -> HookAction {
+        guard request.httpMethod ?? "GET" == "GET", request.value(forHTTPHeaderField: "Range") == nil,
+            !CacheDirectives(request.value(forHTTPHeaderField: "Cache-Control")).noStore, let key = key(request)
+        else { return .proceed(request) }
+        let now = Date()
+        if let found = storage.recordWithoutSuspending(for: key)?.variants.first, let maxAge = found.cacheControl.maxAge,
+            now.timeIntervalSince(found.requestTime) < Double(maxAge)
+        {
+            return .respond(RecallResponse(status: found.status, headers: found.headers, body: found.body, url: found.url, source: .cache))
+        }
+        // The flight a follower would wait for; a lone miss takes it and ends it.
+        let leads = lock.withLock {
+            misses += 1
+            return flights.insert(key).inserted
+        }
+        context.record(.cache(.miss))
+        return .proceedThen(
+            request,
+            HookFollowUp { [self] response, _, _ in
+                await store(response, key: key, requestTime: now)
+                if leads { _ = lock.withLock { flights.remove(key) } }
+                return response
+            })
+    }
+    /// Stores `response` under `key` when the storing rules allow it.
+    private func store(_ response: RecallResponse, key: String, requestTime: Date) async {
+        guard RFCFloorCache.cacheable.contains(response.status), let body = response.body.bytes else { return }
+        let entry = CacheEntry(
+            status: response.status, headers: response.headers, body: body, url: response.url, requestTime: requestTime,
+            responseTime: Date())
+        let directives = entry.cacheControl
+        guard !directives.noStore, !entry.headers.values(for: "Vary").contains(where: { $0.contains("*") }),
+            (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty
+        else { return }
+        await storage.store(CacheRecord(key: key, variants: [entry]), expires: nil)
+        lock.withLock { stores += 1 }
     }
 }
 
