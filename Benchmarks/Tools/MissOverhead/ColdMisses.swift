@@ -6,9 +6,11 @@ import Recall
 #endif
 
 /// Times `count` misses through each of `sides`, in one process, the sides taking turns request
-/// by request, each round in another of their orders (taken in a scattered sequence that goes
-/// through all of them: a side that runs the same code as the one before it finds some of that
-/// code still cached, so none may always follow the same side, nor always run first). Before each request,
+/// by request, each round in another of their orders, stepping through the list of all orders
+/// 7,919 at a time (a prime): every order in turn for two or five sides; for eight, 3,200 rounds
+/// take 3,200 of the 40,320 orders, and every side still runs at every place and after every
+/// other side about as often. (A side that runs the same code as the one before it finds some of
+/// that code still cached: none may always follow the same side, nor always run first.) Before each request,
 /// `thrashMB` megabytes are written over, so that the core's caches hold something else, as they
 /// do after a network wait; every request asks for a URL its side has not seen. `flush(side)`
 /// runs after each request, off the clock: a store lands before the next request, as it does
@@ -24,8 +26,6 @@ import Recall
     let clock = ContinuousClock()
     let orders = permutations(Array(sides.indices))
     for number in 0..<(200 + count) {
-        // (7,919 is a prime: it shares no factor with the count of orders of a few sides, so the
-        // sequence goes through every order.)
         for side in orders[(number &* 7919) % orders.count] {
             thrash.withUnsafeMutableBufferPointer { words in
                 for index in stride(from: 0, to: words.count, by: 8) { words[index] &+= UInt64(number) }

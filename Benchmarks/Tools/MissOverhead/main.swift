@@ -103,6 +103,10 @@ while let argument = arguments.next() {
     }
 }
 
+if features, cold == nil {
+    print("--features runs with --cold N")
+    exit(2)
+}
 if withFloor, cold != nil || cpuLoad != nil || !cacheVariants.contains(variant) || variant == "timed" {
     print("--floor runs beside a cache variant over the loopback (not with --cold, --cpu, --no-cache, timed or a keying variant)")
     exit(2)
@@ -229,7 +233,9 @@ if let (count, thrashMB) = cold {
         through: sides.map(\.transport), count: count, thrashMB: thrashMB,
         flush: { side in if side >= 4 { await caches[side - 4].1.flush() } })
     for (_, cache) in caches { await cache.flush() }
-    guard floor.storeCount >= count, fused.storeCount >= count, caches.allSatisfy({ $0.1.statistics.misses >= count && $0.1.statistics.stores >= count }) else {
+    guard floor.storeCount >= count, fused.storeCount >= count, fused.missCount >= count,
+        caches.allSatisfy({ $0.1.statistics.misses >= count && $0.1.statistics.stores >= count })
+    else {
         print(
             "a cache did not miss and store every request: the run measured something else (stores: RFC floor \(floor.storeCount),"
                 + " fused floor \(fused.storeCount), caches \(caches.map { $0.1.statistics.stores }))")

@@ -94,16 +94,35 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
     public func onSchedule(_ request: URLRequest, context: RecallContext) async throws -> HookAction {
         action(for: request)
     }
-    private func action(for request: URLRequest) -> HookAction {
-        guard request.httpMethod ?? "GET" == "GET", request.value(forHTTPHeaderField: "Range") == nil,
-            !CacheDirectives(request.value(forHTTPHeaderField: "Cache-Control")).noStore, let key = key(request)
-        else { return .proceed(request) }
-        let now = Date()
-        if let found = lock.withLock({ table[key] }), let maxAge = found.cacheControl.maxAge,
-            now.timeIntervalSince(found.requestTime) < Double(maxAge)
-        {
-            return .respond(RecallResponse(status: found.status, headers: found.headers, body: found.body, url: found.url, source: .cache))
+    /// Whether `request` is looked up: a `GET` without `Range` and without a request `no-store`.
+    static func looksUp(_ request: URLRequest) -> Bool {
+        request.httpMethod ?? "GET" == "GET" && request.value(forHTTPHeaderField: "Range") == nil
+            && !CacheDirectives(request.value(forHTTPHeaderField: "Cache-Control")).noStore
+    }
+    /// `found` as an answer, when it is younger than its `max-age` at `now`.
+    static func answer(_ found: CacheEntry?, at now: Date) -> RecallResponse? {
+        guard let found, let maxAge = found.cacheControl.maxAge, now.timeIntervalSince(found.requestTime) < Double(maxAge) else {
+            return nil
         }
+        return RecallResponse(status: found.status, headers: found.headers, body: found.body, url: found.url, source: .cache)
+    }
+    /// `response` (to a request sent at `requestTime`) made an entry, when the storing rules allow
+    /// storing it.
+    static func storable(_ response: RecallResponse, requestTime: Date) -> CacheEntry? {
+        guard cacheable.contains(response.status), let body = response.body.bytes else { return nil }
+        let entry = CacheEntry(
+            status: response.status, headers: response.headers, body: body, url: response.url, requestTime: requestTime,
+            responseTime: Date())
+        let directives = entry.cacheControl
+        guard !directives.noStore, !entry.headers.values(for: "Vary").contains(where: { $0.contains("*") }),
+            (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty
+        else { return nil }
+        return entry
+    }
+    private func action(for request: URLRequest) -> HookAction {
+        guard Self.looksUp(request), let key = key(request) else { return .proceed(request) }
+        let now = Date()
+        if let answer = Self.answer(lock.withLock({ table[key] }), at: now) { return .respond(answer) }
         return .proceedThen(
             request,
             HookFollowUp { [self] response, _, _ in
@@ -113,14 +132,7 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
     }
     /// Stores `response` under `key` when the storing rules allow it.
     private func store(_ response: RecallResponse, key: String, requestTime: Date) {
-        guard Self.cacheable.contains(response.status), let body = response.body.bytes else { return }
-        let entry = CacheEntry(
-            status: response.status, headers: response.headers, body: body, url: response.url, requestTime: requestTime,
-            responseTime: Date())
-        let directives = entry.cacheControl
-        guard !directives.noStore, !entry.headers.values(for: "Vary").contains(where: { $0.contains("*") }),
-            (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty
-        else { return }
+        guard let entry = Self.storable(response, requestTime: requestTime) else { return }
         let dropped = lock.withLock { () -> [String: CacheEntry] in
             stores += 1
             return MinimalCache.insert(entry, for: key, into: &table)
@@ -133,9 +145,9 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
 /// its parts: ``RFCFloorCache``'s rules, over a real ``MemoryStorage`` (its eviction policy and
 /// per-core copies; read without suspending, stored as `HTTPCache` stores), with what sharing a
 /// miss costs a request that has nobody to share it with (a flight taken and ended under a lock),
-/// the miss's event in the request's context and the cache's counts. Left out: partitions and the
-/// credentials in scope, `Vary`, validation, invalidation and the ordering of writes against it,
-/// streaming. What a miss could cost with the cache's parts but none of its orchestration (the
+/// the miss's and the store's events in the request's context and the cache's counts. Left out:
+/// partitions and the credentials in scope, `Vary`, validation, invalidation and the ordering of
+/// writes against it, streaming, the evictions' events. What a miss could cost with the cache's parts but none of its orchestration (the
 /// look-up's outcome, the strategy's decisions as values, the request's state): how far a fused
 /// path could go (issue #55).
 public final class FusedFloorCache: ServiceHook, @unchecked Sendable {
@@ -147,6 +159,8 @@ public final class FusedFloorCache: ServiceHook, @unchecked Sendable {
     public init(key: @escaping @Sendable (URLRequest) -> String? = Keying.cacheKey) { self.key = key }
     /// How many responses it stored (a run checks that the floor did store).
     public var storeCount: Int { lock.withLock { stores } }
+    /// How many requests missed.
+    public var missCount: Int { lock.withLock { misses } }
     public func decide(_ request: URLRequest, context: RecallContext) -> HookDecision {
         .act(action(for: request, context: context))
     }
@@ -154,14 +168,10 @@ public final class FusedFloorCache: ServiceHook, @unchecked Sendable {
         action(for: request, context: context)
     }
     private func action(for request: URLRequest, context: RecallContext) -> HookAction {
-        guard request.httpMethod ?? "GET" == "GET", request.value(forHTTPHeaderField: "Range") == nil,
-            !CacheDirectives(request.value(forHTTPHeaderField: "Cache-Control")).noStore, let key = key(request)
-        else { return .proceed(request) }
+        guard RFCFloorCache.looksUp(request), let key = key(request) else { return .proceed(request) }
         let now = Date()
-        if let found = storage.recordWithoutSuspending(for: key)?.variants.first, let maxAge = found.cacheControl.maxAge,
-            now.timeIntervalSince(found.requestTime) < Double(maxAge)
-        {
-            return .respond(RecallResponse(status: found.status, headers: found.headers, body: found.body, url: found.url, source: .cache))
+        if let answer = RFCFloorCache.answer(storage.recordWithoutSuspending(for: key)?.variants.first, at: now) {
+            return .respond(answer)
         }
         // The flight a follower would wait for; a lone miss takes it and ends it.
         let leads = lock.withLock {
@@ -169,26 +179,27 @@ public final class FusedFloorCache: ServiceHook, @unchecked Sendable {
             return flights.insert(key).inserted
         }
         context.record(.cache(.miss))
+        /// Ends the flight taken above.
+        @Sendable func land() { if leads { _ = lock.withLock { flights.remove(key) } } }
         return .proceedThen(
             request,
-            HookFollowUp { [self] response, _, _ in
-                await store(response, key: key, requestTime: now)
-                if leads { _ = lock.withLock { flights.remove(key) } }
-                return response
-            })
+            HookFollowUp(
+                onSuccess: { [self] response, _, context in
+                    await store(response, key: key, requestTime: now, context: context)
+                    land()
+                    return response
+                },
+                onFailure: { _, _, _ in
+                    land()
+                    return nil
+                }))
     }
-    /// Stores `response` under `key` when the storing rules allow it.
-    private func store(_ response: RecallResponse, key: String, requestTime: Date) async {
-        guard RFCFloorCache.cacheable.contains(response.status), let body = response.body.bytes else { return }
-        let entry = CacheEntry(
-            status: response.status, headers: response.headers, body: body, url: response.url, requestTime: requestTime,
-            responseTime: Date())
-        let directives = entry.cacheControl
-        guard !directives.noStore, !entry.headers.values(for: "Vary").contains(where: { $0.contains("*") }),
-            (directives.maxAge ?? 0) > 0 || !entry.headers.values(for: "Expires").isEmpty
-        else { return }
+    /// Stores `response` under `key` when the storing rules allow it, and records the store.
+    private func store(_ response: RecallResponse, key: String, requestTime: Date, context: RecallContext) async {
+        guard let entry = RFCFloorCache.storable(response, requestTime: requestTime) else { return }
         await storage.store(CacheRecord(key: key, variants: [entry]), expires: nil)
         lock.withLock { stores += 1 }
+        context.record(.cache(.stored))
     }
 }
 
