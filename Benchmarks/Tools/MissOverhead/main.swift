@@ -231,8 +231,7 @@ if let (count, thrashMB) = cold {
         ] + caches.map { ($0.0, Pipeline(transport: InstantTransport(), hooks: [$0.1])) }
     let times = try await coldMisses(
         through: sides.map(\.transport), count: count, thrashMB: thrashMB,
-        flush: { side in if side >= 4 { await caches[side - 4].1.flush() } })
-    for (_, cache) in caches { await cache.flush() }
+        flush: { _ in for (_, cache) in caches { await cache.flush() } })
     guard floor.storeCount >= count, fused.storeCount >= count, fused.missCount >= count,
         caches.allSatisfy({ $0.1.statistics.misses >= count && $0.1.statistics.stores >= count })
     else {
