@@ -9,18 +9,22 @@ import Testing
 @Suite("CacheLeads: one fetch per miss, in this process and across the fleet", .timeLimit(.minutes(1)))
 struct CacheLeadsTests {
     /// A coordinator that grants or refuses claims as told, and records the calls. A claim it
-    /// grants says the key holds nothing (``RecordLookup/absent``); a wait, that the fleet waited
-    /// (``RecordLookup/patient``).
+    /// grants says how to read (`then`: by default that the key holds nothing,
+    /// ``RecordLookup/absent``); a wait, that the fleet waited (``RecordLookup/patient``).
     final class Coordinator: FetchCoordinator {
         let grants: Locked<[Bool]>
+        let then: RecordLookup
         let calls = Locked<[String]>([])
-        init(grants: [Bool]) { self.grants = Locked(grants) }
+        init(grants: [Bool], then: RecordLookup = .absent) {
+            self.grants = Locked(grants)
+            self.then = then
+        }
         func claim(_ name: String) async -> Bool {
             calls.withLock { $0.append("claim \(name)") }
             return grants.withLock { $0.isEmpty ? false : $0.removeFirst() }
         }
         func claim(_ name: String, storingUnder key: String) async -> FetchClaim {
-            await claim(name) ? .claimed(then: .absent) : .heldElsewhere
+            await claim(name) ? .claimed(then: then) : .heldElsewhere
         }
         func wait(for name: String) async { calls.withLock { $0.append("wait \(name)") } }
         func wait(for name: String, orStoreOf key: String) async -> RecordLookup {
@@ -123,6 +127,27 @@ struct CacheLeadsTests {
         guard case .bypass = early else { Issue.record("answered from what was stored"); return }
         #expect(earlyCounted == 1 && stored.calls.withLock { $0 } == ["claim fetch-k"])
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k"])
+    }
+
+    @Test(
+        "a claim won after a wait that says a record may be there (its last holder stored as it released: the look just before missed it) is read again, patiently, before fetching"
+    )
+    func claimAfterWaitLooksAgain() async throws {
+        let coordinator = Coordinator(grants: [false, true], then: .patient)
+        let lookups = Locked<[RecordLookup]>([])
+        let leads = CacheLeads(coordinator: coordinator)
+        let (before, lead, looked, coalesced) = try await Self.share(leads, looks: [Self.miss, Self.miss, Self.hit], lookups: lookups)
+        guard case .bypass = before else { Issue.record("answered by what the last holder stored"); return }
+        #expect(lead == .flight("k", claim: "fetch-k") && looked == 3 && coalesced == 1)
+        #expect(lookups.withLock { $0 } == [.usual, .patient, .patient])
+        // Ended as any lead: the claim is released.
+        leads.finish(lead)
+        while coordinator.calls.withLock({ $0.count }) < 4 { await Task.yield() }
+        #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k", "release fetch-k"])
+        // A claim that says nothing is there: no look before the fetch.
+        let (sent, _, fetchedAfter, _) = try await Self.share(CacheLeads(coordinator: Coordinator(grants: [false, true])), looks: [Self.miss, Self.miss])
+        guard case .send = sent else { Issue.record("still missing: send"); return }
+        #expect(fetchedAfter == 2)
     }
 
     @Test("the fleet's leader died: when another waiting process took the claim over, wait for that one instead of fetching too (#40); at most three rounds")

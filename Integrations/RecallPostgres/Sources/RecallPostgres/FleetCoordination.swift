@@ -66,8 +66,9 @@ final class FleetCoordination: Sendable {
     /// Claims the fetch `name` for ``PostgresStorage/Configuration/leaseTime`` — `true` also
     /// when the database cannot say (fetching twice beats not fetching) — and renews it while it
     /// is held. With `key`, the storage key its answer is stored under: the claim also says
-    /// whether a record is there now — the read that follows is patient (the fleet paid for what
-    /// is there: a miss would fetch it again), or a miss without a round trip — and the store
+    /// whether a record may be there now (one is, or another replica's claim ended while this one
+    /// was taken: ``PostgresStatements/Claim``) — the read that follows is patient (the fleet paid
+    /// for what is there: a miss would fetch it again), or a miss without a round trip — and the store
     /// under `key` is patient while the claim holds (``isClaimedStore(_:)``).
     func claim(_ name: String, storingUnder key: String?) async -> FetchClaim {
         guard answers else { return .claimed(then: .usual) }
@@ -86,7 +87,7 @@ final class FleetCoordination: Sendable {
             Task { [lanes] in _ = await coordinate { try await lanes.run(release, pooled: true) } }
             return .claimed(then: .usual)
         }
-        guard let recordThere = claimed else {
+        guard let mayBeThere = claimed else {
             counters.count { $0.claimsHeldElsewhere += 1 }
             return .heldElsewhere
         }
@@ -97,7 +98,7 @@ final class FleetCoordination: Sendable {
         }
         counters.count { $0.claims += 1 }
         // (Without a key the claim checked an empty one: it says nothing of a record.)
-        return .claimed(then: key == nil ? .usual : recordThere ? .patient : .absent)
+        return .claimed(then: key == nil ? .usual : mayBeThere ? .patient : .absent)
     }
 
     /// Renews the claim `token` on `name` every third of the lease, until it is released, lost

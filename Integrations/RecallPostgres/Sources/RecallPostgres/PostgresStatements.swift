@@ -266,11 +266,17 @@ enum PostgresStatements {
     }
 
     /// Claims a fetch for `leaseTime` seconds unless a live claim holds it; a row comes back when
-    /// the claim is this process's, telling whether a record is stored under the storage key `$4`
-    /// its answer will be stored under (another replica's fetch may have stored it since this
+    /// the claim is this process's, telling whether a record may be stored under the storage key
+    /// `$4` its answer will be stored under (another replica's fetch may have stored it since this
     /// one's lookup).
+    ///
+    /// The statement reads the tables as they were when it began, while its insert waits for, and
+    /// then sees, the latest claim row: another replica's claim, released after its answer was
+    /// stored, may end while the statement runs — the stored answer unseen. So a claim row in
+    /// the statement's view also says "a record may be there" (the read that follows looks,
+    /// patiently); only a claim that found neither trusts that nothing is stored.
     struct Claim: LeaseStatement {
-        static let name = "recall_claim_v2"
+        static let name = "recall_claim_v3"
         static let sql =
             tag + """
                 WITH claimed AS (
@@ -279,9 +285,12 @@ enum PostgresStatements {
                         WHERE recall_leases.expires_at < now()
                     RETURNING holder
                 )
-                SELECT EXISTS (SELECT 1 FROM recall_entries WHERE key_hash = sha256(convert_to($4, 'UTF8'))) FROM claimed
+                SELECT EXISTS (SELECT 1 FROM recall_entries WHERE key_hash = sha256(convert_to($4, 'UTF8')))
+                    OR EXISTS (SELECT 1 FROM recall_leases WHERE name = $1)
+                FROM claimed
                 """
-        /// Whether a record is stored under the key.
+        /// Whether a record may be stored under the key: one is, or another claim on the name was
+        /// in the statement's view.
         typealias Row = Bool
         var name: String
         var holder: UUID

@@ -117,8 +117,10 @@ final class CacheLeads: Sendable {
                 before = await look(true, .usual)
                 for _ in 0..<Self.maxTakeovers where Self.sends(before) {
                     before = await look(true, await coordinator.wait(for: name, orStoreOf: storageKey))
-                    if Self.sends(before), await coordinator.claim(name, storingUnder: storageKey).isClaimed {
+                    if Self.sends(before), case .claimed(let then) = await coordinator.claim(name, storingUnder: storageKey) {
                         lead = .flight(flightKey, claim: name)
+                        // (Its last holder may have stored since our look: the claim says so.)
+                        if then == .patient { before = await look(true, then) }
                         break
                     }
                 }

@@ -1,0 +1,64 @@
+import Foundation
+import PostgresNIO
+import Recall
+import RecallPostgres
+import RecallTesting
+import Testing
+
+/// A claim's statement reads the table as it was when the statement began, while its insert
+/// waits for, and then sees, the latest claim row. CI, 2026-11-29: four processes fetched 25
+/// times for 20 fresh URLs — a claim taken just as its last holder stored and released said
+/// "nothing stored" from the older view, and its process fetched again.
+@Suite("PostgresStorage: a claim taken while its last holder stores and releases", .postgres, .timeLimit(.minutes(2)))
+struct ClaimRaceTests {
+    @Test(
+        "a claim whose statement began while another replica held the fetch — that replica storing and releasing before the claim's insert went on — reads patiently, never as nothing stored"
+    )
+    func claimOverlappingStoreAndRelease() async throws {
+        try await PostgresFixture.withDatabase { client, _ in
+            let holder = try await PostgresFixture.open(client)
+            let claimer = try await PostgresFixture.open(client)
+            #expect(await holder.claim("fetch-1", storingUnder: "k") == .claimed(then: .absent))
+            // The release, begun and not committed: the claim's row is locked until the test lets go.
+            let deleted = AsyncStream<Void>.makeStream()
+            let commit = AsyncStream<Void>.makeStream()
+            defer { commit.continuation.finish() }
+            let release = Task {
+                try await client.withTransaction(logger: PostgresFixture.logger) { connection in
+                    _ = try await connection.query("DELETE FROM recall_leases WHERE name = 'fetch-1'", logger: PostgresFixture.logger).all()
+                    deleted.continuation.yield()
+                    var gate = commit.stream.makeAsyncIterator()
+                    await gate.next()
+                }
+            }
+            var iterator = deleted.stream.makeAsyncIterator()
+            await iterator.next()
+            // The claim's statement has begun (its view of the table taken) and waits for the row.
+            let claiming = Task { await claimer.claim("fetch-1", storingUnder: "k") }
+            try await PostgresStorageTests.eventually { try await Self.claimsWaiting(client) == 1 }
+            // The holder's answer lands, then its release.
+            await holder.write(Data("the answer".utf8), for: "k", expires: nil)
+            commit.continuation.yield()
+            try await release.value
+            let claim = await claiming.value
+            #expect(claim == .claimed(then: .patient), "the answer stored after the claim's view was taken may be there")
+            if case .claimed(let lookup) = claim {
+                #expect(await claimer.bytes(for: "k", lookup: lookup)?.data == Data("the answer".utf8))
+            }
+            await claimer.release("fetch-1")
+            await holder.shutdown()
+            await claimer.shutdown()
+        }
+    }
+
+    /// Claim statements (`INSERT INTO recall_leases`) on `client`'s database waiting for a lock now.
+    static func claimsWaiting(_ client: PostgresClient) async throws -> Int {
+        let rows = try await client.query(
+            """
+            SELECT count(*)::bigint FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO recall_leases%' AND datname = current_database()
+            """
+        ).all()
+        return try Int(rows.first?.decode(Int64.self) ?? 0)
+    }
+}
