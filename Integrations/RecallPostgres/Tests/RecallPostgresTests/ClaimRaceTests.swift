@@ -19,27 +19,14 @@ struct ClaimRaceTests {
             let holder = try await PostgresFixture.open(client)
             let claimer = try await PostgresFixture.open(client)
             #expect(await holder.claim("fetch-1", storingUnder: "k") == .claimed(then: .absent))
-            // The release, begun and not committed: the claim's row is locked until the test lets go.
-            let deleted = AsyncStream<Void>.makeStream()
-            let commit = AsyncStream<Void>.makeStream()
-            defer { commit.continuation.finish() }
-            let release = Task {
-                try await client.withTransaction(logger: PostgresFixture.logger) { connection in
-                    _ = try await connection.query("DELETE FROM recall_leases WHERE name = 'fetch-1'", logger: PostgresFixture.logger).all()
-                    deleted.continuation.yield()
-                    var gate = commit.stream.makeAsyncIterator()
-                    await gate.next()
-                }
+            // The release, begun and not committed: the claim's row stays locked until the holder's answer landed.
+            let claiming = try await PostgresFixture.whileHeld(client, "DELETE FROM recall_leases WHERE name = 'fetch-1'") {
+                // The claim's statement has begun (its view of the tables taken) and waits for the row.
+                let claiming = Task { await claimer.claim("fetch-1", storingUnder: "k") }
+                try await PostgresStorageTests.eventually { try await Self.claimsWaiting(client) == 1 }
+                await holder.write(Data("the answer".utf8), for: "k", expires: nil)
+                return claiming
             }
-            var iterator = deleted.stream.makeAsyncIterator()
-            await iterator.next()
-            // The claim's statement has begun (its view of the table taken) and waits for the row.
-            let claiming = Task { await claimer.claim("fetch-1", storingUnder: "k") }
-            try await PostgresStorageTests.eventually { try await Self.claimsWaiting(client) == 1 }
-            // The holder's answer lands, then its release.
-            await holder.write(Data("the answer".utf8), for: "k", expires: nil)
-            commit.continuation.yield()
-            try await release.value
             let claim = await claiming.value
             #expect(claim == .claimed(then: .patient), "the answer stored after the claim's view was taken may be there")
             if case .claimed(let lookup) = claim {

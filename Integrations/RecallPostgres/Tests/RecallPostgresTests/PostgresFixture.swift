@@ -100,6 +100,34 @@ enum PostgresFixture {
         defer { run.cancel() }
         return try await body(client)
     }
+
+    /// Runs `statement` in a transaction on `client` and keeps that transaction open — its locks
+    /// held — while `body` runs (not for some time of real time, which a loaded machine could
+    /// spend before `body` did anything); commits once `body` returned.
+    static func whileHeld<Value>(_ client: PostgresClient, _ statement: PostgresQuery, _ body: () async throws -> Value) async throws -> Value {
+        let (held, holding) = AsyncStream<Void>.makeStream()
+        let (done, finishing) = AsyncStream<Void>.makeStream()
+        let transaction = Task {
+            // (Also when the statement fails: the wait below ends, and the error comes from the task.)
+            defer { holding.finish() }
+            try await client.withTransaction(logger: logger) { connection in
+                _ = try await connection.query(statement, logger: logger).all()
+                holding.yield()
+                var gate = done.makeAsyncIterator()
+                await gate.next()
+            }
+        }
+        var iterator = held.makeAsyncIterator()
+        guard await iterator.next() != nil else {
+            try await transaction.value
+            throw CancellationError()
+        }
+        defer { finishing.finish() }
+        let value = try await body()
+        finishing.finish()
+        try await transaction.value
+        return value
+    }
 }
 
 extension AsyncSequence where Self: Sendable {

@@ -436,41 +436,27 @@ struct PostgresStorageTests {
                 // or lookup then dropped: the request is fetched and stored again).
                 try await Self.eventually { try await pipeline.send(request).source == .cache }
                 let fetchedBefore = origin.count(for: "/s")
-                let locked = AsyncStream<Void>.makeStream()
-                // The table stays locked until the test lets go (not for 2 s of real time, which a
-                // loaded machine could spend before the requests below were made).
-                let unlock = AsyncStream<Void>.makeStream()
-                defer { unlock.continuation.finish() }
-                let locker = Task {
-                    try await client.withTransaction(logger: PostgresFixture.logger) { connection in
-                        _ = try await connection.query("LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE", logger: PostgresFixture.logger).all()
-                        locked.continuation.yield()
-                        var gate = unlock.stream.makeAsyncIterator()
-                        await gate.next()
+                // The table stays locked while the requests below are made.
+                try await PostgresFixture.whileHeld(client, "LOCK TABLE recall_entries IN ACCESS EXCLUSIVE MODE") {
+                    var slowest = Duration.zero
+                    for _ in 0..<5 {
+                        let started = ContinuousClock.now
+                        let answer = try await pipeline.send(request)
+                        slowest = max(slowest, ContinuousClock.now - started)
+                        #expect(answer.status == 200 && answer.bodyText == "s")
                     }
+                    // Within the storage's 200 ms timeouts plus what a loaded machine adds; a request
+                    // that waited for the table would still be waiting (it is locked until just below).
+                    #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
+                    #expect(origin.count(for: "/s") > fetchedBefore, "lookups that could not finish were misses")
+                    // While the table is still locked, the storage cancels its statements that wait on it
+                    // (postgres-nio cannot, and nothing else here does): none of them is left holding a
+                    // connection. (Counted by the storage whose pass cancelled them: every statement
+                    // carries its process's tag, so a pass another storage of this test process runs at
+                    // the same time may take them first, and this storage's own count then stays 0.)
+                    try await Self.eventually { try await Self.waitingOnLocks(client) == 0 }
+                    #expect(try await Self.waitingOnLocks(client) == 0, "statements of the storage still hold connections")
                 }
-                var iterator = locked.stream.makeAsyncIterator()
-                await iterator.next()
-                var slowest = Duration.zero
-                for _ in 0..<5 {
-                    let started = ContinuousClock.now
-                    let answer = try await pipeline.send(request)
-                    slowest = max(slowest, ContinuousClock.now - started)
-                    #expect(answer.status == 200 && answer.bodyText == "s")
-                }
-                // Within the storage's 200 ms timeouts plus what a loaded machine adds; a request
-                // that waited for the table would still be waiting (it is locked until just below).
-                #expect(slowest < .seconds(10), "a request waited \(slowest) for a locked table")
-                #expect(origin.count(for: "/s") > fetchedBefore, "lookups that could not finish were misses")
-                // While the table is still locked, the storage cancels its statements that wait on it
-                // (postgres-nio cannot, and nothing else here does): none of them is left holding a
-                // connection. (Counted by the storage whose pass cancelled them: every statement
-                // carries its process's tag, so a pass another storage of this test process runs at
-                // the same time may take them first, and this storage's own count then stays 0.)
-                try await Self.eventually { try await Self.waitingOnLocks(client) == 0 }
-                #expect(try await Self.waitingOnLocks(client) == 0, "statements of the storage still hold connections")
-                unlock.continuation.finish()
-                try await locker.value
                 try await Self.eventually { try await pipeline.send(request).source == .cache }
                 await storage.shutdown()
             }
