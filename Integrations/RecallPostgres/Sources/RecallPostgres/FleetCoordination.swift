@@ -66,8 +66,10 @@ final class FleetCoordination: Sendable {
     /// Claims the fetch `name` for ``PostgresStorage/Configuration/leaseTime`` — `true` also
     /// when the database cannot say (fetching twice beats not fetching) — and renews it while it
     /// is held. With `key`, the storage key its answer is stored under: the claim also says
-    /// whether a record may be there now (one is, or another replica's claim ended while this one
-    /// was taken: ``PostgresStatements/Claim``) — the read that follows is patient (the fleet paid
+    /// whether a record may be there now (one is, or the claim's statement saw a claim on `name`
+    /// — another replica's that ended while this one was taken, a lapsed one, this process's own
+    /// being released — whose holder may have stored since: ``PostgresStatements/Claim``) — the
+    /// read that follows is patient (the fleet paid
     /// for what is there: a miss would fetch it again), or a miss without a round trip — and the store
     /// under `key` is patient while the claim holds (``isClaimedStore(_:)``).
     func claim(_ name: String, storingUnder key: String?) async -> FetchClaim {

@@ -270,9 +270,11 @@ enum PostgresStatements {
     /// `$4` its answer will be stored under (another replica's fetch may have stored it since this
     /// one's lookup).
     ///
-    /// The statement reads the tables as they were when it began, while its insert waits for, and
-    /// then sees, the latest claim row: another replica's claim, released after its answer was
-    /// stored, may end while the statement runs — the stored answer unseen. So a claim row in
+    /// The statement reads the tables as they were when it began, while its insert sees (waiting
+    /// for it, if it is being changed) the latest claim row: another replica's claim, released
+    /// after its answer was stored, may end while the statement runs — the stored answer unseen.
+    /// (A holder whose whole claim, fetch and release fell within this statement stays unseen: a
+    /// fetch within one statement's stall.) So a claim row in
     /// the statement's view also says "a record may be there" (the read that follows looks,
     /// patiently); only a claim that found neither trusts that nothing is stored.
     struct Claim: LeaseStatement {

@@ -192,7 +192,7 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// cache hands over what a claim or a wait answered): not at all after a claim that found
     /// nothing under the key (``/Recall/RecordLookup/absent``); patiently — within
     /// ``Configuration/coordinationTimeout`` and during a pause — after a wait for another
-    /// replica's fetch or a claim that found a record (``/Recall/RecordLookup/patient``: what the
+    /// replica's fetch or a claim that says a record may be there (``/Recall/RecordLookup/patient``: what the
     /// fleet paid for, which a miss would fetch again) while coordination answers; else as usual.
     public func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes? {
         // How the read goes: not at all (nothing there, a removal of the key waits to be
@@ -420,7 +420,8 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
 
     /// Claims as ``claim(_:)`` does; while the claim holds, the store under `key` (its answer)
     /// gets ``Configuration/coordinationTimeout`` and goes on during a pause. The claim also says
-    /// whether a record is under `key` now: the read that follows is then patient, or a miss
+    /// whether a record may be under `key` now (one is, or the claim's statement saw a claim on
+    /// `name` that may have stored since): the read that follows is then patient, or a miss
     /// without a round trip (``bytes(for:lookup:)``).
     public func claim(_ name: String, storingUnder key: String) async -> FetchClaim {
         await fleet.claim(name, storingUnder: key)

@@ -119,6 +119,8 @@ enum PostgresFixture {
         }
         var iterator = held.makeAsyncIterator()
         guard await iterator.next() != nil else {
+            // (The statement failed, or the test was cancelled while waiting: the transaction ends.)
+            finishing.finish()
             try await transaction.value
             throw CancellationError()
         }

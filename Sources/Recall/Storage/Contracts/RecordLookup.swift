@@ -5,7 +5,7 @@ public enum RecordLookup: Sendable, Equatable {
     /// A lookup as usual.
     case usual
     /// The fleet paid for what is stored now (a wait for another process's fetch ended, or a
-    /// claim found a record there): a storage with limits of its own may give this read more
+    /// claim says a record may be there): a storage with limits of its own may give this read more
     /// patience — a miss would fetch it again.
     case patient
     /// The claim just won found nothing stored under the key: a storage that is its own
