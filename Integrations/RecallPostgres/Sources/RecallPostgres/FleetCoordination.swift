@@ -69,9 +69,9 @@ final class FleetCoordination: Sendable {
     /// whether a record may be there now (one is, or the claim's statement saw a claim on `name`
     /// — another replica's that ended while this one was taken, a lapsed one, this process's own
     /// being released — whose holder may have stored since: ``PostgresStatements/Claim``) — the
-    /// read that follows is patient (the fleet paid
-    /// for what is there: a miss would fetch it again), or a miss without a round trip — and the store
-    /// under `key` is patient while the claim holds (``isClaimedStore(_:)``).
+    /// read that follows is patient (the fleet paid for what is there: a miss would fetch it
+    /// again), or a miss without a round trip — and the store under `key` is patient while the
+    /// claim holds (``isClaimedStore(_:)``).
     func claim(_ name: String, storingUnder key: String?) async -> FetchClaim {
         guard answers else { return .claimed(then: .usual) }
         // This process holds it already (another flight of it, its own lease lapsed): wait for that one.

@@ -274,9 +274,9 @@ enum PostgresStatements {
     /// for it, if it is being changed) the latest claim row: another replica's claim, released
     /// after its answer was stored, may end while the statement runs — the stored answer unseen.
     /// (A holder whose whole claim, fetch and release fell within this statement stays unseen: a
-    /// fetch within one statement's stall.) So a claim row in
-    /// the statement's view also says "a record may be there" (the read that follows looks,
-    /// patiently); only a claim that found neither trusts that nothing is stored.
+    /// fetch within one statement's stall.) So a claim row in the statement's view also says "a
+    /// record may be there" (the read that follows looks, patiently); only a claim that found
+    /// neither trusts that nothing is stored.
     struct Claim: LeaseStatement {
         static let name = "recall_claim_v3"
         static let sql =

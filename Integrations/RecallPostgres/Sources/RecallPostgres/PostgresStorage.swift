@@ -192,8 +192,9 @@ public final class PostgresStorage: CacheByteStore, FetchCoordinator {
     /// cache hands over what a claim or a wait answered): not at all after a claim that found
     /// nothing under the key (``/Recall/RecordLookup/absent``); patiently — within
     /// ``Configuration/coordinationTimeout`` and during a pause — after a wait for another
-    /// replica's fetch or a claim that says a record may be there (``/Recall/RecordLookup/patient``: what the
-    /// fleet paid for, which a miss would fetch again) while coordination answers; else as usual.
+    /// replica's fetch or a claim that says a record may be there (``/Recall/RecordLookup/patient``:
+    /// what the fleet paid for, which a miss would fetch again) while coordination answers; else
+    /// as usual.
     public func bytes(for key: String, lookup: RecordLookup) async -> StoredBytes? {
         // How the read goes: not at all (nothing there, a removal of the key waits to be
         // replayed, or the storage pauses), patiently, or as usual.
