@@ -147,9 +147,9 @@ public final class RFCFloorCache: ServiceHook, @unchecked Sendable {
 /// miss costs a request that has nobody to share it with (a flight taken and ended under a lock),
 /// the miss's and the store's events in the request's context and the cache's counts. Left out:
 /// partitions and the credentials in scope, `Vary`, validation, invalidation and the ordering of
-/// writes against it, streaming, the evictions' events. What a miss could cost with the cache's parts but none of its orchestration (the
-/// look-up's outcome, the strategy's decisions as values, the request's state): how far a fused
-/// path could go (issue #55).
+/// writes against it, streaming, the evictions' events. What a miss could cost with the cache's
+/// parts but none of its orchestration (the look-up's outcome, the strategy's decisions as
+/// values, the request's state): how far a fused path could go (issue #55).
 public final class FusedFloorCache: ServiceHook, @unchecked Sendable {
     private let key: @Sendable (URLRequest) -> String?
     private let storage = MemoryStorage()

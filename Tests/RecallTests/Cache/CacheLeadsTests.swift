@@ -145,9 +145,9 @@ struct CacheLeadsTests {
         while coordinator.calls.withLock({ $0.count }) < 4 { await Task.yield() }
         #expect(coordinator.calls.withLock { $0 } == ["claim fetch-k", "wait fetch-k or s-k", "claim fetch-k", "release fetch-k"])
         // A claim that says nothing is there: no look before the fetch.
-        let (sent, _, fetchedAfter, _) = try await Self.share(CacheLeads(coordinator: Coordinator(grants: [false, true])), looks: [Self.miss, Self.miss])
+        let (sent, _, looks, _) = try await Self.share(CacheLeads(coordinator: Coordinator(grants: [false, true])), looks: [Self.miss, Self.miss])
         guard case .send = sent else { Issue.record("still missing: send"); return }
-        #expect(fetchedAfter == 2)
+        #expect(looks == 2)
     }
 
     @Test("the fleet's leader died: when another waiting process took the claim over, wait for that one instead of fetching too (#40); at most three rounds")

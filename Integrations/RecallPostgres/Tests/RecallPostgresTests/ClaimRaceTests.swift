@@ -5,10 +5,10 @@ import RecallPostgres
 import RecallTesting
 import Testing
 
-/// A claim's statement reads the table as it was when the statement began, while its insert
-/// waits for, and then sees, the latest claim row. CI, 2026-11-29: four processes fetched 25
-/// times for 20 fresh URLs — a claim taken just as its last holder stored and released said
-/// "nothing stored" from the older view, and its process fetched again.
+/// A claim's statement reads the tables as they were when it began, while its insert sees the
+/// latest claim row: a claim taken just as its last holder stored and released said "nothing
+/// stored" from the older view, and its process fetched again. (Found after a CI run in which
+/// four processes fetched 25 times for 20 fresh URLs.)
 @Suite("PostgresStorage: a claim taken while its last holder stores and releases", .postgres, .timeLimit(.minutes(2)))
 struct ClaimRaceTests {
     @Test(
@@ -23,7 +23,9 @@ struct ClaimRaceTests {
             let claiming = try await PostgresFixture.whileHeld(client, "DELETE FROM recall_leases WHERE name = 'fetch-1'") {
                 // The claim's statement has begun (its view of the tables taken) and waits for the row.
                 let claiming = Task { await claimer.claim("fetch-1", storingUnder: "k") }
-                try await PostgresStorageTests.eventually { try await Self.claimsWaiting(client) == 1 }
+                try await PostgresStorageTests.eventually {
+                    try await PostgresStorageTests.waitingOnLocks(client, containing: "INSERT INTO recall_leases") == 1
+                }
                 await holder.write(Data("the answer".utf8), for: "k", expires: nil)
                 return claiming
             }
@@ -40,16 +42,5 @@ struct ClaimRaceTests {
             await holder.shutdown()
             await claimer.shutdown()
         }
-    }
-
-    /// Claim statements (`INSERT INTO recall_leases`) on `client`'s database waiting for a lock now.
-    static func claimsWaiting(_ client: PostgresClient) async throws -> Int {
-        let rows = try await client.query(
-            """
-            SELECT count(*)::bigint FROM pg_stat_activity
-            WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO recall_leases%' AND datname = current_database()
-            """
-        ).all()
-        return try Int(rows.first?.decode(Int64.self) ?? 0)
     }
 }

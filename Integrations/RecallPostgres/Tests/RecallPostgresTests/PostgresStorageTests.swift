@@ -587,12 +587,14 @@ struct PostgresStorageTests {
         ).all().map { try $0.decode(Int32.self) }
     }
 
-    /// Statements of a storage (their text starts with its tag) on `client`'s database waiting for a lock now.
-    static func waitingOnLocks(_ client: PostgresClient) async throws -> Int {
+    /// Statements of a storage (their text starts with its tag; `containing`: and has that text) on
+    /// `client`'s database waiting for a lock now.
+    static func waitingOnLocks(_ client: PostgresClient, containing text: String = "") async throws -> Int {
+        let pattern = "/* recall %\(text)%"
         let rows = try await client.query(
             """
             SELECT count(*)::bigint FROM pg_stat_activity
-            WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE '/* recall %' AND datname = current_database()
+            WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE \(pattern) AND datname = current_database()
             """
         ).all()
         return try Int(rows.first?.decode(Int64.self) ?? 0)
