@@ -105,10 +105,13 @@ public struct CacheDirectives: Sendable, Hashable {
 
     static let maximumDelta = 2_147_483_648
 
-    /// Parses delta-seconds: digits only; larger values saturate at 2^31.
+    /// Parses delta-seconds: digits only; larger values saturate at 2^31 (RFC 9111 §1.2.2).
+    /// Leading zeros count for nothing: `max-age=00000000000` is 0, not a value too long to hold.
     static func deltaSeconds(_ value: String?) -> Int? {
         guard let value, !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        guard value.utf8.count <= 10, let number = Int(value) else { return maximumDelta }
+        let digits = value.utf8.drop { $0 == 0x30 }
+        guard !digits.isEmpty else { return 0 }
+        guard digits.count <= 10, let number = Int(Substring(digits)) else { return maximumDelta }
         return min(number, maximumDelta)
     }
 

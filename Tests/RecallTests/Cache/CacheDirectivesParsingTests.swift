@@ -64,6 +64,21 @@ struct CacheControlParsingTests {
         #expect(Self.same(text), "\(text): \(CacheDirectives(text).directives) vs \(Self.reference(text))")
     }
 
+    @Test(
+        "delta-seconds: leading zeros count for nothing; a value too large to hold saturates at 2^31",
+        arguments: [
+            ("max-age=0", 0), ("max-age=00000000000", 0), ("max-age=000000000060", 60),
+            ("max-age=0000000002147483647", 2_147_483_647), ("max-age=0002147483649", 2_147_483_648),
+            ("max-age=99999999999", 2_147_483_648), ("max-age=100000000000000000000000000000", 2_147_483_648)
+        ])
+    func deltaSeconds(text: String, seconds: Int) {
+        #expect(CacheDirectives(text).maxAge == seconds)
+        let name = "s-maxage"
+        let other = CacheDirectives(text.replacingOccurrences(of: "max-age", with: name))
+        #expect(other.seconds(name) == seconds)
+        #expect(CacheDirectives(text.replacingOccurrences(of: "max-age", with: "max-stale")).maxStale == .some(seconds))
+    }
+
     @Test("agrees with the reference parser on 20,000 random values made of the characters that matter")
     func random() {
         var generator = SeededRandomSource(seed: 7)

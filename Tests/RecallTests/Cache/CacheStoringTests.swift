@@ -227,6 +227,39 @@ struct CacheStoringTests {
         #expect(try await h.get("/i").source != .cache)
     }
 
+    @Test(
+        "zeros before a lifetime count for nothing: max-age=00000000000 is stale at once, not fresh for 68 years",
+        arguments: StorageKind.allCases)
+    func leadingZeros(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin(
+            "/z",
+            [
+                (200, ["Cache-Control": "max-age=00000000000"], "v1"), (200, ["Cache-Control": "max-age=000000000060"], "v2"),
+                (200, [:], "v3")
+            ])
+        #expect(try await h.get("/z").collected().bodyText == "v1")
+        await h.cache.flush()
+        h.now.advance(1)
+        #expect(try await h.get("/z").collected().bodyText == "v2")
+        await h.cache.flush()
+        h.now.advance(30)
+        #expect(try await h.get("/z").source == .cache)
+        h.now.advance(31)
+        #expect(try await h.get("/z").collected().bodyText == "v3")
+    }
+
+    @Test("a request's max-age=00000000000 asks for a validated answer, as max-age=0 does", arguments: StorageKind.allCases)
+    func requestLeadingZeros(storage: StorageKind) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin("/r", [(200, ["Cache-Control": "max-age=600"], "v1"), (200, ["Cache-Control": "max-age=600"], "v2")])
+        try await h.get("/r")
+        await h.cache.flush()
+        let answer = try await h.get("/r", headers: ["Cache-Control": "max-age=00000000000"]).collected()
+        #expect(answer.source != .cache)
+        #expect(answer.bodyText == "v2")
+    }
+
     @Test("quoted and upper-case directives are understood", arguments: StorageKind.allCases)
     func lenientParsing(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)
