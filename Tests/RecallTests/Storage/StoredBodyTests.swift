@@ -81,9 +81,9 @@ struct StoredBodyTests {
         await #expect(throws: CacheStorageError.self, "a copy starts from bytes that pass their checksum") { while try await copy.next() != nil {} }
     }
 
-    @Test("a range is read by seeking, unchecked; a cancelled reader gets CancellationError")
+    @Test("a range of bytes the store knows whole is read by seeking, unchecked; a cancelled reader gets CancellationError")
     func rangeAndCancellation() async throws {
-        let reading = MemoryReading(Self.body, knownWhole: false)
+        let reading = MemoryReading(Self.body, knownWhole: true)
         let file = StoredBodyFile(reading: reading, range: 10..<Self.body.count, checksum: 0)
         let slice = try #require(ResponseBody(stored: file).slice(1000...1009))
         #expect(try await slice.collect(upTo: .max) == Self.body.subdata(in: 1010..<1020) && reading.reads == 1)
@@ -92,6 +92,33 @@ struct StoredBodyTests {
             return try await ResponseBody(stored: file).collect(upTo: .max)
         }
         await #expect(throws: CancellationError.self) { try await task.value }
+    }
+
+    @Test(
+        "a range of bytes the store does not know whole is served only after the whole body passed its check: a changed one fails before its first byte and removes the record"
+    )
+    func rangeCheckedFirst() async throws {
+        let stored = Self.body.subdata(in: 10..<Self.body.count)
+        let unknown = MemoryReading(Self.body, knownWhole: false)
+        let file = StoredBodyFile(reading: unknown, range: 10..<Self.body.count, checksum: Self.checksum(stored))
+        let slice = try #require(ResponseBody(stored: file).slice(1000...1009))
+        #expect(try await slice.collect(upTo: .max) == Self.body.subdata(in: 1010..<1020))
+        #expect(unknown.reads == 4 && unknown.noted == 1, "three pieces checked, then the range's one; the body noted whole")
+
+        let removed = Flag()
+        let changed = MemoryReading(Self.body, knownWhole: false)
+        let failing = StoredBodyFile(reading: changed, range: 10..<Self.body.count, checksum: Self.checksum(stored) ^ 1) { removed.set() }
+        var cursor = failing.cursor(1000...1009)
+        await #expect(throws: CacheStorageError.self, "no byte of a range of a changed body") { _ = try await cursor.next() }
+        #expect(removed.isSet && changed.noted == 0)
+
+        let known = MemoryReading(Self.body, knownWhole: true)
+        var changing = StoredBodyFile(reading: known, range: 0..<Self.body.count, checksum: 0).cursor(0...(StoredBodyFile.pieceSize + 9))
+        _ = try await changing.next()
+        known.forget()  // (the file changed while the range was read)
+        await #expect(throws: CacheStorageError.self, "a range read unchecked must still be known whole at its end") {
+            while try await changing.next() != nil {}
+        }
     }
 
     @Test("a body kept in a store is not timed: it is read from a local file, not transferred")

@@ -5,8 +5,9 @@ import Foundation
 /// it is served. A whole read is checked against the body's checksum as it goes (a changed body
 /// ends its read with an error, never as a complete answer) unless the store knows the bytes
 /// whole (``ByteReading/knownWhole``: a ``DiskStorage`` wrote them or saw them checked, and they
-/// are unchanged); a range is read by seeking. Read by pulling: each piece is read when the
-/// reader asks for it, in the reader's task.
+/// are unchanged); a range is read by seeking, after the whole body is checked once when the
+/// store does not know it whole (a range of a changed body is never served). Read by pulling:
+/// each piece is read when the reader asks for it, in the reader's task.
 final class StoredBodyFile: Sendable {
     /// How much one read takes (the reader gets the pieces as they are read).
     static let pieceSize = 256 << 10
@@ -38,13 +39,38 @@ final class StoredBodyFile: Sendable {
     /// piece as its reader asks (no task, no buffer: a reader that stops asking stops the reads).
     /// A whole read is checked unless the store knows the bytes whole; `checked` checks it anyway
     /// (a copy into a new record, whose checksum is made from the bytes read, must start from
-    /// bytes that passed one).
+    /// bytes that passed one). A range of a body the store does not know whole is read after the
+    /// whole body passed its check, before the range's first piece (the check reads every byte
+    /// once; a ``DiskStorage`` then knows the body whole, and its later ranges seek at once).
     func cursor(_ bounds: ClosedRange<Int>? = nil, checked: Bool = false) -> Cursor {
         let part = bounds.map { (range.lowerBound + $0.lowerBound)..<(range.lowerBound + $0.upperBound + 1) } ?? range
-        let trusted = bounds == nil && !checked && reading.knownWhole
+        // (A range the store knows whole is read unchecked too, and must still be known whole at its end.)
+        let trusted = !checked && reading.knownWhole
         return Cursor(
             file: self, offset: part.lowerBound, end: part.upperBound,
-            sum: bounds == nil && !trusted ? CacheRecordCodec.StreamingChecksum() : nil, trusted: trusted)
+            sum: bounds == nil && !trusted ? CacheRecordCodec.StreamingChecksum() : nil, trusted: trusted,
+            checksFirst: bounds != nil && !trusted)
+    }
+
+    /// Checks the whole body against its checksum, reading it piece by piece without keeping
+    /// it: a body that does not match removes its record (the next request goes to the origin)
+    /// and throws ``CacheStorageError/corrupt(_:)``; one that does is then known whole to its
+    /// store.
+    fileprivate func check() async throws {
+        var sum = CacheRecordCodec.StreamingChecksum()
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            try Task.checkCancellation()
+            let piece = try reading.read(at: offset, count: Swift.min(Self.pieceSize, range.upperBound - offset))
+            guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
+            sum.add(piece)
+            offset += piece.count
+        }
+        guard sum.value == checksum else {
+            await corrupt()
+            throw CacheStorageError.corrupt("the stored body does not match its checksum")
+        }
+        reading.noteWhole()
     }
 
     /// Reads a stored body's pieces in order (see ``cursor(_:checked:)``).
@@ -54,15 +80,20 @@ final class StoredBodyFile: Sendable {
         let end: Int
         /// The checksum of the pieces read so far, when the read is checked.
         private var sum: CacheRecordCodec.StreamingChecksum?
-        /// A whole read not checked, the store knowing the bytes whole when it began.
+        /// A read not checked, the store knowing the bytes whole when it began.
         private var trusted: Bool
+        /// A range whose whole body is to be checked before its first piece.
+        private var checksFirst: Bool
 
-        fileprivate init(file: StoredBodyFile, offset: Int, end: Int, sum: CacheRecordCodec.StreamingChecksum?, trusted: Bool) {
+        fileprivate init(
+            file: StoredBodyFile, offset: Int, end: Int, sum: CacheRecordCodec.StreamingChecksum?, trusted: Bool, checksFirst: Bool
+        ) {
             self.file = file
             self.offset = offset
             self.end = end
             self.sum = sum
             self.trusted = trusted
+            self.checksFirst = checksFirst
         }
 
         /// The next piece, or `nil` at the end. A checked read that does not match its checksum
@@ -72,6 +103,10 @@ final class StoredBodyFile: Sendable {
         /// cancelled task throws `CancellationError`.
         mutating func next() async throws -> Data? {
             try Task.checkCancellation()
+            if checksFirst {
+                checksFirst = false
+                try await file.check()
+            }
             guard offset < end else {
                 guard let checked = sum else {
                     // A whole read left unchecked as known whole must still be known whole at its end.
