@@ -260,6 +260,17 @@ struct CacheStoringTests {
         #expect(answer.bodyText == "v2")
     }
 
+    @Test("a status of more than three digits is passed on, never stored", arguments: StorageKind.allCases, [1000, 99_999, Int.max])
+    func statusBeyondThreeDigits(storage: StorageKind, status: Int) async throws {
+        let h = CacheHarness(over: storage)
+        h.origin("/s", status: status, headers: ["Cache-Control": "max-age=600"])
+        #expect(try await h.get("/s").status == status)
+        await h.cache.flush()
+        #expect(try await h.get("/s").source == .network)
+        #expect(h.hits("/s") == 2 && h.cache.statistics.stores == 0)
+        #expect(h.cache.storage.statistics.corruptRemoved == 0, "nothing written that reads back as corrupt")
+    }
+
     @Test("quoted and upper-case directives are understood", arguments: StorageKind.allCases)
     func lenientParsing(storage: StorageKind) async throws {
         let h = CacheHarness(over: storage)

@@ -136,7 +136,8 @@ package struct CacheRules: Sendable {
     /// The rules every stored response follows, whatever its status (RFC 9111 §3).
     private func mayStore(_ response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest) -> Bool {
         guard RequestMethod(request) == .get else { return false }
-        guard response.status >= 200, response.status != 304 else { return false }
+        // (A status is three digits, RFC 9110 §15: one that is not could not be read back from a record.)
+        guard response.status >= 200, response.status <= 999, response.status != 304 else { return false }
         let directives = facts.cacheControl
         if directives.mustUnderstand {
             guard Self.understood.contains(response.status) else { return false }
