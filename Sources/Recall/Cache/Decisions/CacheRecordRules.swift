@@ -92,6 +92,22 @@ struct CacheRecordRules: Sendable {
         return rules.servesOthers(directives)
     }
 
+    /// `merged` — a stored response updated by an answer that confirmed it (a 304, a `HEAD`'s 200,
+    /// a 206 of the same representation) — as it may be stored for the request that actually
+    /// went out: under that request's partition and `Vary` values (a credential added on the way
+    /// out makes it that partition's, never the stored one's; `revary`: recomputed even within
+    /// one partition), or `nil` when it may not be kept: its new directives forbid it, or it
+    /// would serve users it may not (``mayShare(_:_:)``).
+    func kept(_ merged: CacheEntry, exchange x: CacheStrategy.Exchange, revary: Bool = false) -> CacheEntry? {
+        var kept = merged
+        if kept.partition != x.partition || revary {
+            kept.partition = x.partition
+            kept.varyValues = varyValues(for: kept.facts.varyNames, in: x.answered, inScope: x.inScope)
+        }
+        guard rules.mayKeep(kept.cacheControl, for: x.answered), mayShare(kept.facts, x) else { return nil }
+        return kept
+    }
+
     /// The entry stored for `response` to `request` (whose header `facts` are parsed).
     func entry(
         from response: RecallResponse, facts: CacheEntry.Facts, for request: URLRequest, partition: String,

@@ -252,7 +252,13 @@ package struct CacheRules: Sendable {
         if case .some(let limit) = requestDirectives.maxStale, limit.map({ staleness <= Double($0) }) ?? true {
             return .stale(.maxStale)
         }
-        if let window = responseDirectives.staleWhileRevalidate, staleness <= Double(window) {
+        // The request's own limits are the client's (RFC 9111 §5.2.1): a max-stale it passed (a
+        // max-stale it allows returned above), an age over its max-age, any min-fresh (a stale
+        // response has none left) — no stale answer beyond them, even in the origin's window.
+        let refused =
+            requestDirectives.maxStale != nil || requestDirectives.minFresh != nil
+            || requestDirectives.maxAge.map { $0 == 0 || age > Double($0) } == true
+        if !refused, let window = responseDirectives.staleWhileRevalidate, staleness <= Double(window) {
             return .staleWhileRevalidate
         }
         return .validate
@@ -299,7 +305,9 @@ package struct CacheRules: Sendable {
     /// `Content-Length` (if both have one) is the same. An answer without validators matches only
     /// a stored response without them (on its length): that is how such a response is freshened
     /// at all — while an answer that drops the validators its `GET` carried says nothing of them.
+    /// A stored response of another status (a 404, where the `HEAD` now says 200) never matches.
     package func headResponse(_ response: RecallResponse, matches entry: CacheEntry) -> Bool {
+        guard entry.status == response.status else { return false }
         let etag = response.headers["ETag"], modified = response.headers["Last-Modified"]
         if etag == nil, modified == nil, entry.etag != nil || entry.lastModified != nil { return false }
         if let etag {

@@ -77,8 +77,9 @@ final class CacheStrategy: Sendable {
         // Most requests carry no field at all: then none of the field lookups below can find one.
         let hasFields = facts.hasFields, method = facts.method
         func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
-        if hasFields, configuration.bypassFields.contains(where: has) { return .bypass }
+        // (An unsafe method invalidates whatever it carries, a bypass field too: RFC 9111 §4.4.)
         if method.invalidatesCaches { return .invalidate }
+        if hasFields, configuration.bypassFields.contains(where: has) { return .bypass }
         guard method == .get || method == .head else { return .bypass }
         guard hasFields else { return .lookup }
         if let field = request.value(forHTTPHeaderField: "Range") {
@@ -142,6 +143,8 @@ final class CacheStrategy: Sendable {
             return .serve(rules.response(from: entry, for: facts, now: now, source: .stale), stale: reason)
         case .staleWhileRevalidate:
             let stale = rules.response(from: entry, for: facts, now: now, source: .stale)
+            // (only-if-cached: served within the window, but never a request to the origin, not even in the background.)
+            if onlyIfCached { return .serve(stale, stale: .staleWhileRevalidate) }
             let conditional = rules.conditionalRequest(request, for: entry)
             var refresh = conditional ?? request
             refresh.httpMethod = RequestMethod.get.rawValue
@@ -232,17 +235,14 @@ final class CacheStrategy: Sendable {
                 unconditional.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
                 return .refetch(unconditional, removing: !x.redirected)
             }
-            var merged = rules.merge(confirmed, with: response, requestTime: x.requestTime, responseTime: x.now)
-            if merged.partition != x.partition || stored == nil {
-                // A credential was added on the way out, or another variant was confirmed for this
-                // request: the merged response is stored for this request's partition and Vary values.
-                merged.partition = x.partition
-                merged.varyValues = records.varyValues(for: merged.facts.varyNames, in: x.answered, inScope: x.inScope)
-            }
+            let merged = rules.merge(confirmed, with: response, requestTime: x.requestTime, responseTime: x.now)
             let answer = rules.response(from: merged, for: x.request, now: x.now, source: .revalidated)
-            // (A shared cache keeps nothing the answer's directives no longer let it keep.)
-            guard rules.mayKeep(merged.cacheControl, for: x.answered) else { return .discardAndAnswer(confirmed, answer: answer) }
-            return .revalidated(merged, answer: answer)
+            // Stored for this request's partition and Vary values (a credential added on the way out,
+            // or another variant confirmed for this request), unless it may no longer be kept.
+            guard let kept = records.kept(merged, exchange: x, revary: stored == nil) else {
+                return .discardAndAnswer(confirmed, answer: answer)
+            }
+            return .revalidated(kept, answer: answer)
         case .ranging(let range, let stored):
             return ranges.afterRange(response, range: range, stored: stored, exchange: x)
         case .completing(let pieces) where response.status == 206 || response.status == 416:
@@ -275,8 +275,8 @@ final class CacheStrategy: Sendable {
             for field in updated.headers where !response.headers.contains(field.name) && field.name.lowercased() != "age" {
                 answer.headers.add(field.name, field.value)
             }
-            guard rules.mayKeep(updated.cacheControl, for: x.answered) else { return .discardAndAnswer(stored, answer: answer) }
-            return .storeAndAnswer(updated, answer)
+            guard let kept = records.kept(updated, exchange: x) else { return .discardAndAnswer(stored, answer: answer) }
+            return .storeAndAnswer(kept, answer)
         }
         let facts = CacheEntry.Facts(response.headers)
         if rules.isStorable(response, facts: facts, for: x.answered), records.mayShare(facts, x) {
@@ -336,10 +336,15 @@ final class CacheStrategy: Sendable {
         for name in ["Location", "Content-Location"] {
             guard let value = response.headers[name], let target = URL(string: value, relativeTo: url)?.absoluteURL,
                 target.scheme?.lowercased() == url.scheme?.lowercased(), target.host?.lowercased() == url.host?.lowercased(),
-                target.port == url.port
+                Self.port(of: target) == Self.port(of: url)
             else { continue }
             targets.append(target)
         }
         return targets
+    }
+
+    /// The port `url` names, or its scheme's default (`https://a:443/` and `https://a/` are one origin).
+    private static func port(of url: URL) -> Int? {
+        url.port ?? ["http": 80, "https": 443][url.scheme?.lowercased() ?? ""]
     }
 }

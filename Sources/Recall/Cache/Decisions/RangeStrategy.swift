@@ -155,7 +155,8 @@ struct RangeStrategy: Sendable {
             if let stored, stored.status == 200, CacheRules.strongMatch(stored.etag, facts.etag),
                 (stored.storedBody?.count ?? stored.body.count) == piece.length
             {
-                return .store(rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now))
+                let merged = rules.merge(stored, with: response, requestTime: x.requestTime, responseTime: x.now)
+                return records.kept(merged, exchange: x).map { .store($0) } ?? .discard(stored)
             }
             guard let (combined, pieces) = combining(response, piece: piece, facts: facts, with: stored, exchange: x) else {
                 return askedAsIs ? .pass : .refetch(callers, removing: false)

@@ -86,6 +86,9 @@ final class CacheLocator: Sendable {
             requestLifetime: lifetime)
         guard state.mode != .invalidating, response.source == .network else { return (exchange, nil) }
         var target = sent.url == request.url ? state.location : location(of: sent)
+        // The partition is of what was sent, the user information of its URL too: a redirect to a
+        // URL without it does not make the answer anonymous.
+        let userinfo = target?.userinfo ?? sent.url.map { CachePartitioner.hasUserinfo($0.absoluteString) } ?? false
         if let url = response.url, url != sent.url {
             exchange.answered.url = url
             target = location(of: exchange.answered)
@@ -93,7 +96,7 @@ final class CacheLocator: Sendable {
         // Answered for another URL than the one looked up (a redirect, or an inner hook that
         // rewrote the URL): what was stored for the lookup is neither merged nor removed.
         exchange.redirected = target?.key != state.key
-        exchange.partition = target.map { partitioner.partition(for: exchange.answered, userinfo: $0.userinfo, inScope: state.inScope) } ?? ""
+        exchange.partition = target.map { _ in partitioner.partition(for: sent, userinfo: userinfo, inScope: state.inScope) } ?? ""
         return (exchange, target)
     }
 
