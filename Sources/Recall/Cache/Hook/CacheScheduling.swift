@@ -16,18 +16,19 @@ struct CacheScheduling: Sendable {
     var since: InvalidationEpochs.Snapshot
 
     /// The request's state in `cache`, in `mode`, for what goes to the origin (`isRefresh`: as
-    /// a background refresh; `fetchEvents`: the cache's count of fetch events as it went out).
+    /// a background refresh, which is a `GET`; `fetchEvents`: the cache's count of fetch events
+    /// as it went out).
     func state(
         in cache: HTTPCache, record: CacheRecord? = nil, mode: CacheStrategy.Mode, lead: CacheRequestState.Lead? = nil,
         isRefresh: Bool = false, fetchEvents: UInt64? = nil
     ) -> CacheRequestState {
         CacheRequestState(
-            cache: cache, location: location, method: facts.method, partition: partition, inScope: inScope, requestTime: requestTime,
-            since: since, record: record, mode: mode, lead: lead, isRefresh: isRefresh, fetchEvents: fetchEvents)
+            cache: cache, location: location, method: isRefresh ? .get : facts.method, partition: partition, inScope: inScope,
+            requestTime: requestTime, since: since, record: record, mode: mode, lead: lead, isRefresh: isRefresh, fetchEvents: fetchEvents)
     }
 
     /// The state of the background refresh of the request's key (`stale-while-revalidate`), in
-    /// `cache`, which it leads.
+    /// `cache`, which it leads: a `GET`, also for a `HEAD` served stale (its answer has the body).
     func refreshState(in cache: HTTPCache, record: CacheRecord?, mode: CacheStrategy.Mode) -> CacheRequestState {
         state(in: cache, record: record, mode: mode, lead: .refresh(location.key), isRefresh: true)
     }

@@ -30,7 +30,8 @@ public struct CacheConfiguration: Sendable {
     /// Requests still partition by them (two tokens never share an entry). Names compare
     /// case-insensitively; a trailing `*` matches a prefix.
     public var secretQueryParameters: [String] = CacheConfiguration.defaultSecretQueryParameters
-    /// Requests carrying any of these fields bypass the cache entirely (neither served nor stored).
+    /// Requests carrying any of these fields bypass the cache (neither served nor stored); an
+    /// unsafe one (`POST`, `PUT`, `DELETE`…) still invalidates what it targets (RFC 9111 §4.4).
     public var bypassFields: [String] = []
     /// The share of (Date − Last-Modified) used as a heuristic freshness lifetime when a
     /// response gives none (RFC 9111 §4.2.2 suggests 10 %).
