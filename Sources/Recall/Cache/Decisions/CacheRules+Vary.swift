@@ -23,13 +23,10 @@ extension CacheRules {
     }
 
     /// An `Accept-Language` value in one spelling per meaning: tags lowercased, quality values
-    /// as numbers (`q=1` dropped, `q=0.50` → `q=0.5`), ordered by quality, ranges of one quality
-    /// in the order they came — so `en-US, fr;q=0.5` and `fr;q=0.50,en-us` select the same
-    /// variant, while `de, en` and `en, de` do not (an origin may answer the first of equal weights).
+    /// as numbers (`q=1` dropped, `q=0.50` → `q=0.5`), ordered by quality and then by tag — so
+    /// `en-US, fr;q=0.5` and `fr;q=0.50,en-us` select the same variant.
     static func normalizedLanguages(_ value: String) -> String {
-        languageRanges(value).enumerated()
-            .sorted { $0.element.quality != $1.element.quality ? $0.element.quality > $1.element.quality : $0.offset < $1.offset }
-            .map(\.element)
+        languageRanges(value).sorted { $0.quality != $1.quality ? $0.quality > $1.quality : $0.tag < $1.tag }
             .map { $0.quality == 1 ? $0.tag : "\($0.tag);q=\(String(format: "%g", $0.quality))" }
             .joined(separator: ", ")
     }
@@ -51,21 +48,21 @@ extension CacheRules {
     }
 
     /// Whether the request's `Accept-Language` value `accepted` prefers the language of `entry`
-    /// (its `Content-Language`) before any (RFC 9110 §12.5.4): one of the entry's language tags is
-    /// matched by the first range of the request's highest quality (`en` matches `en` and
+    /// (its `Content-Language`) as much as any (RFC 9110 §12.5.4): one of the entry's language
+    /// tags is matched by a range of the request's highest quality (`en` matches `en` and
     /// `en-US`; `*` matches nothing here, the origin decides what it means) and by no range of
-    /// quality 0. A stored variant in a language the request ranks lower — or names later among
-    /// equal weights, which an origin may answer by their order — is never chosen: the origin may
-    /// hold one it prefers.
+    /// quality 0. A stored variant in a language the request ranks lower is never chosen: the
+    /// origin may hold one it prefers.
     func prefersLanguage(of entry: CacheEntry, accepted: String) -> Bool {
         guard let content = entry.headers["Content-Language"] else { return false }
         let ranges = Self.languageRanges(accepted)
-        guard let top = ranges.map(\.quality).max(), top > 0, let first = ranges.first(where: { $0.quality == top }) else { return false }
+        guard let top = ranges.map(\.quality).max(), top > 0 else { return false }
         func matches(_ range: String, _ tag: String) -> Bool {
             range != "*" && (tag == range || tag.hasPrefix(range + "-"))
         }
         return content.split(separator: ",").map { $0.trimmingOWS.lowercased() }.contains { tag in
-            !tag.isEmpty && matches(first.tag, tag) && !ranges.contains { $0.quality == 0 && matches($0.tag, tag) }
+            !tag.isEmpty && ranges.contains { $0.quality == top && matches($0.tag, tag) }
+                && !ranges.contains { $0.quality == 0 && matches($0.tag, tag) }
         }
     }
 
