@@ -177,14 +177,6 @@ package struct CacheRules: Sendable {
     /// else `Expires − Date` (an invalid or repeated-and-conflicting `Expires` means 0; its names
     /// may be in any case),
     /// else the lifetime Recall assigned (``CacheEntry/assignedLifetime``), else the heuristic for cacheable statuses with `Last-Modified`, else 0.
-    /// Whether `entry`, stored at `now`, would answer a request without asking the origin: fresh
-    /// then, and without `no-cache`. A request waiting for another's miss waits for nothing else.
-    func answersWhenStored(_ entry: CacheEntry, now: Date) -> Bool {
-        let directives = entry.cacheControl
-        guard !directives.noCache, directives.noCacheFields.isEmpty else { return false }
-        return currentAge(entry, now: now) < freshnessLifetime(entry)
-    }
-
     package func freshnessLifetime(_ entry: CacheEntry) -> Double {
         let directives = entry.cacheControl
         if isShared, let sMaxAge = directives.sMaxAge { return Double(sMaxAge) }
@@ -270,6 +262,14 @@ package struct CacheRules: Sendable {
             return .staleWhileRevalidate
         }
         return .validate
+    }
+
+    /// Whether `entry`, stored at `now`, would answer a request without asking the origin: fresh
+    /// then, and without `no-cache`. A request waiting for another's miss waits for nothing else.
+    func answersWhenStored(_ entry: CacheEntry, now: Date) -> Bool {
+        let directives = entry.cacheControl
+        guard !directives.noCache, directives.noCacheFields.isEmpty else { return false }
+        return currentAge(entry, now: now) < freshnessLifetime(entry)
     }
 
     /// Whether a stale `entry` may be served because the origin failed (RFC 5861

@@ -69,6 +69,12 @@ final class CacheStrategy: Sendable {
         case lookup
     }
 
+    /// Whether `request` carries a field of ``CacheConfiguration/bypassFields``: never served
+    /// from the cache nor stored (an unsafe one still invalidates).
+    func bypasses(_ request: URLRequest) -> Bool {
+        configuration.bypassFields.contains { request.value(forHTTPHeaderField: $0) != nil }
+    }
+
     /// Request fields that make a request conditional (RFC 9110 §13.1).
     static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
 
@@ -79,7 +85,7 @@ final class CacheStrategy: Sendable {
         func has(_ name: String) -> Bool { request.value(forHTTPHeaderField: name) != nil }
         // (An unsafe method invalidates whatever it carries, a bypass field too: RFC 9111 §4.4.)
         if method.invalidatesCaches { return .invalidate }
-        if hasFields, configuration.bypassFields.contains(where: has) { return .bypass }
+        if hasFields, bypasses(request) { return .bypass }
         guard method == .get || method == .head else { return .bypass }
         guard hasFields else { return .lookup }
         if let field = request.value(forHTTPHeaderField: "Range") {
@@ -213,7 +219,8 @@ final class CacheStrategy: Sendable {
     func after(_ response: RecallResponse, mode: Mode, exchange x: Exchange) -> After {
         if case .invalidating = mode {
             guard (200..<400).contains(response.status) else { return .pass }
-            let stored = x.method == .post && response.source == .network ? records.postEntry(response, exchange: x) : nil
+            let stored =
+                x.method == .post && response.source == .network && !bypasses(x.sent) ? records.postEntry(response, exchange: x) : nil
             return .invalidate(invalidatedURLs(by: response, to: x.sent), store: stored)
         }
         // A 304 confirms what this cache validated wherever it comes from: a cache further in

@@ -71,11 +71,12 @@ extension HTTPCache {
         // (The followers of this miss wait for its store — or, once its caller falls behind reading
         // the body, for one of them to lead in its place: never at one caller's pace.)
         let lead = LeadEnding(state.lead, of: leads)
-        // A record the waiting misses could not answer from without the origin (`no-cache`, or
-        // stale as it lands) gains them nothing, and a body that never ends (a stream of events)
-        // would hold them for good: they go on now, each asking the origin itself. (A background
-        // refresh's lead still ends with its store: waiting for refreshes waits for that.)
-        if case .flight = state.lead, !strategy.rules.answersWhenStored(entry, now: now()) { lead.finish() }
+        // A body of unknown length whose record the waiting misses could not answer from without
+        // the origin (`no-cache`, or stale as it lands) may never end (a stream of events), and
+        // waiting for it gains them nothing: they go on now, each asking the origin itself. (One of
+        // known length they wait for, to revalidate what it stored; a background refresh's lead
+        // ends with its store: waiting for refreshes waits for that.)
+        if case .flight = state.lead, length == nil, !strategy.rules.answersWhenStored(entry, now: now()) { lead.finish() }
         // (A storage that counts removals checks them in a whole store: no record in pieces.)
         let inPieces = target != nil && since.storage == nil
         if let length, length > limit {

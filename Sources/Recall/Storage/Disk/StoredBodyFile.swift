@@ -65,6 +65,8 @@ final class StoredBodyFile: Sendable {
             guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
             sum.add(piece)
             offset += piece.count
+            // (One read at a time holds a thread of the pool: a large body lets the others run between.)
+            await Task.yield()
         }
         guard sum.value == checksum else {
             await corrupt()
@@ -106,6 +108,8 @@ final class StoredBodyFile: Sendable {
             if checksFirst {
                 checksFirst = false
                 try await file.check()
+                // (Known whole now, as a store that remembers it says: still so at the range's end.)
+                trusted = file.reading.knownWhole
             }
             guard offset < end else {
                 guard let checked = sum else {
