@@ -6,10 +6,10 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// What a second adversarial review found (2026-11-29; docs/reliability.md lists each finding and
+/// What an adversarial review of `6979d08` found (2026-11-29; docs/reliability.md lists each finding and
 /// its fix): one user's fields in another's answer, stale answers past a request's limits, a wait
 /// behind a body that never ends, invalidations missed. Each test failed before its fix.
-@Suite("A second adversarial review: partitions, HEAD, stale-while-revalidate, invalidation", .timeLimit(.minutes(1)))
+@Suite("An adversarial review of partitions, HEAD, stale-while-revalidate, invalidation", .timeLimit(.minutes(1)))
 struct SecondReviewTests {
     static func refresher() -> AuthRefreshRetrierFactory {
         NilRetrierFactory().refreshingAuth { request in

@@ -96,7 +96,7 @@ final class CacheLocator: Sendable {
         // Answered for another URL than the one looked up (a redirect, or an inner hook that
         // rewrote the URL): what was stored for the lookup is neither merged nor removed.
         exchange.redirected = target?.key != state.key
-        exchange.partition = target.map { _ in partitioner.partition(for: sent, userinfo: userinfo, inScope: state.inScope) } ?? ""
+        exchange.partition = target == nil ? "" : partitioner.partition(for: sent, userinfo: userinfo, inScope: state.inScope)
         return (exchange, target)
     }
 

@@ -52,27 +52,13 @@ final class StoredBodyFile: Sendable {
             checksFirst: bounds != nil && !trusted)
     }
 
-    /// Checks the whole body against its checksum, reading it piece by piece without keeping
-    /// it: a body that does not match removes its record (the next request goes to the origin)
-    /// and throws ``CacheStorageError/corrupt(_:)``; one that does is then known whole to its
-    /// store.
+    /// Checks the whole body as a checked whole read does, without keeping it: a body that does
+    /// not match removes its record and throws ``CacheStorageError/corrupt(_:)``; one that does
+    /// is then known whole to its store.
     fileprivate func check() async throws {
-        var sum = CacheRecordCodec.StreamingChecksum()
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            try Task.checkCancellation()
-            let piece = try reading.read(at: offset, count: Swift.min(Self.pieceSize, range.upperBound - offset))
-            guard !piece.isEmpty else { throw CacheStorageError.corrupt("the stored body ended early") }
-            sum.add(piece)
-            offset += piece.count
-            // (One read at a time holds a thread of the pool: a large body lets the others run between.)
-            await Task.yield()
-        }
-        guard sum.value == checksum else {
-            await corrupt()
-            throw CacheStorageError.corrupt("the stored body does not match its checksum")
-        }
-        reading.noteWhole()
+        var whole = cursor(checked: true)
+        // (One read at a time holds a thread of the pool: a large body lets the others run between.)
+        while try await whole.next() != nil { await Task.yield() }
     }
 
     /// Reads a stored body's pieces in order (see ``cursor(_:checked:)``).
